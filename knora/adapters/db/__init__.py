@@ -1,0 +1,1 @@
+"""SQLAlchemy 2 (async) persistence on SQLite and PostgreSQL."""

@@ -1,0 +1,290 @@
+"""Every table of the metadata store. Shared by all repositories; schema changes go through Alembic.
+
+Portable column types only (String ids, JSON, timezone-aware DateTime), so one schema serves SQLite and
+PostgreSQL. Retrieval engines own their index tables (FTS5, tsvector, pgvector) and create them themselves.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from knora.domain.common import utcnow
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: DateTime(timezone=True)}
+
+
+def _id() -> Mapped[str]:
+    return mapped_column(String(36), primary_key=True)
+
+
+def _created() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+
+def _updated() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow, nullable=False)
+
+
+class TenantRow(Base):
+    __tablename__ = "tenants"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str] = mapped_column(Text, default="")
+    retrieval_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class ApiKeyRow(Base):
+    __tablename__ = "api_keys"
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(255), default="default")
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 hex of the plaintext
+    prefix: Mapped[str] = mapped_column(String(16), default="")
+    created_at: Mapped[datetime] = _created()
+
+
+class KnowledgeBaseRow(Base):
+    __tablename__ = "knowledge_bases"
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str] = mapped_column(Text, default="")
+    type: Mapped[str] = mapped_column(String(16), default="document")
+    is_temporary: Mapped[bool] = mapped_column(Boolean, default=False)
+    chunking_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    embedding_model_id: Mapped[str] = mapped_column(String(255), default="")
+    summary_model_id: Mapped[str] = mapped_column(String(255), default="")
+    rerank_model_id: Mapped[str] = mapped_column(String(255), default="")
+    indexing_strategy: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    faq_config: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    retrieval_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    question_generation_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    extract_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    vector_store_id: Mapped[str] = mapped_column(String(64), default="")
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class KnowledgeRow(Base):
+    __tablename__ = "knowledges"
+    __table_args__ = (Index("ix_knowledges_kb_hash", "knowledge_base_id", "file_hash"),)
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    knowledge_base_id: Mapped[str] = mapped_column(ForeignKey("knowledge_bases.id", ondelete="CASCADE"), index=True)
+    type: Mapped[str] = mapped_column(String(16), default="file")
+    title: Mapped[str] = mapped_column(Text, default="")
+    description: Mapped[str] = mapped_column(Text, default="")
+    source: Mapped[str] = mapped_column(Text, default="")
+    file_name: Mapped[str] = mapped_column(Text, default="")
+    file_type: Mapped[str] = mapped_column(String(32), default="")
+    file_size: Mapped[int] = mapped_column(BigInteger, default=0)
+    file_hash: Mapped[str] = mapped_column(String(64), default="")
+    file_path: Mapped[str] = mapped_column(Text, default="")
+    parse_status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    enable_status: Mapped[str] = mapped_column(String(16), default="enabled")
+    error_message: Mapped[str] = mapped_column(Text, default="")
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    tag_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    embedding_model_id: Mapped[str] = mapped_column(String(255), default="")
+    channel: Mapped[str] = mapped_column(String(32), default="web")
+    processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class ChunkRow(Base):
+    __tablename__ = "chunks"
+    __table_args__ = (Index("ix_chunks_knowledge_index", "knowledge_id", "chunk_index"),)
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    knowledge_base_id: Mapped[str] = mapped_column(String(36), index=True)
+    knowledge_id: Mapped[str] = mapped_column(ForeignKey("knowledges.id", ondelete="CASCADE"), index=True)
+    tag_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    content: Mapped[str] = mapped_column(Text)
+    context_header: Mapped[str] = mapped_column(Text, default="")
+    chunk_index: Mapped[int] = mapped_column(Integer, default=0)
+    chunk_type: Mapped[str] = mapped_column(String(32), default="text")
+    parent_chunk_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
+    pre_chunk_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    next_chunk_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    start_at: Mapped[int] = mapped_column(Integer, default=0)
+    end_at: Mapped[int] = mapped_column(Integer, default=0)
+    is_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    flags: Mapped[int] = mapped_column(Integer, default=1)
+    index_status: Mapped[str] = mapped_column(String(16), default="ready")
+    content_revision: Mapped[int] = mapped_column(Integer, default=0)
+    content_hash: Mapped[str] = mapped_column(String(64), default="")
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    relation_chunks: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    image_info: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class TagRow(Base):
+    __tablename__ = "tags"
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    knowledge_base_id: Mapped[str] = mapped_column(ForeignKey("knowledge_bases.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    color: Mapped[str] = mapped_column(String(32), default="")
+    sort_order: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class ModelRow(Base):
+    __tablename__ = "models"
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    display_name: Mapped[str] = mapped_column(String(255), default="")
+    type: Mapped[str] = mapped_column(String(32))
+    source: Mapped[str] = mapped_column(String(16), default="remote")
+    description: Mapped[str] = mapped_column(Text, default="")
+    parameters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    api_key: Mapped[str] = mapped_column(Text, default="")
+    is_default: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_builtin: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class SessionRow(Base):
+    __tablename__ = "sessions"
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    user_id: Mapped[str] = mapped_column(String(512), default="")
+    title: Mapped[str] = mapped_column(String(255), default="")
+    description: Mapped[str] = mapped_column(Text, default="")
+    is_pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    pinned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_request_state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    source: Mapped[str] = mapped_column(String(32), default="web")
+    agent_id: Mapped[str] = mapped_column(String(64), default="")
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class MessageRow(Base):
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_session_created", "session_id", "created_at"),)
+    id: Mapped[str] = _id()
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), index=True)
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    request_id: Mapped[str] = mapped_column(String(64), default="", index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text, default="")
+    rendered_content: Mapped[str] = mapped_column(Text, default="")
+    knowledge_references: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    agent_steps: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    mentioned_items: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    images: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    is_completed: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_fallback: Mapped[bool] = mapped_column(Boolean, default=False)
+    agent_duration_ms: Mapped[int] = mapped_column(BigInteger, default=0)
+    channel: Mapped[str] = mapped_column(String(32), default="web")
+    agent_id: Mapped[str] = mapped_column(String(64), default="")
+    model_id: Mapped[str] = mapped_column(String(255), default="")
+    debug: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # stage timings, per-path scores
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class AgentRow(Base):
+    __tablename__ = "agents"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str] = mapped_column(Text, default="")
+    avatar: Mapped[str] = mapped_column(Text, default="")
+    is_builtin: Mapped[bool] = mapped_column(Boolean, default=False)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class MCPServiceRow(Base):
+    __tablename__ = "mcp_services"
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str] = mapped_column(Text, default="")
+    transport_type: Mapped[str] = mapped_column(String(32), default="sse")
+    url: Mapped[str] = mapped_column(Text, default="")
+    headers: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    auth_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    advanced_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    stdio_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    env_vars: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    tool_approvals: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # tool name → requires approval
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class WebSearchProviderRow(Base):
+    __tablename__ = "web_search_providers"
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    provider: Mapped[str] = mapped_column(String(32))
+    description: Mapped[str] = mapped_column(Text, default="")
+    parameters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    is_default: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class JobRow(Base):
+    """Durable job queue for the embedded profile: a restart finds queued/running jobs here and runs them."""
+
+    __tablename__ = "jobs"
+    id: Mapped[str] = _id()
+    kind: Mapped[str] = mapped_column(String(64), index=True)
+    key: Mapped[str | None] = mapped_column(String(255), nullable=True, index=True)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)  # queued|running|done|failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class GraphEntityRow(Base):
+    __tablename__ = "graph_entities"
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    knowledge_base_id: Mapped[str] = mapped_column(String(36), index=True)
+    knowledge_id: Mapped[str] = mapped_column(String(36), default="")
+    name: Mapped[str] = mapped_column(String(512), index=True)
+    type: Mapped[str] = mapped_column(String(64), default="")
+    description: Mapped[str] = mapped_column(Text, default="")
+    chunk_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = _created()
+
+
+class GraphRelationRow(Base):
+    __tablename__ = "graph_relations"
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    knowledge_base_id: Mapped[str] = mapped_column(String(36), index=True)
+    source: Mapped[str] = mapped_column(String(512), index=True)
+    target: Mapped[str] = mapped_column(String(512), index=True)
+    type: Mapped[str] = mapped_column(String(128), default="")
+    description: Mapped[str] = mapped_column(Text, default="")
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    chunk_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = _created()
+
+
+metadata = Base.metadata

@@ -1,0 +1,1 @@
+"""Thin HTTP layer: parse, authorise, call a service, shape the response."""

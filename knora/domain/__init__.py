@@ -1,0 +1,1 @@
+"""Plain typed records shared by every layer. No I/O here."""

@@ -1,0 +1,47 @@
+"""Sessions and messages — spec §7.1."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from knora.domain.common import new_id, utcnow
+
+
+class Session(BaseModel):
+    id: str = Field(default_factory=new_id)
+    tenant_id: int
+    user_id: str = ""
+    title: str = ""
+    description: str = ""
+    is_pinned: bool = False
+    pinned_at: datetime | None = None
+    last_request_state: dict[str, Any] = Field(default_factory=dict)
+    source: str = "web"
+    agent_id: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Message(BaseModel):
+    id: str = Field(default_factory=new_id)
+    session_id: str
+    tenant_id: int
+    request_id: str = ""
+    role: str  # user | assistant
+    content: str = ""
+    rendered_content: str = ""  # never serialised to clients
+    knowledge_references: list[dict[str, Any]] = Field(default_factory=list)
+    agent_steps: list[dict[str, Any]] = Field(default_factory=list)
+    mentioned_items: list[dict[str, Any]] = Field(default_factory=list)
+    images: list[dict[str, Any]] = Field(default_factory=list)
+    is_completed: bool = False
+    is_fallback: bool = False
+    agent_duration_ms: int = 0
+    channel: str = "web"
+    agent_id: str = ""
+    model_id: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

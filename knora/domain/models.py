@@ -1,0 +1,58 @@
+"""Model configurations (``/models``) and agent configurations (``/agents``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from knora.domain.common import new_id, utcnow
+
+# WeKnora wire names; the issue's short names are accepted on input and mapped here.
+MODEL_TYPE_ALIASES = {
+    "chat": "KnowledgeQA", "knowledgeqa": "KnowledgeQA", "embedding": "Embedding", "rerank": "Rerank",
+    "vlm": "VLLM", "vllm": "VLLM", "asr": "ASR",
+}
+
+
+def canonical_model_type(value: str) -> str:
+    return MODEL_TYPE_ALIASES.get(value.strip().lower(), value)
+
+
+class ModelConfig(BaseModel):
+    id: str = Field(default_factory=new_id)
+    tenant_id: int
+    name: str
+    display_name: str = ""
+    type: str  # KnowledgeQA | Embedding | Rerank | VLLM | ASR
+    source: str = "remote"  # local | remote
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)  # base_url, provider, interface_type, dimension …
+    api_key: str = ""  # never serialised
+    is_default: bool = False
+    is_builtin: bool = False
+    status: str = "active"
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class AgentConfig(BaseModel):
+    id: str = Field(default_factory=new_id)
+    tenant_id: int = 0
+    name: str
+    description: str = ""
+    avatar: str = ""
+    is_builtin: bool = False
+    config: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Tenant(BaseModel):
+    id: int
+    name: str
+    description: str = ""
+    retrieval_config: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,74 @@
+"""Search records: what engines return, and the public SearchResult (spec appendix A.2)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class MatchType(IntEnum):
+    EMBEDDING = 0
+    KEYWORDS = 1
+    NEARBY_CHUNK = 2
+    HISTORY = 3
+    PARENT_CHUNK = 4
+    RELATION_CHUNK = 5
+    GRAPH = 6
+    WEB_SEARCH = 7
+    DIRECT_LOAD = 8
+    DATA_ANALYSIS = 9
+
+
+class IndexRow(BaseModel):
+    """One row handed to a retrieval engine. ``source_id`` is unique per row: a chunk id, or
+    ``<chunk>-<question>`` for a generated/similar question that points back at its chunk."""
+
+    source_id: str
+    chunk_id: str
+    knowledge_id: str
+    knowledge_base_id: str
+    tenant_id: int
+    content: str
+    embedding: list[float] | None = None
+    tag_id: str | None = None
+    is_enabled: bool = True
+    is_recommended: bool = True
+    knowledge_type: str = "document"  # document | faq
+
+
+class EngineHit(BaseModel):
+    chunk_id: str
+    source_id: str
+    score: float
+    match_type: MatchType
+    content: str = ""  # the indexed text that matched
+
+
+class SearchResult(BaseModel):
+    """WeKnora's SearchResult JSON plus Knora's per-path scores (``scores``) for the debug view."""
+
+    id: str
+    content: str
+    knowledge_id: str
+    chunk_index: int = 0
+    knowledge_title: str = ""
+    start_at: int = 0
+    end_at: int = 0
+    seq: int = 0
+    score: float = 0.0
+    match_type: int = MatchType.EMBEDDING
+    sub_chunk_id: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    chunk_type: str = "text"
+    parent_chunk_id: str = ""
+    image_info: str = ""
+    knowledge_filename: str = ""
+    knowledge_source: str = ""
+    knowledge_channel: str = ""
+    knowledge_base_id: str = ""
+    knowledge_description: str = ""
+    matched_content: str = ""
+    chunk_metadata: dict[str, Any] | None = None
+    scores: dict[str, float] = Field(default_factory=dict)  # vector, keyword, fused, rerank … (Knora extension)

@@ -1,0 +1,69 @@
+"""Events on the per-request bus, and stream events in the append-only log (spec §5, api §2)."""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class BusEvent(StrEnum):
+    """Bus event types that producers (pipeline, agent, title generator) emit; spec appendix A.1."""
+
+    THOUGHT = "thought"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    REFLECTION = "reflection"
+    REFERENCES = "references"
+    FINAL_ANSWER = "final_answer"
+    ERROR = "error"
+    SESSION_TITLE = "session_title"
+    STOP = "stop"
+    AGENT_COMPLETE = "agent.complete"
+    TOOL_APPROVAL_REQUIRED = "tool_approval_required"
+    TOOL_APPROVAL_RESOLVED = "tool_approval_resolved"
+    STAGE_TIMING = "stage_timing"  # Knora: per-stage milliseconds and what each stage kept (debug view)
+
+
+class ResponseType(StrEnum):
+    """``response_type`` values on the wire (api §2.3)."""
+
+    AGENT_QUERY = "agent_query"
+    ANSWER = "answer"
+    REFERENCES = "references"
+    THINKING = "thinking"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    ERROR = "error"
+    REFLECTION = "reflection"
+    SESSION_TITLE = "session_title"
+    COMPLETE = "complete"
+    STOP = "stop"
+    TOOL_APPROVAL_REQUIRED = "tool_approval_required"
+    TOOL_APPROVAL_RESOLVED = "tool_approval_resolved"
+    DEBUG = "debug"  # Knora extension: stage timings; ignored by WeKnora clients
+
+
+TERMINAL_TYPES = frozenset({ResponseType.COMPLETE, ResponseType.STOP})
+
+
+class Event(BaseModel):
+    """One event on the per-request bus."""
+
+    type: BusEvent
+    id: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class StreamEvent(BaseModel):
+    """One entry of the append-only stream log; ``seq`` is assigned by the log (0-based, gap-free)."""
+
+    seq: int = -1
+    id: str = ""
+    type: str
+    content: str = ""
+    done: bool = False
+    timestamp: float = Field(default_factory=time.time)
+    data: dict[str, Any] = Field(default_factory=dict)

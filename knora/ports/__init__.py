@@ -1,0 +1,1 @@
+"""One typing.Protocol per capability. Services depend on these; adapters implement them."""

@@ -1,0 +1,82 @@
+"""The chat model port: the wire protocol (messages, tool calls, deltas) apart from who serves it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: str = "{}"  # raw JSON text as the model produced it (may be malformed)
+
+
+class ChatMessage(BaseModel):
+    role: str  # system | user | assistant | tool
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning_content: str = ""
+
+
+class ChatOptions(BaseModel):
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tools: list[dict[str, Any]] = Field(default_factory=list)  # OpenAI function definitions
+    tool_choice: str | None = None
+    thinking: bool | None = None
+    response_format: dict[str, Any] | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class ChatChunk(BaseModel):
+    """One streamed delta. The last chunk carries ``finish_reason`` and the fully assembled ``tool_calls``."""
+
+    content: str = ""
+    reasoning_content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+class ChatResponse(BaseModel):
+    content: str = ""
+    reasoning_content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+class ModelError(Exception):
+    """A model call failed. ``transient`` errors (timeouts, 429, 5xx) may be retried by callers."""
+
+    def __init__(self, message: str, *, transient: bool = False, status: int | None = None):
+        super().__init__(message)
+        self.transient = transient
+        self.status = status
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def supports_tools(self) -> bool:
+        """False → the agent uses the text ReAct protocol."""
+        ...
+
+    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse: ...
+
+    def stream(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> AsyncIterator[ChatChunk]:
+        ...

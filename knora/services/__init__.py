@@ -1,0 +1,1 @@
+"""Behaviour lives here: pipeline, agent, retrieval, ingest, sessions and streaming."""

@@ -1,0 +1,115 @@
+"""What the streaming service hands a runtime for one chat turn, and what it gets back.
+
+The quick-answer pipeline and the smart-reasoning agent both implement ``TurnRunner``; they meet the stream only
+through ``TurnContext.bus`` (see docs/architecture.md, "A chat turn").
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from knora.domain.models import AgentConfig
+from knora.domain.search import SearchResult
+from knora.services.streaming.bus import EventBus
+
+
+class HistoryTurn(BaseModel):
+    query: str
+    answer: str  # public form (expanded <kb/>/<web/> tags); runners compact it through the registry
+    references: list[dict[str, Any]] = Field(default_factory=list)
+    created_at: str | None = None
+
+
+class TurnRequest(BaseModel):
+    model_config = {"frozen": True}
+
+    tenant_id: int
+    session_id: str
+    request_id: str
+    user_message_id: str
+    assistant_message_id: str
+    query: str
+    knowledge_base_ids: list[str] = Field(default_factory=list)
+    knowledge_ids: list[str] = Field(default_factory=list)
+    tag_ids: list[str] = Field(default_factory=list)
+    web_search_enabled: bool = False
+    agent: AgentConfig | None = None
+    summary_model_id: str | None = None
+    citations_enabled: bool = True
+    history: list[HistoryTurn] = Field(default_factory=list)
+    mentioned_items: list[dict[str, Any]] = Field(default_factory=list)
+    images: list[str] = Field(default_factory=list)
+    mcp_service_ids: list[str] = Field(default_factory=list)
+    skill_names: list[str] = Field(default_factory=list)
+    language: str = ""  # e.g. "zh-CN"; empty = follow the query
+
+
+class TurnOutcome(BaseModel):
+    answer: str = ""  # as the model wrote it (with <ref id="cN"/> marks); the service expands it
+    references: list[SearchResult] = Field(default_factory=list)
+    agent_steps: list[dict[str, Any]] = Field(default_factory=list)
+    is_fallback: bool = False
+    rendered_content: str = ""
+    model_id: str = ""
+    debug: dict[str, Any] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class ReferenceRegistryPort(Protocol):
+    """Per-turn handle tables (spec §4); implemented in knora/services/citations/registry.py."""
+
+    citations_enabled: bool
+
+    def register_search_results(self, results: list[SearchResult]) -> None:
+        """documents dN, KBs bN, chunks cN in result order (spec §4.2)."""
+        ...
+
+    def chunk_handle(self, chunk_id: str) -> str | None: ...
+
+    def document_handle(self, knowledge_id: str) -> str | None: ...
+
+    def kb_handle(self, knowledge_base_id: str) -> str | None: ...
+
+    def register_web(self, url: str, title: str = "") -> str: ...
+
+    def resolve(self, handle: str) -> dict[str, Any] | None:
+        """{'kind': 'chunk'|'document'|'kb'|'web', 'id'|'url': …, …} for a known handle (any case), else None."""
+        ...
+
+    def protocol_prompt(self) -> str:
+        """Appended to the system prompt of every model call (spec §4.3)."""
+        ...
+
+    def expand_text(self, text: str) -> str:
+        """Model text → public text: known <ref id="cN"/> → <kb …/>, <ref id="wN"/> → <web …/>, rest deleted."""
+        ...
+
+    def compact_public_citations(self, text: str) -> str:
+        """History replay: public <kb chunk_id=…/>/<web url=…/> tags → <ref id="…"/> with this turn's handles."""
+        ...
+
+    def encode_text(self, text: str) -> str:
+        """Durable ids/storage references in text shown to the model → handles (spec §4.6, §4.7)."""
+        ...
+
+    def decode_arguments(self, text: str) -> str:
+        """Handles in tool-call arguments → durable ids."""
+        ...
+
+
+@dataclass
+class TurnContext:
+    bus: EventBus
+    references: ReferenceRegistryPort
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    timings: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class TurnRunner(Protocol):
+    async def run(self, req: TurnRequest, ctx: TurnContext) -> TurnOutcome: ...

