@@ -1,0 +1,1 @@
+"""Blob stores behind knora.ports.blobs.BlobStore."""

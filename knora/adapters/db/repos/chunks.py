@@ -1,0 +1,89 @@
+"""Chunks of a document. A re-parse swaps all of a document's chunks in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from knora.adapters.db.repos._mapping import apply, clamp_page, row_to, row_values
+from knora.adapters.db.tables import ChunkRow, KnowledgeRow
+from knora.domain.common import utcnow
+from knora.domain.knowledge import Chunk
+from knora.ports.store import Page
+
+_INSERT_BATCH = 500
+
+
+class SqlChunkRepo:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def replace_for_knowledge(self, knowledge_id: str, chunks: Sequence[Chunk],
+                                    *, complete: dict[str, Any] | None = None) -> list[str] | None:
+        async with self._sessions.begin() as s:
+            # Lock the document row first (FOR UPDATE is a no-op on SQLite, whose writers are serialised anyway),
+            # so a concurrent delete either happens before (we see it gone) or waits for this commit.
+            exists = (await s.execute(select(KnowledgeRow.id).where(KnowledgeRow.id == knowledge_id)
+                                      .with_for_update())).first()
+            if exists is None:
+                return None
+            old = [r[0] for r in await s.execute(select(ChunkRow.id).where(ChunkRow.knowledge_id == knowledge_id))]
+            await s.execute(delete(ChunkRow).where(ChunkRow.knowledge_id == knowledge_id))
+            values = [row_values(ChunkRow, c) for c in chunks]
+            for start in range(0, len(values), _INSERT_BATCH):
+                await s.execute(insert(ChunkRow), values[start:start + _INSERT_BATCH])
+            if complete is not None:
+                fields = {("metadata_" if k == "metadata" else k): v for k, v in complete.items()}
+                fields.setdefault("updated_at", utcnow())
+                await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id).values(**fields))
+            return old
+
+    async def list(self, tenant_id: int, knowledge_id: str, *, page: int, page_size: int,
+                   chunk_types: Sequence[str] | None = None) -> Page:
+        page, page_size = clamp_page(page, page_size)
+        conds: list[Any] = [ChunkRow.tenant_id == tenant_id, ChunkRow.knowledge_id == knowledge_id]
+        if chunk_types:
+            conds.append(ChunkRow.chunk_type.in_(list(chunk_types)))
+        async with self._sessions() as s:
+            total = (await s.execute(select(func.count()).select_from(ChunkRow).where(*conds))).scalar_one()
+            rows = (await s.execute(select(ChunkRow).where(*conds).order_by(ChunkRow.chunk_index, ChunkRow.id)
+                                    .offset((page - 1) * page_size).limit(page_size))).scalars().all()
+            return Page(items=[row_to(Chunk, r) for r in rows], total=int(total))
+
+    async def get(self, tenant_id: int, chunk_id: str) -> Chunk | None:
+        async with self._sessions() as s:
+            row = await s.get(ChunkRow, chunk_id)
+            if row is None or row.tenant_id != tenant_id:
+                return None
+            return row_to(Chunk, row)
+
+    async def update(self, chunk: Chunk) -> Chunk:
+        chunk = chunk.model_copy(update={"updated_at": utcnow()})
+        async with self._sessions.begin() as s:
+            row = await s.get(ChunkRow, chunk.id)
+            if row is None:
+                raise LookupError(chunk.id)
+            apply(row, chunk)
+        return chunk
+
+    async def delete(self, tenant_id: int, chunk_id: str) -> bool:
+        async with self._sessions.begin() as s:
+            row = await s.get(ChunkRow, chunk_id)
+            if row is None or row.tenant_id != tenant_id:
+                return False
+            # Keep the pre/next chain whole around the removed chunk.
+            if row.pre_chunk_id:
+                await s.execute(update(ChunkRow).where(ChunkRow.id == row.pre_chunk_id)
+                                .values(next_chunk_id=row.next_chunk_id))
+            if row.next_chunk_id:
+                await s.execute(update(ChunkRow).where(ChunkRow.id == row.next_chunk_id)
+                                .values(pre_chunk_id=row.pre_chunk_id))
+            await s.delete(row)
+        return True
+
+    async def ids_for_knowledge(self, knowledge_id: str) -> list[str]:
+        async with self._sessions() as s:
+            return [r[0] for r in await s.execute(select(ChunkRow.id).where(ChunkRow.knowledge_id == knowledge_id))]

@@ -1,0 +1,80 @@
+"""The durable job table behind the in-process queue.
+
+A claim is an UPDATE guarded by the status it expects, so two workers (or two processes on one database, e.g. the
+server and the CLI) never run the same job twice at once. A running job whose heartbeat stopped (its process
+died) becomes claimable again once it is stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from knora.adapters.db.repos._mapping import row_to
+from knora.adapters.db.tables import JobRow
+from knora.domain.common import new_id, utcnow
+from knora.ports.store import JobRecord
+
+_ACTIVE = ("queued", "running")
+
+
+class SqlJobRepo:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def add(self, kind: str, payload: dict[str, Any], key: str | None) -> tuple[str, bool]:
+        async with self._sessions.begin() as s:
+            if key is not None:
+                existing = (await s.execute(select(JobRow.id).where(
+                    JobRow.kind == kind, JobRow.key == key, JobRow.status == "queued").limit(1))).first()
+                if existing is not None:
+                    return str(existing[0]), False
+            job_id = new_id()
+            now = utcnow()
+            s.add(JobRow(id=job_id, kind=kind, key=key, payload=payload, status="queued", attempts=0, error="",
+                         created_at=now, updated_at=now))
+            return job_id, True
+
+    async def claim_next(self, kinds: Sequence[str], stale_before: datetime) -> JobRecord | None:
+        claimable = and_(JobRow.kind.in_(list(kinds)), or_(
+            JobRow.status == "queued", and_(JobRow.status == "running", JobRow.updated_at < stale_before)))
+        for _ in range(5):
+            async with self._sessions.begin() as s:
+                row = (await s.execute(select(JobRow).where(claimable).order_by(JobRow.created_at, JobRow.id)
+                                       .limit(1))).scalar_one_or_none()
+                if row is None:
+                    return None
+                res = await s.execute(update(JobRow).where(JobRow.id == row.id, claimable).values(
+                    status="running", attempts=JobRow.attempts + 1, updated_at=utcnow()))
+                if res.rowcount:  # type: ignore[attr-defined]
+                    rec = row_to(JobRecord, row)
+                    return rec.model_copy(update={"status": "running", "attempts": rec.attempts + 1})
+        return None
+
+    async def heartbeat(self, job_id: str) -> None:
+        async with self._sessions.begin() as s:
+            await s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running")
+                            .values(updated_at=utcnow()))
+
+    async def finish(self, job_id: str) -> None:
+        async with self._sessions.begin() as s:
+            await s.execute(delete(JobRow).where(JobRow.id == job_id))
+
+    async def fail(self, job_id: str, error: str) -> None:
+        async with self._sessions.begin() as s:
+            await s.execute(update(JobRow).where(JobRow.id == job_id)
+                            .values(status="failed", error=error[:4000], updated_at=utcnow()))
+
+    async def requeue(self, job_id: str) -> None:
+        async with self._sessions.begin() as s:
+            await s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running")
+                            .values(status="queued", updated_at=utcnow()))
+
+    async def count_active(self) -> int:
+        async with self._sessions() as s:
+            n = (await s.execute(select(func.count()).select_from(JobRow).where(JobRow.status.in_(_ACTIVE))))
+            return int(n.scalar_one())

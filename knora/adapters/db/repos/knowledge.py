@@ -1,0 +1,102 @@
+"""Documents ("knowledge") of a knowledge base, with their parse status."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from knora.adapters.db.repos._mapping import apply, clamp_page, row_to, to_row
+from knora.adapters.db.tables import ChunkRow, KnowledgeRow
+from knora.domain.common import utcnow
+from knora.domain.knowledge import Knowledge, ParseStatus
+from knora.ports.store import KnowledgeFilter, Page
+
+
+class SqlKnowledgeRepo:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def create(self, k: Knowledge) -> Knowledge:
+        async with self._sessions.begin() as s:
+            s.add(to_row(KnowledgeRow, k))
+        return k
+
+    async def get(self, tenant_id: int | None, knowledge_id: str) -> Knowledge | None:
+        async with self._sessions() as s:
+            row = await s.get(KnowledgeRow, knowledge_id)
+            if row is None or (tenant_id is not None and row.tenant_id != tenant_id):
+                return None
+            return row_to(Knowledge, row)
+
+    async def find_duplicate(self, kb_id: str, *, file_hash: str | None = None,
+                             source: str | None = None) -> Knowledge | None:
+        q = select(KnowledgeRow).where(KnowledgeRow.knowledge_base_id == kb_id)
+        if file_hash:
+            q = q.where(KnowledgeRow.file_hash == file_hash)
+        elif source:
+            q = q.where(KnowledgeRow.type == "url", KnowledgeRow.source == source)
+        else:
+            return None
+        async with self._sessions() as s:
+            row = (await s.execute(q.order_by(KnowledgeRow.created_at).limit(1))).scalar_one_or_none()
+            return row_to(Knowledge, row) if row else None
+
+    async def list(self, tenant_id: int, kb_id: str, *, page: int, page_size: int,
+                   filters: KnowledgeFilter | None = None) -> Page:
+        page, page_size = clamp_page(page, page_size)
+        conds: list[Any] = [KnowledgeRow.tenant_id == tenant_id, KnowledgeRow.knowledge_base_id == kb_id]
+        f = filters or KnowledgeFilter()
+        if f.tag_id:
+            conds.append(KnowledgeRow.tag_id == f.tag_id)
+        if f.file_type:
+            conds.append(KnowledgeRow.file_type == f.file_type.lower().lstrip("."))
+        if f.parse_status:
+            conds.append(KnowledgeRow.parse_status == f.parse_status)
+        if f.source:
+            conds.append(KnowledgeRow.type == f.source)
+        if f.keyword:
+            like = f"%{f.keyword.lower()}%"
+            conds.append(or_(func.lower(KnowledgeRow.title).like(like), func.lower(KnowledgeRow.file_name).like(like)))
+        async with self._sessions() as s:
+            total = (await s.execute(select(func.count()).select_from(KnowledgeRow).where(*conds))).scalar_one()
+            rows = (await s.execute(select(KnowledgeRow).where(*conds)
+                                    .order_by(KnowledgeRow.created_at.desc(), KnowledgeRow.id)
+                                    .offset((page - 1) * page_size).limit(page_size))).scalars().all()
+            return Page(items=[row_to(Knowledge, r) for r in rows], total=int(total))
+
+    async def ids_with_status(self, statuses: Sequence[ParseStatus]) -> list[str]:
+        async with self._sessions() as s:
+            rows = await s.execute(select(KnowledgeRow.id).where(
+                KnowledgeRow.parse_status.in_([str(x) for x in statuses])))
+            return [r[0] for r in rows]
+
+    async def update(self, k: Knowledge) -> Knowledge:
+        k = k.model_copy(update={"updated_at": utcnow()})
+        async with self._sessions.begin() as s:
+            row = await s.get(KnowledgeRow, k.id)
+            if row is None:
+                raise LookupError(k.id)
+            apply(row, k)
+        return k
+
+    async def set_status(self, knowledge_id: str, status: ParseStatus, error_message: str = "",
+                         **fields: Any) -> bool:
+        values: dict[str, Any] = {"parse_status": str(status), "error_message": error_message[:2000],
+                                  "updated_at": utcnow()}
+        for key, value in fields.items():
+            values["metadata_" if key == "metadata" else key] = value
+        async with self._sessions.begin() as s:
+            res = await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id).values(**values))
+            return bool(res.rowcount)  # type: ignore[attr-defined]
+
+    async def delete(self, tenant_id: int, knowledge_id: str) -> bool:
+        async with self._sessions.begin() as s:
+            row = await s.get(KnowledgeRow, knowledge_id)
+            if row is None or row.tenant_id != tenant_id:
+                return False
+            await s.execute(delete(ChunkRow).where(ChunkRow.knowledge_id == knowledge_id))
+            await s.delete(row)
+        return True

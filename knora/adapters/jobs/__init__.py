@@ -1,0 +1,1 @@
+"""Job queue implementations behind knora.ports.jobs.JobQueue."""

@@ -1,0 +1,120 @@
+"""The embedded profile's job queue: asyncio workers in this process, jobs durable in the ``jobs`` table.
+
+Enqueue writes a row and wakes a worker; workers claim rows atomically, heartbeat while running and delete the
+row when done. Pending work therefore survives a restart: a new process finds queued rows (and running rows whose
+heartbeat went stale, i.e. whose process died) and runs them. Another process on the same database (the CLI next
+to a server) is noticed by polling every ``poll_seconds`` while idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import timedelta
+from typing import Any
+
+from knora.domain.common import utcnow
+from knora.ports.jobs import JobHandler
+from knora.ports.store import JobRecord, JobRepo
+
+log = logging.getLogger(__name__)
+
+
+class InProcessJobQueue:
+    def __init__(self, repo: JobRepo, *, workers: int = 2, lease_seconds: float = 60.0,
+                 poll_seconds: float = 2.0, max_attempts: int = 3) -> None:
+        self._repo = repo
+        self._handlers: dict[str, JobHandler] = {}
+        self._workers = max(1, workers)
+        self._lease = lease_seconds
+        self._poll = poll_seconds
+        self._max_attempts = max_attempts
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._stopping = False
+
+    def register(self, kind: str, handler: JobHandler) -> None:
+        self._handlers[kind] = handler
+
+    async def enqueue(self, kind: str, payload: dict[str, Any], *, key: str | None = None) -> str:
+        if kind not in self._handlers:
+            raise ValueError(f"no handler registered for job kind {kind!r}")
+        job_id, _created = await self._repo.add(kind, payload, key)
+        self._wake.set()
+        return job_id
+
+    async def start(self) -> None:
+        if self._tasks:
+            return
+        self._stopping = False
+        self._tasks = [asyncio.create_task(self._worker(i), name=f"knora-job-worker-{i}")
+                       for i in range(self._workers)]
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Cancel the workers; a job cut short goes back to ``queued`` so the next start runs it again."""
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+
+    async def wait_idle(self, timeout: float | None = None) -> None:
+        async def _wait() -> None:
+            while True:
+                if not self._running and await self._repo.count_active() == 0:
+                    return
+                self._wake.set()
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(_wait(), timeout)
+
+    async def _worker(self, index: int) -> None:
+        while not self._stopping:
+            try:
+                job = await self._repo.claim_next(list(self._handlers), utcnow() - timedelta(seconds=self._lease))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a database hiccup must not kill the worker
+                log.exception("job worker %d: claim failed", index)
+                job = None
+            if job is None:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._poll)
+                continue
+            await self._run(job)
+
+    async def _run(self, job: JobRecord) -> None:
+        handler = self._handlers[job.kind]
+        task = asyncio.current_task()
+        assert task is not None
+        self._running[job.id] = task
+        beat = asyncio.create_task(self._heartbeat(job.id))
+        try:
+            await handler(job.payload)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._repo.requeue(job.id))
+            raise
+        except Exception as exc:  # noqa: BLE001 - handlers record their own failures; this is the last resort
+            log.exception("job %s (%s) failed", job.id, job.kind)
+            if job.attempts < self._max_attempts:
+                await self._repo.requeue(job.id)
+            else:
+                await self._repo.fail(job.id, f"{type(exc).__name__}: {exc}")
+        else:
+            await self._repo.finish(job.id)
+        finally:
+            beat.cancel()
+            self._running.pop(job.id, None)
+
+    async def _heartbeat(self, job_id: str) -> None:
+        while True:
+            await asyncio.sleep(self._lease / 3)
+            with contextlib.suppress(Exception):
+                await self._repo.heartbeat(job_id)

@@ -1,0 +1,1 @@
+"""File parsers, one module per format, behind ``knora.ports.parser.Parser``; pick one with ``registry``."""

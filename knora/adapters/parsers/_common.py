@@ -1,0 +1,107 @@
+"""Helpers every parser shares: text decoding, line-ending normalisation, zip-bomb checks, markdown tables.
+
+They live in one place so that all formats agree on what "the text of a document" is: LF line endings, no NUL
+characters, and tables rendered the same way whichever format they came from.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from pathlib import PurePath
+
+from knora.ports.parser import ParseError
+
+DEFAULT_MAX_EXPANDED_BYTES = 512 * 1024 * 1024
+# A real office document compresses 3-20x; XML-heavy spreadsheets reach ~100x. Beyond this the file is a bomb.
+MAX_COMPRESSION_RATIO = 250
+MAX_ZIP_ENTRIES = 20_000
+_RATIO_FLOOR_BYTES = 16 * 1024 * 1024  # small archives may have any ratio: they cannot hurt
+
+# Order matters: strict decoders first, latin-1 last because it accepts every byte string.
+_ENCODINGS = ("utf-8", "gb18030", "latin-1")
+
+
+def decode_text(data: bytes) -> str:
+    """Decode bytes of unknown charset: BOMs first, then utf-8, gb18030 (Chinese), latin-1 as the catch-all."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", errors="replace")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    for encoding in _ENCODINGS:
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return data.decode("latin-1")  # pragma: no cover - latin-1 never fails
+
+
+_NL = re.compile(r"\r\n?")
+
+
+def normalise_text(text: str) -> str:
+    """CRLF/CR → LF (spec §9.3: before chunking), drop NULs, strip trailing spaces at line ends and the ends."""
+    text = _NL.sub("\n", text).replace("\x00", "")
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    return text.strip()
+
+
+def file_stem(file_name: str) -> str:
+    """The fallback title: the file name without directories and extension."""
+    name = PurePath(file_name.replace("\\", "/")).name
+    stem = PurePath(name).stem
+    return stem or name
+
+
+def extension_of(file_name: str) -> str:
+    return PurePath(file_name.replace("\\", "/")).suffix.lower().lstrip(".")
+
+
+def check_zip_safety(data: bytes, max_expanded_bytes: int, kind: str) -> None:
+    """Refuse archives that would expand enormously, judged from the central directory before anything is read."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise ParseError(f"not a valid .{kind} file (it is not a readable zip archive): {exc}") from exc
+    if len(infos) > MAX_ZIP_ENTRIES:
+        raise ParseError(f"refusing .{kind}: the archive holds {len(infos)} entries (limit {MAX_ZIP_ENTRIES})")
+    expanded = sum(max(info.file_size, 0) for info in infos)
+    if expanded > max_expanded_bytes:
+        raise ParseError(
+            f"refusing .{kind}: it would expand to {expanded} bytes, above the limit of {max_expanded_bytes}"
+        )
+    if expanded > _RATIO_FLOOR_BYTES and expanded > MAX_COMPRESSION_RATIO * max(len(data), 1):
+        raise ParseError(
+            f"refusing .{kind}: compression ratio {expanded // max(len(data), 1)}x looks like a zip bomb"
+        )
+
+
+def _cell(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("\r", " ").replace("\n", " ").replace("|", "\\|").strip()
+
+
+def trim_rows(rows: list[list[str]]) -> list[list[str]]:
+    """Drop empty trailing cells and empty rows; pad to a rectangle so a markdown table is well formed."""
+    cleaned: list[list[str]] = []
+    for row in rows:
+        cells = list(row)
+        while cells and not cells[-1].strip():
+            cells.pop()
+        if cells:
+            cleaned.append(cells)
+    width = max((len(r) for r in cleaned), default=0)
+    return [r + [""] * (width - len(r)) for r in cleaned]
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    """First row is the header; GitHub-style pipe table (the chunker keeps header+separator together)."""
+    rows = trim_rows(rows)
+    if not rows:
+        return ""
+    header, body = rows[0], rows[1:]
+    lines = ["| " + " | ".join(_cell(c) for c in header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in body)
+    return "\n".join(lines)

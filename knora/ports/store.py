@@ -1,0 +1,171 @@
+"""Repositories of the store-api area (knowledge bases, documents, chunks, tags, models, jobs).
+
+Services see persistence only through these Protocols; ``knora/adapters/db/repos/*`` implements them with
+SQLAlchemy on SQLite and PostgreSQL. Every read is scoped by tenant where a tenant is known, so another tenant's
+records are simply "not found".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus, Tag
+from knora.domain.models import ModelConfig
+
+
+class KBStats(BaseModel):
+    knowledge_count: int = 0
+    chunk_count: int = 0
+    processing_count: int = 0
+
+
+class KnowledgeFilter(BaseModel):
+    tag_id: str | None = None
+    keyword: str | None = None
+    file_type: str | None = None
+    parse_status: str | None = None
+    source: str | None = None
+
+
+class Page(BaseModel):
+    """One page of a list plus the total count of the unpaged list."""
+
+    items: list[Any] = Field(default_factory=list)
+    total: int = 0
+
+
+class JobRecord(BaseModel):
+    id: str
+    kind: str
+    key: str | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+    status: str = "queued"
+    attempts: int = 0
+    error: str = ""
+    updated_at: datetime | None = None
+
+
+@runtime_checkable
+class KnowledgeBaseRepo(Protocol):
+    async def create(self, kb: KnowledgeBase) -> KnowledgeBase: ...
+
+    async def get(self, tenant_id: int, kb_id: str) -> KnowledgeBase | None: ...
+
+    async def get_by_name(self, tenant_id: int, name: str) -> KnowledgeBase | None: ...
+
+    async def list(self, tenant_id: int) -> list[KnowledgeBase]: ...
+
+    async def update(self, kb: KnowledgeBase) -> KnowledgeBase: ...
+
+    async def delete(self, tenant_id: int, kb_id: str) -> bool:
+        """Removes the KB with its documents, chunks and tags (one transaction)."""
+        ...
+
+    async def stats(self, tenant_id: int, kb_ids: Sequence[str]) -> dict[str, KBStats]: ...
+
+
+@runtime_checkable
+class KnowledgeRepo(Protocol):
+    async def create(self, k: Knowledge) -> Knowledge: ...
+
+    async def get(self, tenant_id: int | None, knowledge_id: str) -> Knowledge | None:
+        """``tenant_id=None`` only for background jobs that carry an id they created themselves."""
+        ...
+
+    async def find_duplicate(self, kb_id: str, *, file_hash: str | None = None,
+                             source: str | None = None) -> Knowledge | None: ...
+
+    async def list(self, tenant_id: int, kb_id: str, *, page: int, page_size: int,
+                   filters: KnowledgeFilter | None = None) -> Page: ...
+
+    async def ids_with_status(self, statuses: Sequence[ParseStatus]) -> list[str]: ...
+
+    async def update(self, k: Knowledge) -> Knowledge: ...
+
+    async def set_status(self, knowledge_id: str, status: ParseStatus, error_message: str = "",
+                         **fields: Any) -> bool:
+        """False when the document no longer exists (deleted while being processed)."""
+        ...
+
+    async def delete(self, tenant_id: int, knowledge_id: str) -> bool: ...
+
+
+@runtime_checkable
+class ChunkRepo(Protocol):
+    async def replace_for_knowledge(self, knowledge_id: str, chunks: Sequence[Chunk],
+                                    *, complete: dict[str, Any] | None = None) -> list[str] | None:
+        """Atomically swaps a document's chunks; with ``complete`` also marks the document completed with those
+        fields in the same transaction. Returns the ids of the removed chunks, or None if the document is gone."""
+        ...
+
+    async def list(self, tenant_id: int, knowledge_id: str, *, page: int, page_size: int,
+                   chunk_types: Sequence[str] | None = None) -> Page: ...
+
+    async def get(self, tenant_id: int, chunk_id: str) -> Chunk | None: ...
+
+    async def update(self, chunk: Chunk) -> Chunk: ...
+
+    async def delete(self, tenant_id: int, chunk_id: str) -> bool: ...
+
+    async def ids_for_knowledge(self, knowledge_id: str) -> list[str]: ...
+
+
+@runtime_checkable
+class TagRepo(Protocol):
+    async def create(self, tag: Tag) -> Tag: ...
+
+    async def get(self, tenant_id: int, tag_id: str) -> Tag | None: ...
+
+    async def get_by_name(self, kb_id: str, name: str) -> Tag | None: ...
+
+    async def list(self, tenant_id: int, kb_id: str, *, page: int, page_size: int,
+                   keyword: str | None = None) -> Page:
+        """Items are ``(Tag, knowledge_count, chunk_count)`` tuples."""
+        ...
+
+    async def update(self, tag: Tag) -> Tag: ...
+
+    async def delete(self, tenant_id: int, tag_id: str) -> bool: ...
+
+    async def usage(self, tag_id: str) -> tuple[int, int]:
+        """(knowledge_count, chunk_count) currently labelled with the tag."""
+        ...
+
+
+@runtime_checkable
+class ModelRepo(Protocol):
+    async def create(self, m: ModelConfig) -> ModelConfig: ...
+
+    async def get(self, tenant_id: int | None, model_id: str) -> ModelConfig | None: ...
+
+    async def list(self, tenant_id: int, *, type: str | None = None) -> list[ModelConfig]: ...
+
+    async def update(self, m: ModelConfig) -> ModelConfig: ...
+
+    async def delete(self, tenant_id: int, model_id: str) -> bool: ...
+
+
+@runtime_checkable
+class JobRepo(Protocol):
+    async def add(self, kind: str, payload: dict[str, Any], key: str | None) -> tuple[str, bool]:
+        """(job id, created). With a key that is already queued, returns that job, created False (a running job
+        with the key does not block: the new job runs after it, e.g. a re-parse during a parse)."""
+        ...
+
+    async def claim_next(self, kinds: Sequence[str], stale_before: datetime) -> JobRecord | None:
+        """Marks the oldest queued job (or a running job whose heartbeat is older than ``stale_before``) running."""
+        ...
+
+    async def heartbeat(self, job_id: str) -> None: ...
+
+    async def finish(self, job_id: str) -> None: ...
+
+    async def fail(self, job_id: str, error: str) -> None: ...
+
+    async def requeue(self, job_id: str) -> None: ...
+
+    async def count_active(self) -> int: ...

@@ -1,0 +1,59 @@
+"""Serve the web UI (``knora/web/static``) at ``/`` with an ``index.html`` fallback for client-side routes.
+
+The UI is a no-build set of ES modules, so a fresh checkout works right after ``make run``. The catch-all route is
+added after every API router, and it refuses the paths that belong to the server (``/api``, ``/docs``, ``/health``,
+``/openapi.json``…) so an unknown API path still answers 404 instead of the UI's HTML.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, Response
+from starlette.exceptions import HTTPException
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+# Prefixes the UI must never shadow (the API, FastAPI's docs, the health probe, WeKnora's file proxies).
+RESERVED_PREFIXES: tuple[str, ...] = ("api/", "docs", "redoc", "openapi.json", "health", "files", "r/", "swagger")
+
+mimetypes.add_type("text/javascript", ".js")
+mimetypes.add_type("text/css", ".css")
+
+_NO_CACHE = {"Cache-Control": "no-cache"}
+
+
+def _is_reserved(path: str) -> bool:
+    return path == "api" or any(path == p.rstrip("/") or path.startswith(p) for p in RESERVED_PREFIXES)
+
+
+def resolve_static(path: str, root: Path = STATIC_DIR) -> Path | None:
+    """The file under ``root`` that ``path`` names, or None (missing, a directory, or escaping ``root``)."""
+    if not path:
+        return None
+    candidate = (root / path).resolve()
+    if not candidate.is_relative_to(root) or not candidate.is_file():
+        return None
+    return candidate
+
+
+def mount(app: FastAPI, root: Path = STATIC_DIR) -> None:
+    index = root / "index.html"
+
+    async def serve(request: Request, path: str = "") -> Response:
+        if _is_reserved(path):
+            raise HTTPException(status_code=404)
+        if request.method not in ("GET", "HEAD"):
+            raise HTTPException(status_code=404 if path.startswith("api") else 405)
+        found = resolve_static(path, root)
+        if found is not None:
+            return FileResponse(found, headers=_NO_CACHE)
+        last = path.rsplit("/", 1)[-1]
+        if "." in last:  # a missing asset, not a client route
+            raise HTTPException(status_code=404)
+        return FileResponse(index, media_type="text/html", headers=_NO_CACHE)
+
+    app.add_api_route("/", serve, methods=["GET", "HEAD"], include_in_schema=False)
+    app.add_api_route("/{path:path}", serve, methods=["GET", "HEAD"], include_in_schema=False)

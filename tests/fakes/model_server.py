@@ -1,0 +1,365 @@
+"""A fake OpenAI-compatible model server: a real HTTP server on 127.0.0.1 that the real clients talk to.
+
+Why a real server and not a mocked client: the providers' job is to speak the wire protocol (SSE framing, deltas
+split mid-word, tool-call arguments in pieces, error statuses, usage chunks). Only a socket exercises all of that.
+
+Usage::
+
+    with FakeModelServer() as fake:            # or: async with FakeModelServer() as fake:
+        fake.script([Reply(content="Hi <ref id=\"c1\"/>", chunk_size=3), Reply(tool_calls=[...])])
+        client = AsyncOpenAI(base_url=fake.base_url, api_key="x")
+        ...
+        fake.requests                           # every request body received, in order
+
+Chat replies are taken one per ``/v1/chat/completions`` request from the script; when it is empty,
+``fake.handler(body)`` is asked (if set); otherwise the reply echoes the last user message.
+``fake.token_rate`` (chunks per second) throttles every stream, for benchmarks that want a model speed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FakeModelServer", "Reply", "fake_embedding", "lexical_score"]
+
+
+@dataclass
+class Reply:
+    """One scripted chat completion."""
+
+    content: str = ""
+    reasoning_content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{"name", "arguments", "id"?}]
+    finish_reason: str | None = None  # default: "tool_calls" when tool_calls, else "stop"
+    chunk_size: int = 4  # characters per streamed delta
+    delay: float = 0.0  # seconds before the first byte
+    delay_per_chunk: float = 0.0  # seconds between streamed chunks
+    status: int = 200  # != 200 → an OpenAI-style error body
+    error: str = ""
+    think_tags: bool = False  # put reasoning inside <think>…</think> in content instead of reasoning_content
+    abort_after_chunks: int | None = None  # stream: drop the connection after this many chunks
+    usage: dict[str, int] | None = None  # override the computed usage
+
+
+def _tokens(text: str) -> list[str]:
+    text = text.lower()
+    words = re.findall(r"[a-z0-9]+", text)
+    cjk = [c for c in text if "\u4e00" <= c <= "\u9fff"]
+    bigrams = [a + b for a, b in zip(cjk, cjk[1:], strict=False)]
+    return words + cjk + bigrams
+
+
+def fake_embedding(text: str, dimension: int = 64) -> list[float]:
+    """Deterministic, L2-normalised feature-hashing vector: similar texts get similar vectors."""
+    vec = [0.0] * dimension
+    toks = _tokens(text) or [text]
+    for tok in toks:
+        digest = hashlib.blake2b(tok.encode("utf-8"), digest_size=8).digest()
+        slot = int.from_bytes(digest[:4], "little") % dimension
+        sign = 1.0 if digest[4] & 1 else -1.0
+        vec[slot] += sign
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
+def lexical_score(query: str, document: str) -> float:
+    """Share of query tokens present in the document, in [0, 1] — the fake reranker's relevance."""
+    q = set(_tokens(query))
+    if not q:
+        return 0.0
+    d = set(_tokens(document))
+    return len(q & d) / len(q)
+
+
+def _split(text: str, size: int) -> list[str]:
+    size = max(1, size)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence the default stderr log
+        return
+
+    # --- plumbing -------------------------------------------------------------------------------------------
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            parsed = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            parsed = {"_raw": raw.decode("utf-8", "replace")}
+        return parsed if isinstance(parsed, dict) else {"_body": parsed}
+
+    def _json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    # --- routes ---------------------------------------------------------------------------------------------
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        fake = self.server.fake
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, {"object": "list", "data": [
+                {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in fake.models]})
+            return
+        if self.path.rstrip("/").endswith("/api/tags"):  # Ollama's model list
+            self._json(200, {"models": [{"name": m} for m in fake.models]})
+            return
+        self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        fake = self.server.fake
+        body = self._body()
+        path = self.path.split("?", 1)[0].rstrip("/")
+        fake._record(path, body, dict(self.headers))
+        if path.endswith("/chat/completions"):
+            self._chat(body, fake._next_reply(body))
+        elif path.endswith("/embeddings"):
+            self._embeddings(body)
+        elif path.endswith("/rerank"):
+            self._rerank(body)
+        else:
+            self._json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        fake = self.server.fake
+        inputs = body.get("input", [])
+        texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
+        dim = int(body.get("dimensions") or fake.embedding_dimension)
+        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)} for i, t in enumerate(texts)]
+        n = sum(len(t) for t in texts)
+        self._json(200, {"object": "list", "data": data, "model": body.get("model", "fake-embed"),
+                         "usage": {"prompt_tokens": n, "total_tokens": n}})
+
+    def _rerank(self, body: dict[str, Any]) -> None:
+        fake = self.server.fake
+        query = str(body.get("query", ""))
+        tei = "texts" in body and "documents" not in body
+        raw_docs = body.get("texts") if tei else body.get("documents", [])
+        docs = [d.get("text", "") if isinstance(d, dict) else str(d) for d in (raw_docs or [])]
+        if fake.rerank_status != 200:
+            self._json(fake.rerank_status, {"error": {"message": "rerank failed", "type": "server_error"}})
+            return
+        scorer = fake.rerank_scorer or lexical_score
+        scored = sorted(((i, float(scorer(query, d))) for i, d in enumerate(docs)), key=lambda p: -p[1])
+        top_n = body.get("top_n")
+        if isinstance(top_n, int) and top_n > 0:
+            scored = scored[:top_n]
+        if tei:
+            self._json(200, [{"index": i, "score": s} for i, s in scored])
+            return
+        results = [{"index": i, "relevance_score": s, "document": {"text": docs[i]}} for i, s in scored]
+        self._json(200, {"model": body.get("model", "fake-rerank"), "results": results,
+                         "usage": {"total_tokens": sum(len(d) for d in docs)}})
+
+    def _chat(self, body: dict[str, Any], reply: Reply) -> None:
+        fake = self.server.fake
+        if reply.delay:
+            time.sleep(reply.delay)
+        if reply.status != 200:
+            self._json(reply.status, {"error": {"message": reply.error or f"fake error {reply.status}",
+                                                "type": "server_error" if reply.status >= 500 else "invalid_request",
+                                                "code": reply.status}})
+            return
+        model = str(body.get("model", "fake-chat"))
+        content = reply.content
+        reasoning = reply.reasoning_content
+        if reply.think_tags and reasoning:
+            content, reasoning = f"<think>{reasoning}</think>{content}", ""
+        calls = [{"id": c.get("id") or f"call_{uuid.uuid4().hex[:12]}", "name": c["name"],
+                  "arguments": c["arguments"] if isinstance(c.get("arguments"), str)
+                  else json.dumps(c.get("arguments", {}), ensure_ascii=False)} for c in reply.tool_calls]
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+        prompt_chars = sum(len(str(m.get("content") or "")) for m in body.get("messages", []))
+        usage = reply.usage or {"prompt_tokens": max(1, prompt_chars // 4),
+                                "completion_tokens": max(1, (len(content) + len(reasoning)) // 4),
+                                "total_tokens": 0}
+        usage.setdefault("total_tokens", 0)
+        if not usage["total_tokens"]:
+            usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        cid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if reasoning:
+                message["reasoning_content"] = reasoning
+            if calls:
+                message["tool_calls"] = [{"id": c["id"], "type": "function",
+                                          "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]
+            self._json(200, {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
+                             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                             "usage": usage})
+            return
+        self._stream(body, reply, cid, model, content, reasoning, calls, finish, usage, fake)
+
+    def _stream(self, body: dict[str, Any], reply: Reply, cid: str, model: str, content: str, reasoning: str,
+                calls: list[dict[str, Any]], finish: str, usage: dict[str, int], fake: FakeModelServer) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        created = int(time.time())
+        pause = reply.delay_per_chunk or (1.0 / fake.token_rate if fake.token_rate else 0.0)
+
+        def frame(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+        frames: list[dict[str, Any]] = [frame({"role": "assistant", "content": ""})]
+        frames += [frame({"reasoning_content": piece}) for piece in _split(reasoning, reply.chunk_size)]
+        frames += [frame({"content": piece}) for piece in _split(content, reply.chunk_size)]
+        for index, call in enumerate(calls):
+            frames.append(frame({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                                 "function": {"name": call["name"], "arguments": ""}}]}))
+            for piece in _split(call["arguments"], reply.chunk_size):
+                frames.append(frame({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+        frames.append(frame({}, finish))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            frames.append({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                           "choices": [], "usage": usage})
+        try:
+            for n, payload in enumerate(frames):
+                if reply.abort_after_chunks is not None and n >= reply.abort_after_chunks:
+                    self.close_connection = True
+                    self.wfile.flush()
+                    self.connection.shutdown(2)
+                    return
+                if n and pause:
+                    time.sleep(pause)
+                self._chunk(f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode())
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):  # the client went away mid-stream: nothing to do
+            self.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    fake: FakeModelServer
+
+
+class FakeModelServer:
+    """Start on enter, stop on exit; safe to use from sync and async tests (it runs in its own thread)."""
+
+    def __init__(self, *, models: Sequence[str] = ("fake-chat", "fake-embed", "fake-rerank"),
+                 embedding_dimension: int = 64, token_rate: float | None = None) -> None:
+        self.models = list(models)
+        self.embedding_dimension = embedding_dimension
+        self.token_rate = token_rate
+        self.handler: Callable[[dict[str, Any]], Reply] | None = None
+        self.rerank_scorer: Callable[[str, str], float] | None = None
+        self.rerank_status = 200
+        self.requests: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []  # (path, body)
+        self.headers: list[dict[str, str]] = []
+        self._script: list[Reply] = []
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- scripting ------------------------------------------------------------------------------------------
+    def script(self, replies: Sequence[Reply]) -> FakeModelServer:
+        with self._lock:
+            self._script.extend(replies)
+        return self
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [b for p, b in self.calls if p.endswith("/chat/completions")]
+
+    def _record(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
+        with self._lock:
+            self.requests.append(body)
+            self.calls.append((path, body))
+            self.headers.append(headers)
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self._script:
+                return self._script.pop(0)
+        if self.handler is not None:
+            return self.handler(body)
+        return Reply(content=_last_user_text(body))
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return int(self._server.server_address[1])
+
+    @property
+    def root_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    def start(self) -> FakeModelServer:
+        if self._server is None:
+            self._server = _Server(("127.0.0.1", 0), _Handler)
+            self._server.fake = self
+            self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                            name="fake-model-server", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            if self._thread is not None:
+                self._thread.join(timeout=5)
+            self._server = None
+            self._thread = None
+
+    def __enter__(self) -> FakeModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> FakeModelServer:
+        return self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        import asyncio
+
+        await asyncio.to_thread(self.stop)
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):  # multimodal parts
+                return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return str(content or "")
+    return ""
