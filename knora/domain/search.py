@@ -72,3 +72,37 @@ class SearchResult(BaseModel):
     matched_content: str = ""
     chunk_metadata: dict[str, Any] | None = None
     scores: dict[str, float] = Field(default_factory=dict)  # vector, keyword, fused, rerank … (Knora extension)
+
+
+class SearchParams(BaseModel):
+    """One HybridSearch call (spec §3.1). ``None`` thresholds mean "the tenant's / KB's RetrievalConfig"."""
+
+    knowledge_base_id: str = ""  # the primary KB; defaults to knowledge_base_ids[0]
+    query_text: str
+    query_embedding: list[float] | None = None
+    vector_threshold: float | None = None
+    keyword_threshold: float | None = None
+    match_count: int = 0  # <= 0 → 50 (DefaultRetrievalTopK)
+    disable_keywords_match: bool = False
+    disable_vector_match: bool = False
+    knowledge_ids: list[str] = Field(default_factory=list)
+    tag_ids: list[str] = Field(default_factory=list)
+    scope_tag_ids: list[str] = Field(default_factory=list)
+    only_recommended: bool = False
+    knowledge_base_ids: list[str] = Field(default_factory=list)
+    skip_context_enrichment: bool = False
+
+
+class SearchTarget(BaseModel):
+    """Spec §1.8: what one retrieval call covers. ``knowledge`` targets carry explicit document ids."""
+
+    type: str = "knowledge_base"  # knowledge_base | knowledge
+    knowledge_base_id: str
+    tenant_id: int
+    knowledge_ids: list[str] = Field(default_factory=list)
+    tag_ids: list[str] = Field(default_factory=list)
+    scope_tag_ids: list[str] = Field(default_factory=list)
+    disable_recall_thresholds: bool = False
+
+    def recall_thresholds(self, vector: float, keyword: float) -> tuple[float, float]:
+        return (0.0, 0.0) if self.disable_recall_thresholds else (vector, keyword)

@@ -20,7 +20,9 @@ class StreamLog(Protocol):
 
     def follow(self, session_id: str, message_id: str, after: int = -1) -> AsyncIterator[StreamEvent]:
         """Stored events with seq > after, then live ones as they are appended (push, never a poll interval).
-        Ends after a terminal event (complete/stop, or error with done) has been yielded."""
+        Ends after a terminal event (complete or stop) has been yielded; error frames do not end a turn (spec
+        §5.6.1) — the streaming service closes every turn with complete or stop. Waits for a stream that has not
+        started yet; ends if the stream expires while followed."""
         ...
 
     async def exists(self, session_id: str, message_id: str) -> bool: ...

@@ -46,7 +46,7 @@ def mount(app: FastAPI, root: Path = STATIC_DIR) -> None:
         if _is_reserved(path):
             raise HTTPException(status_code=404)
         if request.method not in ("GET", "HEAD"):
-            raise HTTPException(status_code=404 if path.startswith("api") else 405)
+            raise HTTPException(status_code=404)  # gin answers 404 for a wrong method too (api §1.1)
         found = resolve_static(path, root)
         if found is not None:
             return FileResponse(found, headers=_NO_CACHE)
@@ -55,5 +55,7 @@ def mount(app: FastAPI, root: Path = STATIC_DIR) -> None:
             raise HTTPException(status_code=404)
         return FileResponse(index, media_type="text/html", headers=_NO_CACHE)
 
-    app.add_api_route("/", serve, methods=["GET", "HEAD"], include_in_schema=False)
-    app.add_api_route("/{path:path}", serve, methods=["GET", "HEAD"], include_in_schema=False)
+    # Every method, so that a POST to an unknown /api path answers 404 (not 405 from a partial match here).
+    methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+    app.add_api_route("/", serve, methods=methods, include_in_schema=False)
+    app.add_api_route("/{path:path}", serve, methods=methods, include_in_schema=False)

@@ -131,9 +131,11 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         body = self._body()
         path = self.path.split("?", 1)[0].rstrip("/")
-        fake._record(path, body, dict(self.headers))
+        fake._record(path, body, {k.lower(): v for k, v in self.headers.items()})
         if path.endswith("/chat/completions"):
             self._chat(body, fake._next_reply(body))
+        elif path == "/api/chat":
+            self._ollama_chat(body, fake._next_reply(body))
         elif path.endswith("/embeddings"):
             self._embeddings(body)
         elif path.endswith("/rerank"):
@@ -171,6 +173,51 @@ class _Handler(BaseHTTPRequestHandler):
         results = [{"index": i, "relevance_score": s, "document": {"text": docs[i]}} for i, s in scored]
         self._json(200, {"model": body.get("model", "fake-rerank"), "results": results,
                          "usage": {"total_tokens": sum(len(d) for d in docs)}})
+
+    def _ollama_chat(self, body: dict[str, Any], reply: Reply) -> None:
+        """Ollama's native NDJSON protocol: whole tool calls, ``thinking`` field, ``done`` line with counts."""
+        if reply.delay:
+            time.sleep(reply.delay)
+        if reply.status != 200:
+            self._json(reply.status, {"error": reply.error or f"fake error {reply.status}"})
+            return
+        model = str(body.get("model", "fake-chat"))
+        content, thinking = reply.content, reply.reasoning_content
+        if reply.think_tags and thinking:
+            content, thinking = f"<think>{thinking}</think>{content}", ""
+        calls = [{"function": {"name": c["name"], "arguments": json.loads(c["arguments"])
+                               if isinstance(c.get("arguments"), str) else c.get("arguments", {})}}
+                 for c in reply.tool_calls]
+        done = {"model": model, "done": True, "done_reason": reply.finish_reason or "stop",
+                "prompt_eval_count": 7, "eval_count": max(1, len(content) // 4)}
+        if not body.get("stream", True):
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if thinking:
+                message["thinking"] = thinking
+            if calls:
+                message["tool_calls"] = calls
+            self._json(200, {**done, "message": message})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        lines = [{"model": model, "done": False, "message": {"role": "assistant", "content": "", "thinking": p}}
+                 for p in _split(thinking, reply.chunk_size)]
+        lines += [{"model": model, "done": False, "message": {"role": "assistant", "content": p}}
+                  for p in _split(content, reply.chunk_size)]
+        if calls:
+            lines.append({"model": model, "done": False,
+                          "message": {"role": "assistant", "content": "", "tool_calls": calls}})
+        lines.append({**done, "message": {"role": "assistant", "content": ""}})
+        try:
+            for payload in lines:
+                if reply.delay_per_chunk:
+                    time.sleep(reply.delay_per_chunk)
+                self._chunk((json.dumps(payload, ensure_ascii=False) + "\n").encode())
+            self._chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _chat(self, body: dict[str, Any], reply: Reply) -> None:
         fake = self.server.fake
@@ -272,7 +319,7 @@ class FakeModelServer:
         self.rerank_status = 200
         self.requests: list[dict[str, Any]] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []  # (path, body)
-        self.headers: list[dict[str, str]] = []
+        self.headers: list[dict[str, str]] = []  # lower-cased header names
         self._script: list[Reply] = []
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -292,7 +339,7 @@ class FakeModelServer:
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [b for p, b in self.calls if p.endswith("/chat/completions")]
+            return [b for p, b in self.calls if p.endswith("/chat/completions") or p == "/api/chat"]
 
     def _record(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:

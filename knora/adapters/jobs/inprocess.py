@@ -45,6 +45,10 @@ class InProcessJobQueue:
         self._wake.set()
         return job_id
 
+    @property
+    def started(self) -> bool:
+        return bool(self._tasks)
+
     async def start(self) -> None:
         if self._tasks:
             return
@@ -75,9 +79,16 @@ class InProcessJobQueue:
 
     async def _worker(self, index: int) -> None:
         while not self._stopping:
+            claim = asyncio.ensure_future(
+                self._repo.claim_next(list(self._handlers), utcnow() - timedelta(seconds=self._lease)))
             try:
-                job = await self._repo.claim_next(list(self._handlers), utcnow() - timedelta(seconds=self._lease))
+                job = await asyncio.shield(claim)
             except asyncio.CancelledError:
+                # Stopped mid-claim: the claim may still commit; hand the job back rather than strand it "running".
+                with contextlib.suppress(Exception):
+                    claimed = await claim
+                    if claimed is not None:
+                        await self._repo.requeue(claimed.id)
                 raise
             except Exception:  # noqa: BLE001 - a database hiccup must not kill the worker
                 log.exception("job worker %d: claim failed", index)

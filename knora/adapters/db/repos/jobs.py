@@ -48,10 +48,11 @@ class SqlJobRepo:
                                        .limit(1))).scalar_one_or_none()
                 if row is None:
                     return None
+                rec = row_to(JobRecord, row)  # before the UPDATE, which refreshes the row object in the session
                 res = await s.execute(update(JobRow).where(JobRow.id == row.id, claimable).values(
-                    status="running", attempts=JobRow.attempts + 1, updated_at=utcnow()))
+                    status="running", attempts=JobRow.attempts + 1, updated_at=utcnow()),
+                    execution_options={"synchronize_session": False})
                 if res.rowcount:  # type: ignore[attr-defined]
-                    rec = row_to(JobRecord, row)
                     return rec.model_copy(update={"status": "running", "attempts": rec.attempts + 1})
         return None
 

@@ -1,0 +1,91 @@
+"""Messages of a session (spec §7.2 ordering): chronological, the user message first at equal timestamps."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import case, delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from knora.adapters.db.repos._mapping import apply, row_to, to_row
+from knora.adapters.db.tables import MessageRow
+from knora.domain.common import utcnow
+from knora.domain.conversation import Message
+
+# Newest first for LIMIT, then reversed: at equal times the assistant sorts "newer" than its user message.
+_ROLE_RANK = case((MessageRow.role == "user", 0), else_=1)
+
+
+class SqlMessageRepo:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def create(self, message: Message) -> Message:
+        async with self._sessions.begin() as s:
+            s.add(to_row(MessageRow, message))
+        return message
+
+    async def create_pair(self, user: Message, assistant: Message) -> None:
+        async with self._sessions.begin() as s:
+            s.add(to_row(MessageRow, user))
+            s.add(to_row(MessageRow, assistant))
+
+    async def get(self, tenant_id: int, message_id: str) -> Message | None:
+        async with self._sessions() as s:
+            row = await s.get(MessageRow, message_id)
+            if row is None or row.tenant_id != tenant_id:
+                return None
+            return row_to(Message, row)
+
+    async def update(self, message: Message) -> Message:
+        message = message.model_copy(update={"updated_at": utcnow()})
+        async with self._sessions.begin() as s:
+            row = await s.get(MessageRow, message.id)
+            if row is None:
+                raise LookupError(message.id)
+            apply(row, message)
+        return message
+
+    async def update_fields(self, message_id: str, **fields: Any) -> bool:
+        fields.setdefault("updated_at", utcnow())
+        async with self._sessions.begin() as s:
+            res = await s.execute(update(MessageRow).where(MessageRow.id == message_id).values(**fields))
+            return bool(res.rowcount)  # type: ignore[attr-defined]
+
+    async def recent(self, session_id: str, limit: int, before: datetime | None = None) -> list[Message]:
+        cond = [MessageRow.session_id == session_id]
+        if before is not None:
+            cond.append(MessageRow.created_at < before)
+        async with self._sessions() as s:
+            rows = (await s.execute(
+                select(MessageRow).where(*cond)
+                .order_by(MessageRow.created_at.desc(), _ROLE_RANK.desc(), MessageRow.id.desc())
+                .limit(max(limit, 0)))).scalars().all()
+            return [row_to(Message, r) for r in reversed(rows)]
+
+    async def by_request(self, session_id: str, request_id: str) -> list[Message]:
+        async with self._sessions() as s:
+            rows = (await s.execute(select(MessageRow).where(MessageRow.session_id == session_id,
+                                                             MessageRow.request_id == request_id)
+                                    .order_by(MessageRow.created_at, _ROLE_RANK))).scalars().all()
+            return [row_to(Message, r) for r in rows]
+
+    async def delete(self, session_id: str, message_id: str) -> bool:
+        async with self._sessions.begin() as s:
+            res = await s.execute(delete(MessageRow).where(MessageRow.session_id == session_id,
+                                                           MessageRow.id == message_id))
+            return bool(res.rowcount)  # type: ignore[attr-defined]
+
+    async def clear(self, session_id: str) -> int:
+        async with self._sessions.begin() as s:
+            res = await s.execute(delete(MessageRow).where(MessageRow.session_id == session_id))
+            return int(res.rowcount)  # type: ignore[attr-defined]
+
+    async def incomplete(self, *, older_than: datetime | None = None) -> list[Message]:
+        cond = [MessageRow.is_completed.is_(False), MessageRow.role == "assistant"]
+        if older_than is not None:
+            cond.append(MessageRow.created_at < older_than)
+        async with self._sessions() as s:
+            rows = (await s.execute(select(MessageRow).where(*cond))).scalars().all()
+            return [row_to(Message, r) for r in rows]

@@ -1,0 +1,77 @@
+"""SQLAlchemy implementation of :class:`knora.ports.search_store.SearchStore` (read-only; owned by retrieval).
+
+Batched ``IN`` queries (chunks of 500 ids) so hydrating a 500-hit result costs one or two round trips per table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from knora.adapters.db.repos._mapping import row_to
+from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow, TagRow, TenantRow
+from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
+
+_BATCH = 500
+
+
+def _batches(ids: Sequence[Any]) -> list[list[Any]]:
+    uniq = list(dict.fromkeys(i for i in ids if i is not None and i != ""))
+    return [uniq[i : i + _BATCH] for i in range(0, len(uniq), _BATCH)]
+
+
+class SqlSearchReads:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def knowledge_bases(self, kb_ids: Sequence[str]) -> list[KnowledgeBase]:
+        out: dict[str, KnowledgeBase] = {}
+        async with self._sessions() as s:
+            for part in _batches(kb_ids):
+                for row in (await s.scalars(select(KnowledgeBaseRow).where(KnowledgeBaseRow.id.in_(part)))).all():
+                    values = {c: getattr(row, c) for c in ("indexing_strategy", "retrieval_config", "chunking_config")}
+                    for k, v in values.items():
+                        if not isinstance(v, dict):
+                            setattr(row, k, {})
+                    out[row.id] = row_to(KnowledgeBase, row)
+        return [out[i] for i in dict.fromkeys(kb_ids) if i in out]
+
+    async def tenant_retrieval_config(self, tenant_id: int) -> dict[str, Any]:
+        async with self._sessions() as s:
+            value = await s.scalar(select(TenantRow.retrieval_config).where(TenantRow.id == tenant_id))
+        return dict(value) if isinstance(value, dict) else {}
+
+    async def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        out: list[Chunk] = []
+        async with self._sessions() as s:
+            for part in _batches(chunk_ids):
+                out.extend(row_to(Chunk, r) for r in (await s.scalars(select(ChunkRow).where(ChunkRow.id.in_(part)))))
+        return out
+
+    async def knowledge(self, knowledge_ids: Sequence[str]) -> list[Knowledge]:
+        out: list[Knowledge] = []
+        async with self._sessions() as s:
+            for part in _batches(knowledge_ids):
+                rows = await s.scalars(select(KnowledgeRow).where(KnowledgeRow.id.in_(part)))
+                out.extend(row_to(Knowledge, r) for r in rows)
+        return out
+
+    async def knowledge_ids_with_tags(self, kb_id: str, tag_ids: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        async with self._sessions() as s:
+            for part in _batches(tag_ids):
+                out.extend((await s.scalars(select(KnowledgeRow.id).where(
+                    KnowledgeRow.knowledge_base_id == kb_id, KnowledgeRow.tag_id.in_(part)))).all())
+        return out
+
+    async def tag_kbs(self, tag_ids: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        async with self._sessions() as s:
+            for part in _batches(tag_ids):
+                for tid, kb in (await s.execute(select(TagRow.id, TagRow.knowledge_base_id)
+                                                .where(TagRow.id.in_(part)))).all():
+                    out[tid] = kb
+        return out

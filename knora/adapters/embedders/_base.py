@@ -1,0 +1,85 @@
+"""What every in-process embedder shares: batching, a worker thread, one lock per model, input caps.
+
+Inference is CPU-bound and can take seconds per batch; running it in ``asyncio.to_thread`` keeps the event loop
+(and every other request) responsive. A model instance is not safe to call from two threads at once and two
+concurrent calls would only fight over the same cores, so each instance serialises its calls with a lock. The
+model itself loads lazily on first use, inside the worker thread, so building the container stays instant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+from knora.ports.embedder import Vector
+
+MAX_INPUT_CHARS = 20_000  # far beyond any model's context; stops a pathological input from eating memory
+
+
+def cap(text: str) -> str:
+    return text[:MAX_INPUT_CHARS]
+
+
+def l2_normalise(matrix: np.ndarray) -> Vector:
+    """Row-wise L2 normalisation; all-zero rows (empty input) stay zero rather than becoming NaN."""
+    m = np.asarray(matrix, dtype=np.float32)
+    if m.ndim == 1:
+        m = m[None, :]
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (m / norms).astype(np.float32, copy=False)
+
+
+class LocalEmbedder(ABC):
+    """Base of in-process embedders: subclasses implement ``_load`` and ``_encode`` (synchronous, one batch)."""
+
+    def __init__(self, model_id: str, dimension: int, batch_size: int = 32) -> None:
+        self._model_id = model_id
+        self._dimension = dimension
+        self._batch_size = max(int(batch_size), 1)
+        self._lock = threading.Lock()
+        self._loaded = False
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @abstractmethod
+    def _load(self) -> None:
+        """Load the model (called once, under the lock, in a worker thread)."""
+
+    @abstractmethod
+    def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
+        """Embed one batch; returns shape (len(texts), dimension)."""
+
+    def encode_sync(self, texts: Sequence[str], is_query: bool = False) -> Vector:
+        """Blocking embed of any number of texts, in batches; used by the async methods and by benchmarks."""
+        capped = [cap(t) for t in texts]
+        if not capped:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        with self._lock:
+            if not self._loaded:
+                self._load()
+                self._loaded = True
+            parts = [self._encode(capped[i:i + self._batch_size], is_query)
+                     for i in range(0, len(capped), self._batch_size)]
+        return l2_normalise(np.concatenate(parts, axis=0))
+
+    async def embed_passages(self, texts: Sequence[str]) -> Vector:
+        # One thread hop per batch: the lock is released between batches, so a user's query embedding can slip
+        # in while a large document is being ingested instead of waiting for the whole document.
+        out = np.zeros((0, self._dimension), dtype=np.float32)
+        chunks = [list(texts[i:i + self._batch_size]) for i in range(0, len(texts), self._batch_size)]
+        parts = [await asyncio.to_thread(self.encode_sync, batch, False) for batch in chunks]
+        return np.concatenate(parts, axis=0) if parts else out
+
+    async def embed_query(self, text: str) -> Vector:
+        return (await asyncio.to_thread(self.encode_sync, [text], True))[0]

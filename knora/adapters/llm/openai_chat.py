@@ -1,0 +1,204 @@
+"""OpenAI-compatible chat models through the official ``openai`` client.
+
+One adapter covers OpenAI, vLLM, DeepSeek, Qwen/DashScope, Xinference, LM Studio, SiliconFlow … — they differ
+only in base URL and in where reasoning arrives: a ``reasoning_content`` (DeepSeek, Qwen) or ``reasoning``
+(vLLM, OpenRouter) delta field, or inline ``<think>`` tags, which are split into the reasoning channel here so
+callers see one shape. Tool calls arrive as fragments keyed by index; they are assembled and delivered whole on
+the final chunk, because a half-assembled call is useless to every caller.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import openai
+
+from knora.adapters.llm.think import ThinkSplitter, strip_think
+from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse, ModelError, ToolCall, Usage
+
+# ChatOptions.extra keys that mean something to other providers and must not reach the wire.
+_PRIVATE_EXTRA = {"passages", "purpose", "query"}
+
+
+def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.role == "assistant" and m.tool_calls:
+            item["tool_calls"] = [{"id": tc.id, "type": "function",
+                                   "function": {"name": tc.name, "arguments": tc.arguments}} for tc in m.tool_calls]
+            if not m.content:
+                item["content"] = None
+        if m.role == "tool":
+            item["tool_call_id"] = m.tool_call_id or ""
+        if m.name and m.role != "tool":
+            item["name"] = m.name
+        out.append(item)
+    return out
+
+
+def _usage(raw: Any) -> Usage | None:
+    if raw is None:
+        return None
+    return Usage(prompt_tokens=raw.prompt_tokens or 0, completion_tokens=raw.completion_tokens or 0,
+                 total_tokens=raw.total_tokens or 0)
+
+
+def _reasoning_of(obj: Any) -> str:
+    for key in ("reasoning_content", "reasoning"):
+        value = getattr(obj, key, None)
+        if value is None and getattr(obj, "model_extra", None):
+            value = obj.model_extra.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def map_error(exc: Exception) -> ModelError:
+    """Timeouts, connection failures, 429 and 5xx are transient (worth a retry); the rest are not."""
+    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
+        return ModelError(f"model unreachable: {exc}", transient=True)
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        transient = status == 429 or status >= 500
+        return ModelError(f"model error {status}: {exc.message}", transient=transient, status=status)
+    return ModelError(f"model call failed: {exc}", transient=False)
+
+
+class OpenAIChatModel:
+    """A ``ChatModel`` speaking ``/v1/chat/completions``."""
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 model_id: str | None = None, timeout: float = 120.0, max_retries: int = 2,
+                 supports_tools: bool = True, thinking_param: str | None = None,
+                 include_usage: bool = True, client: openai.AsyncOpenAI | None = None) -> None:
+        self._model = model
+        self._model_id = model_id or f"openai:{model}"
+        self._supports_tools = supports_tools
+        self._thinking_param = thinking_param  # None | "enable_thinking" | "chat_template_kwargs"
+        self._include_usage = include_usage
+        self._client = client or openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                                                    timeout=timeout, max_retries=max_retries)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def supports_tools(self) -> bool:
+        return self._supports_tools
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    def _request(self, messages: Sequence[ChatMessage], options: ChatOptions | None, stream: bool) -> dict[str, Any]:
+        opts = options or ChatOptions()
+        kwargs: dict[str, Any] = {"model": self._model, "messages": to_openai_messages(messages)}
+        if opts.temperature is not None:
+            kwargs["temperature"] = opts.temperature
+        if opts.max_tokens is not None:
+            kwargs["max_tokens"] = opts.max_tokens
+        if opts.tools:
+            kwargs["tools"] = opts.tools
+            if opts.tool_choice:
+                kwargs["tool_choice"] = opts.tool_choice
+        if opts.response_format:
+            kwargs["response_format"] = opts.response_format
+        extra_body: dict[str, Any] = dict(opts.extra.get("extra_body") or {})
+        if opts.thinking is not None and self._thinking_param == "enable_thinking":
+            extra_body["enable_thinking"] = opts.thinking
+        elif opts.thinking is not None and self._thinking_param == "chat_template_kwargs":
+            extra_body["chat_template_kwargs"] = {"enable_thinking": opts.thinking}
+        for key, value in opts.extra.items():
+            if key not in _PRIVATE_EXTRA and key != "extra_body":
+                extra_body[key] = value
+        if extra_body:
+            kwargs["extra_body"] = extra_body
+        if stream:
+            kwargs["stream"] = True
+            if self._include_usage:
+                kwargs["stream_options"] = {"include_usage": True}
+        return kwargs
+
+    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
+        try:
+            resp = await self._client.chat.completions.create(**self._request(messages, options, stream=False))
+        except openai.OpenAIError as exc:
+            raise map_error(exc) from exc
+        if not resp.choices:
+            raise ModelError("model returned no choices", transient=True)
+        choice = resp.choices[0]
+        msg = choice.message
+        content = msg.content or ""
+        reasoning = _reasoning_of(msg)
+        if "<think>" in content:
+            content, inline = strip_think(content)
+            reasoning = reasoning or inline
+        calls = [ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments or "{}")
+                 for tc in (msg.tool_calls or []) if getattr(tc, "function", None) is not None]
+        return ChatResponse(content=content, reasoning_content=reasoning, tool_calls=calls,
+                            finish_reason=choice.finish_reason, usage=_usage(resp.usage))
+
+    async def stream(self, messages: Sequence[ChatMessage],
+                     options: ChatOptions | None = None) -> AsyncIterator[ChatChunk]:
+        request = self._request(messages, options, stream=True)
+        try:
+            response = await self._client.chat.completions.create(**request)
+        except openai.OpenAIError as exc:
+            raise map_error(exc) from exc
+        splitter = ThinkSplitter()
+        calls: dict[int, dict[str, str]] = {}
+        finish: str | None = None
+        usage: Usage | None = None
+        answer_started = False
+        saw_think = False
+        try:
+            async for chunk in response:
+                if chunk.usage is not None:
+                    usage = _usage(chunk.usage)
+                for choice in chunk.choices:
+                    delta = choice.delta
+                    reasoning = _reasoning_of(delta) if delta is not None else ""
+                    answer = ""
+                    if delta is not None and delta.content:
+                        answer, inline = splitter.feed(delta.content)
+                        if inline or splitter.inside:
+                            saw_think = True
+                        reasoning += inline
+                    if answer and not answer_started and saw_think:
+                        answer = answer.lstrip()
+                    if answer:
+                        answer_started = True
+                    for tc in (delta.tool_calls or []) if delta is not None else []:
+                        slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                        if tc.id:
+                            slot["id"] = tc.id
+                        if tc.function is not None:
+                            slot["name"] += tc.function.name or ""
+                            slot["arguments"] += tc.function.arguments or ""
+                    if answer or reasoning:
+                        yield ChatChunk(content=answer, reasoning_content=reasoning)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        except openai.OpenAIError as exc:
+            raise map_error(exc) from exc
+        except Exception as exc:  # noqa: BLE001 - httpx read errors mid-stream surface here
+            if isinstance(exc, ModelError):
+                raise
+            raise ModelError(f"stream interrupted: {exc}", transient=True) from exc
+        tail_answer, tail_reasoning = splitter.flush()
+        if finish is None:
+            if not (answer_started or saw_think or calls):
+                raise ModelError("stream ended without any output", transient=True)
+            finish = "stop"  # some compatible servers never send a finish reason
+        assembled = [ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")
+                     for i, s in sorted(calls.items())]
+        yield ChatChunk(content=tail_answer if answer_started or not saw_think else tail_answer.lstrip(),
+                        reasoning_content=tail_reasoning, tool_calls=assembled, finish_reason=finish, usage=usage)
+
+
+def dumps_arguments(arguments: Any) -> str:
+    """Tool-call arguments as the JSON text the wire expects (helper for callers building messages)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)

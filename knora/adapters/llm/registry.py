@@ -1,0 +1,242 @@
+"""``provider:model`` → model instance, and model-config rows (the ``models`` table) → model instance.
+
+One lazy, explicit registry per kind: a provider is one factory function in a dict; adding one is one line.
+Instances are cached per (provider, model, base URL, key) so HTTP connection pools are reused across turns.
+
+Resolution of ``await chat_models.get(model_id, tenant_id=…)``:
+1. ``None``/empty → ``settings.chat_model`` → the tenant's default KnowledgeQA model (``is_default`` first) →
+   the local extractive answerer. Knora always answers something, and says which model did.
+2. a row id of the ``models`` table (type KnowledgeQA/VLLM) → its ``parameters.provider`` (or
+   ``interface_type``; ``source == "local"`` means Ollama), ``parameters.base_url``, ``api_key`` and ``name``.
+3. a ``provider:model`` string → that provider with the settings' base URL and key.
+4. ``extractive`` / ``local:extractive`` → the extractive answerer.
+Unknown ids raise ``ModelNotConfigured`` (the pipeline maps it to ``ErrGetChatModel``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from knora.adapters.llm.extractive import EXTRACTIVE_MODEL_ID, ExtractiveAnswerer
+from knora.adapters.llm.ollama_chat import OllamaChatModel
+from knora.adapters.llm.openai_chat import OpenAIChatModel
+from knora.adapters.llm.rerank_http import HttpReranker
+from knora.domain.models import ModelConfig
+from knora.ports.chat import ChatModel, ModelError
+from knora.ports.reranker import Reranker
+from knora.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class ModelNotConfigured(ModelError):
+    """The requested model id resolves to nothing usable."""
+
+
+class _ModelRows(Protocol):
+    async def get(self, tenant_id: int | None, model_id: str) -> ModelConfig | None: ...
+
+    async def list(self, tenant_id: int, *, type: str | None = None) -> list[ModelConfig]: ...
+
+
+ChatFactory = Callable[[str, str | None, str | None, dict[str, Any]], ChatModel]
+RerankFactory = Callable[[str, str | None, str | None, dict[str, Any]], Reranker]
+
+DEFAULT_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "deepseek": "https://api.deepseek.com/v1",
+    "dashscope": "https://dashscope.aliyuncs.com/compatible-mode/v1",
+    "qwen": "https://dashscope.aliyuncs.com/compatible-mode/v1",
+    "siliconflow": "https://api.siliconflow.cn/v1",
+    "moonshot": "https://api.moonshot.cn/v1",
+    "zhipu": "https://open.bigmodel.cn/api/paas/v4",
+    "jina": "https://api.jina.ai/v1",
+    "cohere": "https://api.cohere.com/v2",
+    "ollama": "http://127.0.0.1:11434",
+}
+
+
+def _openai(model: str, base_url: str | None, api_key: str | None, params: dict[str, Any]) -> ChatModel:
+    provider = str(params.get("provider") or "openai")
+    return OpenAIChatModel(model, base_url=base_url or DEFAULT_BASE_URLS.get(provider), api_key=api_key,
+                           model_id=params.get("model_id") or f"{provider}:{model}",
+                           timeout=float(params.get("timeout", 120.0)),
+                           max_retries=int(params.get("max_retries", 2)),
+                           supports_tools=bool(params.get("supports_tools", True)),
+                           thinking_param=params.get("thinking_param"),
+                           include_usage=bool(params.get("include_usage", True)))
+
+
+def _ollama(model: str, base_url: str | None, api_key: str | None, params: dict[str, Any]) -> ChatModel:
+    return OllamaChatModel(model, base_url=base_url, model_id=params.get("model_id") or f"ollama:{model}",
+                           timeout=float(params.get("timeout", 300.0)),
+                           supports_tools=bool(params.get("supports_tools", True)))
+
+
+def _extractive(model: str, base_url: str | None, api_key: str | None, params: dict[str, Any]) -> ChatModel:
+    return ExtractiveAnswerer()
+
+
+CHAT_PROVIDERS: dict[str, ChatFactory] = {
+    name: _openai for name in ("openai", "openai-compatible", "openai_compatible", "vllm", "deepseek", "qwen",
+                               "dashscope", "xinference", "lmstudio", "siliconflow", "moonshot", "zhipu",
+                               "generic", "remote", "fake")
+}
+CHAT_PROVIDERS.update({"ollama": _ollama, "extractive": _extractive, "local": _extractive})
+
+
+def _http_rerank(model: str, base_url: str | None, api_key: str | None, params: dict[str, Any]) -> Reranker:
+    provider = str(params.get("provider") or "jina")
+    url = base_url or DEFAULT_BASE_URLS.get(provider)
+    if not url:
+        raise ModelNotConfigured(f"rerank model {model!r} has no base_url")
+    style = "tei" if provider == "tei" else ("cohere" if provider == "cohere" else "jina")
+    return HttpReranker(model, base_url=url, api_key=api_key, style=style,
+                        model_id=params.get("model_id") or f"{provider}:{model}")
+
+
+RERANK_PROVIDERS: dict[str, RerankFactory] = {
+    name: _http_rerank for name in ("jina", "cohere", "tei", "openai", "openai-compatible", "openai_compatible",
+                                    "vllm", "siliconflow", "xinference", "dashscope", "qwen", "remote", "generic",
+                                    "fake")
+}
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """``"ollama:qwen2.5:7b"`` → ``("ollama", "qwen2.5:7b")``; a bare name means OpenAI-compatible."""
+    provider, sep, model = spec.partition(":")
+    return (provider.strip().lower(), model.strip()) if sep else ("openai", spec.strip())
+
+
+def _row_provider(row: ModelConfig) -> str:
+    params = row.parameters or {}
+    provider = str(params.get("provider") or params.get("interface_type") or "").strip().lower()
+    if provider:
+        return provider
+    return "ollama" if row.source == "local" else "openai"
+
+
+class _Cache:
+    def __init__(self) -> None:
+        self._items: dict[tuple[str, str, str, str], Any] = {}
+
+    def get_or_make(self, key: tuple[str, str, str, str], make: Callable[[], Any]) -> Any:
+        if key not in self._items:
+            self._items[key] = make()
+        return self._items[key]
+
+    async def close(self) -> None:
+        for item in self._items.values():
+            closer = getattr(item, "close", None)
+            if closer is not None:
+                try:
+                    await closer()
+                except Exception:  # noqa: BLE001 - shutdown must go on
+                    log.exception("closing model client failed")
+        self._items.clear()
+
+
+class ChatModelRegistry:
+    def __init__(self, settings: Settings, rows: _ModelRows | None = None,
+                 providers: dict[str, ChatFactory] | None = None) -> None:
+        self._settings = settings
+        self._rows = rows
+        self._providers = providers if providers is not None else CHAT_PROVIDERS
+        self._cache = _Cache()
+
+    def from_spec(self, spec: str, *, base_url: str | None = None, api_key: str | None = None,
+                  params: dict[str, Any] | None = None) -> ChatModel:
+        provider, model = split_spec(spec)
+        if spec.strip().lower() in ("extractive", EXTRACTIVE_MODEL_ID):
+            provider, model = "extractive", "extractive"
+        factory = self._providers.get(provider)
+        if factory is None:
+            raise ModelNotConfigured(f"unknown chat provider {provider!r} in {spec!r}")
+        merged = {"provider": provider, **(params or {})}
+        key = (provider, model, base_url or "", api_key or "")
+        return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))  # type: ignore[no-any-return]
+
+    def from_row(self, row: ModelConfig) -> ChatModel:
+        params = dict(row.parameters or {})
+        provider = _row_provider(row)
+        params["provider"] = provider
+        params.setdefault("model_id", row.id)
+        return self.from_spec(f"{provider}:{row.name}", base_url=params.get("base_url") or None,
+                              api_key=row.api_key or None, params=params)
+
+    @property
+    def extractive(self) -> ChatModel:
+        return self.from_spec("extractive")
+
+    async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> ChatModel:
+        s = self._settings
+        if not model_id:
+            if s.chat_model:
+                return self.from_spec(s.chat_model, base_url=s.chat_base_url, api_key=s.chat_api_key)
+            if self._rows is not None and tenant_id is not None:
+                rows = [r for r in await self._rows.list(tenant_id, type="KnowledgeQA") if r.status == "active"]
+                if rows:
+                    rows.sort(key=lambda r: (not r.is_default, r.created_at))
+                    return self.from_row(rows[0])
+            return self.extractive
+        if model_id.strip().lower() in ("extractive", EXTRACTIVE_MODEL_ID):
+            return self.extractive
+        if self._rows is not None:
+            row = await self._rows.get(tenant_id, model_id)
+            if row is not None:
+                if row.type not in ("KnowledgeQA", "VLLM"):
+                    raise ModelNotConfigured(f"model {model_id} is a {row.type} model, not a chat model")
+                return self.from_row(row)
+        if ":" in model_id:
+            return self.from_spec(model_id, base_url=s.chat_base_url, api_key=s.chat_api_key)
+        raise ModelNotConfigured(f"configured chat model {model_id} is unavailable")
+
+    async def close(self) -> None:
+        await self._cache.close()
+
+
+class RerankerRegistry:
+    def __init__(self, settings: Settings, rows: _ModelRows | None = None,
+                 providers: dict[str, RerankFactory] | None = None) -> None:
+        self._settings = settings
+        self._rows = rows
+        self._providers = providers if providers is not None else RERANK_PROVIDERS
+        self._cache = _Cache()
+
+    def from_spec(self, spec: str, *, base_url: str | None = None, api_key: str | None = None,
+                  params: dict[str, Any] | None = None) -> Reranker:
+        provider, model = split_spec(spec)
+        if ":" not in spec:
+            provider = "jina"
+        factory = self._providers.get(provider)
+        if factory is None:
+            raise ModelNotConfigured(f"unknown rerank provider {provider!r} in {spec!r}")
+        merged = {"provider": provider, **(params or {})}
+        key = (provider, model, base_url or "", api_key or "")
+        return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))  # type: ignore[no-any-return]
+
+    async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> Reranker | None:
+        """``None`` when nothing is configured: reranking is then skipped (spec §2.9)."""
+        s = self._settings
+        if not model_id:
+            if s.rerank_model:
+                return self.from_spec(s.rerank_model, base_url=s.rerank_base_url, api_key=s.rerank_api_key)
+            return None
+        if self._rows is not None:
+            row = await self._rows.get(tenant_id, model_id)
+            if row is not None:
+                if row.type != "Rerank":
+                    raise ModelNotConfigured(f"model {model_id} is a {row.type} model, not a rerank model")
+                params = dict(row.parameters or {})
+                provider = str(params.get("provider") or params.get("interface_type") or "jina").lower()
+                params.setdefault("model_id", row.id)
+                return self.from_spec(f"{provider}:{row.name}", base_url=params.get("base_url") or None,
+                                      api_key=row.api_key or None, params=params)
+        if ":" in model_id:
+            return self.from_spec(model_id, base_url=s.rerank_base_url, api_key=s.rerank_api_key)
+        raise ModelNotConfigured(f"rerank model {model_id} is unavailable")
+
+    async def close(self) -> None:
+        await self._cache.close()

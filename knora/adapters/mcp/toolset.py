@@ -1,0 +1,53 @@
+"""The MCP tools of one run: services chosen by ``MCPSelectionMode``, each remote tool wrapped (spec §6.7).
+
+A service that is down or answers garbage is skipped with a warning — the run goes on with the other tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from knora.adapters.mcp.client import MCPClient, MCPUnavailable
+from knora.adapters.mcp.tool import MCPTool
+from knora.domain.mcp import MCPService
+from knora.ports.agent_store import MCPServiceRepo
+from knora.ports.tool import ApprovalGate, Tool
+
+log = logging.getLogger(__name__)
+LIST_TIMEOUT = 30.0
+
+
+class MCPToolset:
+    def __init__(self, repo: MCPServiceRepo, *, stdio_enabled: bool, approval: ApprovalGate | None,
+                 approval_timeout: float = 600.0) -> None:
+        self.repo, self.stdio_enabled = repo, stdio_enabled
+        self.approval, self.approval_timeout = approval, approval_timeout
+
+    async def services(self, tenant_id: int, mode: str | None, selected: list[str]) -> list[MCPService]:
+        mode = (mode or "all").lower()
+        if mode == "none":
+            return []
+        services = [s for s in await self.repo.list(tenant_id) if s.enabled]
+        if mode == "selected":
+            services = [s for s in services if s.id in selected]
+        return services
+
+    def client(self, service: MCPService) -> MCPClient:
+        return MCPClient(service, stdio_enabled=self.stdio_enabled)
+
+    async def tools_for(self, service: MCPService) -> list[Tool]:
+        client = self.client(service)
+        remote = await asyncio.wait_for(client.list_tools(), LIST_TIMEOUT)
+        approvals = service.tool_approvals or {}
+        return [MCPTool(client, r, approval=self.approval, needs_approval=bool(approvals.get(r.name)),
+                        approval_timeout=self.approval_timeout) for r in remote]
+
+    async def tools(self, tenant_id: int, mode: str | None, selected: list[str]) -> list[Tool]:
+        out: list[Tool] = []
+        for service in await self.services(tenant_id, mode, selected):
+            try:
+                out.extend(await self.tools_for(service))
+            except (MCPUnavailable, TimeoutError) as exc:
+                log.warning("MCP service %s skipped: %s", service.name, exc)
+        return out

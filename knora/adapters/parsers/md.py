@@ -1,0 +1,41 @@
+"""Markdown: kept as markdown (the chunker understands headings, tables, code fences); title = first ``#`` heading.
+
+A YAML front-matter block is removed from the text; its ``title:`` wins over the first heading because authors put
+it there on purpose.
+"""
+
+from __future__ import annotations
+
+import re
+
+from knora.adapters.parsers._common import decode_text, file_stem, normalise_text
+from knora.ports.parser import ParsedDocument
+
+_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.DOTALL)
+_FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_ANY_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+
+def markdown_title(text: str) -> str:
+    """First level-1 heading outside code fences, else the first heading of any level, else ''."""
+    visible = _FENCE.sub("", text)
+    match = _H1.search(visible) or _ANY_HEADING.search(visible)
+    return match.group(1).strip() if match else ""
+
+
+class MarkdownParser:
+    extensions: frozenset[str] = frozenset({"md", "markdown"})
+
+    def parse(self, data: bytes, file_name: str) -> ParsedDocument:
+        text = normalise_text(decode_text(data))
+        title = ""
+        front = _FRONT_MATTER.match(text + "\n")
+        if front:
+            for line in front.group(1).splitlines():
+                key, _, value = line.partition(":")
+                if key.strip().lower() == "title" and value.strip():
+                    title = value.strip().strip("'\"")
+            text = text[front.end():].strip() if front.end() <= len(text) else ""
+        title = title or markdown_title(text) or file_stem(file_name)
+        return ParsedDocument(title=title, text=text, metadata={"format": "md"})

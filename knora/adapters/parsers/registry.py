@@ -1,0 +1,93 @@
+"""Parser registry: file extension → parser, plus ``parse_bytes`` — the one entry point ingestion calls.
+
+``parse_bytes`` owns the checks every format needs (empty input, unsupported type, line endings) so that no
+parser can forget them, and turns any unexpected parser crash into a ``ParseError``: a bad file must end as
+``parse_status=failed`` with a reason, never as a dead worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from knora.adapters.parsers._common import DEFAULT_MAX_EXPANDED_BYTES, extension_of, normalise_text
+from knora.adapters.parsers.csv import CsvParser
+from knora.adapters.parsers.docx import DocxParser
+from knora.adapters.parsers.html import HtmlParser
+from knora.adapters.parsers.json import JsonParser
+from knora.adapters.parsers.md import MarkdownParser
+from knora.adapters.parsers.pdf import PdfParser
+from knora.adapters.parsers.txt import TextParser
+from knora.adapters.parsers.xlsx import XlsxParser
+from knora.ports.parser import ParsedDocument, ParseError, Parser
+
+ParserFactory = Callable[[int], Parser]
+
+_FACTORIES: dict[str, ParserFactory] = {}
+
+
+def register(factory: ParserFactory, extensions: frozenset[str]) -> None:
+    """Add (or replace) the parser for ``extensions``; the factory gets the expanded-size limit for archives."""
+    for ext in extensions:
+        _FACTORIES[ext.lower().lstrip(".")] = factory
+
+
+register(lambda _limit: TextParser(), TextParser.extensions)
+register(lambda _limit: MarkdownParser(), MarkdownParser.extensions)
+register(lambda _limit: HtmlParser(), HtmlParser.extensions)
+register(lambda _limit: PdfParser(), PdfParser.extensions)
+register(lambda limit: DocxParser(limit), DocxParser.extensions)
+register(lambda _limit: CsvParser(), CsvParser.extensions)
+register(lambda limit: XlsxParser(limit), XlsxParser.extensions)
+register(lambda _limit: JsonParser(), JsonParser.extensions)
+
+
+def supported_extensions() -> frozenset[str]:
+    return frozenset(_FACTORIES)
+
+
+def get_parser(ext: str, *, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES) -> Parser:
+    """``ext`` with or without the dot, any case. Unknown → ParseError naming what is supported."""
+    key = ext.lower().lstrip(".")
+    factory = _FACTORIES.get(key)
+    if factory is None:
+        shown = f".{key}" if key else "(no extension)"
+        supported = ", ".join(f".{e}" for e in sorted(_FACTORIES))
+        raise ParseError(f"unsupported file type {shown}; supported: {supported}")
+    return factory(max_expanded_bytes)
+
+
+def parse_bytes(data: bytes, file_name: str, *,
+                max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES) -> ParsedDocument:
+    """Pick the parser by extension and parse; the result's text is normalised (LF, no NUL, trimmed)."""
+    parser = get_parser(extension_of(file_name), max_expanded_bytes=max_expanded_bytes)
+    if not data or not data.strip():
+        raise ParseError("the file is empty")
+    try:
+        doc = parser.parse(data, file_name)
+    except ParseError:
+        raise
+    except MemoryError as exc:
+        raise ParseError("the file is too large to parse in memory") from exc
+    except Exception as exc:  # any parser bug or library crash becomes a reason, not a dead worker
+        raise ParseError(f"could not parse {file_name!r}: {type(exc).__name__}: {exc}") from exc
+    text = normalise_text(doc.text)
+    if not text:
+        raise ParseError("no text could be extracted from the file")
+    return doc.model_copy(update={"text": text, "title": normalise_text(doc.title).replace("\n", " ")})
+
+
+class ParserRegistry:
+    """Object form of this module for the container (``c.parsers``): carries the settings' size limit."""
+
+    def __init__(self, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES) -> None:
+        self.max_expanded_bytes = max_expanded_bytes
+
+    @property
+    def extensions(self) -> frozenset[str]:
+        return supported_extensions()
+
+    def get(self, ext: str) -> Parser:
+        return get_parser(ext, max_expanded_bytes=self.max_expanded_bytes)
+
+    def parse(self, data: bytes, file_name: str) -> ParsedDocument:
+        return parse_bytes(data, file_name, max_expanded_bytes=self.max_expanded_bytes)

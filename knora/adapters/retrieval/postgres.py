@@ -1,0 +1,240 @@
+"""The scale engine ("postgres"): tsvector keyword search and pgvector HNSW (cosine) in one PostgreSQL database.
+
+Keyword text is tokenised by Knora (:mod:`tokenize`) and stored as a tsvector *literal* with positions, so
+PostgreSQL's parser never re-splits Chinese or stems English its own way. Vectors live in one table per dimension
+(``knora_ret_vec_<dim>``), because an HNSW index needs a fixed dimension and KBs may use different embedders.
+
+Scores: vector = cosine ``1 - (a <=> b)``; keyword = ``ts_rank`` (all weights 1, length-normalised) mapped to
+``r / (r + KEYWORD_K)``, monotonic in [0, 1). ``ts_rank`` has no IDF, so keyword ranking is weaker than the SQLite
+engine's BM25 — see docs/retrieval.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from knora.adapters.retrieval import tokenize as tok
+from knora.domain.search import EngineHit, IndexRow, MatchType
+from knora.ports.retrieval import Capability, EngineQuery
+from knora.settings import Settings
+
+KEYWORD_K = 0.1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS knora_ret_rows (
+  source_id TEXT PRIMARY KEY,
+  chunk_id TEXT NOT NULL,
+  knowledge_id TEXT NOT NULL,
+  kb_id TEXT NOT NULL,
+  tenant_id INTEGER NOT NULL,
+  tag_id TEXT,
+  is_enabled BOOLEAN NOT NULL DEFAULT TRUE,
+  is_recommended BOOLEAN NOT NULL DEFAULT TRUE,
+  knowledge_type TEXT NOT NULL DEFAULT 'document',
+  content TEXT NOT NULL,
+  tsv TSVECTOR NOT NULL,
+  dim INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_chunk ON knora_ret_rows(chunk_id);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_knowledge ON knora_ret_rows(knowledge_id);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_kb ON knora_ret_rows(kb_id);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_tsv ON knora_ret_rows USING GIN (tsv);
+"""
+
+PGVECTOR_HELP = (
+    "The 'postgres' retrieval engine needs the pgvector extension, which this PostgreSQL server does not have "
+    "({detail}). Install it (Debian/Ubuntu: apt install postgresql-<version>-pgvector; or build from "
+    "https://github.com/pgvector/pgvector), or use a server that ships it (e.g. the pgvector/pgvector Docker image), "
+    "then set KNORA_DATABASE_URL=postgresql+asyncpg://user@host/db and KNORA_RETRIEVAL_ENGINE=postgres. "
+    "See docs/retrieval.md."
+)
+
+
+class PgvectorMissing(RuntimeError):
+    """Raised by start() when CREATE EXTENSION vector fails."""
+
+
+def asyncpg_dsn(url: str) -> str:
+    for prefix in ("postgresql+asyncpg://", "postgres+asyncpg://", "postgresql+psycopg://"):
+        if url.startswith(prefix):
+            return "postgresql://" + url[len(prefix):]
+    return url
+
+
+def _vec_literal(vec: Sequence[float]) -> str:
+    arr = np.asarray(vec, dtype=np.float32)
+    return "[" + ",".join(repr(float(x)) for x in arr) + "]"
+
+
+class PostgresEngine:
+    def __init__(self, dsn: str, *, pool_size: int = 10) -> None:
+        self._dsn = dsn
+        self._pool_size = pool_size
+        self._pool: Any = None
+        self._dims: set[int] = set()
+
+    @property
+    def name(self) -> str:
+        return "postgres"
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset({"vector", "keyword"})
+
+    async def start(self) -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(self._dsn)
+        try:
+            try:
+                await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except asyncpg.PostgresError as exc:
+                raise PgvectorMissing(PGVECTOR_HELP.format(detail=str(exc).strip())) from exc
+            # Two processes may start at once: serialise schema creation.
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(774411)")
+                await conn.execute(_SCHEMA)
+            rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE tablename LIKE 'knora_ret_vec_%'")
+            self._dims = {int(r["tablename"].rsplit("_", 1)[1]) for r in rows}
+        finally:
+            await conn.close()
+        self._pool = await asyncpg.create_pool(self._dsn, min_size=1, max_size=self._pool_size)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+    async def _ensure_dim(self, conn: Any, dim: int) -> None:
+        if dim in self._dims:
+            return
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(774412)")
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS knora_ret_vec_{dim} (source_id TEXT PRIMARY KEY REFERENCES "
+                f"knora_ret_rows(source_id) ON DELETE CASCADE, embedding vector({dim}) NOT NULL)")
+            await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_knora_ret_vec_{dim}_hnsw ON knora_ret_vec_{dim} "
+                               "USING hnsw (embedding vector_cosine_ops)")
+        self._dims.add(dim)
+
+    # --- writes ------------------------------------------------------------------------------------------------
+    async def index(self, rows: Sequence[IndexRow]) -> None:
+        if not rows:
+            return
+        async with self._pool.acquire() as conn:
+            dims = {len(r.embedding) for r in rows if r.embedding is not None}
+            for d in dims:
+                await self._ensure_dim(conn, d)
+            async with conn.transaction():
+                ids = [r.source_id for r in rows]
+                await conn.execute("DELETE FROM knora_ret_rows WHERE source_id = ANY($1::text[])", ids)
+                await conn.executemany(
+                    "INSERT INTO knora_ret_rows(source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id,"
+                    " is_enabled, is_recommended, knowledge_type, content, tsv, dim)"
+                    " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11::tsvector,$12)",
+                    [(r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id, r.tag_id or None,
+                      r.is_enabled, r.is_recommended, r.knowledge_type, r.content,
+                      tok.tsvector_literal(r.content), len(r.embedding) if r.embedding is not None else 0)
+                     for r in rows])
+                for d in dims:
+                    await conn.executemany(
+                        f"INSERT INTO knora_ret_vec_{d}(source_id, embedding) VALUES ($1, $2::vector)",
+                        [(r.source_id, _vec_literal(r.embedding)) for r in rows
+                         if r.embedding is not None and len(r.embedding) == d])
+
+    async def _delete(self, column: str, values: Sequence[str]) -> None:
+        if values:
+            async with self._pool.acquire() as conn:
+                await conn.execute(f"DELETE FROM knora_ret_rows WHERE {column} = ANY($1::text[])", list(values))
+
+    async def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        await self._delete("chunk_id", chunk_ids)
+
+    async def delete_knowledge(self, knowledge_ids: Sequence[str]) -> None:
+        await self._delete("knowledge_id", knowledge_ids)
+
+    async def delete_knowledge_base(self, knowledge_base_id: str) -> None:
+        await self._delete("kb_id", [knowledge_base_id])
+
+    async def set_enabled(self, chunk_ids: Sequence[str], enabled: bool) -> None:
+        if chunk_ids:
+            async with self._pool.acquire() as conn:
+                await conn.execute("UPDATE knora_ret_rows SET is_enabled = $1 WHERE chunk_id = ANY($2::text[])",
+                                   enabled, list(chunk_ids))
+
+    # --- search ------------------------------------------------------------------------------------------------
+    @staticmethod
+    def _filters(query: EngineQuery, params: list[Any], alias: str = "r") -> list[str]:
+        params.extend([list(query.knowledge_base_ids), query.knowledge_type])
+        where = [f"{alias}.kb_id = ANY(${len(params) - 1}::text[])", f"{alias}.knowledge_type = ${len(params)}",
+                 f"{alias}.is_enabled"]
+        if query.knowledge_ids:
+            params.append(list(query.knowledge_ids))
+            where.append(f"{alias}.knowledge_id = ANY(${len(params)}::text[])")
+        if query.tag_ids:
+            params.append(list(query.tag_ids))
+            where.append(f"{alias}.tag_id = ANY(${len(params)}::text[])")
+        if query.only_recommended:
+            where.append(f"{alias}.is_recommended")
+        return where
+
+    async def search(self, query: EngineQuery) -> list[EngineHit]:
+        if query.top_k <= 0 or not query.knowledge_base_ids:
+            return []
+        if query.mode == "keyword":
+            return await self._keyword(query)
+        if query.embedding is None:
+            return []
+        return await self._vector(query)
+
+    async def _keyword(self, query: EngineQuery) -> list[EngineHit]:
+        tsq = tok.tsquery(tok.query_terms(query.text))
+        if not tsq:
+            return []
+        params: list[Any] = [tsq]
+        where = ["r.tsv @@ $1::tsquery", *self._filters(query, params)]
+        rank = "ts_rank('{1,1,1,1}', r.tsv, $1::tsquery, 1)"
+        t = min(max(query.threshold, 0.0), 0.999999)
+        if t > 0:
+            params.append(t * KEYWORD_K / (1 - t))
+            where.append(f"{rank} >= ${len(params)}")
+        params.append(query.top_k)
+        sql = (f"SELECT r.chunk_id, r.source_id, r.content, {rank} AS s FROM knora_ret_rows r"
+               f" WHERE {' AND '.join(where)} ORDER BY s DESC, r.source_id LIMIT ${len(params)}")
+        async with self._pool.acquire() as conn:
+            rows = await conn.fetch(sql, *params)
+        return [EngineHit(chunk_id=r["chunk_id"], source_id=r["source_id"], content=r["content"],
+                          score=float(r["s"]) / (float(r["s"]) + KEYWORD_K), match_type=MatchType.KEYWORDS)
+                for r in rows]
+
+    async def _vector(self, query: EngineQuery) -> list[EngineHit]:
+        assert query.embedding is not None
+        dim = len(query.embedding)
+        if dim not in self._dims:
+            return []
+        params: list[Any] = [_vec_literal(query.embedding)]
+        where = self._filters(query, params)
+        if query.threshold > -1:
+            params.append(1.0 - query.threshold)
+            where.append(f"(v.embedding <=> $1::vector) <= ${len(params)}")
+        params.append(query.top_k)
+        sql = (f"SELECT r.chunk_id, r.source_id, r.content, 1 - (v.embedding <=> $1::vector) AS s"
+               f" FROM knora_ret_vec_{dim} v JOIN knora_ret_rows r ON r.source_id = v.source_id"
+               f" WHERE {' AND '.join(where)} ORDER BY v.embedding <=> $1::vector LIMIT ${len(params)}")
+        ef = min(max(2 * query.top_k, 100), 1000)
+        async with self._pool.acquire() as conn, conn.transaction():
+            # Filtered HNSW scans keep going until enough rows pass the filter (pgvector >= 0.8).
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = await conn.fetch(sql, *params)
+        hits = [EngineHit(chunk_id=r["chunk_id"], source_id=r["source_id"], content=r["content"],
+                          score=float(r["s"]), match_type=MatchType.EMBEDDING) for r in rows]
+        hits.sort(key=lambda h: -h.score)  # relaxed_order may return slightly out of order
+        return hits
+
+
+def build(settings: Settings) -> PostgresEngine:
+    return PostgresEngine(asyncpg_dsn(settings.effective_database_url))

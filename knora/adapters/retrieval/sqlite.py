@@ -1,0 +1,363 @@
+"""The embedded engine ("sqlite"): FTS5 BM25 over pre-tokenised text plus in-memory vector sets.
+
+Rows live in the metadata store's own SQLite file (one file to back up), in tables this engine creates. Vectors are
+float32 blobs there and are loaded per knowledge base into a :class:`VectorSet` on first use. Another process (the
+CLI ingesting while the server runs) may write the same file, so every write also appends to a change log; before
+a search the engine reads the log's last sequence number (one indexed lookup) and replays only what it missed.
+
+Scores: vector = cosine in [-1, 1]; keyword = FTS5 BM25 ``s`` mapped to ``s / (s + KEYWORD_K)`` — monotonic, in
+[0, 1), and absolute rather than relative to the best hit, so a threshold of 0.3 means "about one distinctive term
+matched" (BM25 ≈ 0.43·K) in every query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from knora.adapters.retrieval import tokenize as tok
+from knora.adapters.retrieval.vectors import Filter, RowMeta, VectorSet
+from knora.domain.search import EngineHit, IndexRow, MatchType
+from knora.ports.retrieval import Capability, EngineQuery
+from knora.settings import Settings
+
+KEYWORD_K = 5.0
+_LOG_KEEP = 200_000  # change-log entries kept; a reader further behind reloads its sets
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS knora_ret_rows (
+  id INTEGER PRIMARY KEY,
+  source_id TEXT NOT NULL UNIQUE,
+  chunk_id TEXT NOT NULL,
+  knowledge_id TEXT NOT NULL,
+  kb_id TEXT NOT NULL,
+  tenant_id INTEGER NOT NULL,
+  tag_id TEXT,
+  is_enabled INTEGER NOT NULL DEFAULT 1,
+  is_recommended INTEGER NOT NULL DEFAULT 1,
+  knowledge_type TEXT NOT NULL DEFAULT 'document',
+  content TEXT NOT NULL,
+  dim INTEGER NOT NULL DEFAULT 0,
+  embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_chunk ON knora_ret_rows(chunk_id);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_knowledge ON knora_ret_rows(knowledge_id);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_kb ON knora_ret_rows(kb_id, dim);
+CREATE VIRTUAL TABLE IF NOT EXISTS knora_ret_fts USING fts5(tokens, tokenize = 'ascii');
+CREATE TABLE IF NOT EXISTS knora_ret_log (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  kb_id TEXT NOT NULL,
+  row_id INTEGER NOT NULL,
+  op INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_log_kb ON knora_ret_log(kb_id, seq);
+"""
+_UPSERT, _DELETE = 1, 2
+_COLS = "id, chunk_id, knowledge_id, tag_id, is_enabled, is_recommended, knowledge_type, dim, embedding"
+
+
+def sqlite_path(url: str) -> Path:
+    """The file behind a ``sqlite(+aiosqlite)://`` URL."""
+    _, _, rest = url.partition(":///")
+    if not rest or rest.startswith(":memory:"):
+        raise ValueError(f"the sqlite retrieval engine needs a database file, got {url!r}")
+    return Path(rest.split("?", 1)[0])
+
+
+class SqliteEngine:
+    """Keyword (FTS5) and vector (numpy / HNSW) search in the metadata store's SQLite file."""
+
+    def __init__(self, path: Path, *, ann_min_rows: int = 200_000) -> None:
+        self._path = path
+        self._ann_min_rows = ann_min_rows
+        self._conn: sqlite3.Connection | None = None
+        self._db_lock = threading.Lock()
+        self._sets: dict[tuple[str, int], VectorSet] = {}
+        self._sets_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return "sqlite"
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset({"vector", "keyword"})
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        await asyncio.to_thread(self._open)
+
+    def _open(self) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self._path, timeout=30, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        self._conn = conn
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await asyncio.to_thread(conn.close)
+        self._sets.clear()
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("SqliteEngine is not started")
+        return self._conn
+
+    # --- writes ------------------------------------------------------------------------------------------------
+    def _write(self, fn: Any, *args: Any) -> None:
+        with self._db_lock:
+            conn = self._db()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                fn(conn, *args)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        self._maybe_trim()
+
+    @staticmethod
+    def _delete_where(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> None:
+        gone = conn.execute(f"DELETE FROM knora_ret_rows WHERE {where} RETURNING id, kb_id", params).fetchall()
+        if gone:
+            conn.executemany("DELETE FROM knora_ret_fts WHERE rowid = ?", [(r[0],) for r in gone])
+            conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)",
+                             [(r[1], r[0], _DELETE) for r in gone])
+
+    def _index(self, conn: sqlite3.Connection, rows: Sequence[IndexRow]) -> None:
+        ids = [r.source_id for r in rows]
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            self._delete_where(conn, f"source_id IN ({','.join('?' * len(part))})", part)
+        for r in rows:
+            emb = None
+            dim = 0
+            if r.embedding is not None:
+                vec = np.asarray(r.embedding, dtype=np.float32)
+                norm = float(np.linalg.norm(vec))
+                vec = vec / norm if norm > 0 else vec
+                emb, dim = vec.tobytes(), int(vec.shape[0])
+            cur = conn.execute(
+                "INSERT INTO knora_ret_rows(source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id, is_enabled,"
+                " is_recommended, knowledge_type, content, dim, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id, r.tag_id or None,
+                 int(r.is_enabled), int(r.is_recommended), r.knowledge_type, r.content, dim, emb))
+            rid = cur.lastrowid
+            conn.execute("INSERT INTO knora_ret_fts(rowid, tokens) VALUES (?, ?)", (rid, tok.index_text(r.content)))
+            conn.execute("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)",
+                         (r.knowledge_base_id, rid, _UPSERT))
+
+    async def index(self, rows: Sequence[IndexRow]) -> None:
+        if rows:
+            await asyncio.to_thread(self._write, self._index, list(rows))
+
+    async def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        await self._delete_in("chunk_id", chunk_ids)
+
+    async def delete_knowledge(self, knowledge_ids: Sequence[str]) -> None:
+        await self._delete_in("knowledge_id", knowledge_ids)
+
+    async def delete_knowledge_base(self, knowledge_base_id: str) -> None:
+        await self._delete_in("kb_id", [knowledge_base_id])
+
+    async def _delete_in(self, column: str, values: Sequence[str]) -> None:
+        vals = list(values)
+        if not vals:
+            return
+
+        def run(conn: sqlite3.Connection) -> None:
+            for i in range(0, len(vals), 500):
+                part = vals[i : i + 500]
+                self._delete_where(conn, f"{column} IN ({','.join('?' * len(part))})", part)
+
+        await asyncio.to_thread(self._write, run)
+
+    async def set_enabled(self, chunk_ids: Sequence[str], enabled: bool) -> None:
+        vals = list(chunk_ids)
+        if not vals:
+            return
+
+        def run(conn: sqlite3.Connection) -> None:
+            for i in range(0, len(vals), 500):
+                part = vals[i : i + 500]
+                changed = conn.execute(
+                    f"UPDATE knora_ret_rows SET is_enabled = ? WHERE chunk_id IN ({','.join('?' * len(part))})"
+                    " RETURNING id, kb_id", [int(enabled), *part]).fetchall()
+                conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)",
+                                 [(r[1], r[0], _UPSERT) for r in changed])
+
+        await asyncio.to_thread(self._write, run)
+
+    def _maybe_trim(self) -> None:
+        with self._db_lock:
+            conn = self._db()
+            head = self._head(conn)
+            if head % 5000 == 0 or head > 0 and conn.execute(
+                    "SELECT seq FROM knora_ret_log ORDER BY seq LIMIT 1").fetchone()[0] < head - 2 * _LOG_KEEP:
+                conn.execute("DELETE FROM knora_ret_log WHERE seq < ?", (head - _LOG_KEEP,))
+
+    @staticmethod
+    def _head(conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT seq FROM knora_ret_log ORDER BY seq DESC LIMIT 1").fetchone()
+        return int(row[0]) if row else 0
+
+    # --- vector sets -------------------------------------------------------------------------------------------
+    @staticmethod
+    def _meta(row: Any) -> RowMeta:
+        return RowMeta(knowledge_id=row[2], tag_id=row[3], is_enabled=bool(row[4]), is_recommended=bool(row[5]),
+                       knowledge_type=row[6])
+
+    def _load_set(self, kb_id: str, dim: int) -> VectorSet:
+        vs = VectorSet(dim, ann_min_rows=self._ann_min_rows)
+        with self._db_lock:
+            conn = self._db()
+            conn.execute("BEGIN")
+            try:
+                vs.seq = self._head(conn)
+                rows = conn.execute(f"SELECT {_COLS} FROM knora_ret_rows WHERE kb_id = ? AND dim = ?",
+                                    (kb_id, dim)).fetchall()
+            finally:
+                conn.execute("COMMIT")
+        if rows:
+            mat = np.frombuffer(b"".join(r[8] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            vs.upsert([r[0] for r in rows], mat, [self._meta(r) for r in rows])
+        return vs
+
+    def _refresh(self, kb_id: str, dim: int, head: int) -> VectorSet:
+        key = (kb_id, dim)
+        with self._sets_lock:
+            vs = self._sets.get(key)
+        if vs is None:
+            vs = self._load_set(kb_id, dim)
+            with self._sets_lock:
+                self._sets[key] = vs
+            return vs
+        if vs.seq >= head:
+            return vs
+        with vs.lock:
+            if vs.seq >= head:
+                return vs
+            with self._db_lock:
+                conn = self._db()
+                first = conn.execute("SELECT seq FROM knora_ret_log ORDER BY seq LIMIT 1").fetchone()
+                if first is None or first[0] > vs.seq + 1:
+                    trimmed = True
+                    log: list[Any] = []
+                else:
+                    trimmed = False
+                    log = conn.execute("SELECT row_id, op FROM knora_ret_log WHERE kb_id = ? AND seq > ? AND seq <= ?"
+                                       " ORDER BY seq", (kb_id, vs.seq, head)).fetchall()
+            if trimmed:
+                fresh = self._load_set(kb_id, dim)
+                with self._sets_lock:
+                    self._sets[key] = fresh
+                return fresh
+            last: dict[int, int] = {}
+            for rid, op in log:
+                last[rid] = op
+            deleted = [r for r, op in last.items() if op == _DELETE]
+            upserted = [r for r, op in last.items() if op == _UPSERT]
+            if deleted:
+                vs.remove(deleted)
+            for i in range(0, len(upserted), 500):
+                part = upserted[i : i + 500]
+                with self._db_lock:
+                    rows = self._db().execute(
+                        f"SELECT {_COLS} FROM knora_ret_rows WHERE id IN ({','.join('?' * len(part))})", part
+                    ).fetchall()
+                present = {r[0] for r in rows}
+                vs.remove([r for r in part if r not in present])
+                rows = [r for r in rows if r[7] == dim and r[8] is not None]
+                if rows:
+                    mat = np.frombuffer(b"".join(r[8] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+                    vs.upsert([r[0] for r in rows], mat, [self._meta(r) for r in rows])
+            vs.seq = head
+        return vs
+
+    # --- search ------------------------------------------------------------------------------------------------
+    async def search(self, query: EngineQuery) -> list[EngineHit]:
+        if query.top_k <= 0 or not query.knowledge_base_ids:
+            return []
+        if query.mode == "keyword":
+            return await asyncio.to_thread(self._keyword, query)
+        if query.embedding is None:
+            return []
+        return await asyncio.to_thread(self._vector, query)
+
+    def _vector(self, query: EngineQuery) -> list[EngineHit]:
+        q = np.asarray(query.embedding, dtype=np.float32)
+        norm = float(np.linalg.norm(q))
+        if norm == 0:
+            return []
+        q = q / norm
+        dim = int(q.shape[0])
+        with self._db_lock:
+            head = self._head(self._db())
+        flt = Filter(knowledge_ids=query.knowledge_ids, tag_ids=query.tag_ids, knowledge_type=query.knowledge_type,
+                     only_recommended=query.only_recommended)
+        found: list[tuple[int, float]] = []
+        for kb_id in dict.fromkeys(query.knowledge_base_ids):
+            vs = self._refresh(kb_id, dim, head)
+            found.extend(vs.search(q, query.top_k, query.threshold, flt))
+        found.sort(key=lambda x: -x[1])
+        found = found[: query.top_k]
+        return self._hits(found, MatchType.EMBEDDING)
+
+    def _hits(self, found: list[tuple[int, float]], match_type: MatchType) -> list[EngineHit]:
+        if not found:
+            return []
+        ids = [rid for rid, _ in found]
+        with self._db_lock:
+            rows = self._db().execute(
+                f"SELECT id, chunk_id, source_id, content FROM knora_ret_rows WHERE id IN ({','.join('?' * len(ids))})",
+                ids).fetchall()
+        by_id = {r[0]: r for r in rows}
+        return [EngineHit(chunk_id=by_id[rid][1], source_id=by_id[rid][2], score=score, match_type=match_type,
+                          content=by_id[rid][3]) for rid, score in found if rid in by_id]
+
+    def _keyword(self, query: EngineQuery) -> list[EngineHit]:
+        match = tok.fts5_match(tok.query_terms(query.text))
+        if not match:
+            return []
+        where = ["knora_ret_fts MATCH ?", "r.is_enabled = 1", "r.knowledge_type = ?"]
+        params: list[Any] = [match, query.knowledge_type]
+        for col, vals in (("r.kb_id", query.knowledge_base_ids), ("r.knowledge_id", query.knowledge_ids),
+                          ("r.tag_id", query.tag_ids)):
+            if vals:
+                where.append(f"{col} IN ({','.join('?' * len(vals))})")
+                params.extend(vals)
+        if query.only_recommended:
+            where.append("r.is_recommended = 1")
+        # s/(s+K) >= t  <=>  s >= t*K/(1-t); BM25 from FTS5 is negative (smaller is better).
+        t = min(max(query.threshold, 0.0), 0.999999)
+        if t > 0:
+            where.append("bm25(knora_ret_fts) <= ?")
+            params.append(-(t * KEYWORD_K / (1 - t)))
+        sql = (f"SELECT r.chunk_id, r.source_id, r.content, -bm25(knora_ret_fts) AS s FROM knora_ret_fts"
+               f" JOIN knora_ret_rows r ON r.id = knora_ret_fts.rowid WHERE {' AND '.join(where)}"
+               f" ORDER BY bm25(knora_ret_fts) LIMIT ?")
+        params.append(query.top_k)
+        with self._db_lock:
+            rows = self._db().execute(sql, params).fetchall()
+        return [EngineHit(chunk_id=c, source_id=s, score=normalise_bm25(score), match_type=MatchType.KEYWORDS,
+                          content=content) for c, s, content, score in rows]
+
+
+def normalise_bm25(s: float) -> float:
+    s = max(float(s), 0.0)
+    return s / (s + KEYWORD_K)
+
+
+def build(settings: Settings) -> SqliteEngine:
+    tok.configure(settings.data_dir / "cache")
+    return SqliteEngine(sqlite_path(settings.effective_database_url))

@@ -1,0 +1,1 @@
+"""Stream logs and stop signals: memory (embedded) and Redis (several replicas)."""

@@ -1,0 +1,169 @@
+"""In-process stream log and stop signals (the embedded profile).
+
+Readers are woken by an ``asyncio.Event`` that the append replaces, so delivery costs one loop iteration instead
+of a polling interval. Unlike WeKnora's memory manager, streams expire: a stream untouched for ``ttl_seconds``
+is dropped, and at most ``max_streams`` are kept (oldest first out), so a long-running server does not grow
+without bound. Expiry is checked on append (amortised), so there is no background task to manage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from knora.domain.stream import StreamEvent
+
+TERMINAL = frozenset({"complete", "stop"})
+
+
+def is_terminal(event: StreamEvent) -> bool:
+    """A turn's log ends with complete or stop; error frames never end it (spec §5.6.1)."""
+    return event.type in TERMINAL
+
+
+@dataclass
+class _Stream:
+    events: list[StreamEvent] = field(default_factory=list)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    touched: float = field(default_factory=time.monotonic)
+
+
+class MemoryStreamLog:
+    def __init__(self, ttl_seconds: float = 3600, max_streams: int = 10_000) -> None:
+        self.ttl_seconds = ttl_seconds
+        self.max_streams = max_streams
+        self._streams: OrderedDict[tuple[str, str], _Stream] = OrderedDict()
+        self._appends = 0
+        self._creation: dict[tuple[str, str], asyncio.Event] = {}  # followers waiting for a stream to start
+        self._closed = False
+
+    def _live(self, key: tuple[str, str]) -> _Stream | None:
+        stream = self._streams.get(key)
+        if stream is not None and time.monotonic() - stream.touched > self.ttl_seconds:
+            self._drop(key)
+            return None
+        return stream
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        stream = self._streams.pop(key, None)
+        if stream is not None:
+            stream.wake.set()  # followers notice the stream is gone and end
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        while self._streams:
+            key, oldest = next(iter(self._streams.items()))
+            if now - oldest.touched > self.ttl_seconds or len(self._streams) > self.max_streams:
+                self._drop(key)
+            else:
+                break
+
+    async def append(self, session_id: str, message_id: str, event: StreamEvent) -> int:
+        key = (session_id, message_id)
+        stream = self._live(key)
+        if stream is None:
+            stream = self._streams[key] = _Stream()
+            created = self._creation.pop(key, None)
+            if created is not None:
+                created.set()
+        else:
+            self._streams.move_to_end(key)
+        stream.touched = time.monotonic()
+        seq = len(stream.events)
+        stream.events.append(event.model_copy(update={"seq": seq}))
+        wake, stream.wake = stream.wake, asyncio.Event()
+        wake.set()
+        self._appends += 1
+        if self._appends % 256 == 0 or len(self._streams) > self.max_streams:
+            self._sweep()
+        return seq
+
+    async def read(self, session_id: str, message_id: str, after: int = -1) -> list[StreamEvent]:
+        stream = self._live((session_id, message_id))
+        return list(stream.events[after + 1:]) if stream else []
+
+    async def follow(self, session_id: str, message_id: str, after: int = -1) -> AsyncIterator[StreamEvent]:
+        key = (session_id, message_id)
+        cursor = after
+        seen_stream = False
+        while not self._closed:
+            stream = self._live(key)
+            if stream is None:
+                if seen_stream:
+                    return  # the stream expired (or the log closed) while we followed it
+                created = self._creation.setdefault(key, asyncio.Event())
+                try:
+                    await created.wait()
+                finally:
+                    if self._creation.get(key) is created and created.is_set():
+                        self._creation.pop(key, None)
+                continue
+            seen_stream = True
+            wake = stream.wake
+            events = stream.events[cursor + 1:]
+            for event in events:
+                cursor = event.seq
+                yield event
+                if is_terminal(event):
+                    return
+            if not events:
+                await wake.wait()
+
+    async def exists(self, session_id: str, message_id: str) -> bool:
+        return self._live((session_id, message_id)) is not None
+
+    async def close(self) -> None:
+        self._closed = True
+        for key in list(self._streams):
+            self._drop(key)
+        for created in self._creation.values():
+            created.set()
+
+
+class MemoryStopSignals:
+    """Stop requests for turns running in this process; remembered for ``ttl_seconds`` (bounded)."""
+
+    def __init__(self, ttl_seconds: float = 3600, max_entries: int = 100_000) -> None:
+        self.ttl_seconds = ttl_seconds
+        self.max_entries = max_entries
+        self._stopped: OrderedDict[str, float] = OrderedDict()
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+
+    async def request_stop(self, message_id: str) -> None:
+        self._stopped[message_id] = time.monotonic()
+        self._stopped.move_to_end(message_id)
+        now = time.monotonic()
+        while self._stopped:
+            key, at = next(iter(self._stopped.items()))
+            if now - at > self.ttl_seconds or len(self._stopped) > self.max_entries:
+                self._stopped.pop(key)
+            else:
+                break
+        for waiter in self._waiters.get(message_id, ()):
+            waiter.set()
+
+    async def is_stopped(self, message_id: str) -> bool:
+        at = self._stopped.get(message_id)
+        return at is not None and time.monotonic() - at <= self.ttl_seconds
+
+    async def wait_for_stop(self, message_id: str) -> None:
+        if await self.is_stopped(message_id):
+            return
+        waiter = asyncio.Event()
+        self._waiters.setdefault(message_id, set()).add(waiter)
+        try:
+            await waiter.wait()
+        finally:
+            waiters = self._waiters.get(message_id)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    self._waiters.pop(message_id, None)
+
+    async def close(self) -> None:
+        for waiters in self._waiters.values():
+            for waiter in waiters:
+                waiter.set()

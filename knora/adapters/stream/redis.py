@@ -1,0 +1,174 @@
+"""Redis stream log and stop signals (the scale profile: several replicas share one Redis).
+
+The log is a Redis Stream per (session, assistant message), key ``{prefix}:stream:events:{session}:{message}``
+(WeKnora's key layout, spec §5.2, under Knora's prefix). Entry ids are ``0-(seq+1)``, assigned by a Lua script
+that appends and refreshes the TTL atomically, so the seq is gap-free across processes and a reader's cursor is
+simply a stream id: ``XREAD BLOCK`` from it wakes on the next append (push, no polling interval).
+
+Stop requests are a key (so a late watcher still sees them) plus a pub/sub message (so a waiting watcher on any
+replica wakes at once). One pub/sub connection per process fans out to local waiters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from knora.adapters.stream.memory import is_terminal
+from knora.domain.stream import StreamEvent
+
+log = logging.getLogger(__name__)
+
+_APPEND = """
+local n = redis.call('XLEN', KEYS[1])
+redis.call('XADD', KEYS[1], '0-' .. (n + 1), 'e', ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return n
+"""
+
+BLOCK_MS = 5000  # a blocked XREAD returns at least this often, to notice an expired stream
+
+
+def _decode(entry_id: bytes | str, fields: dict[Any, Any]) -> StreamEvent | None:
+    raw = fields.get(b"e", fields.get("e"))
+    eid = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    try:
+        seq = int(eid.split("-", 1)[1]) - 1
+        data = json.loads(raw)
+    except (ValueError, TypeError, IndexError):
+        return None  # unparsable entries are skipped (they still occupy their seq)
+    data["seq"] = seq
+    try:
+        return StreamEvent.model_validate(data)
+    except ValueError:
+        return None
+
+
+class RedisStreamLog:
+    def __init__(self, url: str, prefix: str = "knora", ttl_seconds: int = 3600, max_connections: int = 4096) -> None:
+        self.prefix = prefix
+        self.ttl_seconds = max(int(ttl_seconds), 1)
+        self._client = aioredis.Redis.from_url(url)
+        # Blocking reads hold a connection each; they get a pool of their own so appends never queue behind them.
+        self._blocking = aioredis.Redis.from_url(url, max_connections=max_connections)
+        self._append = self._client.register_script(_APPEND)
+
+    def key(self, session_id: str, message_id: str) -> str:
+        return f"{self.prefix}:stream:events:{session_id}:{message_id}"
+
+    async def ping(self) -> None:
+        await self._client.ping()
+
+    async def append(self, session_id: str, message_id: str, event: StreamEvent) -> int:
+        payload = event.model_dump_json(exclude={"seq"})
+        seq = await self._append(keys=[self.key(session_id, message_id)], args=[payload, self.ttl_seconds])
+        return int(seq)
+
+    async def read(self, session_id: str, message_id: str, after: int = -1) -> list[StreamEvent]:
+        entries = await self._client.xrange(self.key(session_id, message_id), min=f"0-{after + 2}", max="+")
+        return [e for e in (_decode(i, f) for i, f in entries) if e is not None]
+
+    async def follow(self, session_id: str, message_id: str, after: int = -1) -> AsyncIterator[StreamEvent]:
+        key = self.key(session_id, message_id)
+        cursor = after
+        seen = False
+        while True:
+            reply = await self._blocking.xread({key: f"0-{cursor + 1}"}, block=BLOCK_MS)
+            if not reply:
+                if seen and not await self._client.exists(key):
+                    return  # expired while followed
+                continue
+            seen = True
+            for entry_id, fields in reply[0][1]:
+                event = _decode(entry_id, fields)
+                eid = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+                cursor = int(eid.split("-", 1)[1]) - 1
+                if event is None:
+                    continue
+                yield event
+                if is_terminal(event):
+                    return
+
+    async def exists(self, session_id: str, message_id: str) -> bool:
+        return bool(await self._client.exists(self.key(session_id, message_id)))
+
+    async def close(self) -> None:
+        await self._blocking.aclose()
+        await self._client.aclose()
+
+
+class RedisStopSignals:
+    def __init__(self, url: str, prefix: str = "knora", ttl_seconds: int = 3600) -> None:
+        self.prefix = prefix
+        self.ttl_seconds = max(int(ttl_seconds), 1)
+        self._client = aioredis.Redis.from_url(url)
+        self._channel = f"{prefix}:stop"
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._listener: asyncio.Task[None] | None = None
+        self._subscribed = asyncio.Event()
+
+    def _key(self, message_id: str) -> str:
+        return f"{self.prefix}:stop:{message_id}"
+
+    async def request_stop(self, message_id: str) -> None:
+        await self._client.set(self._key(message_id), "1", ex=self.ttl_seconds)
+        await self._client.publish(self._channel, message_id)
+
+    async def is_stopped(self, message_id: str) -> bool:
+        return bool(await self._client.exists(self._key(message_id)))
+
+    async def _listen(self) -> None:
+        while True:
+            pubsub = self._client.pubsub()
+            try:
+                await pubsub.subscribe(self._channel)
+                self._subscribed.set()
+                async for message in pubsub.listen():
+                    if message.get("type") != "message":
+                        continue
+                    mid = message["data"].decode() if isinstance(message["data"], bytes) else str(message["data"])
+                    for waiter in self._waiters.get(mid, ()):
+                        waiter.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - reconnect; waiters re-check the key meanwhile
+                log.warning("stop-signal subscription lost; reconnecting", exc_info=True)
+                self._subscribed.clear()
+                await asyncio.sleep(0.5)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+
+    async def wait_for_stop(self, message_id: str) -> None:
+        if self._listener is None or self._listener.done():
+            self._listener = asyncio.create_task(self._listen(), name="knora-stop-signals")
+        waiter = asyncio.Event()
+        self._waiters.setdefault(message_id, set()).add(waiter)
+        try:
+            await self._subscribed.wait()
+            # Checked after subscribing, so a stop published before we listened is still seen (via its key).
+            while not await self.is_stopped(message_id):
+                with contextlib.suppress(TimeoutError):
+                    # The timeout only guards against a lost pub/sub message during a reconnect.
+                    await asyncio.wait_for(waiter.wait(), timeout=5.0)
+                if waiter.is_set():
+                    return
+        finally:
+            waiters = self._waiters.get(message_id)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    self._waiters.pop(message_id, None)
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listener
+        await self._client.aclose()

@@ -1,0 +1,59 @@
+"""Shared bits of the built-in tools: a base with the Tool attributes, scope helpers, row shaping."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from knora.domain.search import SearchResult
+from knora.ports.tool import ToolContext, ToolDeps, ToolResult
+
+
+class BaseTool:
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+    timeout_seconds: float | None = None
+
+    def __init__(self, deps: ToolDeps) -> None:
+        self.deps = deps
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:  # pragma: no cover
+        raise NotImplementedError
+
+
+def result_row(r: SearchResult, **extra: Any) -> dict[str, Any]:
+    """A knowledge row as the renderer (spec §4.7) and the references list need it."""
+    row: dict[str, Any] = {"chunk_id": r.id, "knowledge_id": r.knowledge_id, "knowledge_base_id": r.knowledge_base_id,
+                           "knowledge_title": r.knowledge_title, "chunk_index": r.chunk_index,
+                           "chunk_type": r.chunk_type, "content": r.content, "score": round(r.score, 4),
+                           "reference": r.model_dump(mode="json")}
+    row.update(extra)
+    return row
+
+
+async def scope_knowledge(deps: ToolDeps, ctx: ToolContext, limit: int = 2000) -> list[Any]:
+    """Documents of the turn's scope: pinned documents, else every document of the scoped KBs (capped)."""
+    repos = deps.repos
+    docs: list[Any] = []
+    for kid in ctx.knowledge_ids:
+        k = await repos.knowledge.get(ctx.tenant_id, kid)
+        if k is not None:
+            docs.append(k)
+    pinned_kbs = {d.knowledge_base_id for d in docs}
+    for kb_id in ctx.knowledge_base_ids:
+        if kb_id in pinned_kbs:
+            continue
+        page = 1
+        while len(docs) < limit:
+            got = await repos.knowledge.list(ctx.tenant_id, kb_id, page=page, page_size=200)
+            docs.extend(got.items)
+            if len(got.items) < 200:
+                break
+            page += 1
+    return docs[:limit]
+
+
+def in_scope(ctx: ToolContext, knowledge: Any) -> bool:
+    if knowledge is None or knowledge.tenant_id != ctx.tenant_id:
+        return False
+    return knowledge.id in ctx.knowledge_ids or knowledge.knowledge_base_id in ctx.knowledge_base_ids

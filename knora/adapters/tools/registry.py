@@ -1,0 +1,48 @@
+"""The built-in tool catalogue: name → (factory, capability it needs). Adding a tool is one file + one line.
+
+``requires`` is what assembly (``knora/services/agent/assembly.py``) filters on, so the engine and assembly
+never test tool names: ``knowledge`` needs a knowledge scope, ``web`` needs web search on, ``scope`` needs either
+(plans are pointless for a bare chat), ``skills`` needs skills enabled, ``""`` nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from knora.ports.tool import Tool, ToolDeps
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    module: str
+    requires: str = ""
+    default_on: bool = False  # added when the capability holds even if not in the allow-list (web tools, §6.6)
+
+    def build(self, deps: ToolDeps) -> Tool | None:
+        return importlib.import_module(f"knora.adapters.tools.{self.module}").make(deps)  # type: ignore[no-any-return]
+
+
+CATALOG: dict[str, ToolEntry] = {
+    "thinking": ToolEntry("thinking"),
+    "todo_write": ToolEntry("todo_write", "scope"),
+    "knowledge_search": ToolEntry("knowledge_search", "knowledge"),
+    "grep_chunks": ToolEntry("grep_chunks", "knowledge"),
+    "list_knowledge_chunks": ToolEntry("list_knowledge_chunks", "knowledge"),
+    "get_document_info": ToolEntry("get_document_info", "knowledge"),
+    "query_knowledge_graph": ToolEntry("query_knowledge_graph", "knowledge"),
+    "database_query": ToolEntry("database_query", "knowledge"),
+    "data_schema": ToolEntry("data_schema", "knowledge"),
+    "data_analysis": ToolEntry("data_analysis", "knowledge"),
+    "web_search": ToolEntry("web_search", "web", default_on=True),
+    "web_fetch": ToolEntry("web_fetch", "web", default_on=True),
+    "read_skill": ToolEntry("read_skill", "skills", default_on=True),
+    "execute_skill_script": ToolEntry("execute_skill_script", "skills", default_on=True),
+}
+
+DISPLAY_NAMES = {"thinking": "深度思考", "todo_write": "制定计划", "grep_chunks": "关键词搜索",
+                 "knowledge_search": "知识搜索", "list_knowledge_chunks": "查看文档分块",
+                 "query_knowledge_graph": "查询知识图谱", "get_document_info": "获取文档信息",
+                 "database_query": "查询数据", "data_analysis": "数据分析", "data_schema": "查看数据结构",
+                 "web_search": "搜索网页", "web_fetch": "获取网页", "execute_skill_script": "执行技能脚本",
+                 "read_skill": "读取技能"}

@@ -1,0 +1,198 @@
+"""Documents (api §1.5 "Knowledge"): file / URL / manual creation, paged list with parse_status, get, update,
+delete, re-parse and download. Uploads are size-checked before the body is read whenever the client declares it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import UploadFile
+
+from knora.api.deps import ContainerDep, TenantDep
+from knora.api.envelope import ok, page
+from knora.api.routes.knowledge_bases import JsonBody, as_dict, knowledge_json, require_id
+from knora.domain.errors import BadRequest, NotFound, PayloadTooLarge
+from knora.ports.store import KnowledgeFilter
+from knora.services.ingest.service import DuplicateKnowledge
+
+router = APIRouter(tags=["knowledge"])
+
+_MULTIPART_OVERHEAD = 64 * 1024
+_READ = 1024 * 1024
+
+
+def duplicate_response(exc: DuplicateKnowledge) -> JSONResponse:
+    """WeKnora's 409 (api §1.3): top-level message/data/code, plus Knora's usual ``error`` object."""
+    from fastapi.encoders import jsonable_encoder
+
+    body = {"success": False, "message": exc.message, "code": exc.kind, "data": knowledge_json(exc.existing),
+            "error": {"code": exc.code, "message": exc.message}}
+    return JSONResponse(jsonable_encoder(body), status_code=409)
+
+
+async def _read_upload(upload: UploadFile, limit: int) -> bytes:
+    buf = bytearray()
+    while piece := await upload.read(_READ):
+        buf.extend(piece)
+        if len(buf) > limit:
+            raise PayloadTooLarge(f"File is larger than the limit of {limit} bytes")
+    return bytes(buf)
+
+
+def _opt_str(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+@router.post("/knowledge-bases/{kb_id}/knowledge/file")
+async def create_from_file(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> Response:
+    require_id(kb_id, "Knowledge base")
+    limit = c.settings.max_upload_bytes
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit + _MULTIPART_OVERHEAD:
+        raise PayloadTooLarge(f"Upload is {declared} bytes; the limit is {limit} bytes")
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise BadRequest("Expected a multipart/form-data body with a 'file' field")
+    try:
+        form = await request.form(max_files=1, max_fields=50)
+    except Exception as exc:  # noqa: BLE001 - any multipart parse failure is the client's malformed body
+        raise BadRequest(f"Malformed multipart body: {exc}") from exc
+    try:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise BadRequest("The 'file' field is required")
+        data = await _read_upload(upload, limit)
+        name = _opt_str(form.get("fileName")) or upload.filename or ""
+        metadata: dict[str, Any] = {}
+        raw_meta = form.get("metadata")
+        if isinstance(raw_meta, str) and raw_meta.strip():
+            try:
+                metadata = as_dict(json.loads(raw_meta))
+            except ValueError as exc:
+                raise BadRequest("metadata must be a JSON object string") from exc
+        channel = _opt_str(form.get("channel")) or "web"
+        try:
+            k = await c.ingest_service.add_file(tenant_id, kb_id, name, data, metadata=metadata,
+                                                tag_id=_opt_str(form.get("tag_id")), channel=channel)
+        except DuplicateKnowledge as exc:
+            return duplicate_response(exc)
+    finally:
+        await form.close()
+    return ok(knowledge_json(k))
+
+
+@router.post("/knowledge-bases/{kb_id}/knowledge/url", status_code=201)
+async def create_from_url(kb_id: str, c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> Response:
+    require_id(kb_id, "Knowledge base")
+    b = as_dict(body)
+    url = b.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise BadRequest("url is required")
+    try:
+        k = await c.ingest_service.add_url(tenant_id, kb_id, url, title=str(b.get("title") or ""),
+                                           file_name=str(b.get("file_name") or ""),
+                                           file_type=str(b.get("file_type") or ""), tag_id=_opt_str(b.get("tag_id")),
+                                           channel=str(b.get("channel") or "web"))
+    except DuplicateKnowledge as exc:
+        return duplicate_response(exc)
+    return ok(knowledge_json(k), status=201)
+
+
+@router.post("/knowledge-bases/{kb_id}/knowledge/manual")
+async def create_manual(kb_id: str, c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> Response:
+    require_id(kb_id, "Knowledge base")
+    b = as_dict(body)
+    content = b.get("content")
+    if not isinstance(content, str):
+        raise BadRequest("content is required")
+    status = str(b.get("status") or "publish")
+    if status == "published":
+        status = "publish"
+    if status not in ("draft", "publish"):
+        raise BadRequest("status must be 'draft' or 'publish'")
+    tag_id = _opt_str(b.get("tag_id"))
+    if tag_id is None and isinstance(b.get("tag_ids"), list) and b["tag_ids"]:
+        tag_id = _opt_str(b["tag_ids"][0])
+    k = await c.ingest_service.add_manual(tenant_id, kb_id, str(b.get("title") or ""), content, status=status,
+                                          tag_id=tag_id, channel=str(b.get("channel") or "web"))
+    return ok(knowledge_json(k))
+
+
+@router.get("/knowledge-bases/{kb_id}/knowledge")
+async def list_knowledge(kb_id: str, c: ContainerDep, tenant_id: TenantDep,
+                         page_no: int = Query(1, alias="page", ge=1),
+                         page_size: int = Query(20, ge=1, le=1000), tag_id: str | None = None,
+                         keyword: str | None = None, file_type: str | None = None, parse_status: str | None = None,
+                         source: str | None = None) -> JSONResponse:
+    kb = await c.kb_service.get(tenant_id, require_id(kb_id, "Knowledge base"))
+    result = await c.repos.knowledge.list(tenant_id, kb.id, page=page_no, page_size=page_size,
+                                          filters=KnowledgeFilter(tag_id=tag_id, keyword=keyword, file_type=file_type,
+                                                                  parse_status=parse_status, source=source))
+    return page([knowledge_json(k) for k in result.items], total=result.total, page=page_no, page_size=page_size)
+
+
+@router.get("/knowledge/batch")
+async def batch_get(c: ContainerDep, tenant_id: TenantDep, ids: list[str] = Query(default_factory=list)) -> JSONResponse:
+    found = []
+    for kid in ids[:200]:
+        k = await c.repos.knowledge.get(tenant_id, kid) if kid else None
+        if k is not None:
+            found.append(knowledge_json(k))
+    return ok(found)
+
+
+@router.get("/knowledge/{knowledge_id}")
+async def get_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    k = await c.ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
+    return ok(knowledge_json(k))
+
+
+@router.put("/knowledge/{knowledge_id}")
+async def update_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep,
+                           body: Any = JsonBody) -> JSONResponse:
+    k = await c.ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
+    b = as_dict(body)
+    changes: dict[str, Any] = {}
+    for field in ("title", "description"):
+        if isinstance(b.get(field), str):
+            changes[field] = b[field]
+    if "tag_id" in b:
+        tag_id = _opt_str(b["tag_id"])
+        if tag_id is not None:
+            tag = await c.repos.tags.get(tenant_id, tag_id)
+            if tag is None or tag.knowledge_base_id != k.knowledge_base_id:
+                raise BadRequest("tag_id does not name a tag of this knowledge base")
+        changes["tag_id"] = tag_id
+    if isinstance(b.get("metadata"), dict):
+        changes["metadata"] = {**k.metadata, **{str(a): str(v) for a, v in b["metadata"].items()}}
+    saved = await c.repos.knowledge.update(k.model_copy(update=changes))
+    return ok(knowledge_json(saved), message="Knowledge updated")
+
+
+@router.delete("/knowledge/{knowledge_id}")
+async def delete_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    await c.ingest_service.delete(tenant_id, require_id(knowledge_id, "Knowledge"))
+    # WeKnora answers with a task id (its delete is asynchronous); Knora's is done by now.
+    return ok({"task_id": knowledge_id}, message="Delete task submitted")
+
+
+@router.post("/knowledge/{knowledge_id}/reparse")
+async def reparse_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    k = await c.ingest_service.reparse(tenant_id, require_id(knowledge_id, "Knowledge"))
+    return ok(knowledge_json(k), message="Reparse task submitted")
+
+
+@router.get("/knowledge/{knowledge_id}/download")
+async def download_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep) -> Response:
+    k = await c.ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
+    if not k.file_path:
+        raise NotFound("This document has no stored original")
+    try:
+        data = await c.blobs.get(k.file_path)
+    except KeyError as exc:
+        raise NotFound("The stored original is missing") from exc
+    from urllib.parse import quote
+
+    return Response(data, media_type="application/octet-stream",
+                    headers={"Content-Disposition": f"attachment; filename*=UTF-8''{quote(k.file_name)}"})

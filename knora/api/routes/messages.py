@@ -1,0 +1,57 @@
+"""Messages (api §1.5 "Messages"): time-paged history of a session, and deleting one message."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter
+
+from knora.api.deps import ContainerDep, TenantDep
+from knora.api.envelope import ok
+from knora.api.routes.sessions import session_id_or_404
+from knora.domain.errors import BadRequest, NotFound
+from knora.services.sessions.views import message_json
+
+router = APIRouter(tags=["messages"])
+
+
+def parse_time(value: str) -> datetime:
+    """RFC 3339 / RFC 3339 Nano (Go clients send up to nine fractional digits; Python parses six)."""
+    text = value.strip().replace("z", "Z")
+    if "." in text:
+        head, _, rest = text.partition(".")
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        text = f"{head}.{rest[:min(digits, 6)]}{rest[digits:]}" if digits else text
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise BadRequest("Invalid time format, please use RFC3339 or RFC3339Nano format") from exc
+    if "T" not in text.upper() or dt.tzinfo is None:
+        raise BadRequest("Invalid time format, please use RFC3339 or RFC3339Nano format")
+    return dt.astimezone(UTC)
+
+
+@router.get("/messages/{session_id}/load")
+async def load_messages(session_id: str, c: ContainerDep, tenant_id: TenantDep, limit: str = "20",
+                        before_time: str | None = None, resource_urls: str = "handle") -> Any:
+    if resource_urls not in ("handle", "public"):
+        raise BadRequest("resource_urls must be handle or public")
+    try:
+        n = int(limit)
+    except ValueError:
+        n = 20
+    n = 20 if n <= 0 else min(n, 1000)
+    before = parse_time(before_time) if before_time else None
+    messages = await c.session_service.load_messages(tenant_id, session_id_or_404(session_id), limit=n,
+                                                     before=before)
+    return ok([message_json(m) for m in messages])
+
+
+@router.delete("/messages/{session_id}/{message_id}")
+async def delete_message(session_id: str, message_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
+    session_id_or_404(session_id)
+    if not message_id:
+        raise NotFound("Message not found")
+    await c.session_service.delete_message(tenant_id, session_id, message_id)
+    return ok(message="Message deleted successfully")

@@ -1,0 +1,63 @@
+"""Model configurations (api §1.5 "Models"). ``api_key`` is accepted on write and never returned.
+
+The list starts with Knora's built-in models — the embedder and chat model chosen by settings (the chat model is
+the local extractive answerer when none is configured) — so WeKnora's web UI finds a ready KnowledgeQA model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from knora.api.deps import ContainerDep, TenantDep
+from knora.api.envelope import ok
+from knora.api.routes.knowledge_bases import JsonBody, as_dict, model_json, require_id
+from knora.domain.errors import BadRequest
+from knora.domain.models import ModelConfig
+from knora.services.kb.models import BUILTIN_CHAT_MODEL_ID, BUILTIN_EMBEDDING_MODEL_ID, builtin_models
+
+router = APIRouter(tags=["models"])
+
+_BUILTIN_IDS = (BUILTIN_CHAT_MODEL_ID, BUILTIN_EMBEDDING_MODEL_ID)
+
+
+def _builtins(c: Any, tenant_id: int) -> list[ModelConfig]:
+    return builtin_models(c.settings, tenant_id)
+
+
+@router.get("/models")
+async def list_models(c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    models = _builtins(c, tenant_id) + await c.model_service.list(tenant_id)
+    return ok([model_json(m) for m in models])
+
+
+@router.post("/models")
+async def create_model(c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+    m = await c.model_service.create(tenant_id, as_dict(body))
+    return ok(model_json(m))
+
+
+@router.get("/models/{model_id}")
+async def get_model(model_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    for m in _builtins(c, tenant_id):
+        if m.id == model_id:
+            return ok(model_json(m))
+    return ok(model_json(await c.model_service.get(tenant_id, require_id(model_id, "Model"))))
+
+
+@router.put("/models/{model_id}")
+async def update_model(model_id: str, c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+    if model_id in _BUILTIN_IDS:
+        raise BadRequest("Built-in models are configured through Knora's settings")
+    m = await c.model_service.update(tenant_id, require_id(model_id, "Model"), as_dict(body))
+    return ok(model_json(m))
+
+
+@router.delete("/models/{model_id}")
+async def delete_model(model_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    if model_id in _BUILTIN_IDS:
+        raise BadRequest("Built-in models cannot be deleted")
+    await c.model_service.delete(tenant_id, require_id(model_id, "Model"))
+    return ok(message="Model deleted")

@@ -1,0 +1,152 @@
+"""Search API: POST /knowledge-search and POST|GET /knowledge-bases/:id/hybrid-search (WeKnora field names).
+
+Results are WeKnora SearchResult objects plus ``scores`` ({vector, keyword, fused[, rerank]}) and ``match_type``,
+so a debug view can show why each chunk came back. Limits: an empty or > 100 kB query is a 400; thresholds
+outside [0, 1] are a 400; ``match_count`` ≤ 0 means 50 and values above 500 are clamped to 500.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, ValidationError
+
+from knora.api.deps import ContainerDep, TenantDep
+from knora.api.envelope import ok
+from knora.domain.errors import BadRequest, ValidationFailed
+from knora.domain.search import SearchParams, SearchResult
+from knora.services.retrieval.hybrid import MAX_QUERY_BYTES, HybridSearch, effective_config
+from knora.services.retrieval.targets import TargetSearch, build_targets, dedupe_results, search_targets
+
+router = APIRouter(tags=["search"])
+
+
+async def read_body(request: Request) -> dict[str, Any]:
+    """JSON object body (also for GET-with-body); empty → {}; anything else → 400."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise BadRequest("Malformed JSON body") from exc
+    if not isinstance(data, dict):
+        raise BadRequest("The request body must be a JSON object")
+    return data
+
+
+def parse(model: type[BaseModel], data: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        msg = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ValidationFailed(msg or "Invalid request") from exc
+
+
+class HybridSearchBody(BaseModel):
+    query_text: str = ""
+    vector_threshold: float | None = None
+    keyword_threshold: float | None = None
+    match_count: int = 0
+    disable_keywords_match: bool = False
+    disable_vector_match: bool = False
+    knowledge_ids: list[str] = Field(default_factory=list)
+    tag_ids: list[str] = Field(default_factory=list)
+    only_recommended: bool = False
+    knowledge_base_ids: list[str] = Field(default_factory=list)
+    skip_context_enrichment: bool = False
+
+
+class KnowledgeSearchBody(BaseModel):
+    query: str = ""
+    knowledge_base_id: str = ""
+    knowledge_base_ids: list[str] = Field(default_factory=list)
+    knowledge_ids: list[str] = Field(default_factory=list)
+    tag_ids: list[str] = Field(default_factory=list)
+    mentioned_items: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def results_json(results: list[SearchResult]) -> list[dict[str, Any]]:
+    return [r.model_dump(mode="json") for r in results]
+
+
+@router.api_route("/knowledge-bases/{kb_id}/hybrid-search", methods=["POST", "GET"])
+async def hybrid_search(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    body: HybridSearchBody = parse(HybridSearchBody, await read_body(request))
+    scope = body.knowledge_base_ids or [kb_id]
+    if kb_id not in scope:
+        scope = [kb_id, *scope]
+    params = SearchParams(knowledge_base_id=kb_id, knowledge_base_ids=scope, **body.model_dump(
+        exclude={"knowledge_base_ids"}))
+    results = await c.search_service.search(tenant_id, params)
+    return ok(results_json(results))
+
+
+def _mentions(body: KnowledgeSearchBody) -> tuple[list[str], list[str], list[str]]:
+    kbs = [*([body.knowledge_base_id] if body.knowledge_base_id else []), *body.knowledge_base_ids]
+    docs = list(body.knowledge_ids)
+    tags = list(body.tag_ids)
+    for item in body.mentioned_items:
+        kind, item_id = str(item.get("type", "")), str(item.get("id", ""))
+        if not item_id:
+            continue
+        if kind in ("kb", "knowledge_base"):
+            kbs.append(item_id)
+        elif kind in ("file", "knowledge", "document"):
+            docs.append(item_id)
+        elif kind == "tag":
+            tags.append(item_id)
+    return kbs, docs, tags
+
+
+@router.post("/knowledge-search")
+async def knowledge_search(request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    """Spec §1.10: retrieval (+ rerank when a reranker is configured), no LLM."""
+    body: KnowledgeSearchBody = parse(KnowledgeSearchBody, await read_body(request))
+    query = body.query.strip()
+    if not query:
+        raise BadRequest("query must not be empty")
+    if len(query.encode()) > MAX_QUERY_BYTES:
+        raise BadRequest(f"query is longer than {MAX_QUERY_BYTES} bytes")
+    kb_ids, doc_ids, tag_ids = _mentions(body)
+    if not (kb_ids or doc_ids or tag_ids):
+        raise BadRequest("at least one of knowledge_base_id(s), knowledge_ids or tag_ids is required")
+    search: HybridSearch = c.search_service
+    scopes: dict[str, list[str]] = {}
+    for tag, kb in (await search.store.tag_kbs(tag_ids)).items():
+        scopes.setdefault(kb, []).append(tag)
+    targets = await build_targets(search, tenant_id, kb_ids, doc_ids, scopes)
+    if not targets:
+        return ok([])
+    tenant_cfg = await search.store.tenant_retrieval_config(tenant_id)
+    first = (await search.store.knowledge_bases([targets[0].knowledge_base_id]))[0]
+    cfg = effective_config(first, tenant_cfg)
+    top_k = int(tenant_cfg.get("embedding_top_k") or 50)
+    results, err = await search_targets(search, tenant_id, targets, TargetSearch(
+        query=query, vector_threshold=float(tenant_cfg.get("vector_threshold", 0.15)),
+        keyword_threshold=cfg.keyword_threshold, match_count=top_k))
+    if err is not None and not results:
+        raise err
+    ranked = dedupe_results(results)
+    ranked = await _rerank(c, query, ranked, cfg.rerank_threshold, cfg.rerank_top_k)
+    return ok(results_json(ranked))
+
+
+async def _rerank(c: Any, query: str, results: list[SearchResult], threshold: float,
+                  top_k: int) -> list[SearchResult]:
+    """Rerank with the configured reranker if the pipeline area provides one; otherwise keep retrieval order."""
+    registry = getattr(c, "rerankers", None)
+    reranker = registry.get(None) if registry is not None else None
+    if reranker is None or not results:
+        return results[:top_k]
+    try:
+        scores = await reranker.rerank(query, [r.content for r in results])
+    except Exception:  # noqa: BLE001 - fail open to retrieval order (spec §2.9)
+        return results[:top_k]
+    kept = [results[s.index].model_copy(update={"score": s.score, "scores": {**results[s.index].scores,
+                                                                            "rerank": s.score}})
+            for s in scores if s.score >= threshold]
+    return (kept or results)[:top_k]

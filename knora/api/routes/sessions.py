@@ -1,0 +1,135 @@
+"""Sessions (api §1.5 "Sessions"): CRUD, batch delete, clear, pin, title. Stop and continue-stream are in chat.py."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from knora.api.deps import ContainerDep, TenantDep
+from knora.api.envelope import ok
+from knora.domain.common import is_uuid
+from knora.domain.errors import BadRequest, NotFound, ValidationFailed
+from knora.services.sessions.views import session_json
+
+router = APIRouter(tags=["sessions"])
+
+
+async def read_object(request: Request) -> dict[str, Any]:
+    """The JSON body as an object; empty → {}; malformed or not an object → 400."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise BadRequest("Malformed JSON body") from exc
+    if not isinstance(data, dict):
+        raise BadRequest("The request body must be a JSON object")
+    return data
+
+
+def session_id_or_404(session_id: str) -> str:
+    if not is_uuid(session_id):
+        raise NotFound("Session not found")
+    return session_id
+
+
+def _str(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationFailed(f"{key}: must be a string")
+    return value
+
+
+@router.post("/sessions", status_code=201)
+async def create_session(request: Request, c: ContainerDep, tenant_id: TenantDep) -> Any:
+    body = await read_object(request)
+    agent_cfg = body.get("agent_config") if isinstance(body.get("agent_config"), dict) else {}
+    session = await c.session_service.create(
+        tenant_id, title=_str(body, "title") or "", description=_str(body, "description") or "",
+        source=_str(body, "source") or "web", agent_id=str((agent_cfg or {}).get("agent_id") or ""))
+    return ok(session_json(session), status=201)
+
+
+@router.get("/sessions")
+async def list_sessions(c: ContainerDep, tenant_id: TenantDep, page: str = "1", page_size: str = "20",
+                        keyword: str | None = None, source: str | None = None, agent_id: str | None = None) -> Any:
+    try:
+        p, size = int(page), int(page_size)
+    except ValueError as exc:
+        raise ValidationFailed("page and page_size must be integers") from exc
+    if p < 1 or not 1 <= size <= 1000:
+        raise ValidationFailed("page must be ≥ 1 and page_size between 1 and 1000")
+    items, total = await c.session_service.list(tenant_id, page=p, page_size=size, keyword=keyword or None,
+                                                source=source or None, agent_id=agent_id or None)
+    return ok([session_json(s) for s in items], total=total, page=p, page_size=size)
+
+
+@router.delete("/sessions/batch")
+async def batch_delete(request: Request, c: ContainerDep, tenant_id: TenantDep) -> Any:
+    body = await read_object(request)
+    if body.get("delete_all") is True:
+        n = await c.session_service.delete_all(tenant_id)
+        return ok(message=f"Deleted {n} sessions")
+    ids = body.get("ids")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        raise BadRequest("ids (a non-empty list of session ids) or delete_all:true is required")
+    n = await c.session_service.delete_many(tenant_id, [i for i in ids if is_uuid(i)])
+    return ok(message=f"Deleted {n} sessions")
+
+
+@router.get("/sessions/{session_id}")
+async def get_session(session_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
+    return ok(session_json(await c.session_service.get(tenant_id, session_id_or_404(session_id))))
+
+
+@router.put("/sessions/{session_id}")
+async def update_session(session_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> Any:
+    body = await read_object(request)
+    session = await c.session_service.update(tenant_id, session_id_or_404(session_id), title=_str(body, "title"),
+                                             description=_str(body, "description"))
+    return ok(session_json(session))
+
+
+@router.delete("/sessions/{session_id}")
+async def delete_session(session_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
+    await c.session_service.delete(tenant_id, session_id_or_404(session_id))
+    return ok(message="Session deleted successfully")
+
+
+@router.delete("/sessions/{session_id}/messages")
+async def clear_messages(session_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
+    n = await c.session_service.clear_messages(tenant_id, session_id_or_404(session_id))
+    return ok(message=f"Deleted {n} messages")
+
+
+@router.post("/sessions/{session_id}/pin")
+async def pin(session_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
+    return ok(session_json(await c.session_service.set_pinned(tenant_id, session_id_or_404(session_id), True)))
+
+
+@router.delete("/sessions/{session_id}/pin")
+async def unpin(session_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
+    return ok(session_json(await c.session_service.set_pinned(tenant_id, session_id_or_404(session_id), False)))
+
+
+@router.post("/sessions/{session_id}/generate_title")
+async def generate_title(session_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> Any:
+    body = await read_object(request)
+    session = await c.session_service.get(tenant_id, session_id_or_404(session_id))
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise BadRequest("messages is required")
+    if session.title:
+        return ok(session.title)
+    query = next((str(m.get("content") or "") for m in messages
+                  if isinstance(m, dict) and m.get("role") == "user" and m.get("content")), "")
+    if not query:
+        first = [m for m in await c.session_service.load_messages(tenant_id, session.id, limit=1000)
+                 if m.role == "user" and m.content]
+        query = first[0].content if first else ""
+    return ok(await c.session_service.generate_title(tenant_id, session.id, query))

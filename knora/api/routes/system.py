@@ -1,0 +1,112 @@
+"""System info, capabilities, and the small auth surface WeKnora's web UI needs to log in (api §1.5, §6(c)).
+
+Knora has tenants with API keys, not users with passwords. ``POST /auth/auto-setup`` (WeKnora Lite's silent login)
+hands a loopback client a key of the default tenant as its ``token``; the UI then sends it as a bearer token,
+which authenticates like ``X-API-Key``. Clients on other addresses must be given a key by the operator.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from knora import __version__
+from knora.api.deps import ContainerDep, TenantDep
+from knora.api.envelope import ok
+from knora.domain.errors import Forbidden, NotFound, Unauthorized
+from knora.services.tenants.service import generate_key
+
+router = APIRouter(tags=["system"])
+
+_UNSUPPORTED = ("organizations", "integrations.im", "integrations.embed", "settings.vectorstore", "settings.storage",
+                "settings.sandbox")
+_SUPPORTED = ("agents", "integrations.api", "settings.mcp", "settings.websearch")
+
+
+def _user(tenant_id: int, tenant_name: str) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    user = {"id": f"system-{tenant_id}", "username": "knora", "email": "knora@localhost", "tenant_id": tenant_id,
+            "avatar": "", "is_active": True, "can_access_all_tenants": False}
+    tenant = {"id": tenant_id, "name": tenant_name}
+    memberships = [{"tenant_id": tenant_id, "tenant_name": tenant_name, "role": "owner"}]
+    return user, tenant, memberships
+
+
+def _is_loopback(request: Request) -> bool:
+    host = request.client.host if request.client else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host in ("localhost", "testclient")
+
+
+@router.get("/system/info")
+async def system_info(c: ContainerDep, _tenant_id: TenantDep) -> JSONResponse:
+    engine = c.settings.effective_retrieval_engine
+    return ok({"version": __version__, "edition": "knora", "commit_id": "", "build_time": "", "go_version": "",
+               "keyword_index_engine": engine, "vector_store_engine": engine, "graph_database_engine": "",
+               "minio_enabled": False, "db_version": "sqlite" if c.settings.is_sqlite else "postgres",
+               "embedder": c.settings.embedder, "job_queue": c.settings.job_queue})
+
+
+@router.get("/system/capabilities")
+async def system_capabilities(_tenant_id: TenantDep) -> JSONResponse:
+    caps = {k: {"supported": False, "reason": "not available in Knora"} for k in _UNSUPPORTED}
+    caps.update({k: {"supported": True} for k in _SUPPORTED})
+    return ok({"edition": "lite", "capabilities": caps})
+
+
+async def _login_body(c: Any, tenant_id: int, token: str) -> dict[str, Any]:
+    t = await c.tenants.get(tenant_id)
+    user, tenant, memberships = _user(tenant_id, t.name if t else "default")
+    return {"success": True, "message": "Login successful", "user": user, "tenant": tenant, "active_tenant": tenant,
+            "memberships": memberships, "token": token, "refresh_token": token}
+
+
+@router.post("/auth/auto-setup")
+async def auto_setup(request: Request, c: ContainerDep) -> JSONResponse:
+    if not _is_loopback(request):
+        raise Forbidden("Auto-setup is only available from this machine; use an API key")
+    token = c.settings.api_key or getattr(c, "ui_api_key", None)
+    if not token:
+        token = generate_key()
+        await c.tenants.ensure_default(token)  # adds the key to the default tenant
+        c.ui_api_key = token
+    return JSONResponse(await _login_body(c, c.default_tenant_id, token))
+
+
+@router.post("/auth/refresh")
+async def refresh(request: Request, c: ContainerDep) -> JSONResponse:
+    try:
+        body = await request.json()
+    except ValueError:
+        body = {}
+    token = str((body or {}).get("refreshToken") or (body or {}).get("refresh_token") or "")
+    if not token or await c.tenants.authenticate(token) is None:
+        raise Unauthorized("Unauthorized: invalid or expired token")
+    return JSONResponse({"success": True, "message": "Token refreshed", "access_token": token, "refresh_token": token})
+
+
+@router.get("/auth/config")
+async def auth_config() -> JSONResponse:
+    return JSONResponse({"success": True, "registration_mode": "invite_only"})
+
+
+@router.get("/auth/me")
+async def auth_me(c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    t = await c.tenants.get(tenant_id)
+    user, tenant, memberships = _user(tenant_id, t.name if t else "default")
+    return ok({"user": user, "tenant": tenant, "memberships": memberships, "tenant_required": False,
+               "capabilities": {"can_create_tenant": False, "auto_accept_invitation": False}})
+
+
+@router.get("/tenants/kv/{key}")
+async def tenant_kv(key: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    t = await c.tenants.get(tenant_id)
+    if key == "retrieval-config":
+        return ok(t.retrieval_config if t else {})
+    if key in ("web-search-config", "prompt-templates"):
+        return ok({})
+    raise NotFound(f"Unknown setting {key!r}")

@@ -1,0 +1,63 @@
+"""Repositories of the streaming area: sessions and their messages (spec §7).
+
+Every read is scoped by tenant, so another tenant's session is simply "not found" (404, never 403).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from knora.domain.conversation import Message, Session
+
+
+@runtime_checkable
+class SessionRepo(Protocol):
+    async def create(self, session: Session) -> Session: ...
+
+    async def get(self, tenant_id: int, session_id: str) -> Session | None: ...
+
+    async def list(self, tenant_id: int, *, page: int, page_size: int, keyword: str | None = None,
+                   source: str | None = None, agent_id: str | None = None) -> tuple[list[Session], int]:
+        """Pinned first (latest pin first), then most recently updated."""
+        ...
+
+    async def update(self, session: Session) -> Session: ...
+
+    async def update_fields(self, tenant_id: int, session_id: str, **fields: Any) -> bool: ...
+
+    async def set_title_if_empty(self, tenant_id: int, session_id: str, title: str) -> bool: ...
+
+    async def delete(self, tenant_id: int, session_ids: Sequence[str]) -> int:
+        """Deletes the sessions with their messages; returns how many sessions were removed."""
+        ...
+
+    async def delete_all(self, tenant_id: int) -> int: ...
+
+
+@runtime_checkable
+class MessageRepo(Protocol):
+    async def create(self, message: Message) -> Message: ...
+
+    async def create_pair(self, user: Message, assistant: Message) -> None:
+        """Both messages of a turn in one transaction (a turn never has half its rows)."""
+        ...
+
+    async def get(self, tenant_id: int, message_id: str) -> Message | None: ...
+
+    async def update(self, message: Message) -> Message: ...
+
+    async def update_fields(self, message_id: str, **fields: Any) -> bool: ...
+
+    async def recent(self, session_id: str, limit: int, before: datetime | None = None) -> list[Message]:
+        """The last ``limit`` messages (before ``before``), oldest first; user before assistant on equal times."""
+        ...
+
+    async def by_request(self, session_id: str, request_id: str) -> list[Message]: ...
+
+    async def delete(self, session_id: str, message_id: str) -> bool: ...
+
+    async def clear(self, session_id: str) -> int: ...
+
+    async def incomplete(self, *, older_than: datetime | None = None) -> list[Message]: ...

@@ -1,0 +1,31 @@
+"""Read-only persistence the retrieval area needs: KBs to authorise, chunks and documents to hydrate hits.
+
+The SQLAlchemy implementation is ``knora/adapters/db/repos/search_reads.py``; tests may pass any object with
+these methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
+
+
+@runtime_checkable
+class SearchStore(Protocol):
+    async def knowledge_bases(self, kb_ids: Sequence[str]) -> list[KnowledgeBase]:
+        """Tenant-agnostic on purpose: the service decides what a caller may see (404 for foreign KBs)."""
+        ...
+
+    async def tenant_retrieval_config(self, tenant_id: int) -> dict[str, Any]: ...
+
+    async def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]: ...
+
+    async def knowledge(self, knowledge_ids: Sequence[str]) -> list[Knowledge]: ...
+
+    async def knowledge_ids_with_tags(self, kb_id: str, tag_ids: Sequence[str]) -> list[str]: ...
+
+    async def tag_kbs(self, tag_ids: Sequence[str]) -> dict[str, str]:
+        """tag id → its knowledge base id (for tag scopes given without a KB)."""
+        ...

@@ -1,0 +1,58 @@
+"""Human approval of dangerous tool calls (spec §6.7): the run emits ``tool_approval_required`` and waits.
+
+Fail-closed: a timeout is a rejection. Pending approvals live in this process; the HTTP endpoint that resolves
+them must reach the instance running the turn (WeKnora distributes resolutions over Redis pub/sub — not yet).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from knora.domain.errors import NotFound
+from knora.domain.stream import BusEvent
+from knora.ports.tool import ApprovalDecision, ToolContext
+
+
+@dataclass
+class _Pending:
+    tenant_id: int
+    future: asyncio.Future[ApprovalDecision]
+    payload: dict[str, Any]
+
+
+class ApprovalBroker:
+    def __init__(self, default_timeout: float = 600.0) -> None:
+        self.default_timeout = default_timeout
+        self._pending: dict[str, _Pending] = {}
+
+    def pending(self, tenant_id: int) -> list[dict[str, Any]]:
+        return [p.payload for p in self._pending.values() if p.tenant_id == tenant_id]
+
+    async def request(self, ctx: ToolContext, payload: dict[str, Any]) -> ApprovalDecision:
+        pending_id = str(uuid.uuid4())
+        timeout = float(payload.get("timeout_seconds") or self.default_timeout)
+        full = {**payload, "pending_id": pending_id, "tenant_id": ctx.tenant_id, "session_id": ctx.session_id,
+                "assistant_message_id": ctx.assistant_message_id, "request_id": ctx.request_id,
+                "tool_call_id": ctx.tool_call_id, "timeout_seconds": timeout, "requested_at": time.time()}
+        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self._pending[pending_id] = _Pending(ctx.tenant_id, future, full)
+        await ctx.emit(BusEvent.TOOL_APPROVAL_REQUIRED, full)
+        try:
+            decision = await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            decision = ApprovalDecision(approved=False, reason="approval timeout", timed_out=True)
+        finally:
+            self._pending.pop(pending_id, None)
+        await ctx.emit(BusEvent.TOOL_APPROVAL_RESOLVED, {
+            **full, "approved": decision.approved, "reason": decision.reason, "timed_out": decision.timed_out})
+        return decision
+
+    def resolve(self, tenant_id: int, pending_id: str, decision: ApprovalDecision) -> None:
+        p = self._pending.get(pending_id)
+        if p is None or p.tenant_id != tenant_id or p.future.done():
+            raise NotFound("approval request not found or already resolved")
+        p.future.set_result(decision)

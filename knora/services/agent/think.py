@@ -1,0 +1,200 @@
+"""One model call of a ReAct round, streamed onto the bus (spec §6.4 ``streamThinkingToEventBus``).
+
+Reasoning deltas (provider channel or inline ``<think>…</think>``) become THOUGHT events, plain text becomes
+FINAL_ANSWER deltas live — if the round turns out to call tools, the stream handler supersedes that text as a
+preamble and the engine files it under the step's ``thought``. Transient model errors are retried here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from knora.domain.stream import BusEvent
+from knora.ports.chat import ChatMessage, ChatModel, ChatOptions, ModelError, ToolCall, Usage
+from knora.services.streaming.bus import EventBus
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_MARKERS = ("429", "rate limit", "500", "502", "503", "504", "overloaded", "timeout", "timed out",
+                     "connection", "server error", "temporarily unavailable")
+_THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+OPEN, CLOSE = "<think>", "</think>"
+
+
+def event_id(suffix: str) -> str:
+    return f"{uuid.uuid4().hex[:8]}-{suffix}"
+
+
+def strip_think(text: str) -> str:
+    return _THINK_RE.sub("", text).strip()
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ModelError) and exc.transient:
+        return True
+    if isinstance(exc, TimeoutError):
+        return True
+    text = str(exc).lower()
+    return any(marker in text for marker in TRANSIENT_MARKERS)
+
+
+class ThinkSplitter:
+    """Separates inline ``<think>`` blocks from answer text across arbitrary delta boundaries."""
+
+    def __init__(self) -> None:
+        self._buf = ""
+        self._inside = False
+
+    def feed(self, text: str) -> list[tuple[str, str]]:
+        self._buf += text
+        out: list[tuple[str, str]] = []
+        while self._buf:
+            tag = CLOSE if self._inside else OPEN
+            pos = self._buf.find(tag)
+            if pos >= 0:
+                if pos:
+                    out.append(("think" if self._inside else "text", self._buf[:pos]))
+                self._buf = self._buf[pos + len(tag):]
+                self._inside = not self._inside
+                continue
+            keep = next((k for k in range(min(len(tag) - 1, len(self._buf)), 0, -1)
+                         if tag.startswith(self._buf[-k:])), 0)  # a partial tag waits for the next delta
+            emit, self._buf = self._buf[:len(self._buf) - keep], self._buf[len(self._buf) - keep:]
+            if emit:
+                out.append(("think" if self._inside else "text", emit))
+            break
+        return out
+
+    def flush(self) -> list[tuple[str, str]]:
+        rest, self._buf = self._buf, ""
+        return [("think" if self._inside else "text", rest)] if rest else []
+
+
+@dataclass
+class RoundResult:
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str = "stop"
+    usage: Usage | None = None
+    answer_streamed: bool = False
+    answer_event_id: str = ""
+
+
+@dataclass
+class Streamer:
+    bus: EventBus
+    iteration: int
+    live_answer: bool = True  # False in the text ReAct protocol: the raw text is parsed first
+    _thought_id: str = field(default_factory=lambda: event_id("thinking"))
+    _thought_open: bool = False
+    result: RoundResult = field(default_factory=lambda: RoundResult(answer_event_id=event_id("answer")))
+
+    async def thought(self, text: str) -> None:
+        if not text:
+            return
+        self._thought_open = True
+        await self.bus.emit(BusEvent.THOUGHT, {"content": text, "done": False, "event_id": self._thought_id,
+                                               "iteration": self.iteration}, event_id=self._thought_id)
+
+    async def close_thought(self) -> None:
+        if self._thought_open:
+            self._thought_open = False
+            await self.bus.emit(BusEvent.THOUGHT, {"content": "", "done": True, "event_id": self._thought_id,
+                                                   "iteration": self.iteration}, event_id=self._thought_id)
+
+    async def answer(self, text: str) -> None:
+        if not self.live_answer or not text:
+            return
+        if not self.result.answer_streamed and not text.strip():
+            return  # whitespace before any real answer text is not an answer
+        await self.close_thought()
+        self.result.answer_streamed = True
+        eid = self.result.answer_event_id
+        await self.bus.emit(BusEvent.FINAL_ANSWER, {"content": text, "done": False, "event_id": eid,
+                                                    "is_fallback": False}, event_id=eid)
+
+
+async def stream_round(model: ChatModel, messages: Sequence[ChatMessage], options: ChatOptions, bus: EventBus,
+                       iteration: int, *, live_answer: bool = True, cancelled: asyncio.Event | None = None,
+                       timeout: float = 120.0) -> RoundResult:
+    s = Streamer(bus, iteration, live_answer)
+    splitter = ThinkSplitter()
+    content: list[str] = []
+    reasoning: list[str] = []
+    async with asyncio.timeout(timeout):
+        async for chunk in model.stream(messages, options):
+            if chunk.reasoning_content:
+                reasoning.append(chunk.reasoning_content)
+                await s.thought(chunk.reasoning_content)
+            if chunk.content:
+                content.append(chunk.content)
+                for kind, text in splitter.feed(chunk.content):
+                    await (s.thought(text) if kind == "think" else s.answer(text))
+            if chunk.tool_calls:
+                s.result.tool_calls = list(chunk.tool_calls)
+            if chunk.finish_reason:
+                s.result.finish_reason = chunk.finish_reason
+            if chunk.usage is not None:
+                s.result.usage = chunk.usage
+            if cancelled is not None and cancelled.is_set():
+                break
+    for kind, text in splitter.flush():
+        await (s.thought(text) if kind == "think" else s.answer(text))
+    await s.close_thought()
+    s.result.content = strip_think("".join(content))
+    s.result.reasoning = "".join(reasoning)
+    s.result.finish_reason = (s.result.finish_reason or "stop").strip().lower() or "stop"
+    return s.result
+
+
+async def stream_with_retry(model: ChatModel, messages: Sequence[ChatMessage], options: ChatOptions,
+                            bus: EventBus, iteration: int, *, live_answer: bool = True,
+                            cancelled: asyncio.Event | None = None, timeout: float = 120.0,
+                            retry_delays: Sequence[float] = (1.0, 2.0)) -> RoundResult:
+    """Up to ``len(retry_delays)`` retries of transient failures; anything else propagates at once."""
+    attempt = 0
+    while True:
+        try:
+            return await stream_round(model, messages, options, bus, iteration, live_answer=live_answer,
+                                      cancelled=cancelled, timeout=timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if attempt >= len(retry_delays) or not is_transient(exc):
+                raise
+            log.info("transient model error (attempt %d): %s", attempt + 1, exc)
+            await asyncio.sleep(retry_delays[attempt])
+            attempt += 1
+
+
+async def stream_answer(model: ChatModel, messages: Sequence[ChatMessage], options: ChatOptions,
+                        bus: EventBus, *, timeout: float = 120.0, is_fallback: bool = False) -> str:
+    """Synthesis (spec §6.4.3): content only, one answer id, a done marker at the end."""
+    eid = event_id("answer")
+    parts: list[str] = []
+    splitter = ThinkSplitter()
+
+    async def emit(text: str) -> None:
+        if text:
+            await bus.emit(BusEvent.FINAL_ANSWER, {"content": text, "done": False, "event_id": eid,
+                                                   "is_fallback": is_fallback}, event_id=eid)
+
+    async with asyncio.timeout(timeout):
+        async for chunk in model.stream(messages, options):
+            for kind, text in splitter.feed(chunk.content):
+                if kind == "text":
+                    parts.append(text)
+                    await emit(text)
+    for kind, text in splitter.flush():
+        if kind == "text":
+            parts.append(text)
+            await emit(text)
+    await bus.emit(BusEvent.FINAL_ANSWER, {"content": "", "done": True, "event_id": eid,
+                                           "is_fallback": is_fallback}, event_id=eid)
+    return "".join(parts).strip()

@@ -1,0 +1,57 @@
+"""Turning the chunker's drafts into linked chunk records (spec §9.1 relations).
+
+Flat mode: text chunks form one pre/next chain in chunk-index order. Parent-child mode: each child points at its
+``parent_text`` through ``parent_chunk_id`` and has no pre/next links; the parents are chained among themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from knora.domain.common import new_id
+from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES, Chunk, ChunkType, Knowledge
+
+
+class Draft(Protocol):
+    content: str
+    chunk_index: int
+    start_at: int
+    end_at: int
+    chunk_type: Any
+    parent_index: int | None
+    context_header: str
+
+
+def build_chunks(knowledge: Knowledge, drafts: Sequence[Draft]) -> list[Chunk]:
+    kept = [d for d in drafts if d.content and d.content.strip()]
+    ids = [new_id() for _ in kept]
+    # parent_index refers to positions in the chunker's list; map them onto the kept list.
+    pos_of = {id(d): i for i, d in enumerate(kept)}
+    original = {i: d for i, d in enumerate(drafts)}
+    chunks: list[Chunk] = []
+    for i, d in enumerate(kept):
+        parent_id = None
+        if d.parent_index is not None and d.parent_index in original:
+            j = pos_of.get(id(original[d.parent_index]))
+            parent_id = ids[j] if j is not None else None
+        chunks.append(Chunk(
+            id=ids[i], tenant_id=knowledge.tenant_id, knowledge_base_id=knowledge.knowledge_base_id,
+            knowledge_id=knowledge.id, tag_id=knowledge.tag_id, content=d.content,
+            context_header=d.context_header or "", chunk_index=int(d.chunk_index),
+            chunk_type=ChunkType(str(getattr(d.chunk_type, "value", d.chunk_type))), parent_chunk_id=parent_id,
+            start_at=int(d.start_at), end_at=int(d.end_at),
+            content_hash=hashlib.sha256(d.content.encode()).hexdigest(),
+        ))
+    has_parents = any(c.chunk_type == ChunkType.PARENT_TEXT for c in chunks)
+    chain_type = ChunkType.PARENT_TEXT if has_parents else ChunkType.TEXT
+    chain = sorted((c for c in chunks if c.chunk_type == chain_type), key=lambda c: c.chunk_index)
+    for prev, nxt in zip(chain, chain[1:], strict=False):
+        prev.next_chunk_id = nxt.id
+        nxt.pre_chunk_id = prev.id
+    return chunks
+
+
+def searchable(chunks: Sequence[Chunk]) -> list[Chunk]:
+    return [c for c in chunks if c.chunk_type in SEARCHABLE_CHUNK_TYPES]

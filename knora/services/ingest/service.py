@@ -1,0 +1,299 @@
+"""Ingestion: accepting documents (file, URL, manual text) and turning them into indexed chunks.
+
+Accepting is synchronous and cheap: validate, store the original, write a ``pending`` document row and enqueue a
+job. The job (``process``) parses in a thread, chunks with the KB's config, embeds through a shared batcher and
+then swaps the chunks in: new rows go to the retrieval index first, then one database transaction replaces the
+document's chunk rows and marks it completed, then the old rows leave the index. Search hydrates hits from the
+chunk table, so a document becomes searchable exactly when that transaction commits — with all its chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, Protocol
+
+from knora.adapters.blobs.local import LocalBlobStore, safe_name
+from knora.domain.common import utcnow
+from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
+from knora.domain.knowledge import ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus
+from knora.domain.search import IndexRow
+from knora.ports.jobs import JobQueue
+from knora.ports.parser import ParsedDocument, ParseError
+from knora.ports.retrieval import RetrievalEngine
+from knora.services.ingest import fetch as fetching
+from knora.services.ingest.build import Draft, build_chunks, searchable
+from knora.services.ingest.embedders import EmbedderRegistry
+from knora.settings import Settings
+
+log = logging.getLogger(__name__)
+
+JOB_KIND = "ingest.process"
+
+
+class DuplicateKnowledge(AppError):
+    """Same content (or URL) already in the KB; the route answers WeKnora's 409 ``duplicate_file`` shape."""
+
+    status, code = 409, 1005
+
+    def __init__(self, existing: Knowledge, kind: str) -> None:
+        super().__init__(f"A document with the same {'content' if kind == 'duplicate_file' else 'URL'} already "
+                         f"exists in this knowledge base: {existing.title or existing.file_name}")
+        self.existing = existing
+        self.kind = kind
+
+
+class IngestFailure(Exception):
+    """A readable reason a document could not be ingested (ends as parse_status=failed)."""
+
+
+class Parsers(Protocol):
+    """What ingestion needs of ``c.parsers`` (``knora.adapters.parsers.registry.ParserRegistry``)."""
+
+    @property
+    def extensions(self) -> frozenset[str]: ...
+
+    def parse(self, data: bytes, file_name: str) -> ParsedDocument: ...
+
+
+@dataclass
+class IngestDeps:
+    settings: Settings
+    repos: Any  # namespace: kbs, knowledge, chunks, tags, models
+    blobs: LocalBlobStore
+    parsers: Parsers
+    embedders: EmbedderRegistry
+    jobs: JobQueue
+    retrieval: Callable[[], RetrievalEngine | None]
+    split: Callable[[str, ChunkingConfig], Sequence[Draft]]
+
+
+def file_extension(name: str) -> str:
+    suffix = PurePosixPath(name).suffix
+    return suffix[1:].lower() if suffix else ""
+
+
+class IngestService:
+    def __init__(self, deps: IngestDeps) -> None:
+        self.d = deps
+        self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    # --- accepting documents ----------------------------------------------------------------------------------
+    async def _kb(self, tenant_id: int, kb_id: str) -> KnowledgeBase:
+        kb = await self.d.repos.kbs.get(tenant_id, kb_id)
+        if kb is None:
+            raise NotFound("Knowledge base not found")
+        return kb
+
+    def _check_size(self, size: int) -> None:
+        if size > self.d.settings.max_upload_bytes:
+            raise PayloadTooLarge(f"File is {size} bytes; the limit is {self.d.settings.max_upload_bytes} bytes")
+
+    def _check_extension(self, ext: str, name: str) -> None:
+        supported = sorted(self.d.parsers.extensions)
+        if ext not in supported:
+            raise BadRequest(f"Unsupported file type {('.' + ext) if ext else '(none)'} for {name!r}; "
+                             f"supported: {', '.join(supported)}")
+
+    async def add_file(self, tenant_id: int, kb_id: str, file_name: str, data: bytes, *,
+                       metadata: dict[str, Any] | None = None, tag_id: str | None = None,
+                       channel: str = "web") -> Knowledge:
+        kb = await self._kb(tenant_id, kb_id)
+        self._check_size(len(data))
+        name = safe_name(file_name or "")
+        if not name:
+            raise BadRequest("A file name is required")
+        ext = file_extension(name)
+        self._check_extension(ext, name)
+        if not data.strip():
+            raise BadRequest(f"{name!r} is empty")
+        await self._check_tag(tenant_id, kb.id, tag_id)
+        digest = hashlib.sha256(data).hexdigest()
+        existing = await self.d.repos.knowledge.find_duplicate(kb.id, file_hash=digest)
+        if existing is not None:
+            raise DuplicateKnowledge(existing, "duplicate_file")
+        k = Knowledge(tenant_id=tenant_id, knowledge_base_id=kb.id, type="file", title=PurePosixPath(name).stem,
+                      source=name, file_name=name, file_type=ext, file_size=len(data), file_hash=digest,
+                      metadata={str(a): str(b) for a, b in (metadata or {}).items()}, tag_id=tag_id or None,
+                      embedding_model_id=kb.embedding_model_id, channel=channel)
+        return await self._accept(k, data)
+
+    async def add_url(self, tenant_id: int, kb_id: str, url: str, *, title: str = "", file_name: str = "",
+                      file_type: str = "", tag_id: str | None = None, channel: str = "web") -> Knowledge:
+        kb = await self._kb(tenant_id, kb_id)
+        url = fetching.validate_url(url)
+        await fetching.check_public(url, self.d.settings.allow_private_network_fetch)
+        await self._check_tag(tenant_id, kb.id, tag_id)
+        existing = await self.d.repos.knowledge.find_duplicate(kb.id, source=url)
+        if existing is not None:
+            raise DuplicateKnowledge(existing, "duplicate_url")
+        ext = (file_type or file_extension(safe_name(file_name)) or "").lower().lstrip(".")
+        if ext:
+            self._check_extension(ext, file_name or url)
+        k = Knowledge(tenant_id=tenant_id, knowledge_base_id=kb.id, type="url", title=title, source=url,
+                      file_name=safe_name(file_name), file_type=ext, tag_id=tag_id or None,
+                      embedding_model_id=kb.embedding_model_id, channel=channel)
+        return await self._accept(k, None)
+
+    async def add_manual(self, tenant_id: int, kb_id: str, title: str, content: str, *, status: str = "publish",
+                         tag_id: str | None = None, channel: str = "web") -> Knowledge:
+        kb = await self._kb(tenant_id, kb_id)
+        if not content or not content.strip():
+            raise BadRequest("content must not be empty")
+        data = content.encode()
+        self._check_size(len(data))
+        await self._check_tag(tenant_id, kb.id, tag_id)
+        name = (safe_name(title) or "manual")[:120] + ".md"
+        k = Knowledge(tenant_id=tenant_id, knowledge_base_id=kb.id, type="manual", title=title.strip(),
+                      source="manual", file_name=name, file_type="md", file_size=len(data),
+                      file_hash=hashlib.sha256(data).hexdigest(), metadata={"status": status},
+                      tag_id=tag_id or None, embedding_model_id=kb.embedding_model_id, channel=channel)
+        # A draft is stored but not indexed (WeKnora's manual "draft" status).
+        return await self._accept(k, data, enqueue=status != "draft")
+
+    async def _check_tag(self, tenant_id: int, kb_id: str, tag_id: str | None) -> None:
+        if tag_id:
+            tag = await self.d.repos.tags.get(tenant_id, tag_id)
+            if tag is None or tag.knowledge_base_id != kb_id:
+                raise BadRequest("tag_id does not name a tag of this knowledge base")
+
+    async def _accept(self, k: Knowledge, data: bytes | None, *, enqueue: bool = True) -> Knowledge:
+        if data is not None:
+            k.file_path = await self.d.blobs.put(f"{k.tenant_id}/{k.knowledge_base_id}/{k.id}/{k.file_name}", data)
+        try:
+            await self.d.repos.knowledge.create(k)
+            if enqueue:
+                await self.d.jobs.enqueue(JOB_KIND, {"knowledge_id": k.id}, key=k.id)
+        except BaseException:
+            # Leave nothing half-written: no row without a job, no blob without a row.
+            await self.d.repos.knowledge.delete(k.tenant_id, k.id)
+            if k.file_path:
+                await self.d.blobs.delete(k.file_path)
+            raise
+        return k
+
+    # --- re-parse and deletion ----------------------------------------------------------------------------------
+    async def get(self, tenant_id: int, knowledge_id: str) -> Knowledge:
+        k = await self.d.repos.knowledge.get(tenant_id, knowledge_id)
+        if k is None:
+            raise NotFound("Knowledge not found")
+        return k
+
+    async def reparse(self, tenant_id: int, knowledge_id: str) -> Knowledge:
+        k = await self.get(tenant_id, knowledge_id)
+        await self.d.repos.knowledge.set_status(k.id, ParseStatus.PENDING)
+        await self.d.jobs.enqueue(JOB_KIND, {"knowledge_id": k.id}, key=k.id)
+        return await self.get(tenant_id, knowledge_id)
+
+    async def delete(self, tenant_id: int, knowledge_id: str) -> None:
+        k = await self.get(tenant_id, knowledge_id)
+        async with self._locks[k.id]:
+            await self.d.repos.knowledge.delete(tenant_id, k.id)
+        engine = self.d.retrieval()
+        if engine is not None:
+            await engine.delete_knowledge([k.id])
+        if k.file_path:
+            await self.d.blobs.delete(k.file_path)
+        self._locks.pop(k.id, None)
+
+    # --- the job ---------------------------------------------------------------------------------------------
+    @asynccontextmanager
+    async def _locked(self, knowledge_id: str) -> AsyncIterator[None]:
+        async with self._locks[knowledge_id]:
+            yield
+
+    async def process(self, payload: dict[str, Any]) -> None:
+        knowledge_id = str(payload.get("knowledge_id", ""))
+        async with self._locked(knowledge_id):
+            k = await self.d.repos.knowledge.get(None, knowledge_id)
+            if k is None:
+                return  # deleted before its turn came
+            kb = await self.d.repos.kbs.get(k.tenant_id, k.knowledge_base_id)
+            if kb is None:
+                return
+            if not await self.d.repos.knowledge.set_status(k.id, ParseStatus.PROCESSING):
+                return
+            try:
+                await self._process(k, kb)
+            except (ParseError, IngestFailure, AppError) as exc:
+                await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED, str(exc) or type(exc).__name__)
+            except Exception as exc:  # noqa: BLE001 - a bad document must never take the worker down
+                log.exception("ingesting %s failed", k.id)
+                await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED,
+                                                        f"Internal error while ingesting: {type(exc).__name__}: {exc}")
+
+    async def _load(self, k: Knowledge) -> tuple[bytes, str, str, dict[str, Any]]:
+        """(bytes, extension, file name, extra document fields) of the original."""
+        if k.type == "url":
+            s = self.d.settings
+            got = await fetching.fetch(k.source, max_bytes=s.max_upload_bytes, timeout=s.url_fetch_timeout_seconds,
+                                       allow_private=s.allow_private_network_fetch)
+            ext = (k.file_type or fetching.url_extension(got.url) or fetching.CONTENT_TYPES.get(got.content_type)
+                   or "html")
+            if ext not in self.d.parsers.extensions:
+                ext = fetching.CONTENT_TYPES.get(got.content_type, "html")
+            name = k.file_name or safe_name(got.url.rsplit("/", 1)[-1]) or "page"
+            extra = {"file_hash": hashlib.sha256(got.data).hexdigest(), "file_size": len(got.data),
+                     "file_type": ext}
+            return got.data, ext, name, extra
+        try:
+            data = await self.d.blobs.get(k.file_path)
+        except KeyError as exc:
+            raise IngestFailure("The uploaded original is missing from the blob store") from exc
+        return data, k.file_type, k.file_name, {}
+
+    async def _process(self, k: Knowledge, kb: KnowledgeBase) -> None:
+        data, ext, name, extra = await self._load(k)
+        if not data.strip():
+            raise IngestFailure(f"{name} is empty")
+        if file_extension(name) != ext:
+            name = f"{PurePosixPath(name).stem or 'document'}.{ext}"
+        doc = await asyncio.to_thread(self.d.parsers.parse, data, name)
+        if not doc.text.strip():
+            raise IngestFailure(f"{name} contains no text")
+        title = k.title or doc.title or PurePosixPath(name).stem
+        k = k.model_copy(update={"title": title})
+        config = kb.chunking_config.normalised()
+        drafts = await asyncio.to_thread(self.d.split, doc.text, config)
+        chunks = build_chunks(k, drafts)
+        if not chunks:
+            raise IngestFailure(f"{name} produced no chunks")
+        to_index = searchable(chunks)
+        contents = [c.index_content(title) for c in to_index]
+        vectors = None
+        if kb.indexing_strategy.vector_enabled and contents:
+            vectors = await self.d.embedders.batcher(kb.embedding_model_id).embed(contents)
+        rows = [IndexRow(source_id=c.id, chunk_id=c.id, knowledge_id=k.id, knowledge_base_id=kb.id,
+                         tenant_id=k.tenant_id, content=text, tag_id=c.tag_id, is_enabled=c.is_enabled,
+                         embedding=vectors[i].tolist() if vectors is not None else None,
+                         knowledge_type="faq" if kb.type == "faq" else "document")
+                for i, (c, text) in enumerate(zip(to_index, contents, strict=True))]
+        engine = self.d.retrieval()
+        if engine is not None and rows:
+            await engine.index(rows)
+        new_ids = [r.source_id for r in rows]
+        metadata = dict(k.metadata)
+        metadata.update({f"doc_{a}": str(b) for a, b in doc.metadata.items()} if doc.metadata else {})
+        if doc.tables:
+            metadata["tables"] = json.dumps(doc.tables[:5])[:200_000]
+        complete: dict[str, Any] = {"parse_status": str(ParseStatus.COMPLETED), "error_message": "", "title": title,
+                                    "processed_at": utcnow(), "metadata": metadata, **extra,
+                                    "embedding_model_id": kb.embedding_model_id}
+        try:
+            old = await self.d.repos.chunks.replace_for_knowledge(k.id, chunks, complete=complete)
+        except BaseException:
+            if engine is not None and new_ids:
+                await engine.delete_chunks(new_ids)
+            raise
+        if engine is not None:
+            if old is None:  # the document was deleted while we worked
+                await engine.delete_chunks(new_ids)
+            elif old:
+                await engine.delete_chunks(old)

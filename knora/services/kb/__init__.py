@@ -1,0 +1,1 @@
+"""Knowledge bases, their tags, and model configurations."""

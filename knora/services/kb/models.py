@@ -1,0 +1,108 @@
+"""Model configurations (``/models``). Accepts the short type names (chat|embedding|rerank|vlm) and stores
+WeKnora's (KnowledgeQA|Embedding|Rerank|VLLM). The API key is write-only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knora.domain.errors import NotFound, ValidationFailed
+from knora.domain.models import ModelConfig, canonical_model_type
+from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID, EmbedderRegistry
+from knora.settings import Settings
+
+TYPES = ("KnowledgeQA", "Embedding", "Rerank", "VLLM", "ASR")
+
+
+def _type(value: Any) -> str:
+    t = canonical_model_type(str(value or ""))
+    if t not in TYPES:
+        raise ValidationFailed(f"type must be one of {', '.join(TYPES)} (or chat, embedding, rerank, vlm)")
+    return t
+
+
+class ModelService:
+    def __init__(self, repos: Any, embedders: EmbedderRegistry) -> None:
+        self.repos = repos
+        self.embedders = embedders
+
+    async def load_cache(self, tenant_ids: list[int]) -> None:
+        for tid in tenant_ids:
+            for m in await self.repos.models.list(tid, type="Embedding"):
+                self.embedders.remember(m)
+
+    async def create(self, tenant_id: int, body: dict[str, Any]) -> ModelConfig:
+        name = body.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationFailed("name is required")
+        params = body.get("parameters") or {}
+        if not isinstance(params, dict):
+            raise ValidationFailed("parameters must be an object")
+        params = dict(params)
+        api_key = str(params.pop("api_key", "") or body.get("api_key") or "")
+        source = str(body.get("source") or "remote")
+        if source not in ("local", "remote"):
+            raise ValidationFailed("source must be 'local' or 'remote'")
+        m = ModelConfig(tenant_id=tenant_id, name=name.strip(), display_name=str(body.get("display_name") or ""),
+                        type=_type(body.get("type")), source=source, description=str(body.get("description") or ""),
+                        parameters=params, api_key=api_key, is_default=bool(body.get("is_default", False)))
+        saved = await self.repos.models.create(m)
+        if saved.type == "Embedding":
+            self.embedders.remember(saved)
+        return saved
+
+    async def get(self, tenant_id: int, model_id: str) -> ModelConfig:
+        m = await self.repos.models.get(tenant_id, model_id)
+        if m is None:
+            raise NotFound("Model not found")
+        return m
+
+    async def list(self, tenant_id: int) -> list[ModelConfig]:
+        return list(await self.repos.models.list(tenant_id))
+
+    async def update(self, tenant_id: int, model_id: str, body: dict[str, Any]) -> ModelConfig:
+        m = await self.get(tenant_id, model_id)
+        changes: dict[str, Any] = {}
+        for field in ("name", "display_name", "description"):
+            if field in body and body[field] is not None:
+                changes[field] = str(body[field])
+        if "type" in body:
+            changes["type"] = _type(body["type"])
+        if "source" in body:
+            if body["source"] not in ("local", "remote"):
+                raise ValidationFailed("source must be 'local' or 'remote'")
+            changes["source"] = body["source"]
+        if "is_default" in body:
+            changes["is_default"] = bool(body["is_default"])
+        if isinstance(body.get("parameters"), dict):
+            params = {**m.parameters, **body["parameters"]}
+            if "api_key" in params:
+                changes["api_key"] = str(params.pop("api_key") or "")
+            changes["parameters"] = params
+        saved = await self.repos.models.update(m.model_copy(update=changes))
+        if saved.type == "Embedding":
+            self.embedders.remember(saved)
+        return saved
+
+    async def delete(self, tenant_id: int, model_id: str) -> None:
+        await self.get(tenant_id, model_id)
+        await self.repos.models.delete(tenant_id, model_id)
+        self.embedders.forget(model_id)
+
+
+BUILTIN_CHAT_MODEL_ID = "builtin-chat"
+
+
+def builtin_models(settings: Settings, tenant_id: int) -> list[ModelConfig]:
+    """The models chosen by settings, shown in ``/models`` (never stored; no key is ever exposed)."""
+    chat = settings.chat_model or "extractive"
+    return [
+        ModelConfig(id=BUILTIN_CHAT_MODEL_ID, tenant_id=tenant_id, name=chat, display_name=f"Built-in: {chat}",
+                    type="KnowledgeQA", source="local" if not settings.chat_model else "remote",
+                    description="Chat model from Knora's settings (extractive = local answerer that cites sentences)",
+                    parameters={"provider": chat.split(":", 1)[0]}, is_builtin=True, is_default=True),
+        ModelConfig(id=BUILTIN_EMBEDDING_MODEL_ID, tenant_id=tenant_id, name=settings.embedder,
+                    display_name=f"Built-in: {settings.embedder}", type="Embedding",
+                    source="local" if settings.embedder.startswith("local:") else "remote",
+                    description="Embedder from Knora's settings", parameters={"provider": settings.embedder.split(":")[0]},
+                    is_builtin=True, is_default=True),
+    ]

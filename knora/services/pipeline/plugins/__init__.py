@@ -1,0 +1,1 @@
+"""One module per pipeline plugin; ``registration.py`` lists them in WeKnora's DI order (spec §1.1)."""

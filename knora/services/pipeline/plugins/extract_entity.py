@@ -1,0 +1,135 @@
+"""``extract_entity`` (spec §2.4): ask the model for the entities of the ORIGINAL query, when a KB in scope has a
+knowledge graph. Runs on ``query_understand`` after the rewrite plugin; every failure just continues.
+
+WeKnora additionally requires ``NEO4J_ENABLE=true``; Knora's graph lives in the metadata database, so "a KB in
+scope holds a graph" (``request.entity_kb_ids``, computed at assembly) is the only precondition.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from knora import prompts
+from knora.ports.chat import ChatMessage, ChatOptions
+from knora.services.pipeline.deps import PipelineDeps
+from knora.services.pipeline.errors import PluginError
+from knora.services.pipeline.framework import Next
+from knora.services.pipeline.state import ChatManage, EventType
+from knora.services.streaming.turn import TurnContext
+
+log = logging.getLogger(__name__)
+
+_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.S)
+
+
+def _outermost(text: str) -> str | None:
+    """The first balanced ``{…}``/``[…]`` span, ignoring brackets inside JSON strings."""
+    for start, ch in enumerate(text):
+        if ch not in "[{":
+            continue
+        depth, in_str, esc = 0, False, False
+        for i in range(start, len(text)):
+            c = text[i]
+            if in_str:
+                esc = (c == "\\") and not esc
+                if c == '"' and not esc:
+                    in_str = False
+                continue
+            if c == '"':
+                in_str = True
+            elif c in "[{":
+                depth += 1
+            elif c in "]}":
+                depth -= 1
+                if depth == 0:
+                    return text[start : i + 1]
+        return None
+    return None
+
+
+def _candidates(text: str) -> list[str]:
+    blocks = _FENCE.findall(text)
+    preferred = [body for lang, body in blocks if lang.lower() in ("json", "")]
+    out = preferred or [body for _, body in blocks]
+    if not out and "```" in text:
+        after = text.split("```", 1)[1]
+        first, _, rest = after.partition("\n")
+        body = rest if len(first.strip()) <= 16 and not first.strip().startswith(("[", "{")) else after
+        out.append(body.split("```", 1)[0].strip("`"))
+    span = _outermost(text)
+    if span:
+        out.append(span)
+    out.append(text)
+    return out
+
+
+def parse_graph(text: str) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """(nodes [{name, attributes}], relations [{source, target, relation}]) from the model's reply."""
+    items: list[dict[str, Any]] = []
+    for cand in _candidates(text):
+        try:
+            value = json.loads(cand.strip())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            items = [value]
+            break
+        if isinstance(value, list):
+            items = [v for v in value if isinstance(v, dict)]
+            break
+    nodes: dict[str, dict[str, Any]] = {}
+    relations: list[dict[str, str]] = []
+    for item in items:
+        if isinstance(item.get("entity"), str) and item["entity"].strip():
+            name = item["entity"].strip()
+            node = nodes.setdefault(name, {"name": name, "attributes": []})
+            attrs = item.get("entity_attributes") or []
+            node["attributes"].extend(a for a in attrs if isinstance(a, str) and a not in node["attributes"])
+        elif isinstance(item.get("entity1"), str) and isinstance(item.get("entity2"), str):
+            a, b = item["entity1"].strip(), item["entity2"].strip()
+            if a and b and a != b:
+                relations.append({"source": a, "target": b, "relation": str(item.get("relation", ""))})
+    for rel in relations:
+        for end in (rel["source"], rel["target"]):
+            nodes.setdefault(end, {"name": end, "attributes": []})
+    return list(nodes.values()), relations
+
+
+class ExtractEntity:
+    def __init__(self, deps: PipelineDeps) -> None:
+        self._deps = deps
+
+    def activation_events(self) -> Sequence[EventType]:
+        return (EventType.QUERY_UNDERSTAND,)
+
+    async def on_event(self, ctx: TurnContext, event_type: EventType, cm: ChatManage,
+                       next: Next) -> PluginError | None:
+        req = cm.request
+        if not req.entity_kb_ids or self._deps.graph_store is None:
+            return await next()
+        try:
+            model = await self._deps.chat_models.get(req.chat_model_id or None, tenant_id=req.tenant_id)
+        except Exception as exc:  # noqa: BLE001 - spec: errors are swallowed
+            log.warning("extract_entity: no model: %s", exc)
+            return await next()
+        if not getattr(model, "generative", True):
+            return await next()
+        system = prompts.content("default_extract_entity")
+        user = prompts.render(prompts.user_content("default_extract_entity"), {"query": req.query})
+        try:
+            resp = await model.chat([ChatMessage(role="system", content=system),
+                                     ChatMessage(role="user", content=user)],
+                                    ChatOptions(temperature=0.3, max_tokens=4096, thinking=False,
+                                                extra={"purpose": "entity_extraction"}))
+            nodes, _ = parse_graph(resp.content)
+        except Exception as exc:  # noqa: BLE001 - spec: errors are swallowed
+            log.warning("extract_entity failed: %s", exc)
+            return await next()
+        cm.state.entity = [n["name"] for n in nodes]
+        cm.state.entity_kb_ids = list(req.entity_kb_ids)
+        cm.note("extract_entity", entities=cm.state.entity)
+        return await next()

@@ -1,0 +1,307 @@
+"""Chat turns: intake, the background run, stop and resume (spec §5.6–5.9, api §2.4–2.5).
+
+A turn's messages exist before the first byte is streamed (assistant: ``is_completed`` false, empty content), and
+the runner runs in a task that never depends on the HTTP connection: the route only *reads* the stream log. A
+stop reaches whichever process runs the turn through ``StopSignals``; that process cancels the runner, flushes
+held text, appends the ``stop`` entry and saves the partial answer (never as a fallback). If no process answers
+a stop (the one running the turn died), the stop endpoint ends the turn itself from what the log holds, so an
+assistant message is never left incomplete forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from knora.domain.common import utcnow
+from knora.domain.conversation import Message, Session
+from knora.domain.errors import AppError, BadRequest, NotFound
+from knora.domain.models import AgentConfig
+from knora.domain.stream import BusEvent, StreamEvent
+from knora.ports.stream_log import StopSignals, StreamLog
+from knora.services.citations.registry import ReferenceRegistry
+from knora.services.sessions.service import DEFAULT_HISTORY_ROUNDS, SessionService
+from knora.services.streaming.bus import EventBus
+from knora.services.streaming.handler import StreamHandler
+from knora.services.streaming.intake import ChatBody, merge_targets
+from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest, TurnRunner
+
+log = logging.getLogger(__name__)
+
+AgentResolver = Callable[[int, str], Awaitable[AgentConfig | None]]
+RunnerResolver = Callable[[str], TurnRunner | None]  # "quick" | "smart" -> runner (None: not available)
+
+TITLE_TIMEOUT_S = 30.0
+
+
+class WireError(AppError):
+    """An error whose body must be WeKnora's exact bare shape (stop and continue-stream), not the envelope."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(str(body), status=status)
+        self.body = body
+
+
+@dataclass
+class StartedTurn:
+    session_id: str
+    request_id: str
+    user_message_id: str
+    assistant_message_id: str
+    wants_title: bool
+
+
+class ChatService:
+    def __init__(self, sessions: SessionService, stream_log: StreamLog, stop_signals: StopSignals,
+                 runners: RunnerResolver, agents: AgentResolver | None = None, *,
+                 max_query_chars: int = 16384, stop_grace_seconds: float = 5.0) -> None:
+        self.sessions = sessions
+        self.log = stream_log
+        self.stops = stop_signals
+        self._runners = runners
+        self._agents = agents
+        self.max_query_chars = max_query_chars
+        self.stop_grace_seconds = stop_grace_seconds
+        self._tasks: dict[str, asyncio.Task[None]] = {}  # assistant message id -> running turn
+        self._side_tasks: set[asyncio.Task[Any]] = set()
+
+    # --- intake -------------------------------------------------------------------------------------------------
+    async def _resolve_agent(self, tenant_id: int, agent_id: str) -> AgentConfig | None:
+        if not agent_id or self._agents is None:
+            return None
+        try:
+            return await self._agents(tenant_id, agent_id)
+        except NotFound:
+            return None  # an unknown own agent silently means "no agent" (spec §5.10 step 6)
+
+    async def start(self, tenant_id: int, session_id: str, body: ChatBody, request_id: str,
+                    mode: str = "knowledge") -> StartedTurn:
+        query = body.query.strip()
+        if not query:
+            raise BadRequest("Query content cannot be empty")
+        if len(body.query) > self.max_query_chars:
+            raise AppError(f"Query is too long: at most {self.max_query_chars} characters", status=413, code=1000)
+        session = await self.sessions.get(tenant_id, session_id)
+        agent = await self._resolve_agent(tenant_id, body.agent_id)
+        kind = "quick"
+        if mode == "agent":
+            if agent is None and body.agent_enabled:
+                raise BadRequest("agent_id is required when agent mode is enabled")
+            if agent is not None and agent.config.get("agent_mode") == "smart-reasoning":
+                kind = "smart" if self._runners("smart") is not None else "quick"
+        runner = self._runners(kind)
+        if runner is None:
+            raise AppError("No answering runtime is configured", status=503, code=1008)
+        if body.images and not (agent is not None and agent.config.get("image_upload_enabled")):
+            raise BadRequest("Image upload is not enabled for this agent")
+        kb_ids, knowledge_ids, tag_ids = merge_targets(body)
+
+        now = utcnow()
+        user = Message(session_id=session_id, tenant_id=tenant_id, request_id=request_id, role="user",
+                       content=body.query, is_completed=True, mentioned_items=body.mentioned_items,
+                       images=[{"url": i.get("data", ""), "caption": ""} for i in body.images],
+                       channel=body.channel, agent_id=body.agent_id, created_at=now, updated_at=now)
+        assistant = Message(session_id=session_id, tenant_id=tenant_id, request_id=request_id, role="assistant",
+                            content="", is_completed=False, channel=body.channel, agent_id=body.agent_id,
+                            model_id=body.summary_model_id or "", created_at=now, updated_at=now)
+        max_rounds = int((agent.config.get("history_turns") if agent else None) or DEFAULT_HISTORY_ROUNDS)
+        history = await self.sessions.history(session_id, max_rounds, exclude_request_id=request_id)
+        await self.sessions.messages.create_pair(user, assistant)
+        self._spawn(self.sessions.set_last_request_state(tenant_id, session_id, {
+            "agent_id": body.agent_id, "agent_enabled": body.agent_enabled, "model_id": body.summary_model_id,
+            "knowledge_base_ids": kb_ids, "knowledge_ids": knowledge_ids, "tag_ids": tag_ids,
+            "mcp_service_ids": body.mcp_service_ids, "skill_names": body.skill_names,
+            "mentioned_items": body.mentioned_items, "web_search_enabled": body.web_search_enabled}))
+        await self.log.append(session_id, assistant.id, StreamEvent(
+            id=f"query-{time.time_ns()}", type="agent_query", done=True,
+            data={"session_id": session_id, "assistant_message_id": assistant.id}))
+
+        req = TurnRequest(
+            tenant_id=tenant_id, session_id=session_id, request_id=request_id, user_message_id=user.id,
+            assistant_message_id=assistant.id, query=body.query, knowledge_base_ids=kb_ids,
+            knowledge_ids=knowledge_ids, tag_ids=tag_ids, web_search_enabled=body.web_search_enabled, agent=agent,
+            summary_model_id=body.summary_model_id or None, citations_enabled=body.citations_enabled,
+            history=history, mentioned_items=body.mentioned_items,
+            images=[str(i.get("data", "")) for i in body.images], mcp_service_ids=body.mcp_service_ids,
+            skill_names=body.skill_names, language=body.language)
+        wants_title = not session.title and (kind == "smart" or not body.disable_title)
+        task = asyncio.create_task(self._run(runner, req, kind, wants_title), name=f"turn-{assistant.id}")
+        self._tasks[assistant.id] = task
+        task.add_done_callback(lambda _t, mid=assistant.id: self._tasks.pop(mid, None))
+        return StartedTurn(session_id, request_id, user.id, assistant.id, wants_title)
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        async def guarded() -> None:
+            try:
+                await coro
+            except Exception:  # noqa: BLE001 - side work (UI memo) never fails a turn
+                log.warning("background task failed", exc_info=True)
+
+        task = asyncio.create_task(guarded())
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    # --- the background run -------------------------------------------------------------------------------------
+    async def _run(self, runner: TurnRunner, req: TurnRequest, kind: str, wants_title: bool) -> None:
+        sid, mid = req.session_id, req.assistant_message_id
+        started = time.monotonic()
+        registry = ReferenceRegistry(req.citations_enabled)
+        bus = EventBus()
+        handler = StreamHandler(self.log, sid, mid, registry)
+        handler.subscribe(bus)
+        ctx = TurnContext(bus=bus, references=registry)
+        title_task = (asyncio.create_task(self.sessions.generate_title(req.tenant_id, sid, req.query,
+                                                                        req.summary_model_id))
+                      if wants_title else None)
+        runner_task = asyncio.create_task(runner.run(req, ctx))
+        stop_task = asyncio.create_task(self.stops.wait_for_stop(mid))
+        outcome: TurnOutcome | None = None
+        failure: BaseException | None = None
+        reason = ""
+        try:
+            done, _ = await asyncio.wait({runner_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+            if runner_task not in done:
+                if stop_task.exception() is None:
+                    reason = "user_requested"
+                else:
+                    await asyncio.wait({runner_task})  # the stop watcher broke (e.g. Redis down): just finish
+        except asyncio.CancelledError:
+            reason = "shutdown"
+        if reason:
+            ctx.cancelled.set()
+            runner_task.cancel()
+            await asyncio.gather(runner_task, return_exceptions=True)
+        else:
+            try:
+                outcome = runner_task.result()
+            except Exception as exc:  # noqa: BLE001 - a failed runner still ends the turn cleanly
+                failure = exc
+                log.exception("turn %s failed", mid)
+        stop_task.cancel()
+        await asyncio.gather(stop_task, return_exceptions=True)
+        await asyncio.shield(self._finish(req, kind, ctx, handler, registry, outcome, failure, reason, started,
+                                          title_task))
+
+    async def _finish(self, req: TurnRequest, kind: str, ctx: TurnContext, handler: StreamHandler,
+                      registry: ReferenceRegistry, outcome: TurnOutcome | None, failure: BaseException | None,
+                      reason: str, started: float, title_task: asyncio.Task[str] | None) -> None:
+        sid, mid = req.session_id, req.assistant_message_id
+        try:
+            if failure is not None:
+                stage = "agent_execution" if kind == "smart" else "knowledge_qa_execution"
+                await ctx.bus.emit(BusEvent.ERROR, {"error": str(failure) or type(failure).__name__, "stage": stage})
+            if outcome is not None and outcome.answer and not handler.answer_streamed:
+                await handler.fallback_answer(registry.decode_output(outcome.answer))
+            await handler.flush_all()
+            content = handler.final_answer
+            if outcome is not None and not content and outcome.answer:
+                content = registry.decode_output(outcome.answer)
+            refs = [r.model_dump(mode="json") for r in outcome.references] if outcome and outcome.references \
+                else handler.references
+            steps = (outcome.agent_steps if outcome and outcome.agent_steps else handler.timeline_steps())
+            duration_ms = int((time.monotonic() - started) * 1000)
+            debug: dict[str, Any] = {"timings": dict(ctx.timings), "stages": handler.stage_timings}
+            if handler.errors:
+                debug["errors"] = handler.errors
+            if reason:
+                debug["stopped"] = reason
+            if outcome is not None:
+                debug.update(outcome.debug)
+            await self.sessions.messages.update_fields(
+                mid, content=content, knowledge_references=refs, agent_steps=steps, is_completed=True,
+                is_fallback=bool(not reason and outcome is not None and (outcome.is_fallback or handler.is_fallback)),
+                agent_duration_ms=duration_ms, model_id=(outcome.model_id if outcome and outcome.model_id
+                                                         else req.summary_model_id or ""), debug=debug)
+            if outcome is not None and outcome.rendered_content:
+                await self.sessions.messages.update_fields(req.user_message_id,
+                                                           rendered_content=outcome.rendered_content)
+            if reason:
+                await handler.append("stop", "", True, {"session_id": sid, "message_id": mid, "reason": reason},
+                                     f"stop-{time.time_ns()}")
+            else:
+                await handler.append("complete", "", True, {"total_steps": len(steps),
+                                                            "total_duration_ms": duration_ms},
+                                     f"complete-{time.time_ns()}")
+        except Exception:  # noqa: BLE001 - last resort: the message must not stay incomplete
+            log.exception("could not finish turn %s", mid)
+            with contextlib.suppress(Exception):
+                await self.sessions.messages.update_fields(mid, content=handler.final_answer, is_completed=True)
+                await handler.append("complete", "", True, {"total_steps": 0, "total_duration_ms": 0})
+        if title_task is not None:
+            try:
+                title = await asyncio.wait_for(title_task, TITLE_TIMEOUT_S)
+                if not reason:
+                    await ctx.bus.emit(BusEvent.SESSION_TITLE, {"session_id": sid, "title": title})
+            except Exception:  # noqa: BLE001 - titles are best effort
+                log.warning("title for session %s not generated", sid, exc_info=True)
+
+    # --- stop ---------------------------------------------------------------------------------------------------
+    async def stop(self, tenant_id: int, session_id: str, message_id: str) -> str:
+        message = await self.sessions.get_message(tenant_id, message_id)
+        if message is None:
+            raise WireError(404, {"error": "Message not found"})
+        if message.session_id != session_id:
+            raise WireError(403, {"error": "Message does not belong to this session"})
+        if await self.sessions.sessions.get(tenant_id, session_id) is None:
+            raise WireError(404, {"error": "Session not found"})
+        if message.is_completed:
+            return "Message already completed"
+        await self.stops.request_stop(message_id)
+        if not await self._wait_for_end(session_id, message_id, self.stop_grace_seconds):
+            await self._end_orphan(message)
+        return "Generation stopped"
+
+    async def _wait_for_end(self, session_id: str, message_id: str, seconds: float) -> bool:
+        try:
+            async with asyncio.timeout(seconds):
+                async for event in self.log.follow(session_id, message_id):
+                    if event.type in ("stop", "complete"):
+                        return True
+        except TimeoutError:
+            return False
+        return False
+
+    async def _end_orphan(self, message: Message) -> None:
+        """No process ended the turn after a stop: rebuild the partial answer from the log and end it here."""
+        events = await self.log.read(message.session_id, message.id)
+        answer = "".join(e.content for e in events if e.type == "answer")
+        refs: list[dict[str, Any]] = []
+        for e in events:
+            if e.type == "references":
+                refs = list(e.data.get("references") or [])
+        await self.sessions.messages.update_fields(message.id, content=answer, knowledge_references=refs,
+                                                   is_completed=True, debug={"stopped": "orphaned"})
+        await self.log.append(message.session_id, message.id, StreamEvent(
+            id=f"stop-{time.time_ns()}", type="stop", done=True,
+            data={"session_id": message.session_id, "message_id": message.id, "reason": "user_requested"}))
+
+    # --- resume -------------------------------------------------------------------------------------------------
+    async def resume_target(self, tenant_id: int, session_id: str, message_id: str) -> Message:
+        """Checks for continue-stream; returns the assistant message whose log is to be replayed."""
+        if not message_id:
+            raise WireError(400, {"success": False, "error": "message_id is required"})
+        session: Session = await self.sessions.get(tenant_id, session_id)
+        message = await self.sessions.get_message(tenant_id, message_id)
+        if message is None or message.session_id != session.id:
+            raise WireError(404, {"success": False, "error": "Incomplete message not found"})
+        if not await self.log.exists(session_id, message_id):
+            raise WireError(404, {"success": False, "error": "No stream events found"})
+        return message
+
+    def is_running(self, message_id: str) -> bool:
+        return message_id in self._tasks
+
+    async def wait_idle(self) -> None:
+        """Waits for every running turn (tests, orderly shutdown)."""
+        while self._tasks or self._side_tasks:
+            await asyncio.gather(*self._tasks.values(), *self._side_tasks, return_exceptions=True)
+
+    async def close(self) -> None:
+        for task in list(self._tasks.values()):
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), *self._side_tasks, return_exceptions=True)

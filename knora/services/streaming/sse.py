@@ -1,0 +1,97 @@
+"""SSE frames exactly as WeKnora writes them (api §2.1–2.2), and the log → frames loop of a response.
+
+``event:message`` with no space, one-line JSON, ``id`` = the request id on every frame. Between frames a comment
+line keeps proxies from closing an idle connection (WeKnora sends none; every SSE parser skips comments). The
+loop only reads the log, so a client leaving ends the loop and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from knora.domain.stream import StreamEvent
+from knora.ports.stream_log import StreamLog
+
+KEEPALIVE = b": keep-alive\n\n"
+TITLE_WAIT_S = 3.0
+LIVE_STOP_TEXT = "Generation stopped by user"
+
+
+def frame(event: StreamEvent, request_id: str, *, live: bool = False) -> bytes:
+    payload: dict[str, Any] = {"id": request_id, "response_type": event.type, "content": event.content,
+                               "done": event.done}
+    data = event.data
+    if event.type == "references":
+        refs = data.get("references") or []
+        if refs:
+            payload["knowledge_references"] = refs
+    elif event.type == "agent_query":
+        payload["session_id"] = data.get("session_id", "")
+        payload["assistant_message_id"] = data.get("assistant_message_id", "")
+    elif event.type == "stop" and live:
+        payload["content"] = LIVE_STOP_TEXT
+        data = {}
+    if data:
+        payload["data"] = data
+    return b"event:message\ndata:" + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+
+
+async def with_keepalive(events: AsyncIterator[StreamEvent], interval: float) -> AsyncIterator[StreamEvent | None]:
+    """Yields events, and ``None`` whenever ``interval`` seconds pass without one (never cancels the source)."""
+    pending: asyncio.Future[StreamEvent] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(events))  # type: ignore[arg-type]
+            done, _ = await asyncio.wait({pending}, timeout=interval)
+            if not done:
+                yield None
+                continue
+            fut, pending = pending, None
+            try:
+                yield fut.result()
+            except StopAsyncIteration:
+                return
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(BaseException):
+                await aclose()
+
+
+async def stream_frames(log: StreamLog, session_id: str, message_id: str, request_id: str, *, after: int = -1,
+                        live: bool = False, wait_for_title: bool = False,
+                        keepalive: float = 15.0) -> AsyncIterator[bytes]:
+    """Frames of the log from ``after`` on, live until complete/stop; then (if asked) ≤3 s for the title."""
+    last = after
+    completed = False
+    async for item in with_keepalive(log.follow(session_id, message_id, after), keepalive):
+        if item is None:
+            yield KEEPALIVE
+            continue
+        last = item.seq
+        yield frame(item, request_id, live=live)
+        if item.type == "stop" and live:
+            return
+        completed = item.type == "complete"
+    if not (completed and wait_for_title):
+        return
+    # Never yield inside asyncio.timeout(): the deadline would fire in the consumer. Wait per event instead.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TITLE_WAIT_S
+    async for item in with_keepalive(log.follow(session_id, message_id, last), TITLE_WAIT_S / 6):
+        if loop.time() >= deadline:
+            return
+        if item is None:
+            continue
+        yield frame(item, request_id, live=live)
+        if item.type == "session_title":
+            return

@@ -1,0 +1,171 @@
+"""The store-api repositories on SQLite and PostgreSQL (``container`` is parametrised over both)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from knora.domain.knowledge import Chunk, ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus, Tag
+from knora.domain.models import ModelConfig
+from knora.ports.store import KnowledgeFilter
+
+pytestmark = pytest.mark.integration
+
+
+def _kb(c: Any, name: str = "kb") -> KnowledgeBase:
+    return KnowledgeBase(tenant_id=c.default_tenant_id, name=name, chunking_config=ChunkingConfig(chunk_size=300))
+
+
+def _doc(kb: KnowledgeBase, **kw: Any) -> Knowledge:
+    return Knowledge(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, **kw)
+
+
+def _chunks(k: Knowledge, n: int) -> list[Chunk]:
+    return [Chunk(tenant_id=k.tenant_id, knowledge_base_id=k.knowledge_base_id, knowledge_id=k.id,
+                  content=f"chunk {i}", chunk_index=i) for i in range(n)]
+
+
+class TestKnowledgeBaseRepo:
+    async def test_round_trip_keeps_nested_config_and_timezones(self, container: Any) -> None:
+        repo = container.repos.kbs
+        kb = await repo.create(_kb(container))
+        got = await repo.get(container.default_tenant_id, kb.id)
+        assert got is not None
+        assert got.chunking_config.chunk_size == 300
+        assert got.created_at.tzinfo is not None
+        assert got.name == "kb"
+
+    async def test_other_tenant_sees_nothing(self, container: Any) -> None:
+        kb = await container.repos.kbs.create(_kb(container))
+        other, _ = await container.tenants.create("other")
+        assert await container.repos.kbs.get(other.id, kb.id) is None
+        assert await container.repos.kbs.list(other.id) == []
+        assert await container.repos.kbs.delete(other.id, kb.id) is False
+
+    async def test_stats_count_documents_chunks_and_busy_ones(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        done = await r.knowledge.create(_doc(kb, title="a", parse_status=ParseStatus.COMPLETED))
+        await r.knowledge.create(_doc(kb, title="b"))
+        await r.chunks.replace_for_knowledge(done.id, _chunks(done, 3))
+        stats = (await r.kbs.stats(kb.tenant_id, [kb.id]))[kb.id]
+        assert (stats.knowledge_count, stats.chunk_count, stats.processing_count) == (2, 3, 1)
+
+    async def test_delete_removes_documents_chunks_and_tags(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        k = await r.knowledge.create(_doc(kb))
+        await r.chunks.replace_for_knowledge(k.id, _chunks(k, 2))
+        await r.tags.create(Tag(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, name="t"))
+        assert await r.kbs.delete(kb.tenant_id, kb.id)
+        assert await r.knowledge.get(None, k.id) is None
+        assert await r.chunks.ids_for_knowledge(k.id) == []
+        assert (await r.tags.list(kb.tenant_id, kb.id, page=1, page_size=10)).total == 0
+
+
+class TestKnowledgeRepo:
+    async def test_list_pages_and_filters(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        for i in range(5):
+            await r.knowledge.create(_doc(kb, title=f"Doc {i}", file_type="pdf" if i % 2 else "md"))
+        page1 = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=2)
+        page3 = await r.knowledge.list(kb.tenant_id, kb.id, page=3, page_size=2)
+        assert page1.total == 5 and len(page1.items) == 2 and len(page3.items) == 1
+        ids = {k.id for k in page1.items} | {k.id for k in page3.items}
+        assert len(ids) == 3
+        pdfs = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=10,
+                                      filters=KnowledgeFilter(file_type="pdf"))
+        assert pdfs.total == 2
+        kw = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=10, filters=KnowledgeFilter(keyword="doc 3"))
+        assert [k.title for k in kw.items] == ["Doc 3"]
+
+    async def test_find_duplicate_by_hash_and_url(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        a = await r.knowledge.create(_doc(kb, file_hash="h1"))
+        u = await r.knowledge.create(_doc(kb, type="url", source="https://example.org/x"))
+        assert (await r.knowledge.find_duplicate(kb.id, file_hash="h1")).id == a.id  # type: ignore[union-attr]
+        assert (await r.knowledge.find_duplicate(kb.id, source="https://example.org/x")).id == u.id  # type: ignore
+        assert await r.knowledge.find_duplicate(kb.id, file_hash="h2") is None
+        other = await r.kbs.create(_kb(container, "other"))
+        assert await r.knowledge.find_duplicate(other.id, file_hash="h1") is None
+
+    async def test_set_status_reports_missing_documents(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        k = await r.knowledge.create(_doc(kb))
+        assert await r.knowledge.set_status(k.id, ParseStatus.FAILED, "bad file")
+        got = await r.knowledge.get(kb.tenant_id, k.id)
+        assert got is not None and got.parse_status == ParseStatus.FAILED and got.error_message == "bad file"
+        assert await r.knowledge.set_status("00000000-0000-0000-0000-000000000000", ParseStatus.FAILED) is False
+
+
+class TestChunkRepo:
+    async def test_replace_swaps_all_chunks_and_completes_in_one_step(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        k = await r.knowledge.create(_doc(kb))
+        first = _chunks(k, 3)
+        assert await r.chunks.replace_for_knowledge(k.id, first) == []
+        second = _chunks(k, 2)
+        old = await r.chunks.replace_for_knowledge(k.id, second, complete={"parse_status": "completed", "title": "T"})
+        assert sorted(old or []) == sorted(c.id for c in first)
+        assert sorted(await r.chunks.ids_for_knowledge(k.id)) == sorted(c.id for c in second)
+        got = await r.knowledge.get(None, k.id)
+        assert got is not None and got.parse_status == ParseStatus.COMPLETED and got.title == "T"
+
+    async def test_replace_for_a_deleted_document_writes_nothing(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        k = await r.knowledge.create(_doc(kb))
+        await r.knowledge.delete(kb.tenant_id, k.id)
+        assert await r.chunks.replace_for_knowledge(k.id, _chunks(k, 2)) is None
+        assert await r.chunks.ids_for_knowledge(k.id) == []
+
+    async def test_list_orders_by_index_filters_type_and_delete_relinks(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        k = await r.knowledge.create(_doc(kb))
+        cs = _chunks(k, 3)
+        for a, b in zip(cs, cs[1:], strict=False):
+            a.next_chunk_id, b.pre_chunk_id = b.id, a.id
+        cs.append(Chunk(tenant_id=k.tenant_id, knowledge_base_id=kb.id, knowledge_id=k.id, content="p",
+                        chunk_type="parent_text", chunk_index=0))
+        await r.chunks.replace_for_knowledge(k.id, list(reversed(cs)))
+        texts = await r.chunks.list(kb.tenant_id, k.id, page=1, page_size=10, chunk_types=["text"])
+        assert [c.chunk_index for c in texts.items] == [0, 1, 2] and texts.total == 3
+        assert await r.chunks.delete(kb.tenant_id, cs[1].id)
+        first = await r.chunks.get(kb.tenant_id, cs[0].id)
+        last = await r.chunks.get(kb.tenant_id, cs[2].id)
+        assert first is not None and last is not None
+        assert first.next_chunk_id == cs[2].id and last.pre_chunk_id == cs[0].id
+
+
+class TestTagAndModelRepos:
+    async def test_tag_counts_and_delete_untags(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        tag = await r.tags.create(Tag(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, name="red"))
+        k = await r.knowledge.create(_doc(kb, tag_id=tag.id))
+        chunks = _chunks(k, 2)
+        for ch in chunks:
+            ch.tag_id = tag.id
+        await r.chunks.replace_for_knowledge(k.id, chunks)
+        page = await r.tags.list(kb.tenant_id, kb.id, page=1, page_size=10)
+        assert [(t.name, kc, cc) for t, kc, cc in page.items] == [("red", 1, 2)]
+        assert await r.tags.delete(kb.tenant_id, tag.id)
+        got = await r.knowledge.get(None, k.id)
+        assert got is not None and got.tag_id is None
+
+    async def test_models_are_per_tenant_and_keep_the_key(self, container: Any) -> None:
+        r = container.repos
+        m = await r.models.create(ModelConfig(tenant_id=container.default_tenant_id, name="gpt", type="KnowledgeQA",
+                                              api_key="secret", parameters={"base_url": "http://x"}))
+        got = await r.models.get(container.default_tenant_id, m.id)
+        assert got is not None and got.api_key == "secret" and got.parameters == {"base_url": "http://x"}
+        other, _ = await container.tenants.create("other")
+        assert await r.models.get(other.id, m.id) is None
+        assert [x.id for x in await r.models.list(container.default_tenant_id, type="KnowledgeQA")] == [m.id]
+        assert await r.models.list(container.default_tenant_id, type="Embedding") == []

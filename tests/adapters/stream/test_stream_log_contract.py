@@ -1,0 +1,180 @@
+"""One contract for every StreamLog and StopSignals implementation (memory and Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from knora.adapters.stream.memory import MemoryStopSignals, MemoryStreamLog
+from knora.adapters.stream.redis import RedisStopSignals, RedisStreamLog
+from knora.domain.stream import StreamEvent
+from knora.ports.stream_log import StopSignals, StreamLog
+from tests.conftest import REDIS_URL
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=[pytest.mark.redis, pytest.mark.integration])])
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Any, Any]]:
+    if request.param == "memory":
+        pair: tuple[Any, Any] = (MemoryStreamLog(ttl_seconds=60), MemoryStopSignals())
+    else:
+        prefix = request.getfixturevalue("redis_prefix")
+        pair = (RedisStreamLog(REDIS_URL, prefix=prefix, ttl_seconds=60), RedisStopSignals(REDIS_URL, prefix=prefix))
+    yield pair
+    await pair[0].close()
+    await pair[1].close()
+
+
+def ev(kind: str, content: str = "", done: bool = False) -> StreamEvent:
+    return StreamEvent(id=f"e-{kind}", type=kind, content=content, done=done)
+
+
+async def collect(it: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
+    return [e async for e in it]
+
+
+class TestStreamLogContract:
+    async def test_satisfies_ports(self, backend: tuple[Any, Any]) -> None:
+        assert isinstance(backend[0], StreamLog) and isinstance(backend[1], StopSignals)
+
+    async def test_append_assigns_gap_free_seq(self, backend: tuple[Any, Any]) -> None:
+        log = backend[0]
+        seqs = [await log.append("s", "m", ev("answer", str(i))) for i in range(5)]
+        assert seqs == [0, 1, 2, 3, 4]
+        assert [e.seq for e in await log.read("s", "m")] == [0, 1, 2, 3, 4]
+        assert [e.content for e in await log.read("s", "m", after=2)] == ["3", "4"]
+        assert await log.read("s", "m", after=4) == []
+        assert await log.read("s", "other") == []
+        assert await log.exists("s", "m") and not await log.exists("s", "other")
+
+    async def test_round_trip_keeps_fields(self, backend: tuple[Any, Any]) -> None:
+        log = backend[0]
+        e = StreamEvent(id="x1", type="references", content="c", done=True,
+                        data={"references": [{"id": "k", "score": 0.5, "metadata": {"a": "b"}}]})
+        await log.append("s", "m", e)
+        (got,) = await log.read("s", "m")
+        assert got.model_dump(exclude={"seq"}) == e.model_dump(exclude={"seq"}) and got.seq == 0
+
+    async def test_streams_are_separate(self, backend: tuple[Any, Any]) -> None:
+        log = backend[0]
+        await log.append("s", "m1", ev("a"))
+        await log.append("s", "m2", ev("b"))
+        assert await log.append("s", "m1", ev("c")) == 1
+        assert [e.type for e in await log.read("s", "m1")] == ["a", "c"]
+
+    async def test_follow_replays_then_follows_live_until_terminal(self, backend: tuple[Any, Any]) -> None:
+        log = backend[0]
+        await log.append("s", "m", ev("agent_query", done=True))
+        await log.append("s", "m", ev("answer", "Hel"))
+        task = asyncio.create_task(collect(log.follow("s", "m")))
+        await asyncio.sleep(0.05)
+        assert not task.done()
+        await log.append("s", "m", ev("answer", "lo"))
+        await log.append("s", "m", ev("error", "boom", done=True))  # errors do not end a turn
+        await log.append("s", "m", ev("complete", done=True))
+        await log.append("s", "m", ev("session_title", "T", done=True))
+        got = await asyncio.wait_for(task, 10)
+        assert [e.type for e in got] == ["agent_query", "answer", "answer", "error", "complete"]
+        assert [e.seq for e in got] == [0, 1, 2, 3, 4]
+
+    async def test_follow_from_cursor_has_no_gap_or_duplicate(self, backend: tuple[Any, Any]) -> None:
+        log = backend[0]
+        for i in range(3):
+            await log.append("s", "m", ev("answer", str(i)))
+        task = asyncio.create_task(collect(log.follow("s", "m", after=1)))
+        for i in range(3, 6):
+            await log.append("s", "m", ev("answer", str(i)))
+        await log.append("s", "m", ev("stop", done=True))
+        got = await asyncio.wait_for(task, 10)
+        assert [e.content for e in got] == ["2", "3", "4", "5", ""]
+        assert got[-1].type == "stop"
+
+    async def test_follow_waits_for_a_stream_that_starts_later(self, backend: tuple[Any, Any]) -> None:
+        log = backend[0]
+        task = asyncio.create_task(collect(log.follow("s", "late")))
+        await asyncio.sleep(0.05)
+        await log.append("s", "late", ev("answer", "x"))
+        await log.append("s", "late", ev("complete", done=True))
+        assert [e.type for e in await asyncio.wait_for(task, 10)] == ["answer", "complete"]
+
+    async def test_many_followers_all_see_everything(self, backend: tuple[Any, Any]) -> None:
+        log = backend[0]
+        tasks = [asyncio.create_task(collect(log.follow("s", "m"))) for _ in range(20)]
+        await asyncio.sleep(0.05)
+        for i in range(50):
+            await log.append("s", "m", ev("answer", str(i)))
+        await log.append("s", "m", ev("complete", done=True))
+        results = await asyncio.wait_for(asyncio.gather(*tasks), 20)
+        for got in results:
+            assert [e.seq for e in got] == list(range(51))
+
+
+class TestStopSignalsContract:
+    async def test_stop_wakes_a_waiter(self, backend: tuple[Any, Any]) -> None:
+        stops = backend[1]
+        assert not await stops.is_stopped("m")
+        waiter = asyncio.create_task(stops.wait_for_stop("m"))
+        other = asyncio.create_task(stops.wait_for_stop("m-other"))
+        await asyncio.sleep(0.1)
+        await stops.request_stop("m")
+        await asyncio.wait_for(waiter, 10)
+        assert await stops.is_stopped("m") and not await stops.is_stopped("m-other")
+        assert not other.done()
+        other.cancel()
+
+    async def test_stop_before_wait_returns_at_once(self, backend: tuple[Any, Any]) -> None:
+        stops = backend[1]
+        await stops.request_stop("early")
+        await asyncio.wait_for(stops.wait_for_stop("early"), 10)
+
+
+@pytest.mark.unit
+class TestMemoryRetention:
+    async def test_expired_streams_are_dropped(self) -> None:
+        log = MemoryStreamLog(ttl_seconds=0)
+        await log.append("s", "m", ev("answer"))
+        await asyncio.sleep(0.01)
+        assert not await log.exists("s", "m")
+        assert await log.read("s", "m") == []
+
+    async def test_stream_count_is_bounded(self) -> None:
+        log = MemoryStreamLog(ttl_seconds=3600, max_streams=10)
+        for i in range(50):
+            await log.append("s", f"m{i}", ev("answer"))
+        assert len(log._streams) <= 11
+        assert await log.exists("s", "m49") and not await log.exists("s", "m0")
+
+
+@pytest.mark.redis
+@pytest.mark.integration
+class TestRedisSpecifics:
+    async def test_key_layout_and_ttl_refreshed_on_append(self, redis_prefix: str) -> None:
+        import redis.asyncio as aioredis
+
+        log = RedisStreamLog(REDIS_URL, prefix=redis_prefix, ttl_seconds=100)
+        raw = aioredis.Redis.from_url(REDIS_URL)
+        try:
+            key = f"{redis_prefix}:stream:events:s:m"
+            await log.append("s", "m", ev("answer"))
+            await raw.expire(key, 5)
+            await log.append("s", "m", ev("answer"))
+            assert 90 < await raw.ttl(key) <= 100
+            assert await raw.type(key) == b"stream"
+        finally:
+            await raw.aclose()
+            await log.close()
+
+    async def test_two_clients_share_one_log(self, redis_prefix: str) -> None:
+        a = RedisStreamLog(REDIS_URL, prefix=redis_prefix)
+        b = RedisStreamLog(REDIS_URL, prefix=redis_prefix)
+        try:
+            task = asyncio.create_task(collect(b.follow("s", "m")))
+            await a.append("s", "m", ev("answer", "1"))
+            assert await b.append("s", "m", ev("answer", "2")) == 1
+            await a.append("s", "m", ev("complete", done=True))
+            assert [e.content for e in await asyncio.wait_for(task, 10)] == ["1", "2", ""]
+        finally:
+            await a.close()
+            await b.close()

@@ -1,0 +1,186 @@
+"""Browser-test fixtures: a real Knora server (a uvicorn subprocess with its own data dir), the fake model server,
+and Debian's chromium driven by Playwright. Each test may save a screenshot to docs/screenshots/."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fakes.model_server import FakeModelServer
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "docs" / "screenshots"
+API_KEY = "sk-web-test"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+                 "--no-first-run", "--disable-component-update", "--disable-sync"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.browser)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes] | None = None, tries: int = 300) -> None:
+    for _ in range(tries):
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            if httpx.get(url, timeout=1).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def require_routes(*modules: str) -> None:
+    """Skip while another area's router module has not landed yet (the UI is built against the spec)."""
+    missing = [m for m in modules if importlib.util.find_spec(f"knora.api.routes.{m}") is None]
+    if missing:
+        pytest.skip(f"API routes not implemented yet: {', '.join(missing)}")
+
+
+class KnoraServer:
+    def __init__(self, base_url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+        self.base_url = base_url
+        self.proc = proc
+        self.log = log
+        self.http = httpx.Client(base_url=f"{base_url}/api/v1", headers={"X-API-Key": API_KEY}, timeout=30)
+
+    def api(self, method: str, path: str, **kw: Any) -> Any:
+        r = self.http.request(method, path, **kw)
+        assert r.status_code < 400, f"{method} {path} -> {r.status_code} {r.text[:300]}"
+        return r.json().get("data")
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeModelServer]:
+    with FakeModelServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def start_server(tmp_path: Path, fake_model: FakeModelServer) -> Iterator[Callable[..., KnoraServer]]:
+    servers: list[KnoraServer] = []
+
+    def _start(**env_overrides: str) -> KnoraServer:
+        port = free_port()
+        env = {**os.environ, "KNORA_DATA_DIR": str(tmp_path / f"data{len(servers)}"), "KNORA_EMBEDDER": "local:hash",
+               "KNORA_SAMPLE_KB": "false", "KNORA_API_KEY": API_KEY, "KNORA_LOG_LEVEL": "WARNING",
+               "KNORA_CHAT_MODEL": "openai:fake-chat", "KNORA_CHAT_BASE_URL": fake_model.base_url,
+               "KNORA_CHAT_API_KEY": "sk-fake"}
+        env.update(env_overrides)
+        env = {k: v for k, v in env.items() if v != ""}
+        log = tmp_path / f"server{len(servers)}.log"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--factory", "knora.api.app:create_app", "--host", "127.0.0.1",
+             "--port", str(port), "--log-level", "warning"],
+            cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            wait_http(f"{base}/health", proc)
+        except RuntimeError:
+            proc.kill()
+            raise RuntimeError(log.read_text()[-3000:]) from None
+        server = KnoraServer(base, proc, log)
+        servers.append(server)
+        return server
+
+    yield _start
+    for s in servers:
+        s.http.close()
+        s.proc.terminate()
+        try:
+            s.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            s.proc.kill()
+
+
+@pytest.fixture
+def server(start_server: Callable[..., KnoraServer]) -> KnoraServer:
+    return start_server()
+
+
+@pytest.fixture(scope="session")
+def static_server() -> Iterator[str]:
+    """Just the UI's static files (knora.web.mount on a bare FastAPI app), for the JS unit tests."""
+    import uvicorn
+    from fastapi import FastAPI
+
+    from knora.web.mount import mount
+
+    app = FastAPI()
+    mount(app)
+    port = free_port()
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    wait_http(f"http://127.0.0.1:{port}/index.html")
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    exe = shutil.which("chromium")
+    if not exe:
+        pytest.skip("Debian's chromium is not installed (make browser)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class PageErrors(list[str]):
+    pass
+
+
+@pytest.fixture
+def new_page(browser: Any) -> Iterator[Callable[..., Any]]:
+    contexts: list[Any] = []
+
+    def _new(width: int = 1280, height: int = 820, **kw: Any) -> Any:
+        ctx = browser.new_context(viewport={"width": width, "height": height}, **kw)
+        ctx.set_default_timeout(20_000)
+        contexts.append(ctx)
+        page = ctx.new_page()
+        errors = PageErrors()
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.js_errors = errors
+        return page
+
+    yield _new
+    for ctx in contexts:
+        for p in ctx.pages:
+            errs = getattr(p, "js_errors", [])
+            assert not errs, f"JavaScript errors on the page: {errs}"
+        ctx.close()
+
+
+def shot(page: Any, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path
