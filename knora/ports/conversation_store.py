@@ -40,9 +40,14 @@ class SessionRepo(Protocol):
 class MessageRepo(Protocol):
     async def create(self, message: Message) -> Message: ...
 
-    async def create_pair(self, user: Message, assistant: Message) -> None:
-        """Both messages of a turn in one transaction (a turn never has half its rows)."""
+    async def create_pair(self, user: Message, assistant: Message,
+                          session_fields: dict[str, Any] | None = None) -> None:
+        """Both messages of a turn in one transaction (a turn never has half its rows), plus optional updates
+        of the session row (e.g. ``last_request_state``)."""
         ...
+
+    async def complete(self, message_id: str, fields: dict[str, Any], *, user_message_id: str = "",
+                       user_fields: dict[str, Any] | None = None) -> None: ...
 
     async def get(self, tenant_id: int, message_id: str) -> Message | None: ...
 

@@ -54,10 +54,11 @@ class OpenAIEmbedder:
 
     async def _batch(self, texts: list[str]) -> np.ndarray:
         async def call() -> np.ndarray:
-            kwargs: dict[str, object] = {"model": self._model, "input": texts, "encoding_format": "float"}
             if self._request_dimensions:
-                kwargs["dimensions"] = self._request_dimensions
-            reply = await self._client.embeddings.create(**kwargs)  # type: ignore[call-overload]
+                reply = await self._client.embeddings.create(model=self._model, input=texts, encoding_format="float",
+                                                             dimensions=self._request_dimensions)
+            else:  # compatible servers may reject an explicit ``dimensions``, so send it only when asked for
+                reply = await self._client.embeddings.create(model=self._model, input=texts, encoding_format="float")
             rows = sorted(reply.data, key=lambda d: d.index)
             if len(rows) != len(texts):
                 raise ValueError(f"embedding server returned {len(rows)} vectors for {len(texts)} inputs")

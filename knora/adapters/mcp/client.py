@@ -68,11 +68,12 @@ class MCPClient:
             else:
                 raise MCPUnavailable(f"unknown MCP transport: {self.service.transport_type}")
             try:
-                client = await asyncio.wait_for(stack.enter_async_context(
-                    Client(transport, cache=None, read_timeout_seconds=self.timeout)), self.timeout)
+                async with asyncio.timeout(self.timeout):  # same task: the SDK's cancel scopes must not hop tasks
+                    client = await stack.enter_async_context(
+                        Client(transport, cache=None, read_timeout_seconds=self.timeout))
             except MCPUnavailable:
                 raise
-            except BaseException as exc:  # noqa: BLE001 - SDK raises anyio/httpx groups; one clear error out
+            except BaseException as exc:
                 if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
                     raise
                 raise MCPUnavailable(f"cannot connect to MCP service {self.service.name}: {_describe(exc)}") from exc
@@ -81,11 +82,12 @@ class MCPClient:
     async def list_tools(self) -> list[Any]:
         try:
             async with self.session() as client:
-                result = await asyncio.wait_for(client.list_tools(), self.timeout)
+                async with asyncio.timeout(self.timeout):
+                    result = await client.list_tools()
                 return list(result.tools)
         except MCPUnavailable:
             raise
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
                 raise
             raise MCPUnavailable(f"MCP service {self.service.name} failed to list tools: {_describe(exc)}") from exc
@@ -93,10 +95,11 @@ class MCPClient:
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         try:
             async with self.session() as client:
-                return await asyncio.wait_for(client.call_tool(name, arguments), self.timeout)
+                async with asyncio.timeout(self.timeout):
+                    return await client.call_tool(name, arguments)
         except MCPUnavailable:
             raise
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
                 raise
             raise MCPUnavailable(f"MCP call {name} on {self.service.name} failed: {_describe(exc)}") from exc

@@ -9,7 +9,7 @@ import asyncio
 import logging
 
 from knora.adapters.mcp.client import MCPClient, MCPUnavailable
-from knora.adapters.mcp.tool import MCPTool
+from knora.adapters.mcp.tool import MCPTool, tool_name
 from knora.domain.mcp import MCPService
 from knora.ports.agent_store import MCPServiceRepo
 from knora.ports.tool import ApprovalGate, Tool
@@ -38,7 +38,8 @@ class MCPToolset:
 
     async def tools_for(self, service: MCPService) -> list[Tool]:
         client = self.client(service)
-        remote = await asyncio.wait_for(client.list_tools(), LIST_TIMEOUT)
+        async with asyncio.timeout(LIST_TIMEOUT):
+            remote = await client.list_tools()
         approvals = service.tool_approvals or {}
         return [MCPTool(client, r, approval=self.approval, needs_approval=bool(approvals.get(r.name)),
                         approval_timeout=self.approval_timeout) for r in remote]
@@ -51,3 +52,16 @@ class MCPToolset:
             except (MCPUnavailable, TimeoutError) as exc:
                 log.warning("MCP service %s skipped: %s", service.name, exc)
         return out
+
+    async def probe(self, service: MCPService) -> tuple[bool, str, list[dict[str, object]]]:
+        """For the API's test/tools endpoints: (reachable, message, tool descriptions)."""
+        try:
+            async with asyncio.timeout(LIST_TIMEOUT):
+                remote = await self.client(service).list_tools()
+        except (MCPUnavailable, TimeoutError) as exc:
+            return False, str(exc) or "timed out", []
+        approvals = service.tool_approvals or {}
+        tools: list[dict[str, object]] = [{
+            "name": t.name, "registered_name": tool_name(service.name, t.name), "description": t.description or "",
+            "input_schema": t.input_schema or {}, "requires_approval": bool(approvals.get(t.name))} for t in remote]
+        return True, f"connected: {len(tools)} tool(s)", tools

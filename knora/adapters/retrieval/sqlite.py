@@ -5,14 +5,18 @@ float32 blobs there and are loaded per knowledge base into a :class:`VectorSet` 
 CLI ingesting while the server runs) may write the same file, so every write also appends to a change log; before
 a search the engine reads the log's last sequence number (one indexed lookup) and replays only what it missed.
 
-Scores: vector = cosine in [-1, 1]; keyword = FTS5 BM25 ``s`` mapped to ``s / (s + KEYWORD_K)`` — monotonic, in
-[0, 1), and absolute rather than relative to the best hit, so a threshold of 0.3 means "about one distinctive term
-matched" (BM25 ≈ 0.43·K) in every query.
+Scores: vector = cosine in [-1, 1]; keyword = FTS5 BM25 ``s`` divided by ``Σ idf(t)`` over the query's distinct
+terms, capped at 1. ``Σ idf`` is what a row of average length containing every query term once scores, so the
+normalised value reads as "how much of the query's information this row covers" (terms absent from the corpus
+count too): monotonic in BM25 for a given
+query, comparable across queries and corpus sizes, and a keyword threshold of 0.3 means "about a third of the
+query's weighted terms matched" (idf as FTS5 computes it, from the fts5vocab table).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -27,7 +31,6 @@ from knora.domain.search import EngineHit, IndexRow, MatchType
 from knora.ports.retrieval import Capability, EngineQuery
 from knora.settings import Settings
 
-KEYWORD_K = 5.0
 _LOG_KEEP = 200_000  # change-log entries kept; a reader further behind reloads its sets
 
 _SCHEMA = """
@@ -50,6 +53,7 @@ CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_chunk ON knora_ret_rows(chunk_id);
 CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_knowledge ON knora_ret_rows(knowledge_id);
 CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_kb ON knora_ret_rows(kb_id, dim);
 CREATE VIRTUAL TABLE IF NOT EXISTS knora_ret_fts USING fts5(tokens, tokenize = 'ascii');
+CREATE VIRTUAL TABLE IF NOT EXISTS knora_ret_vocab USING fts5vocab(knora_ret_fts, 'row');
 CREATE TABLE IF NOT EXISTS knora_ret_log (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   kb_id TEXT NOT NULL,
@@ -80,6 +84,7 @@ class SqliteEngine:
         self._db_lock = threading.Lock()
         self._sets: dict[tuple[str, int], VectorSet] = {}
         self._sets_lock = threading.Lock()
+        self._count: tuple[int, int] = (-1, 0)  # (log head, row count) for idf
 
     @property
     def name(self) -> str:
@@ -325,8 +330,24 @@ class SqliteEngine:
         return [EngineHit(chunk_id=by_id[rid][1], source_id=by_id[rid][2], score=score, match_type=match_type,
                           content=by_id[rid][3]) for rid, score in found if rid in by_id]
 
+    def _idf_sum(self, conn: sqlite3.Connection, terms: list[str]) -> float:
+        """Σ idf over the query terms, exactly as FTS5's bm25() computes idf (so the ratio is a coverage)."""
+        head = self._head(conn)
+        if self._count[0] != head:
+            self._count = (head, int(conn.execute("SELECT count(*) FROM knora_ret_rows").fetchone()[0]))
+        n_rows = self._count[1]
+        df = dict(conn.execute(f"SELECT term, doc FROM knora_ret_vocab WHERE term IN ({','.join('?' * len(terms))})",
+                               terms).fetchall())
+        total = 0.0
+        for t in terms:  # a term no row contains still counts: the row matched only part of the query
+            n = df.get(t, 0)
+            idf = math.log((n_rows - n + 0.5) / (n + 0.5))
+            total += idf if idf > 0 else 1e-6
+        return total
+
     def _keyword(self, query: EngineQuery) -> list[EngineHit]:
-        match = tok.fts5_match(tok.query_terms(query.text))
+        terms = tok.query_terms(query.text)
+        match = tok.fts5_match(terms)
         if not match:
             return []
         where = ["knora_ret_fts MATCH ?", "r.is_enabled = 1", "r.knowledge_type = ?"]
@@ -338,24 +359,21 @@ class SqliteEngine:
                 params.extend(vals)
         if query.only_recommended:
             where.append("r.is_recommended = 1")
-        # s/(s+K) >= t  <=>  s >= t*K/(1-t); BM25 from FTS5 is negative (smaller is better).
-        t = min(max(query.threshold, 0.0), 0.999999)
-        if t > 0:
-            where.append("bm25(knora_ret_fts) <= ?")
-            params.append(-(t * KEYWORD_K / (1 - t)))
-        sql = (f"SELECT r.chunk_id, r.source_id, r.content, -bm25(knora_ret_fts) AS s FROM knora_ret_fts"
-               f" JOIN knora_ret_rows r ON r.id = knora_ret_fts.rowid WHERE {' AND '.join(where)}"
-               f" ORDER BY bm25(knora_ret_fts) LIMIT ?")
-        params.append(query.top_k)
         with self._db_lock:
-            rows = self._db().execute(sql, params).fetchall()
-        return [EngineHit(chunk_id=c, source_id=s, score=normalise_bm25(score), match_type=MatchType.KEYWORDS,
-                          content=content) for c, s, content, score in rows]
-
-
-def normalise_bm25(s: float) -> float:
-    s = max(float(s), 0.0)
-    return s / (s + KEYWORD_K)
+            conn = self._db()
+            norm = self._idf_sum(conn, terms)
+            if norm <= 0:
+                return []
+            if query.threshold > 0:  # normalised >= t  <=>  bm25 <= -t * norm (FTS5's bm25 is negative)
+                where.append("bm25(knora_ret_fts) <= ?")
+                params.append(-query.threshold * norm)
+            sql = (f"SELECT r.chunk_id, r.source_id, r.content, -bm25(knora_ret_fts) AS s FROM knora_ret_fts"
+                   f" JOIN knora_ret_rows r ON r.id = knora_ret_fts.rowid WHERE {' AND '.join(where)}"
+                   f" ORDER BY bm25(knora_ret_fts) LIMIT ?")
+            params.append(query.top_k)
+            rows = conn.execute(sql, params).fetchall()
+        return [EngineHit(chunk_id=c, source_id=s, score=min(max(score, 0.0) / norm, 1.0),
+                          match_type=MatchType.KEYWORDS, content=content) for c, s, content, score in rows]
 
 
 def build(settings: Settings) -> SqliteEngine:

@@ -36,7 +36,7 @@ BLOCK_MS = 5000  # a blocked XREAD returns at least this often, to notice an exp
 
 
 def _decode(entry_id: bytes | str, fields: dict[Any, Any]) -> StreamEvent | None:
-    raw = fields.get(b"e", fields.get("e"))
+    raw: Any = fields.get(b"e", fields.get("e"))
     eid = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
     try:
         seq = int(eid.split("-", 1)[1]) - 1
@@ -71,7 +71,7 @@ class RedisStreamLog:
         return int(seq)
 
     async def read(self, session_id: str, message_id: str, after: int = -1) -> list[StreamEvent]:
-        entries = await self._client.xrange(self.key(session_id, message_id), min=f"0-{after + 2}", max="+")
+        entries: Any = await self._client.xrange(self.key(session_id, message_id), min=f"0-{after + 2}", max="+")
         return [e for e in (_decode(i, f) for i, f in entries) if e is not None]
 
     async def follow(self, session_id: str, message_id: str, after: int = -1) -> AsyncIterator[StreamEvent]:
@@ -79,7 +79,7 @@ class RedisStreamLog:
         cursor = after
         seen = False
         while True:
-            reply = await self._blocking.xread({key: f"0-{cursor + 1}"}, block=BLOCK_MS)
+            reply: Any = await self._blocking.xread({key: f"0-{cursor + 1}"}, block=BLOCK_MS)
             if not reply:
                 if seen and not await self._client.exists(key):
                     return  # expired while followed
@@ -137,7 +137,7 @@ class RedisStopSignals:
                         waiter.set()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - reconnect; waiters re-check the key meanwhile
+            except Exception:
                 log.warning("stop-signal subscription lost; reconnecting", exc_info=True)
                 self._subscribed.clear()
                 await asyncio.sleep(0.5)

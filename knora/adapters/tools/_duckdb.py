@@ -56,15 +56,17 @@ def _xlsx_to_csv(data: bytes) -> bytes:
 
 def load(data: bytes, file_type: str, name: str) -> duckdb.DuckDBPyConnection:
     kind = (file_type or "").lower().lstrip(".")
+    extra = ""
     if kind in ("xlsx", "xlsm"):
         data = _xlsx_to_csv(data)
+        extra = ", types={'__sheet_name': 'VARCHAR'}"
     elif kind not in ("csv", "tsv", "txt"):
         raise DataError(f"data tools read CSV or Excel documents, not {file_type or 'unknown'} files")
     con = duckdb.connect(":memory:")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "data.csv"
         path.write_bytes(data)
-        con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM read_csv_auto(?, header=true)', [str(path)])
+        con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM read_csv_auto(?, header=true{extra})', [str(path)])
     lock(con)
     return con
 

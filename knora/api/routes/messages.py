@@ -24,7 +24,7 @@ def parse_time(value: str) -> datetime:
         digits = len(rest) - len(rest.lstrip("0123456789"))
         text = f"{head}.{rest[:min(digits, 6)]}{rest[digits:]}" if digits else text
     try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        dt = datetime.fromisoformat(text)
     except ValueError as exc:
         raise BadRequest("Invalid time format, please use RFC3339 or RFC3339Nano format") from exc
     if "T" not in text.upper() or dt.tzinfo is None:

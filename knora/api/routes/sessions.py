@@ -64,7 +64,7 @@ async def list_sessions(c: ContainerDep, tenant_id: TenantDep, page: str = "1", 
         raise ValidationFailed("page and page_size must be integers") from exc
     if p < 1 or not 1 <= size <= 1000:
         raise ValidationFailed("page must be ≥ 1 and page_size between 1 and 1000")
-    items, total = await c.session_service.list(tenant_id, page=p, page_size=size, keyword=keyword or None,
+    items, total = await c.session_service.list_sessions(tenant_id, page=p, page_size=size, keyword=keyword or None,
                                                 source=source or None, agent_id=agent_id or None)
     return ok([session_json(s) for s in items], total=total, page=p, page_size=size)
 

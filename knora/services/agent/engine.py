@@ -282,7 +282,7 @@ class AgentEngine:
                 msgs.append(ChatMessage(role="user", content=f"Tool {tc['name']} returned: {self.refs.encode_text(text)}"))
         msgs.append(ChatMessage(role="user", content=prompts.SYNTHESIS.format(query=query or (user.content if user else ""))))
         try:
-            answer = await stream_answer(self.model, context.sanitize(msgs),
+            answer = await stream_answer(self.model, msgs,
                                          ChatOptions(temperature=self.config.temperature),
                                          self.bus, timeout=self.config.llm_call_timeout)
         except asyncio.CancelledError:

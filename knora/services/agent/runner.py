@@ -21,12 +21,13 @@ from knora.services.agent import prompts
 from knora.services.agent.assembly import Capabilities, Catalog, build_registry, select_tools
 from knora.services.agent.config import EngineConfig, ensure_defaults
 from knora.services.agent.engine import AgentEngine
+from knora.services.agent.service import BUILTIN_CHAT_MODEL_ID
 from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
 
 log = logging.getLogger(__name__)
 MCPTools = Callable[[int, str | None, list[str]], Awaitable[list[Tool]]]
 SkillsPrompt = Callable[[list[str] | None], str]
-_THINK = re.compile(r"<think>.*?</think>", re.S)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 RETRIEVAL_TOOLS_NOTE = "[Previous retrieval result omitted — knowledge base may have changed. Please perform a fresh search.]"
 
 
@@ -54,7 +55,9 @@ class SmartReasoningRunner:
             return TurnOutcome(debug={"error": exc.message})
         if self.d.engine_overrides:
             cfg = cfg.model_copy(update=self.d.engine_overrides)
-        model_id = agent_cfg.get("model_id") or req.summary_model_id or None
+        model_id = req.summary_model_id or agent_cfg.get("model_id") or None
+        if model_id == BUILTIN_CHAT_MODEL_ID:  # "the settings' model", as GET /models lists it
+            model_id = None
         try:
             model = await self.d.chat_models.get(model_id, tenant_id=req.tenant_id)
         except Exception as exc:  # noqa: BLE001 - a clear error event, never a hang

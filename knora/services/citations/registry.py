@@ -175,7 +175,7 @@ class ReferenceRegistry:
     # --- prompts ------------------------------------------------------------------------------------------------
     def protocol_prompt(self) -> str:
         cite = _PROTOCOL_CITE_ON if self.citations_enabled else _PROTOCOL_CITE_OFF
-        return "\n\n".join((_PROTOCOL_SOURCES, cite, _PROTOCOL_RESOURCES))
+        return f"{_PROTOCOL_SOURCES}\n\n{cite}\n\n{_PROTOCOL_RESOURCES}"
 
     # --- model output → public text -----------------------------------------------------------------------------
     def public_tag(self, handle: str) -> str:
@@ -184,7 +184,7 @@ class ReferenceRegistry:
         if not HANDLE_SHAPE.match(h):
             return ""
         if h[0] == "c" and (entry := self._chunks.by_handle(h)):
-            esc = lambda v: html.escape(str(v), quote=True)  # noqa: E731
+            esc = lambda v: html.escape(str(v), quote=True)
             kb = entry.meta.get("kb_id") or ""
             kb_attr = f' kb_id="{esc(kb)}"' if kb else ""
             return f'<kb doc="{esc(entry.meta.get("title", ""))}" chunk_id="{esc(entry.key)}"{kb_attr} />'

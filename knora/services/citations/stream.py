@@ -142,7 +142,7 @@ class CitationStreamDecoder:
 
     def __init__(self, tag_for: TagFor, citations_enabled: bool = True,
                  resource_handles: Callable[[], list[tuple[str, str]]] | None = None) -> None:
-        self._res = _ResourceStage(resource_handles or (lambda: []))
+        self._res = _ResourceStage(resource_handles or (list))
         self._cite = _CitationStage(tag_for, citations_enabled)
         self._orphan = _OrphanStage()
 

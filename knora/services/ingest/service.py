@@ -258,7 +258,10 @@ class IngestService:
         doc = await asyncio.to_thread(self.d.parsers.parse, data, name)
         if not doc.text.strip():
             raise IngestFailure(f"{name} contains no text")
-        title = k.title or doc.title or PurePosixPath(name).stem
+        # A file's own title (PDF metadata, first heading, <title>) beats its file name; a title the user typed
+        # for a manual or URL document beats both.
+        explicit = k.title if k.type in ("manual", "url") else ""
+        title = explicit or doc.title or k.title or PurePosixPath(name).stem
         k = k.model_copy(update={"title": title})
         config = kb.chunking_config.normalised()
         drafts = await asyncio.to_thread(self.d.split, doc.text, config)

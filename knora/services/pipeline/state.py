@@ -148,6 +148,7 @@ class PipelineState:
     user_content: str = ""
     rendered_contexts: str = ""
     system_prompt: str = ""  # final system prompt (set by into_chat_message / completion)
+    passages: list[dict[str, str]] = field(default_factory=list)  # [{handle, content}] shown to the model
     system_prompt_override: str = ""
     image_description: str = ""
     quoted_context: str = ""

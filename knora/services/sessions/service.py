@@ -32,7 +32,7 @@ TITLE_PROMPT = (
     "language as the message."
 )
 
-ChatModelGetter = Callable[[str | None, int], Awaitable[ChatModel]]
+ChatModelGetter = Callable[[str | None, int], Awaitable[ChatModel | None]]
 
 
 def fallback_title(query: str) -> str:
@@ -73,7 +73,7 @@ class SessionService:
             raise NotFound("Session not found")
         return session
 
-    async def list(self, tenant_id: int, *, page: int, page_size: int, keyword: str | None = None,
+    async def list_sessions(self, tenant_id: int, *, page: int, page_size: int, keyword: str | None = None,
                    source: str | None = None, agent_id: str | None = None) -> tuple[list[Session], int]:
         return await self.sessions.list(tenant_id, page=page, page_size=page_size, keyword=keyword,
                                         source=source, agent_id=agent_id)
@@ -164,12 +164,12 @@ class SessionService:
         if self._chat_model is not None:
             try:
                 model = await self._chat_model(model_id, tenant_id)
-                if not str(getattr(model, "model_id", "")).endswith("extractive"):
+                if model is not None and not str(getattr(model, "model_id", "")).endswith("extractive"):
                     reply = await model.chat(
                         [ChatMessage(role="system", content=TITLE_PROMPT), ChatMessage(role="user", content=query)],
                         ChatOptions(temperature=0.3, thinking=False, max_tokens=64))
                     title = sanitize_title(reply.content)
-            except Exception:  # noqa: BLE001 - a title is never worth failing a turn
+            except Exception:
                 log.warning("title generation failed; using the query", exc_info=True)
         title = title or fallback_title(query)
         if not await self.sessions.set_title_if_empty(tenant_id, session_id, title):

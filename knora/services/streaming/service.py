@@ -68,7 +68,6 @@ class ChatService:
         self.max_query_chars = max_query_chars
         self.stop_grace_seconds = stop_grace_seconds
         self._tasks: dict[str, asyncio.Task[None]] = {}  # assistant message id -> running turn
-        self._side_tasks: set[asyncio.Task[Any]] = set()
 
     # --- intake -------------------------------------------------------------------------------------------------
     async def _resolve_agent(self, tenant_id: int, agent_id: str) -> AgentConfig | None:
@@ -111,12 +110,11 @@ class ChatService:
                             model_id=body.summary_model_id or "", created_at=now, updated_at=now)
         max_rounds = int((agent.config.get("history_turns") if agent else None) or DEFAULT_HISTORY_ROUNDS)
         history = await self.sessions.history(session_id, max_rounds, exclude_request_id=request_id)
-        await self.sessions.messages.create_pair(user, assistant)
-        self._spawn(self.sessions.set_last_request_state(tenant_id, session_id, {
-            "agent_id": body.agent_id, "agent_enabled": body.agent_enabled, "model_id": body.summary_model_id,
-            "knowledge_base_ids": kb_ids, "knowledge_ids": knowledge_ids, "tag_ids": tag_ids,
-            "mcp_service_ids": body.mcp_service_ids, "skill_names": body.skill_names,
-            "mentioned_items": body.mentioned_items, "web_search_enabled": body.web_search_enabled}))
+        state = {"agent_id": body.agent_id, "agent_enabled": body.agent_enabled, "model_id": body.summary_model_id,
+                 "knowledge_base_ids": kb_ids, "knowledge_ids": knowledge_ids, "tag_ids": tag_ids,
+                 "mcp_service_ids": body.mcp_service_ids, "skill_names": body.skill_names,
+                 "mentioned_items": body.mentioned_items, "web_search_enabled": body.web_search_enabled}
+        await self.sessions.messages.create_pair(user, assistant, {"last_request_state": state})
         await self.log.append(session_id, assistant.id, StreamEvent(
             id=f"query-{time.time_ns()}", type="agent_query", done=True,
             data={"session_id": session_id, "assistant_message_id": assistant.id}))
@@ -132,19 +130,13 @@ class ChatService:
         wants_title = not session.title and (kind == "smart" or not body.disable_title)
         task = asyncio.create_task(self._run(runner, req, kind, wants_title), name=f"turn-{assistant.id}")
         self._tasks[assistant.id] = task
-        task.add_done_callback(lambda _t, mid=assistant.id: self._tasks.pop(mid, None))
+        task.add_done_callback(self._forget)
         return StartedTurn(session_id, request_id, user.id, assistant.id, wants_title)
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
-        async def guarded() -> None:
-            try:
-                await coro
-            except Exception:  # noqa: BLE001 - side work (UI memo) never fails a turn
-                log.warning("background task failed", exc_info=True)
-
-        task = asyncio.create_task(guarded())
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        for mid, running in list(self._tasks.items()):
+            if running is task:
+                del self._tasks[mid]
 
     # --- the background run -------------------------------------------------------------------------------------
     async def _run(self, runner: TurnRunner, req: TurnRequest, kind: str, wants_title: bool) -> None:
@@ -179,7 +171,7 @@ class ChatService:
         else:
             try:
                 outcome = runner_task.result()
-            except Exception as exc:  # noqa: BLE001 - a failed runner still ends the turn cleanly
+            except Exception as exc:
                 failure = exc
                 log.exception("turn %s failed", mid)
         stop_task.cancel()
@@ -212,14 +204,16 @@ class ChatService:
                 debug["stopped"] = reason
             if outcome is not None:
                 debug.update(outcome.debug)
-            await self.sessions.messages.update_fields(
-                mid, content=content, knowledge_references=refs, agent_steps=steps, is_completed=True,
-                is_fallback=bool(not reason and outcome is not None and (outcome.is_fallback or handler.is_fallback)),
-                agent_duration_ms=duration_ms, model_id=(outcome.model_id if outcome and outcome.model_id
-                                                         else req.summary_model_id or ""), debug=debug)
-            if outcome is not None and outcome.rendered_content:
-                await self.sessions.messages.update_fields(req.user_message_id,
-                                                           rendered_content=outcome.rendered_content)
+            fields: dict[str, Any] = {
+                "content": content, "knowledge_references": refs, "agent_steps": steps, "is_completed": True,
+                "is_fallback": bool(not reason and outcome is not None
+                                    and (outcome.is_fallback or handler.is_fallback)),
+                "agent_duration_ms": duration_ms, "debug": debug,
+                "model_id": outcome.model_id if outcome and outcome.model_id else req.summary_model_id or ""}
+            user_fields = ({"rendered_content": outcome.rendered_content}
+                           if outcome is not None and outcome.rendered_content else None)
+            await self.sessions.messages.complete(mid, fields, user_message_id=req.user_message_id,
+                                                  user_fields=user_fields)
             if reason:
                 await handler.append("stop", "", True, {"session_id": sid, "message_id": mid, "reason": reason},
                                      f"stop-{time.time_ns()}")
@@ -227,7 +221,7 @@ class ChatService:
                 await handler.append("complete", "", True, {"total_steps": len(steps),
                                                             "total_duration_ms": duration_ms},
                                      f"complete-{time.time_ns()}")
-        except Exception:  # noqa: BLE001 - last resort: the message must not stay incomplete
+        except Exception:
             log.exception("could not finish turn %s", mid)
             with contextlib.suppress(Exception):
                 await self.sessions.messages.update_fields(mid, content=handler.final_answer, is_completed=True)
@@ -237,7 +231,7 @@ class ChatService:
                 title = await asyncio.wait_for(title_task, TITLE_TIMEOUT_S)
                 if not reason:
                     await ctx.bus.emit(BusEvent.SESSION_TITLE, {"session_id": sid, "title": title})
-            except Exception:  # noqa: BLE001 - titles are best effort
+            except Exception:
                 log.warning("title for session %s not generated", sid, exc_info=True)
 
     # --- stop ---------------------------------------------------------------------------------------------------
@@ -298,10 +292,10 @@ class ChatService:
 
     async def wait_idle(self) -> None:
         """Waits for every running turn (tests, orderly shutdown)."""
-        while self._tasks or self._side_tasks:
-            await asyncio.gather(*self._tasks.values(), *self._side_tasks, return_exceptions=True)
+        while self._tasks:
+            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
     async def close(self) -> None:
         for task in list(self._tasks.values()):
             task.cancel()
-        await asyncio.gather(*self._tasks.values(), *self._side_tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)

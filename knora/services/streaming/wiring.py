@@ -25,10 +25,11 @@ async def wire(c: Any) -> None:
     c.on_close(stream_log.close)
     c.on_close(stop_signals.close)
 
-    async def chat_model(model_id: str | None, tenant_id: int) -> ChatModel:
-        models = getattr(c, "chat_models", None)
-        if models is None:
-            raise LookupError("no chat model registry")
+    async def chat_model(model_id: str | None, tenant_id: int) -> ChatModel | None:
+        try:
+            models = c.chat_models
+        except AttributeError:
+            return None  # the pipeline area is not wired: titles fall back to the query
         return await models.get(model_id or None, tenant_id=tenant_id)  # type: ignore[no-any-return]
 
     c.session_service = SessionService(SqlSessionRepo(c.sessions), SqlMessageRepo(c.sessions), chat_model)

@@ -9,7 +9,7 @@ from sqlalchemy import case, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from knora.adapters.db.repos._mapping import apply, row_to, to_row
-from knora.adapters.db.tables import MessageRow
+from knora.adapters.db.tables import MessageRow, SessionRow
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message
 
@@ -26,10 +26,25 @@ class SqlMessageRepo:
             s.add(to_row(MessageRow, message))
         return message
 
-    async def create_pair(self, user: Message, assistant: Message) -> None:
+    async def create_pair(self, user: Message, assistant: Message,
+                          session_fields: dict[str, Any] | None = None) -> None:
         async with self._sessions.begin() as s:
             s.add(to_row(MessageRow, user))
             s.add(to_row(MessageRow, assistant))
+            if session_fields:
+                await s.execute(update(SessionRow).where(SessionRow.id == user.session_id,
+                                                         SessionRow.tenant_id == user.tenant_id)
+                                .values(**session_fields, updated_at=utcnow()))
+
+    async def complete(self, message_id: str, fields: dict[str, Any], *, user_message_id: str = "",
+                       user_fields: dict[str, Any] | None = None) -> None:
+        """Ends a turn in one transaction: the assistant row (and optionally its user row)."""
+        now = utcnow()
+        async with self._sessions.begin() as s:
+            await s.execute(update(MessageRow).where(MessageRow.id == message_id).values(**fields, updated_at=now))
+            if user_message_id and user_fields:
+                await s.execute(update(MessageRow).where(MessageRow.id == user_message_id)
+                                .values(**user_fields, updated_at=now))
 
     async def get(self, tenant_id: int, message_id: str) -> Message | None:
         async with self._sessions() as s:

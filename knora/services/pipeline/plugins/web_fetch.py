@@ -49,7 +49,8 @@ class WebFetch:
             if text.strip():
                 body = text if utf8_len(text) <= MAX_CONTENT_BYTES else truncate_utf8(text, MAX_CONTENT_BYTES) + \
                     "\n...(truncated)"
-                source[i] = source[i].model_copy(update={"content": body})
+                source[i] = source[i].model_copy(update={"content": body,
+                                                         "metadata": {**source[i].metadata, "fetched": "true"}})
                 fetched += 1
         cm.note("web_fetch", fetched=fetched, tried=len(picked))
         return await next()

@@ -79,8 +79,8 @@ export class AnswerView {
     for (const [key, el] of this.stepEls) if (!seen.has(key)) { el.remove(); this.stepEls.delete(key); }
     // answer
     const streaming = turn.status === "streaming";
-    const { html, citations } = renderMarkdown(answer, { streaming, marker: markerHtml });
-    this.citations = citations;
+    const { html, tags, citations } = renderMarkdown(answer, { streaming, marker: markerHtml });
+    this.citations = tags;
     this.answer.innerHTML = html || (streaming ? '<span class="typing" aria-label="…"><i></i><i></i><i></i></span>' : "");
     this.answer.classList.toggle("streaming", streaming);
     // status
@@ -144,8 +144,8 @@ export class AnswerView {
       const body = el.querySelector(".step-body");
       clear(body).append(
         h("div", { class: "label" }, t("answer.args")), h("pre", { class: "args" }, prettyJson(s.args)),
-        r ? [h("div", { class: "label" }, t("answer.result")),
-             h("pre", { class: "result" }, r.error ? r.error : prettyJson(r.output || (Object.keys(r.data || {}).length ? r.data : "")))] : null);
+        ...(r ? [h("div", { class: "label" }, t("answer.result")),
+             h("pre", { class: "result" }, r.error ? r.error : prettyJson(r.output || (Object.keys(r.data || {}).length ? r.data : "")))] : []));
       return;
     }
     if (s.kind === "approval") {
@@ -154,8 +154,8 @@ export class AnswerView {
         h("pre", { class: "args" }, prettyJson(s.args)));
       if (s.status === "pending") {
         el.append(h("div", { class: "row" },
-          h("button", { type: "button", class: "btn primary small", onclick: () => this.onApproval?.(s, true) }, t("answer.approve")),
-          h("button", { type: "button", class: "btn ghost small", onclick: () => this.onApproval?.(s, false) }, t("answer.deny"))));
+          h("button", { type: "button", class: "btn primary small", onclick: () => this.onApproval?.(s, true, this) }, t("answer.approve")),
+          h("button", { type: "button", class: "btn ghost small", onclick: () => this.onApproval?.(s, false, this) }, t("answer.deny"))));
       } else {
         el.append(h("p", { class: `approval-${s.status}` }, t(s.status === "approved" ? "answer.approved" : "answer.denied")));
       }

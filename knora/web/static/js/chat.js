@@ -99,11 +99,11 @@ function renderSessions() {
     const title = s.title || t("sessions.untitled");
     E.sessionList.append(h("li", { class: `session${s.id === S.sid ? " current" : ""}${s.is_pinned ? " pinned" : ""}`, dataset: { sid: s.id } },
       h("a", { href: `/chat/${s.id}`, "data-link": "", class: "session-title", "aria-current": s.id === S.sid ? "page" : null, title },
-        s.is_pinned ? h("span", { class: "pin-mark", "aria-hidden": "true" }, "📌 ") : null, title),
+        s.is_pinned ? h("span", { class: "pin-mark", "aria-hidden": "true" }, "★ ") : null, title),
       h("span", { class: "session-actions" },
         h("button", { type: "button", class: "icon", "aria-label": `${t("sessions.rename")}: ${title}`, title: t("sessions.rename"), onclick: () => renameSession(s) }, "✎"),
-        h("button", { type: "button", class: "icon", "aria-label": `${t(s.is_pinned ? "sessions.unpin" : "sessions.pin")}: ${title}`, title: t(s.is_pinned ? "sessions.unpin" : "sessions.pin"), onclick: () => togglePin(s) }, s.is_pinned ? "⊘" : "⇧"),
-        h("button", { type: "button", class: "icon danger", "aria-label": `${t("delete")}: ${title}`, title: t("delete"), onclick: () => deleteSession(s) }, "🗑"))));
+        h("button", { type: "button", class: "icon", "aria-label": `${t(s.is_pinned ? "sessions.unpin" : "sessions.pin")}: ${title}`, title: t(s.is_pinned ? "sessions.unpin" : "sessions.pin"), onclick: () => togglePin(s) }, s.is_pinned ? "★" : "☆"),
+        h("button", { type: "button", class: "icon danger", "aria-label": `${t("delete")}: ${title}`, title: t("delete"), onclick: () => deleteSession(s) }, "✕"))));
   }
   E.more.hidden = S.sessions.length >= S.sessionsTotal;
 }
@@ -366,11 +366,11 @@ async function stopActive() {
   }
 }
 
-async function onApproval(step, approved) {
+async function onApproval(step, approved, view) {
   try {
     await request("POST", `/agent/tool-approvals/${encodeURIComponent(step.pendingId)}`, { approved, decision: approved ? "approve" : "deny" });
     step.status = approved ? "approved" : "denied";
-    if (S.active) S.active.view.update(S.active.turn);
+    view.update(view.turn);
   } catch (e) { toast(t("error.generic", { msg: e.message }), "error"); }
 }
 

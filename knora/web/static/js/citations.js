@@ -35,9 +35,11 @@ export function citationKey(c) {
   return c.kind === "web" ? `web:${c.url}` : `kb:${c.chunk_id || c.doc}`;
 }
 
-// -> { text, citations: [{n, kind, chunk_id, kb_id, doc, url, title, raw}], order: [distinct citation per n] }
+// -> { text, tags, citations, order }: `tags` has every tag found (placeholder n = its index; malformed ones are
+// marked invalid and render as nothing, fail closed), `citations` the valid ones, `order` one per distinct source.
 export function extractCitations(text, { streaming = false } = {}) {
   const src = streaming ? stripPartialTag(text) : text;
+  const tags = [];
   const citations = [];
   const numbers = new Map();
   const order = [];
@@ -47,15 +49,19 @@ export function extractCitations(text, { streaming = false } = {}) {
     const c = kind === "web"
       ? { kind, url: a.url || "", title: a.title || a.url || "" }
       : { kind, chunk_id: a.chunk_id || "", kb_id: a.kb_id || "", doc: a.doc || "" };
-    if (kind === "web" ? !c.url : !(c.chunk_id || c.doc)) return ""; // malformed: drop (fail closed)
-    const key = citationKey(c);
-    if (!numbers.has(key)) { numbers.set(key, numbers.size + 1); order.push(c); }
-    c.n = numbers.get(key);
     c.raw = raw;
-    citations.push(c);
-    return `${PH_OPEN}${citations.length - 1}${PH_CLOSE}`;
+    c.index = tags.length;
+    tags.push(c);
+    if (kind === "web" ? !c.url : !(c.chunk_id || c.doc)) { c.invalid = true; }
+    else {
+      const key = citationKey(c);
+      if (!numbers.has(key)) { numbers.set(key, numbers.size + 1); order.push(c); }
+      c.n = numbers.get(key);
+      citations.push(c);
+    }
+    return `${PH_OPEN}${c.index}${PH_CLOSE}`;
   });
-  return { text: out, citations, order };
+  return { text: out, tags, citations, order };
 }
 
 // Finds the SearchResult a citation points at, in a message's knowledge_references.

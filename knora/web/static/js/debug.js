@@ -22,6 +22,8 @@ export function closeDebug() {
 
 const fmt = (v) => (typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(4)) : v == null ? "–" : String(v));
 
+const msFmt = (v) => (Number.isFinite(Number(v)) ? Number(v).toFixed(1) : "–");
+
 function keptOf(tm) {
   if (tm.kept != null) return typeof tm.kept === "object" ? JSON.stringify(tm.kept) : tm.kept;
   if (tm.count != null) return tm.count;
@@ -43,9 +45,9 @@ export function openDebug(turn, from) {
       h("table", { class: "grid timings" },
         h("thead", null, h("tr", null, h("th", null, t("debug.stage")), h("th", null, t("debug.ms")), h("th", null, t("debug.kept")), h("th", null, ""))),
         h("tbody", null, timings.map((x) => h("tr", null,
-          h("td", null, x.stage), h("td", { class: "num" }, fmt(Number(x.ms))), h("td", null, String(keptOf(x))),
-          h("td", null, h("span", { class: "bar", style: `width:${total ? Math.max(2, (Number(x.ms) / total) * 100) : 0}%` }))))),
-        h("tfoot", null, h("tr", null, h("td", null, t("debug.total")), h("td", { class: "num" }, fmt(total)), h("td"), h("td")))));
+          h("td", null, x.stage), h("td", { class: "num" }, msFmt(x.ms)), h("td", null, String(keptOf(x))),
+          h("td", { class: "bar-cell" }, h("span", { class: "bar", style: `width:${total ? Math.max(2, (Number(x.ms) / total) * 100) : 0}%` }))))),
+        h("tfoot", null, h("tr", null, h("td", null, t("debug.total")), h("td", { class: "num" }, msFmt(total)), h("td"), h("td")))));
   }
   if (refs.length) {
     drawer.append(h("h3", null, t("debug.chunks")), scoresTable(refs));

@@ -107,7 +107,7 @@ function renderDocs(root, kb) {
   clear(root).append(
     h("div", { class: "toolbar" },
       h("label", { for: "upload-files", class: "btn primary", tabindex: "0", role: "button", onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); files.click(); } } }, "⬆ ", t("doc.upload")), files,
-      h("label", { for: "upload-folder", class: "btn", tabindex: "0", role: "button", onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); folder.click(); } } }, "📁 ", t("doc.uploadFolder")), folder,
+      h("label", { for: "upload-folder", class: "btn", tabindex: "0", role: "button", onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); folder.click(); } } }, "▤ ", t("doc.uploadFolder")), folder,
       urlForm),
     drop, queue, manual, table);
 
@@ -136,7 +136,7 @@ function renderDocs(root, kb) {
       fd.append("fileName", name);
       try {
         await upload(`/knowledge-bases/${kb.id}/knowledge/file`, fd, (p) => { bar.value = p; });
-        bar.value = 1; row.classList.add("ok"); done++;
+        bar.value = 1; row.classList.add("ok"); row.firstChild.textContent = `✓ ${name}`; done++;
       } catch (e) {
         row.classList.add("failed");
         row.append(h("span", { class: "error" }, e.status === 409 ? t("doc.duplicate", { name }) : e.message));

@@ -47,7 +47,7 @@ export function renderInline(src, ctx = {}) {
 
 function restoreRaw(text, ctx) {
   // inside code, a citation placeholder shows the tag text the model wrote
-  return text.replace(PH_RE, (m, i) => ctx.citations?.[+i]?.raw ?? "");
+  return text.replace(PH_RE, (m, i) => ctx.tags?.[+i]?.raw ?? "");
 }
 
 const FENCE_RE = /^( {0,3})(`{3,}|~{3,})\s*([^`\s]*)[^`]*$/;
@@ -179,13 +179,13 @@ function renderList(lines, start, ctx) {
 
 function leading(line) { return line.match(/^\s*/)[0].replace(/\t/g, "    ").length; }
 
-// renderMarkdown(text, {streaming, marker(citation) -> html}) -> {html, citations, order}
+// renderMarkdown(text, {streaming, marker(citation, tagIndex) -> html}) -> {html, tags, citations, order}
 export function renderMarkdown(text, { streaming = false, marker } = {}) {
-  const { text: withPh, citations, order } = extractCitations(String(text ?? ""), { streaming });
-  const ctx = { citations };
+  const { text: withPh, tags, citations, order } = extractCitations(String(text ?? ""), { streaming });
+  const ctx = { tags };
   const lines = withPh.replace(/\r\n?/g, "\n").split("\n");
   let html = renderBlocks(lines, ctx);
   const mk = marker || ((c) => `<sup class="cite-n">[${c.n}]</sup>`);
-  html = html.replace(PH_RE, (m, i) => (citations[+i] ? mk(citations[+i]) : ""));
-  return { html, citations, order };
+  html = html.replace(PH_RE, (m, i) => (tags[+i] && !tags[+i].invalid ? mk(tags[+i], +i) : ""));
+  return { html, tags, citations, order };
 }

@@ -26,10 +26,12 @@ function addTiming(turn, t) {
 
 export function mergeDebug(turn, debug) {
   if (!debug || typeof debug !== "object") return;
-  const timings = debug.timings ?? debug.stages ?? debug.stage_timings;
-  if (Array.isArray(timings)) timings.forEach((t) => addTiming(turn, t));
-  else if (timings && typeof timings === "object") {
-    for (const [stage, v] of Object.entries(timings)) addTiming(turn, typeof v === "object" ? { stage, ...v } : { stage, ms: v });
+  // Knora stores {timings: {stage: ms}, stages: [{stage, ms, kept…}]}; either may be a list or a map
+  for (const timings of [debug.timings, debug.stages, debug.stage_timings]) {
+    if (Array.isArray(timings)) timings.forEach((t) => addTiming(turn, t));
+    else if (timings && typeof timings === "object") {
+      for (const [stage, v] of Object.entries(timings)) addTiming(turn, v && typeof v === "object" ? { stage, ...v } : { stage, ms: v });
+    }
   }
   if (debug.stage) addTiming(turn, debug);
   for (const [k, v] of Object.entries(debug)) {
@@ -148,7 +150,8 @@ export function fromMessage(msg) {
   turn.modelId = msg.model_id || "";
   turn.durationMs = msg.agent_duration_ms || 0;
   for (const [i, step] of (msg.agent_steps || []).entries()) {
-    if (step.thought) turn.segments.push({ kind: "thinking", key: `t${i}`, content: step.thought, done: true });
+    const thought = step.thought || step.reasoning_content;
+    if (thought) turn.segments.push({ kind: "thinking", key: `t${i}`, content: thought, done: true });
     for (const [j, tc] of (step.tool_calls || []).entries()) {
       const r = tc.result || {};
       turn.segments.push({

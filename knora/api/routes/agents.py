@@ -1,0 +1,100 @@
+"""Agents (api §1.5 "Agents"): built-ins and custom agents, CRUD, copy, presets; tool-approval resolution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body
+from fastapi.responses import JSONResponse
+
+from knora.api.deps import ContainerDep, TenantDep
+from knora.api.envelope import ok
+from knora.domain.errors import BadRequest, NotFound
+from knora.domain.models import AgentConfig
+from knora.ports.tool import ApprovalDecision
+from knora.services.agent.builtins import AGENT_TYPE_PRESETS
+
+router = APIRouter(tags=["agents"])
+JsonBody = Body(default_factory=dict)
+
+
+def agent_json(a: AgentConfig) -> dict[str, Any]:
+    return a.model_dump(mode="json")
+
+
+def _body(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object")
+    return body
+
+
+@router.get("/agents")
+async def list_agents(c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    return ok([agent_json(a) for a in await c.agent_service.list(tenant_id)])
+
+
+@router.get("/agents/placeholders")
+async def placeholders() -> JSONResponse:
+    return ok({"system_prompt": [{"name": n, "description": d} for n, d in (
+        ("current_time", "RFC 3339 time of the request"), ("web_search_status", "Enabled or Disabled"),
+        ("knowledge_bases", "The bound knowledge bases"), ("language", "The answer language"))]})
+
+
+@router.get("/agents/type-presets")
+async def type_presets() -> JSONResponse:
+    return ok([{"agent_type": k, "config": v} for k, v in AGENT_TYPE_PRESETS.items()])
+
+
+@router.get("/shared-agents")
+async def shared_agents() -> JSONResponse:
+    return ok([])
+
+
+@router.post("/agents", status_code=201)
+async def create_agent(c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+    return ok(agent_json(await c.agent_service.create(tenant_id, _body(body))), status=201)
+
+
+@router.get("/agents/{agent_id}")
+async def get_agent(agent_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    agent = await c.agent_service.get(tenant_id, agent_id)
+    if agent is None:
+        raise NotFound("agent not found")
+    return ok(agent_json(agent))
+
+
+@router.put("/agents/{agent_id}")
+async def update_agent(agent_id: str, c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+    return ok(agent_json(await c.agent_service.update(tenant_id, agent_id, _body(body))))
+
+
+@router.delete("/agents/{agent_id}")
+async def delete_agent(agent_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    await c.agent_service.delete(tenant_id, agent_id)
+    return ok(message="Agent deleted successfully")
+
+
+@router.post("/agents/{agent_id}/copy", status_code=201)
+async def copy_agent(agent_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    return ok(agent_json(await c.agent_service.copy(tenant_id, agent_id)), status=201)
+
+
+@router.get("/agents/{agent_id}/suggested-questions")
+async def suggested_questions(agent_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+    if await c.agent_service.get(tenant_id, agent_id) is None:
+        raise NotFound("agent not found")
+    return ok({"questions": []})
+
+
+@router.post("/agent/tool-approvals/{pending_id}")
+async def resolve_approval(pending_id: str, c: ContainerDep, tenant_id: TenantDep,
+                           body: Any = JsonBody) -> JSONResponse:
+    b = _body(body)
+    if not isinstance(b.get("approved"), bool):
+        raise BadRequest("approved (boolean) is required")
+    modified = b.get("modified_args")
+    if modified is not None and not isinstance(modified, dict):
+        raise BadRequest("modified_args must be a JSON object")
+    c.approvals.resolve(tenant_id, pending_id, ApprovalDecision(
+        approved=b["approved"], reason=str(b.get("reason") or ""), modified_args=modified))
+    return ok({"pending_id": pending_id, "approved": b["approved"]})

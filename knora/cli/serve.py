@@ -1,0 +1,42 @@
+"""``knora serve``: the HTTP API (and web UI when present) with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from knora.settings import Settings
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("serve", help="run the HTTP API on --host/--port")
+    p.add_argument("--host", default=None, help="default: settings.host (127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="default: settings.port (8080)")
+    p.set_defaults(handler=_serve)
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from knora.api.app import create_app
+    from knora.container import Container
+
+    settings = Settings()
+    host = args.host or settings.host
+    port = args.port or settings.port
+    c = Container(settings)
+    await c.start()
+    try:
+        shown = "localhost" if host in ("0.0.0.0", "::") else host
+        print(f"Knora {settings.data_dir.resolve()} → http://{shown}:{port}  (API: http://{shown}:{port}/api/v1, "
+              f"docs: /docs)", flush=True)
+        if c.generated_api_key:
+            print(f"API key (shown once, keep it): {c.generated_api_key}", flush=True)
+        config = uvicorn.Config(create_app(container=c), host=host, port=port, log_level=settings.log_level.lower(),
+                                lifespan="on")
+        await uvicorn.Server(config).serve()
+    finally:
+        await c.close()
+    return 0
+
+

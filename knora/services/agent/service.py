@@ -1,0 +1,100 @@
+"""Agents CRUD and resolution (``c.agent_service``): built-ins merged with tenant overrides, custom agents.
+
+Built-ins ship without a model (spec §6.12); WeKnora's web UI refuses to send until the selected agent's
+``config.model_id`` names a KnowledgeQA model from ``GET /models``, so an empty model id is shown as the
+tenant's default chat model (Knora's settings model, else the first stored KnowledgeQA model).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knora.domain.common import new_id, utcnow
+from knora.domain.errors import BadRequest, Forbidden, NotFound
+from knora.domain.models import AgentConfig
+from knora.ports.agent_store import AgentRepo
+from knora.services.agent import config as agent_config
+from knora.services.agent.builtins import AGENT_TYPE_PRESETS, BUILTINS, builtin
+
+BUILTIN_CHAT_MODEL_ID = "builtin-chat"  # the settings' chat model as listed by GET /models (store-api)
+
+
+class AgentService:
+    def __init__(self, repo: AgentRepo, models: Any = None) -> None:
+        self.repo = repo
+        self.models = models  # ModelRepo (store-api), optional
+
+    async def _default_models(self, tenant_id: int) -> tuple[str, str]:
+        chat, rerank = BUILTIN_CHAT_MODEL_ID, ""
+        if self.models is not None:
+            rows = [m for m in await self.models.list(tenant_id, type="Rerank") if m.status == "active"]
+            rows.sort(key=lambda r: (not r.is_default, r.created_at))
+            rerank = rows[0].id if rows else ""
+        return chat, rerank
+
+    async def _present(self, agent: AgentConfig) -> AgentConfig:
+        cfg = dict(agent.config)
+        if not cfg.get("model_id") or not cfg.get("rerank_model_id"):
+            chat, rerank = await self._default_models(agent.tenant_id)
+            cfg["model_id"] = cfg.get("model_id") or chat
+            cfg["rerank_model_id"] = cfg.get("rerank_model_id") or rerank
+        return agent.model_copy(update={"config": cfg})
+
+    async def get(self, tenant_id: int, agent_id: str) -> AgentConfig | None:
+        stored = await self.repo.get(tenant_id, agent_id)
+        if stored is None:
+            stored = builtin(agent_id, tenant_id)
+        elif stored.is_builtin:  # an override: code defaults under the tenant's edits
+            base = builtin(agent_id, tenant_id)
+            if base is not None:
+                stored = stored.model_copy(update={"config": {**base.config, **stored.config}})
+        return await self._present(stored) if stored is not None else None
+
+    async def list(self, tenant_id: int) -> list[AgentConfig]:
+        out = []
+        for agent_id in BUILTINS:
+            agent = await self.get(tenant_id, agent_id)
+            if agent is not None:
+                out.append(agent)
+        for a in await self.repo.list(tenant_id):
+            if not a.is_builtin:
+                out.append(await self._present(a))
+        return out
+
+    async def create(self, tenant_id: int, body: dict[str, Any]) -> AgentConfig:
+        name = str(body.get("name") or "").strip()
+        if not name:
+            raise BadRequest("name is required")
+        cfg = dict(body.get("config") or {})
+        preset = AGENT_TYPE_PRESETS.get(str(cfg.get("agent_type") or ""))
+        if preset:
+            cfg = {**preset, **cfg}
+        agent_config.validate(cfg)
+        agent = AgentConfig(id=new_id(), tenant_id=tenant_id, name=name, description=str(body.get("description", "")),
+                            avatar=str(body.get("avatar", "")), config=agent_config.ensure_defaults(cfg))
+        return await self._present(await self.repo.upsert(agent))
+
+    async def update(self, tenant_id: int, agent_id: str, body: dict[str, Any]) -> AgentConfig:
+        current = await self.get(tenant_id, agent_id)
+        if current is None:
+            raise NotFound("agent not found")
+        cfg = {**current.config, **dict(body.get("config") or {})}
+        agent_config.validate(cfg)
+        updated = current.model_copy(update={
+            "name": str(body.get("name") or current.name), "description": str(body.get("description",
+                                                                                  current.description)),
+            "avatar": str(body.get("avatar", current.avatar)), "config": cfg, "updated_at": utcnow()})
+        return await self._present(await self.repo.upsert(updated))
+
+    async def delete(self, tenant_id: int, agent_id: str) -> None:
+        if agent_id in BUILTINS:
+            raise Forbidden("built-in agents cannot be deleted")
+        if not await self.repo.delete(tenant_id, agent_id):
+            raise NotFound("agent not found")
+
+    async def copy(self, tenant_id: int, agent_id: str) -> AgentConfig:
+        source = await self.get(tenant_id, agent_id)
+        if source is None:
+            raise NotFound("agent not found")
+        return await self.create(tenant_id, {"name": f"{source.name} (copy)", "description": source.description,
+                                             "avatar": source.avatar, "config": dict(source.config)})

@@ -1,0 +1,179 @@
+"""``data_analysis`` (spec §2.15): when a CSV/Excel document is among the passages, let the model write one
+read-only DuckDB query over it and add the query's result as a passage.
+
+Safety: the table is loaded into a private in-memory DuckDB, then external access is switched off and the
+configuration locked before any model-written SQL runs; the SQL must be one SELECT/WITH/SHOW/DESCRIBE/EXPLAIN
+statement that names no other table and calls no file or extension function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from knora import prompts
+from knora.domain.search import MatchType, SearchResult
+from knora.ports.chat import ChatMessage, ChatOptions
+from knora.services.pipeline.deps import PipelineDeps
+from knora.services.pipeline.errors import PluginError
+from knora.services.pipeline.framework import Next
+from knora.services.pipeline.state import ChatManage, EventType
+from knora.services.streaming.turn import TurnContext
+
+log = logging.getLogger(__name__)
+
+DATA_SUFFIXES = (".csv", ".xlsx", ".xls")
+_ALLOWED_START = re.compile(r"(?is)^\s*(select|with|show|describe|explain)\b")
+_FORBIDDEN = re.compile(
+    r"(?is)\b(read_csv\w*|read_parquet|read_json\w*|read_text|read_blob|parquet_scan|csv_scan|glob|copy|attach|"
+    r"detach|install|load|export|import|pragma|set|reset|create|insert|update|delete|drop|alter|call|"
+    r"httpfs|getenv|sqlite_scan|postgres_scan|query_table|query)\s*[\(\s]")
+SCHEMA = {"type": "object", "properties": {"knowledge_id": {"type": "string"}, "sql": {"type": "string"}},
+          "required": ["knowledge_id", "sql"]}
+
+
+def table_name(knowledge_id: str) -> str:
+    return "k_" + re.sub(r"[^0-9A-Za-z_]", "_", knowledge_id)
+
+
+def rows_from_file(data: bytes, filename: str) -> tuple[list[str], list[list[Any]]]:
+    if filename.lower().endswith(".csv"):
+        text = data.decode("utf-8-sig", errors="replace")
+        reader = list(csv.reader(io.StringIO(text)))
+        return (reader[0], reader[1:]) if reader else ([], [])
+    import openpyxl
+
+    wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    header: list[str] = []
+    rows: list[list[Any]] = []
+    for ws in wb.worksheets:
+        sheet = list(ws.iter_rows(values_only=True))
+        if not sheet:
+            continue
+        if not header:
+            header = [str(h) if h is not None else f"col{i}" for i, h in enumerate(sheet[0])] + ["__sheet_name"]
+        rows.extend([*list(r), ws.title] for r in sheet[1:])
+    wb.close()
+    return header, rows
+
+
+def validate_sql(sql: str, table: str) -> str | None:
+    s = sql.strip().rstrip(";").strip()
+    if not s or ";" in s or not _ALLOWED_START.match(s) or _FORBIDDEN.search(s + " "):
+        return None
+    referenced = set(re.findall(r"(?i)\b(?:from|join)\s+\"?([A-Za-z_][\w]*)", s))
+    return s if referenced <= {table} else None
+
+
+def run_query(header: Sequence[str], rows: Sequence[Sequence[Any]], table: str, sql: str) -> str:
+    """Load the rows (types inferred by DuckDB from a private temp CSV), lock the database down, run ``sql``."""
+    import tempfile
+
+    import duckdb
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/data.csv"
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            fh.write(_to_csv(header, rows))
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM read_csv_auto(?, header = true)', [path])
+            con.execute("SET enable_external_access = false")
+            con.execute("SET lock_configuration = true")
+            cur = con.execute(sql)
+            names = [d[0] for d in cur.description or []]
+            result = cur.fetchmany(101)
+        finally:
+            con.close()
+    lines = [f"=== DuckDB Query Results ===\n\nExecuted SQL: {sql}\n\nReturned {len(result)} rows\n\n"]
+    if not result:
+        lines.append("No matching records found.\n")
+    else:
+        lines.append("=== Data Details ===\n\n")
+        if len(result) > 10:
+            lines.append(f"(more than 10 rows; showing {len(result)})\n")
+        for i, row in enumerate(result, 1):
+            record = json.dumps(dict(zip(names, row, strict=False)), ensure_ascii=False, default=str)
+            lines.append(f"record {i}: {record}\n")
+    return "".join(lines)
+
+
+def _to_csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def schema_description(table: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cols = "\n".join(f"- {h} (VARCHAR)" for h in header)
+    return f"Table name: {table}\nColumns: {len(header)}\nRows: {len(rows)}\n\nColumn info:\n{cols}"
+
+
+class DataAnalysis:
+    def __init__(self, deps: PipelineDeps) -> None:
+        self._deps = deps
+
+    def activation_events(self) -> Sequence[EventType]:
+        return (EventType.DATA_ANALYSIS,)
+
+    async def on_event(self, ctx: TurnContext, event_type: EventType, cm: ChatManage,
+                       next: Next) -> PluginError | None:
+        if not cm.needs_retrieval:
+            return await next()
+        st, req = cm.state, cm.request
+        files = [r for r in st.merge_result if r.knowledge_filename.lower().endswith(DATA_SUFFIXES)]
+        st.merge_result = [r for r in st.merge_result if r.chunk_type not in ("table_column", "table_summary")]
+        if not files or self._deps.reads is None or self._deps.read_blob is None:
+            return await next()
+        first = files[0]
+        try:
+            result = await self._analyse(cm, first)
+        except Exception as exc:  # noqa: BLE001 - spec: any failure continues silently
+            log.info("data_analysis skipped: %s", exc)
+            cm.note("data_analysis", error=str(exc))
+            return await next()
+        if result is not None:
+            st.merge_result.append(result)
+            cm.note("data_analysis", knowledge_id=first.knowledge_id)
+        return await next()
+
+    async def _analyse(self, cm: ChatManage, hit: SearchResult) -> SearchResult | None:
+        req = cm.request
+        assert self._deps.reads is not None and self._deps.read_blob is not None
+        docs = [k for k in await self._deps.reads.knowledge([hit.knowledge_id]) if k.tenant_id == req.tenant_id]
+        if not docs or not docs[0].file_path:
+            return None
+        doc = docs[0]
+        data = await self._deps.read_blob(doc.file_path)
+        header, rows = rows_from_file(data, doc.file_name or hit.knowledge_filename)
+        if not header:
+            return None
+        table = table_name(doc.id)
+        model = await self._deps.chat_models.get(req.chat_model_id or None, tenant_id=req.tenant_id)
+        if not getattr(model, "generative", True):
+            return None
+        prompt = prompts.render(prompts.content("data_analysis"),
+                                {"query": req.query, "knowledge_id": doc.id,
+                                 "schema": schema_description(table, header, rows)})
+        resp = await model.chat([ChatMessage(role="user", content=prompt)], ChatOptions(
+            temperature=0.1, response_format={"type": "json_schema",
+                                              "json_schema": {"name": "data_analysis", "schema": SCHEMA}}))
+        text = resp.content.strip()
+        payload = json.loads(text[text.find("{"): text.rfind("}") + 1]) if "{" in text else {}
+        sql = str(payload.get("sql") or "").replace(doc.id, table).replace(f'"{table}"', table)
+        safe = validate_sql(sql, table)
+        if safe is None:
+            return None
+        output = await asyncio.to_thread(run_query, header, rows, table, safe)
+        return SearchResult(id=f"analysis_{doc.id}", content=output, knowledge_id=doc.id, score=1.0,
+                            match_type=MatchType.DATA_ANALYSIS, knowledge_title=doc.title,
+                            knowledge_filename=doc.file_name, knowledge_description=doc.description,
+                            knowledge_base_id=doc.knowledge_base_id, chunk_type="text")

@@ -1,0 +1,193 @@
+"""Knowledge, data and planning tools against in-memory store doubles."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import openpyxl
+import pytest
+
+from knora.adapters.tools import (
+    data_analysis,
+    data_schema,
+    database_query,
+    get_document_info,
+    grep_chunks,
+    knowledge_search,
+    list_knowledge_chunks,
+    thinking,
+    todo_write,
+)
+from knora.domain.knowledge import KnowledgeBase
+from knora.domain.search import SearchParams, SearchResult
+from knora.ports.reranker import RerankScore
+from knora.ports.tool import ToolContext, ToolDeps
+from tests.adapters.tools.doubles import Store
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def store() -> Store:
+    s = Store()
+    s.kbs_.append(KnowledgeBase(id="kb1", tenant_id=1, name="Handbook"))
+    s.add_doc("kb1", "Leave policy", ["Annual leave is 20 days.", "Sick leave needs a note after 3 days."])
+    s.add_doc("kb1", "Travel", ["Book trains in second class.", "Flights need approval."])
+    s.add_doc("kb2", "Secret", ["Annual bonus is 3 months."])  # another KB: outside the scope below
+    return s
+
+
+def ctx(**kw: Any) -> ToolContext:
+    return ToolContext(tenant_id=1, knowledge_base_ids=["kb1"], **kw)
+
+
+class TestGrep:
+    async def test_regex_over_content_and_titles_in_scope(self, store: Store) -> None:
+        tool = grep_chunks.make(ToolDeps(repos=store))
+        res = await tool.execute({"query": "annual|flight"}, ctx())
+        assert res.success
+        matches = sorted(r["match"] for r in res.data["results"])
+        assert matches == ["Annual leave is 20 days.", "Flights need approval."]
+        assert res.data["display_type"] == "grep_results"
+        title = await tool.execute({"query": "^travel$"}, ctx())
+        assert {r["knowledge_title"] for r in title.data["results"]} == {"Travel"}
+
+    async def test_bad_regex(self, store: Store) -> None:
+        res = await grep_chunks.make(ToolDeps(repos=store)).execute({"query": "("}, ctx())
+        assert not res.success and "invalid regex" in res.error
+
+
+class TestReading:
+    async def test_list_chunks_pages_a_document(self, store: Store) -> None:
+        doc = store.docs[0]
+        tool = list_knowledge_chunks.make(ToolDeps(repos=store))
+        res = await tool.execute({"knowledge_id": doc.id, "limit": 1, "offset": 0}, ctx())
+        assert [r["content"] for r in res.data["results"]] == ["Annual leave is 20 days."]
+        assert res.data["total_chunks"] == 2 and res.data["fetched_chunks"] == 1
+        both = await tool.execute({"knowledge_id": doc.id, "chunk_id": "x"}, ctx())
+        assert not both.success and "exactly one" in both.error
+
+    async def test_documents_outside_scope_are_not_found(self, store: Store) -> None:
+        secret = store.docs[2]
+        res = await list_knowledge_chunks.make(ToolDeps(repos=store)).execute({"knowledge_id": secret.id}, ctx())
+        assert not res.success
+        info = await get_document_info.make(ToolDeps(repos=store)).execute(
+            {"knowledge_ids": [store.docs[0].id, secret.id]}, ctx())
+        assert [d["title"] for d in info.data["documents"]] == ["Leave policy"]
+        assert info.data["documents"][0]["chunk_count"] == 2 and info.data["not_found"] == [secret.id]
+
+
+class FakeSearch:
+    def __init__(self, results: list[SearchResult]) -> None:
+        self.results, self.params = results, []
+
+    async def search(self, tenant_id: int, params: SearchParams) -> list[SearchResult]:
+        self.params.append(params)
+        return [r for r in self.results if params.query_text.split()[0].lower() in r.content.lower()]
+
+
+class FakeRerankers:
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+
+    async def get(self, model_id: str | None, *, tenant_id: int | None = None) -> Any:
+        scores = self.scores
+
+        class R:
+            model_id = "fake"
+
+            async def rerank(self, query: str, docs: list[str], top_n: int | None = None) -> list[RerankScore]:
+                out = [RerankScore(index=i, score=scores.get(d, 0.0)) for i, d in enumerate(docs)]
+                return sorted(out, key=lambda s: -s.score)
+        return R()
+
+
+class TestKnowledgeSearch:
+    def hits(self) -> list[SearchResult]:
+        return [SearchResult(id=f"c{i}", content=t, knowledge_id="d", knowledge_base_id="kb1", score=0.5)
+                for i, t in enumerate(["leave is 20 days", "leave requests go to HR", "parking rules"])]
+
+    async def test_searches_every_query_with_agent_numbers_and_reranks(self) -> None:
+        search = FakeSearch(self.hits())
+        tool = knowledge_search.make(ToolDeps(search_service=search, rerankers=FakeRerankers(
+            {"leave is 20 days": 0.9, "leave requests go to HR": 0.1})))
+        res = await tool.execute({"queries": ["leave days", "parking"]}, ctx())
+        assert [p.query_text for p in search.params] == ["leave days", "parking"]
+        assert search.params[0].match_count == 30 and search.params[0].vector_threshold == 0.2
+        assert [r["content"] for r in res.data["results"]] == ["leave is 20 days"]  # below 0.3 dropped
+        assert res.data["results"][0]["score"] == 0.9
+
+    async def test_top1_fallback_and_empty(self) -> None:
+        tool = knowledge_search.make(ToolDeps(search_service=FakeSearch(self.hits()), rerankers=FakeRerankers(
+            {"parking rules": 0.2})))
+        res = await tool.execute({"queries": ["parking"]}, ctx())
+        assert [r["content"] for r in res.data["results"]] == ["parking rules"]
+        none = await tool.execute({"queries": ["zebra"]}, ctx())
+        assert none.success and none.output.startswith("No relevant content found in 1 knowledge base(s).")
+
+
+def xlsx_bytes() -> bytes:
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "2024"
+    ws.append(["region", "sales"])
+    ws.append(["north", 10])
+    ws.append(["south", 5])
+    ws2 = wb.create_sheet("2025")
+    ws2.append(["region", "sales"])
+    ws2.append(["north", 7])
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
+
+
+class TestData:
+    async def test_csv_schema_and_query(self, store: Store) -> None:
+        doc = store.add_doc("kb1", "sales.csv", [], file_type="csv", blob=b"region,sales\nnorth,10\nsouth,5\n")
+        deps = ToolDeps(repos=store, blobs=store)
+        schema = await data_schema.make(deps).execute({"knowledge_id": doc.id}, ctx())
+        assert schema.data["table_name"] == "sales" and schema.data["row_count"] == 2
+        assert [c["name"] for c in schema.data["columns"]] == ["region", "sales"]
+        q = await data_analysis.make(deps).execute(
+            {"knowledge_id": doc.id, "sql": "SELECT sum(sales) AS total FROM sales"}, ctx())
+        assert q.data["rows"] == [[15]]
+
+    async def test_excel_sheets_share_one_table(self, store: Store) -> None:
+        doc = store.add_doc("kb1", "sales.xlsx", [], file_type="xlsx", blob=xlsx_bytes())
+        q = await data_analysis.make(ToolDeps(repos=store, blobs=store)).execute(
+            {"knowledge_id": doc.id, "sql": "SELECT __sheet_name, sum(sales) FROM sales GROUP BY 1 ORDER BY 1"}, ctx())
+        assert q.data["rows"] == [["2024", 15], ["2025", 7]]
+
+    @pytest.mark.parametrize("sql", ["DROP TABLE sales", "SELECT 1; SELECT 2",
+                                     "SELECT * FROM read_csv_auto('/etc/passwd')"])
+    async def test_read_only_and_no_file_access(self, store: Store, sql: str) -> None:
+        doc = store.add_doc("kb1", "sales.csv", [], file_type="csv", blob=b"a\n1\n")
+        res = await data_analysis.make(ToolDeps(repos=store, blobs=store)).execute(
+            {"knowledge_id": doc.id, "sql": sql}, ctx())
+        assert not res.success
+
+    async def test_database_query_sees_only_the_tenants_rows(self, store: Store) -> None:
+        store.kbs_.append(KnowledgeBase(id="kbX", tenant_id=2, name="Other tenant"))
+        store.add_doc("kbX", "Foreign", ["x"], tenant=2)
+        tool = database_query.make(ToolDeps(repos=store))
+        res = await tool.execute({"sql": "SELECT title FROM knowledges ORDER BY title"}, ToolContext(tenant_id=1))
+        assert [r[0] for r in res.data["rows"]] == ["Leave policy", "Travel"]  # kb2 has no KB row; kbX is tenant 2
+        n = await tool.execute({"sql": "SELECT count(*) FROM chunks"}, ctx())
+        assert n.data["rows"] == [[4]]
+
+
+class TestPlanning:
+    async def test_thinking_keeps_history(self) -> None:
+        c = ctx()
+        tool = thinking.make(ToolDeps())
+        await tool.execute({"thought": "a", "next_thought_needed": True, "thought_number": 1, "total_thoughts": 2}, c)
+        res = await tool.execute({"thought": "b", "next_thought_needed": False, "thought_number": 2,
+                                  "total_thoughts": 2}, c)
+        assert res.data["thought_history_length"] == 2 and "Thinking complete" in res.output
+
+    async def test_todo_write_renders_progress(self) -> None:
+        res = await todo_write.make(ToolDeps()).execute({"task": "Compare", "steps": [
+            {"description": "search A", "status": "completed"}, {"description": "search B", "status": "pending"}]},
+            ctx())
+        assert "Progress: 1/2 completed" in res.output and "[x] 1. search A" in res.output

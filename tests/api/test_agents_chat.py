@@ -1,0 +1,143 @@
+"""Smart reasoning end to end: /agent-chat → agent engine → real retrieval and a real MCP server → SSE + saved
+message, with the fake model server behind the real openai client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from knora.settings import Settings
+from tests.adapters.mcp.server import mcp_server
+from tests.conftest import _client_for
+from tests.fakes.model_server import FakeModelServer, Reply
+from tests.services.streaming.sse import parse_sse
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeModelServer]:
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def app(make_settings: Callable[..., Settings], fake: FakeModelServer) -> AsyncIterator[tuple[Any, Any]]:
+    from knora.container import Container
+
+    c = Container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url, chat_api_key="x"))
+    await c.start()
+    try:
+        async with _client_for(c) as http:
+            yield c, http
+    finally:
+        await c.close()
+
+
+def tool_messages(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body.get("messages", []) if m["role"] == "tool"]
+
+
+async def kb_with_document(http: httpx.AsyncClient) -> str:
+    kb = (await http.post("/api/v1/knowledge-bases", json={"name": "HR"})).json()["data"]["id"]
+    r = await http.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual", json={
+        "title": "Leave policy", "status": "publish",
+        "content": "Annual leave is 20 days per year.\n\nParking is free on weekends."})
+    kid = r.json()["data"]["id"]
+    for _ in range(200):
+        status = (await http.get(f"/api/v1/knowledge/{kid}")).json()["data"]["parse_status"]
+        if status in ("completed", "failed"):
+            break
+        await asyncio.sleep(0.05)
+    assert status == "completed"
+    return str(kb)
+
+
+async def test_agent_chat_searches_the_kb_and_cites(app: tuple[Any, Any], fake: FakeModelServer) -> None:
+    c, http = app
+    kb = await kb_with_document(http)
+
+    def reply(body: dict[str, Any]) -> Reply:
+        if not body.get("tools"):
+            return Reply(content="Leave")  # the session title
+        results = tool_messages(body)
+        if not results:
+            return Reply(content="Let me check the handbook.", tool_calls=[
+                {"name": "knowledge_search", "arguments": json.dumps({"queries": ["annual leave days"]})}])
+        handle = re.search(r'<chunk id="(c\d+)"', results[-1])
+        assert handle, results[-1]
+        return Reply(content=f'Annual leave is 20 days <ref id="{handle.group(1)}"/>.', chunk_size=5)
+
+    fake.handler = reply
+    sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
+    r = await http.post(f"/api/v1/agent-chat/{sid}", json={
+        "query": "How many days of annual leave?", "agent_enabled": True, "agent_id": "builtin-smart-reasoning",
+        "knowledge_base_ids": [kb]})
+    assert r.status_code == 200
+    s = parse_sse(r.content)
+    assert s.types[0] == "agent_query" and "complete" in s.types
+    assert s.types.index("tool_call") < s.types.index("tool_result")
+    result = s.of("tool_result")[0]
+    assert result["data"]["tool_name"] == "knowledge_search" and result["data"]["success"] is True
+    refs = s.of("references")
+    assert refs and refs[-1]["knowledge_references"][0]["knowledge_base_id"] == kb
+    await c.chat_service.wait_idle()
+    msgs = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"]
+    bot = msgs[-1]
+    assert bot["is_completed"] and "Let me check" not in bot["content"]
+    assert bot["content"].startswith("Annual leave is 20 days <kb ")
+    chunk_id = refs[-1]["knowledge_references"][0]["id"]
+    assert chunk_id in bot["content"]
+    steps = bot["agent_steps"]
+    assert steps[0]["thought"] == "Let me check the handbook."
+    assert steps[0]["tool_calls"][0]["name"] == "knowledge_search"
+    # the model never saw the chunk's internal id, only handles
+    agent_requests = [b for b in fake.chat_requests if b.get("tools")]
+    assert all(chunk_id not in json.dumps(b["messages"]) for b in agent_requests)
+    assert sorted(t["function"]["name"] for t in agent_requests[0]["tools"]) == [
+        "get_document_info", "grep_chunks", "knowledge_search", "list_knowledge_chunks", "query_knowledge_graph"]
+
+
+async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServer) -> None:
+    c, http = app
+    with mcp_server() as (url, state):
+        sid_svc = (await http.post("/api/v1/mcp-services", json={
+            "name": "Ops", "transport_type": "http-streamable", "url": url})).json()["data"]["id"]
+        await http.put(f"/api/v1/mcp-services/{sid_svc}/tool-approvals/delete-all", json={"require_approval": True})
+        agent = (await http.post("/api/v1/agents", json={"name": "Ops agent", "config": {
+            "agent_mode": "smart-reasoning", "mcp_selection_mode": "all", "allowed_tools": ["thinking"]}})).json()
+        aid = agent["data"]["id"]
+
+        def reply(body: dict[str, Any]) -> Reply:
+            if not body.get("tools"):
+                return Reply(content="Ops")
+            if not tool_messages(body):
+                return Reply(tool_calls=[{"name": "mcp_ops_delete_all", "arguments": json.dumps({"table": "tmp"})}])
+            return Reply(content="Done: " + tool_messages(body)[-1].splitlines()[-1])
+
+        fake.handler = reply
+        sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
+        chat = asyncio.create_task(http.post(f"/api/v1/agent-chat/{sid}", json={
+            "query": "clean tmp", "agent_enabled": True, "agent_id": aid}))
+        pending: list[dict[str, Any]] = []
+        for _ in range(400):
+            pending = c.approvals.pending(c.default_tenant_id)
+            if pending:
+                break
+            await asyncio.sleep(0.025)
+        assert pending, "no approval was requested"
+        assert state["deleted"] == 0  # nothing runs before the human says yes
+        r = await http.post(f"/api/v1/agent/tool-approvals/{pending[0]['pending_id']}",
+                            json={"approved": True, "reason": "ok"})
+        assert r.status_code == 200
+        s = parse_sse((await chat).content)
+    assert state["deleted"] == 1
+    assert s.types.index("tool_approval_required") < s.types.index("tool_approval_resolved")
+    assert s.of("tool_approval_required")[0]["data"]["pending_id"] == pending[0]["pending_id"]
+    assert s.answer() == "Done: deleted tmp"
