@@ -113,23 +113,37 @@ async def run_path(http: httpx.AsyncClient, kb_id: str, queries: list[dict[str, 
         for k, v in metrics(ranked, qrels[q["_id"]]).items():
             totals[k] = totals.get(k, 0.0) + v
     out = {k: round(v / len(queries), 4) for k, v in totals.items()}
+    print(f"  {body} -> {out.get('ndcg@10')} ({len(queries)} queries, {sum(lat) / 1000:.1f}s)", file=sys.stderr)
     out.update({"p50_ms": round(statistics.median(lat), 2), "p95_ms": round(pct(lat, 95), 2)})
     return out
+
+
+async def start_container(settings: Any) -> Any:
+    """Only what search needs (the embedder registry and the retrieval area), so the figures are about search."""
+    from knora.adapters.embedders.registry import build_embedder
+    from knora.container import Container
+    from knora.services.ingest.embedders import EmbedderRegistry
+
+    c = Container(settings)
+    c.embedders = EmbedderRegistry(settings, build_embedder)
+    await c.start(wiring=("knora.services.retrieval.wiring",))
+    return c
 
 
 async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: dict[str, float],
                     with_keyword: bool) -> dict[str, Any]:
     from knora.api.app import create_app
-    from knora.container import Container
     from knora.settings import Settings
 
     corpus, queries, qrels = load_set(path, limit)
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp), api_key=API_KEY, embedder=embedder, sample_kb=False)
-        c = Container(settings)
-        await c.start()
+        c = await start_container(settings)
         try:
+            t0 = time.perf_counter()
             kb_id, mapping = await seed(c, corpus)
+            print(f"{path.name} {embedder}: indexed {len(corpus)} passages in {time.perf_counter() - t0:.1f}s",
+                  file=sys.stderr)
             app = create_app(container=c)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench",
                                          headers={"X-API-Key": API_KEY}, timeout=120) as http:

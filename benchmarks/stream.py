@@ -92,10 +92,15 @@ async def concurrency(chats: int, tokens: int, interval: float) -> dict[str, Any
         tenant = c.default_tenant_id
         sessions = [await c.session_service.create(tenant, title="bench") for _ in range(chats)]
         lost = dup = incomplete = 0
+        start_ms: list[float] = []
+        stream_s: list[float] = []
 
         async def one(sid: str) -> tuple[str, str]:
             nonlocal lost, dup, incomplete
+            t_start = time.perf_counter()
             turn = await c.chat_service.start(tenant, sid, ChatBody(query="q"), str(uuid.uuid4()))
+            t_started = time.perf_counter()
+            start_ms.append((t_started - t_start) * 1000)
             expected = 0
             last = ""
             async for raw in stream_frames(c.stream_log, sid, turn.assistant_message_id, turn.request_id,
@@ -105,6 +110,7 @@ async def concurrency(chats: int, tokens: int, interval: float) -> dict[str, Any
                 frame = json.loads(raw.split(b"data:", 1)[1])
                 expected += 1
                 last = frame["response_type"]
+            stream_s.append(time.perf_counter() - t_started)
             events = await c.stream_log.read(sid, turn.assistant_message_id)
             lost += max(0, len(events) - expected)
             dup += max(0, expected - len(events))
@@ -122,7 +128,9 @@ async def concurrency(chats: int, tokens: int, interval: float) -> dict[str, Any
         await c.close()
     ideal = tokens * interval
     return {"chats": chats, "tokens_per_chat": tokens, "token_interval_s": interval, "model_time_s": ideal,
-            "wall_s": round(wall, 3), "slowdown": round(wall / ideal, 3), "lost_events": lost,
+            "wall_s": round(wall, 3), "slowdown": round(wall / ideal, 3),
+            "turn_start_ms_p50": round(statistics.median(start_ms), 1), "turn_start_ms_p99": round(pct(start_ms, .99), 1),
+            "stream_s_p50": round(statistics.median(stream_s), 3), "stream_s_max": round(max(stream_s), 3), "lost_events": lost,
             "duplicated_events": dup, "incomplete_streams": incomplete, "saved_complete": saved_ok,
             "delivered_tokens_per_s": round(chats * tokens / wall, 1)}
 

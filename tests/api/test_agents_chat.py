@@ -141,3 +141,6 @@ async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServe
     assert s.types.index("tool_approval_required") < s.types.index("tool_approval_resolved")
     assert s.of("tool_approval_required")[0]["data"]["pending_id"] == pending[0]["pending_id"]
     assert s.answer() == "Done: deleted tmp"
+    # capability filtering: no knowledge scope → no KB tools; MCP tools join the chosen "thinking"
+    tools = sorted(t["function"]["name"] for t in next(b for b in fake.chat_requests if b.get("tools"))["tools"])
+    assert tools == ["mcp_ops_add", "mcp_ops_delete_all", "mcp_ops_explode", "thinking"]

@@ -72,52 +72,66 @@ class KnoraServer:
         return r.json().get("data")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def fake_model() -> Iterator[FakeModelServer]:
     with FakeModelServer() as fake:
         yield fake
 
 
+def launch_server(data_dir: Path, fake: FakeModelServer, **env_overrides: str) -> KnoraServer:
+    port = free_port()
+    env = {**os.environ, "KNORA_DATA_DIR": str(data_dir), "KNORA_EMBEDDER": "local:hash",
+           "KNORA_SAMPLE_KB": "false", "KNORA_API_KEY": API_KEY, "KNORA_LOG_LEVEL": "WARNING",
+           "KNORA_CHAT_MODEL": "openai:fake-chat", "KNORA_CHAT_BASE_URL": fake.base_url,
+           "KNORA_CHAT_API_KEY": "sk-fake"}
+    env.update(env_overrides)
+    env = {k: v for k, v in env.items() if v != ""}
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir / "server.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--factory", "knora.api.app:create_app", "--host", "127.0.0.1",
+         "--port", str(port), "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{base}/health", proc, tries=1200)
+    except RuntimeError:
+        proc.kill()
+        raise RuntimeError(log.read_text()[-3000:]) from None
+    return KnoraServer(base, proc, log)
+
+
+def stop_server(server: KnoraServer) -> None:
+    server.http.close()
+    server.proc.terminate()
+    try:
+        server.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory, fake_model: FakeModelServer) -> Iterator[KnoraServer]:
+    """One server per test module (starting one costs seconds); ``server`` empties it before each test."""
+    srv = launch_server(tmp_path_factory.mktemp("knora") / "data", fake_model)
+    yield srv
+    stop_server(srv)
+
+
+def _reset(server: KnoraServer, fake: FakeModelServer) -> None:
+    fake.handler = None
+    for path, listing in (("/sessions", "/sessions?page=1&page_size=1000"), ("/knowledge-bases", "/knowledge-bases")):
+        r = server.http.get(listing)
+        if r.status_code == 404:
+            continue
+        for row in r.json().get("data") or []:
+            server.http.delete(f"{path}/{row['id']}")
+
+
 @pytest.fixture
-def start_server(tmp_path: Path, fake_model: FakeModelServer) -> Iterator[Callable[..., KnoraServer]]:
-    servers: list[KnoraServer] = []
-
-    def _start(**env_overrides: str) -> KnoraServer:
-        port = free_port()
-        env = {**os.environ, "KNORA_DATA_DIR": str(tmp_path / f"data{len(servers)}"), "KNORA_EMBEDDER": "local:hash",
-               "KNORA_SAMPLE_KB": "false", "KNORA_API_KEY": API_KEY, "KNORA_LOG_LEVEL": "WARNING",
-               "KNORA_CHAT_MODEL": "openai:fake-chat", "KNORA_CHAT_BASE_URL": fake_model.base_url,
-               "KNORA_CHAT_API_KEY": "sk-fake"}
-        env.update(env_overrides)
-        env = {k: v for k, v in env.items() if v != ""}
-        log = tmp_path / f"server{len(servers)}.log"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "knora.api.app:create_app", "--host", "127.0.0.1",
-             "--port", str(port), "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            wait_http(f"{base}/health", proc)
-        except RuntimeError:
-            proc.kill()
-            raise RuntimeError(log.read_text()[-3000:]) from None
-        server = KnoraServer(base, proc, log)
-        servers.append(server)
-        return server
-
-    yield _start
-    for s in servers:
-        s.http.close()
-        s.proc.terminate()
-        try:
-            s.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            s.proc.kill()
-
-
-@pytest.fixture
-def server(start_server: Callable[..., KnoraServer]) -> KnoraServer:
-    return start_server()
+def server(shared_server: KnoraServer, fake_model: FakeModelServer) -> KnoraServer:
+    _reset(shared_server, fake_model)
+    return shared_server
 
 
 @pytest.fixture(scope="session")

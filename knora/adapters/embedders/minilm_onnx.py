@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 MAX_SEQ_LENGTH = 256  # the model's sentence_bert_config max_seq_length
+_GRAPH_VERSION = 2  # bump when _bert_module changes, so cached exports are rebuilt
 
 
 def available() -> bool:
@@ -35,37 +36,94 @@ def _cache_name(model_dir: Path) -> str:
     import onnxruntime
 
     weights = model_dir / "model.safetensors"
-    key = f"{weights.stat().st_size}:{(model_dir / 'config.json').read_text()}:{onnxruntime.__version__}"
+    key = (f"{weights.stat().st_size}:{(model_dir / 'config.json').read_text()}:{onnxruntime.__version__}"
+           f":{_GRAPH_VERSION}")
     return f"all-minilm-l6-v2-int8-matmul-{hashlib.sha256(key.encode()).hexdigest()[:12]}.onnx"
+
+
+def _bert_module(model_dir: Path) -> Any:
+    """A plain BERT encoder + masked mean pooling in torch, built straight from the packaged weights.
+
+    Written out rather than traced through ``transformers``: its mask helpers change between releases and do not
+    trace with the TorchScript exporter, while this graph is fixed, small and checked against the reference
+    pipeline in the tests.
+    """
+    import json
+
+    import torch
+    from safetensors.torch import load_file
+
+    cfg = json.loads((model_dir / "config.json").read_text())
+    w = load_file(str(model_dir / "model.safetensors"))
+    heads, hidden, eps = int(cfg["num_attention_heads"]), int(cfg["hidden_size"]), float(cfg["layer_norm_eps"])
+    layers = int(cfg["num_hidden_layers"])
+    F = torch.nn.functional
+
+    class Bert(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            # Registered buffers become ONNX initializers (the int8 pass only quantises initializer weights);
+            # linear weights are stored transposed so each projection exports as a bare MatMul on a constant.
+            for name, tensor in w.items():
+                if name.startswith("pooler.") or name.endswith("position_ids"):
+                    continue
+                value = tensor.t().contiguous() if name.endswith(".weight") and tensor.dim() == 2 \
+                    and "embeddings" not in name else tensor
+                self.register_buffer(name.replace(".", "__"), value.float())
+
+        def p(self, name: str) -> Any:
+            return getattr(self, name.replace(".", "__"))
+
+        def ln(self, x: Any, name: str) -> Any:
+            return F.layer_norm(x, (hidden,), self.p(f"{name}.weight"), self.p(f"{name}.bias"), eps)
+
+        def lin(self, x: Any, name: str) -> Any:
+            return torch.matmul(x, self.p(f"{name}.weight")) + self.p(f"{name}.bias")
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            ln, lin = self.ln, self.lin
+            batch, seq = input_ids.shape
+            positions = torch.arange(seq, dtype=torch.long).unsqueeze(0)
+            x = (F.embedding(input_ids, self.p("embeddings.word_embeddings.weight"))
+                 + F.embedding(positions, self.p("embeddings.position_embeddings.weight"))
+                 + F.embedding(token_type_ids, self.p("embeddings.token_type_embeddings.weight")))
+            x = ln(x, "embeddings.LayerNorm")
+            mask = attention_mask.to(x.dtype)
+            additive = (1.0 - mask)[:, None, None, :] * torch.finfo(x.dtype).min
+            d = hidden // heads
+            for i in range(layers):
+                p = f"encoder.layer.{i}"
+
+                def split(t: Any) -> Any:
+                    return t.view(batch, seq, heads, d).transpose(1, 2)
+
+                q = split(lin(x, f"{p}.attention.self.query"))
+                k = split(lin(x, f"{p}.attention.self.key"))
+                v = split(lin(x, f"{p}.attention.self.value"))
+                scores = torch.matmul(q, k.transpose(-1, -2)) / (d ** 0.5) + additive
+                ctx = torch.matmul(scores.softmax(dim=-1), v).transpose(1, 2).reshape(batch, seq, hidden)
+                x = ln(lin(ctx, f"{p}.attention.output.dense") + x, f"{p}.attention.output.LayerNorm")
+                h = F.gelu(lin(x, f"{p}.intermediate.dense"))
+                x = ln(lin(h, f"{p}.output.dense") + x, f"{p}.output.LayerNorm")
+            summed = (x * mask[..., None]).sum(dim=1)
+            return summed / mask.sum(dim=1, keepdim=True).clamp(min=1e-9)
+
+    return Bert().eval()
 
 
 def _export_fp32(model_dir: Path, target: Path) -> None:
     import torch
-    from transformers import AutoModel
 
-    class Encoder(torch.nn.Module):
-        """Keyword-only call into the transformer: its positional signature differs between versions."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            # eager attention traces to plain MatMul/Softmax nodes, which is what the int8 pass quantises
-            self.bert = AutoModel.from_pretrained(str(model_dir), local_files_only=True,
-                                                  attn_implementation="eager").eval()
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).last_hidden_state
-
-    model = Encoder().eval()
+    model = _bert_module(model_dir)
     ids = torch.ones((2, 16), dtype=torch.long)
-    # The TorchScript exporter is deprecated but exports BERT cleanly without the extra onnxscript dependency.
+    # The TorchScript exporter is deprecated but handles this plain graph without the onnxscript dependency.
     with torch.inference_mode(), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # scoped to this one export call
         torch.onnx.export(
             model, (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(target),
-            input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
-            dynamic_axes={n: {0: "batch", 1: "seq"} for n in ("input_ids", "attention_mask", "token_type_ids",
-                                                               "last_hidden_state")},
+            input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["sentence_embedding"],
+            dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+                          "token_type_ids": {0: "batch", 1: "seq"}, "sentence_embedding": {0: "batch"}},
             opset_version=17, dynamo=False,
         )
 
@@ -89,7 +147,7 @@ def ensure_int8_model(model_dir: Path, cache_dir: Path) -> Path:
 
 
 class OnnxMiniLM:
-    """Tokenise → ONNX Runtime → attention-masked mean pooling (what the sentence-transformers pipeline does)."""
+    """Tokenise → ONNX Runtime (encoder + masked mean pooling, as sentence-transformers does) → float32 rows."""
 
     def __init__(self, model_dir: Path, cache_dir: Path, threads: int | None = None) -> None:
         import onnxruntime as ort
@@ -112,8 +170,6 @@ class OnnxMiniLM:
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
         types = np.asarray([e.type_ids for e in encodings], dtype=np.int64)
-        (hidden,) = self.session.run(["last_hidden_state"],
+        (pooled,) = self.session.run(["sentence_embedding"],
                                      {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        return pooled.astype(np.float32)
+        return np.asarray(pooled, dtype=np.float32)

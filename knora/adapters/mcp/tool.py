@@ -64,7 +64,8 @@ class MCPTool:
                 result = await self.client.call_tool(self.remote_name, args)
             except MCPUnavailable as exc:
                 return ToolResult.fail(str(exc))
-        texts, images = [], []
+        texts: list[str] = []
+        images: list[str] = []
         for item in getattr(result, "content", None) or []:
             kind = getattr(item, "type", "")
             if kind == "text":

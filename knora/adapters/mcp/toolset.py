@@ -7,19 +7,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Protocol
 
 from knora.adapters.mcp.client import MCPClient, MCPUnavailable
 from knora.adapters.mcp.tool import MCPTool, tool_name
 from knora.domain.mcp import MCPService
-from knora.ports.agent_store import MCPServiceRepo
 from knora.ports.tool import ApprovalGate, Tool
 
 log = logging.getLogger(__name__)
 LIST_TIMEOUT = 30.0
 
 
+class ServiceLister(Protocol):
+    """The part of ``MCPServiceRepo`` the toolset needs."""
+
+    async def list(self, tenant_id: int) -> list[MCPService]: ...
+
+
 class MCPToolset:
-    def __init__(self, repo: MCPServiceRepo, *, stdio_enabled: bool, approval: ApprovalGate | None,
+    def __init__(self, repo: ServiceLister, *, stdio_enabled: bool, approval: ApprovalGate | None,
                  approval_timeout: float = 600.0) -> None:
         self.repo, self.stdio_enabled = repo, stdio_enabled
         self.approval, self.approval_timeout = approval, approval_timeout

@@ -37,6 +37,7 @@ class ListKnowledgeChunksTool(BaseTool):
             got = await repos.chunks.list(ctx.tenant_id, k.id, page=page, page_size=limit,
                                           chunk_types=["text", "faq"])
             chunks, total = list(got.items), got.total
+        assert k is not None  # in_scope() refused None above
         rows = [{"chunk_id": c.id, "knowledge_id": k.id, "knowledge_base_id": k.knowledge_base_id,
                  "knowledge_title": k.title or k.file_name, "chunk_index": c.chunk_index,
                  "chunk_type": str(c.chunk_type), "content": c.content} for c in chunks]

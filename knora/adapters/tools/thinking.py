@@ -32,6 +32,9 @@ class ThinkingTool(BaseTool):
                   "thought_history_length": len(history)}
         nxt = "Continue with the next thought." if args["next_thought_needed"] else \
             "Thinking complete: act on it (call tools or answer)."
+        eid = f"{ctx.tool_call_id or 'call'}-thinking-tool"
+        for done, text in ((False, str(args["thought"])), (True, "")):  # shown to the user as thinking
+            await ctx.emit("thought", {"content": text, "done": done, "event_id": eid, "source": "thinking_tool"})
         output = (f"Thought {args['thought_number']}/{total} recorded "
                   f"({len(history)} in history). {nxt}")
         return ToolResult(output=output, data={"display_type": "thinking", "thought": args["thought"], **status})

@@ -96,6 +96,8 @@ class AgentEngine:
                 res.rounds += 1
         if not self.cancelled.is_set():
             res.stop_reason = "max_iterations"
+            await self._reflect(f"Reached the limit of {self.config.max_iterations} rounds; answering from what "
+                                "was found.")
             await self._synthesise(run, query, prompts.MAX_ITERATIONS_FALLBACK)
 
     async def _round(self, run: _Run, query: str) -> str:
@@ -204,6 +206,7 @@ class AgentEngine:
         run.duplicate_rounds = run.duplicate_rounds + 1 if len(duplicates) == len(prepared) else 0
         if run.duplicate_rounds >= self.config.duplicate_rounds_limit:
             run.result.stop_reason = "duplicate_calls"
+            await self._reflect("The model kept repeating identical tool calls; answering from what was found.")
             await self._synthesise(run, "", prompts.MAX_ITERATIONS_FALLBACK, reason="repeated identical tool calls")
 
     def _prepare(self, run: _Run, call: ToolCall) -> tuple[dict[str, Any], dict[str, Any]] | ToolResult:
@@ -215,7 +218,10 @@ class AgentEngine:
             args = arguments.parse_arguments(raw)
         except ValueError as exc:
             return ToolResult.fail(f"Failed to parse tool arguments: {exc}{ERROR_HINT}", _raw=call.arguments)
-        model_args = arguments.parse_arguments(call.arguments) if not opaque and raw != call.arguments else args
+        try:
+            model_args = arguments.parse_arguments(call.arguments) if raw != call.arguments else args
+        except ValueError:
+            model_args = args
         unresolved = [] if opaque else arguments.unresolved_handles(args)
         if unresolved:
             return ToolResult.fail(f"tool arguments contain unresolved model handles: {unresolved}{ERROR_HINT}")
@@ -231,7 +237,7 @@ class AgentEngine:
         args = prepared[0] if isinstance(prepared, tuple) else {}
         shown = prepared[1] if isinstance(prepared, tuple) else {}
         await self.bus.emit(BusEvent.TOOL_CALL, {"tool_call_id": call.id, "tool_name": call.name,
-                                                 "arguments": shown, "iteration": iteration,
+                                                 "arguments": args or shown, "iteration": iteration,
                                                  "hint": call.name}, event_id=f"{call.id}-tool-hint")
         started = time.perf_counter()
         if isinstance(prepared, ToolResult):
@@ -245,7 +251,7 @@ class AgentEngine:
             await self.bus.emit(BusEvent.REFERENCES, {"references": [r.model_dump(mode="json")
                                                                      for r in run.refs_by_id.values()],
                                                       "iteration": iteration})
-        data = {k: v for k, v in result.data.items() if k not in ("duplicate", "_raw")}
+        data = _client_data(result.data)
         await self.bus.emit(BusEvent.TOOL_RESULT, {
             "tool_call_id": call.id, "tool_name": call.name, "success": result.success, "output": result.output,
             "error": result.error, "duration_ms": duration_ms, "iteration": iteration, "data": data},
@@ -269,6 +275,11 @@ class AgentEngine:
                 run.refs_by_id[ref.id] = ref
                 added = True
         return added
+
+    async def _reflect(self, text: str) -> None:
+        """A guard fired: say so on the stream (WeKnora declares REFLECTION but never emits it)."""
+        eid = event_id("reflection")
+        await self.bus.emit(BusEvent.REFLECTION, {"content": text, "done": True, "event_id": eid}, event_id=eid)
 
     # -- synthesis ------------------------------------------------------------------------------------------
     async def _synthesise(self, run: _Run, query: str, failure: str, *, reason: str = "") -> None:
@@ -298,6 +309,16 @@ class AgentEngine:
         if reason:
             res.stop_reason = res.stop_reason or reason
 
+
+
+def _client_data(data: dict[str, Any]) -> dict[str, Any]:
+    """What the stream and the stored steps keep of a result's data: no engine markers, and knowledge rows
+    without their full SearchResult copy (that travels once, in the REFERENCES event)."""
+    out = {k: v for k, v in data.items() if k not in ("duplicate", "_raw", "model_note")}
+    rows = out.get("results")
+    if isinstance(rows, list) and rows and isinstance(rows[0], dict) and "reference" in rows[0]:
+        out["results"] = [{k: v for k, v in r.items() if k != "reference"} for r in rows]
+    return out
 
 
 def _with(ctx: ToolContext, **changes: Any) -> ToolContext:

@@ -13,6 +13,8 @@ import logging
 from typing import Any
 
 import jsonschema
+import jsonschema.protocols
+import jsonschema.validators
 
 from knora.ports.tool import Tool, ToolContext, ToolResult, tool_output_limit, tool_timeout
 
@@ -73,13 +75,32 @@ def cast_args(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     return {k: (_cast(v, props[k]) if isinstance(props.get(k), dict) else v) for k, v in args.items()}
 
 
+_VALIDATORS: dict[int, tuple[dict[str, Any], jsonschema.protocols.Validator]] = {}
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    """Validators are cached per schema object: building one costs more than validating small arguments."""
+    hit = _VALIDATORS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    if len(_VALIDATORS) > 4096:
+        _VALIDATORS.clear()
+    _VALIDATORS[id(schema)] = (schema, validator)
+    return validator
+
+
 def validate_args(args: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     """Schema errors as readable lines; extra properties are allowed (spec §6.4.2)."""
     if not schema:
         return []
-    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        found = sorted(_validator(schema).iter_errors(args), key=lambda e: [str(p) for p in e.path])
+    except (jsonschema.SchemaError, TypeError, ValueError, LookupError):
+        log.info("tool schema is not valid JSON schema; arguments not validated")  # e.g. a sloppy MCP server
+        return []
     errors = []
-    for err in sorted(validator.iter_errors(args), key=lambda e: list(e.path)):
+    for err in found:
         where = ".".join(str(p) for p in err.path) or "arguments"
         errors.append(f"{where}: {err.message}")
     return errors

@@ -28,7 +28,10 @@ log = logging.getLogger(__name__)
 MCPTools = Callable[[int, str | None, list[str]], Awaitable[list[Tool]]]
 SkillsPrompt = Callable[[list[str] | None], str]
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
-RETRIEVAL_TOOLS_NOTE = "[Previous retrieval result omitted — knowledge base may have changed. Please perform a fresh search.]"
+
+
+def _clean(name: str) -> str:
+    return re.sub(r"[\r\n<>\"]", "", name)
 
 
 @dataclass
@@ -68,6 +71,13 @@ class SmartReasoningRunner:
         skills_mode = str(agent_cfg.get("skills_selection_mode") or "none")
         allowed_skills = None if skills_mode == "all" else list(agent_cfg.get("selected_skills") or [])
         skills_on = skills_mode in ("all", "selected") and (skills_mode == "all" or bool(allowed_skills))
+        skills_on = skills_on and bool(getattr(self.d.tool_deps.settings, "skills_enabled", False))
+        pinned_skills: list[str] = []
+        if skills_on and req.skill_names:  # per-request @skill narrowing (spec §6.2)
+            requested = list(dict.fromkeys(req.skill_names))
+            allowed_skills = requested if allowed_skills is None else [s for s in allowed_skills if s in requested]
+            skills_on = bool(allowed_skills)
+            pinned_skills = list(allowed_skills)
         caps = Capabilities(knowledge=bool(req.knowledge_base_ids or req.knowledge_ids), web=web, skills=skills_on)
         names = select_tools(list(agent_cfg.get("allowed_tools") or []), caps, self.d.catalog)
         registry = build_registry(names, self.d.tool_deps, self.d.catalog, max_output_chars=cfg.max_tool_output_chars,
@@ -83,8 +93,11 @@ class SmartReasoningRunner:
                 registry.register(tool)
             if req.mcp_service_ids and selected:
                 must_use.append("Must use the MCP tools (names start with mcp_) to answer the question below.")
+        must_use += [f'Must call read_skill(skill_name="{_clean(s)}") for @Skill "{_clean(s)}" before answering.'
+                     for s in pinned_skills]
         extra = self.d.skills_prompt(allowed_skills) if (skills_on and self.d.skills_prompt) else ""
-        system = prompts.system_prompt(custom=cfg.system_prompt, has_knowledge=caps.knowledge, kb_names=[],
+        system = prompts.system_prompt(custom=cfg.system_prompt, has_knowledge=caps.knowledge,
+                                       kb_names=await self._kb_names(req),
                                        web_enabled=web, language=req.language,
                                        protocol=ctx.references.protocol_prompt() if req.citations_enabled else "",
                                        extra=extra)
@@ -109,6 +122,18 @@ class SmartReasoningRunner:
                            is_fallback=result.is_fallback, model_id=getattr(model, "model_id", ""),
                            debug={"rounds": result.rounds, "stop_reason": result.stop_reason,
                                   "tools": registry.names(), **({"error": result.error} if result.error else {})})
+
+    async def _kb_names(self, req: TurnRequest) -> list[str]:
+        repos = self.d.tool_deps.repos
+        names: list[str] = []
+        for kb_id in req.knowledge_base_ids[:20] if repos is not None else []:
+            try:
+                kb = await repos.kbs.get(req.tenant_id, kb_id)
+            except Exception:  # noqa: BLE001 - names only decorate the prompt
+                kb = None
+            if kb is not None:
+                names.append(kb.name)
+        return names
 
     @staticmethod
     def _history(req: TurnRequest, ctx: TurnContext, turns: int, enabled: bool) -> list[ChatMessage]:

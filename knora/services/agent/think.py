@@ -13,9 +13,10 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from knora.domain.stream import BusEvent
-from knora.ports.chat import ChatMessage, ChatModel, ChatOptions, ModelError, ToolCall, Usage
+from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ModelError, ToolCall, Usage
 from knora.services.streaming.bus import EventBus
 
 log = logging.getLogger(__name__)
@@ -127,23 +128,15 @@ async def stream_round(model: ChatModel, messages: Sequence[ChatMessage], option
     splitter = ThinkSplitter()
     content: list[str] = []
     reasoning: list[str] = []
-    async with asyncio.timeout(timeout):
-        async for chunk in model.stream(messages, options):
-            if chunk.reasoning_content:
-                reasoning.append(chunk.reasoning_content)
-                await s.thought(chunk.reasoning_content)
-            if chunk.content:
-                content.append(chunk.content)
-                for kind, text in splitter.feed(chunk.content):
-                    await (s.thought(text) if kind == "think" else s.answer(text))
-            if chunk.tool_calls:
-                s.result.tool_calls = list(chunk.tool_calls)
-            if chunk.finish_reason:
-                s.result.finish_reason = chunk.finish_reason
-            if chunk.usage is not None:
-                s.result.usage = chunk.usage
-            if cancelled is not None and cancelled.is_set():
-                break
+    stream = model.stream(messages, options)
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in stream:
+                await _route(s, splitter, chunk, content, reasoning)
+                if cancelled is not None and cancelled.is_set():
+                    break
+    finally:
+        await _close(stream)
     for kind, text in splitter.flush():
         await (s.thought(text) if kind == "think" else s.answer(text))
     await s.close_thought()
@@ -151,6 +144,31 @@ async def stream_round(model: ChatModel, messages: Sequence[ChatMessage], option
     s.result.reasoning = "".join(reasoning)
     s.result.finish_reason = (s.result.finish_reason or "stop").strip().lower() or "stop"
     return s.result
+
+
+async def _close(stream: Any) -> None:
+    """Leaving a model stream early (stop, timeout) closes it now, not at garbage collection."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+async def _route(s: Streamer, splitter: ThinkSplitter, chunk: ChatChunk, content: list[str],
+                 reasoning: list[str]) -> None:
+    """One delta: reasoning → THOUGHT, text → split into thought/answer, the last chunk's metadata kept."""
+    if chunk.reasoning_content:
+        reasoning.append(chunk.reasoning_content)
+        await s.thought(chunk.reasoning_content)
+    if chunk.content:
+        content.append(chunk.content)
+        for kind, text in splitter.feed(chunk.content):
+            await (s.thought(text) if kind == "think" else s.answer(text))
+    if chunk.tool_calls:
+        s.result.tool_calls = list(chunk.tool_calls)
+    if chunk.finish_reason:
+        s.result.finish_reason = chunk.finish_reason
+    if chunk.usage is not None:
+        s.result.usage = chunk.usage
 
 
 async def stream_with_retry(model: ChatModel, messages: Sequence[ChatMessage], options: ChatOptions,
@@ -185,12 +203,16 @@ async def stream_answer(model: ChatModel, messages: Sequence[ChatMessage], optio
             await bus.emit(BusEvent.FINAL_ANSWER, {"content": text, "done": False, "event_id": eid,
                                                    "is_fallback": is_fallback}, event_id=eid)
 
-    async with asyncio.timeout(timeout):
-        async for chunk in model.stream(messages, options):
-            for kind, text in splitter.feed(chunk.content):
-                if kind == "text":
-                    parts.append(text)
-                    await emit(text)
+    stream = model.stream(messages, options)
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in stream:
+                for kind, text in splitter.feed(chunk.content):
+                    if kind == "text":
+                        parts.append(text)
+                        await emit(text)
+    finally:
+        await _close(stream)
     for kind, text in splitter.flush():
         if kind == "text":
             parts.append(text)

@@ -68,6 +68,10 @@ class _HandleTable:
         return list(self._by_key.values())
 
 
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
 def canonical_url(url: str) -> str:
     """Dedup key of a web page: parsed, fragment removed; a URL without scheme and host is its own key."""
     try:
@@ -184,7 +188,6 @@ class ReferenceRegistry:
         if not HANDLE_SHAPE.match(h):
             return ""
         if h[0] == "c" and (entry := self._chunks.by_handle(h)):
-            esc = lambda v: html.escape(str(v), quote=True)
             kb = entry.meta.get("kb_id") or ""
             kb_attr = f' kb_id="{esc(kb)}"' if kb else ""
             return f'<kb doc="{esc(entry.meta.get("title", ""))}" chunk_id="{esc(entry.key)}"{kb_attr} />'

@@ -29,6 +29,7 @@ from knora.ports.jobs import JobQueue
 from knora.ports.parser import ParsedDocument, ParseError
 from knora.ports.retrieval import RetrievalEngine
 from knora.services.ingest import fetch as fetching
+from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.build import Draft, build_chunks, searchable
 from knora.services.ingest.embedders import EmbedderRegistry
 from knora.settings import Settings
@@ -84,6 +85,7 @@ class IngestService:
     def __init__(self, deps: IngestDeps) -> None:
         self.d = deps
         self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._committer = GroupCommitter(deps.repos.chunks, deps.retrieval)
 
     # --- accepting documents ----------------------------------------------------------------------------------
     async def _kb(self, tenant_id: int, kb_id: str) -> KnowledgeBase:
@@ -278,10 +280,6 @@ class IngestService:
                          embedding=vectors[i].tolist() if vectors is not None else None,
                          knowledge_type="faq" if kb.type == "faq" else "document")
                 for i, (c, text) in enumerate(zip(to_index, contents, strict=True))]
-        engine = self.d.retrieval()
-        if engine is not None and rows:
-            await engine.index(rows)
-        new_ids = [r.source_id for r in rows]
         metadata = dict(k.metadata)
         metadata.update({f"doc_{a}": str(b) for a, b in doc.metadata.items()} if doc.metadata else {})
         if doc.tables:
@@ -289,14 +287,4 @@ class IngestService:
         complete: dict[str, Any] = {"parse_status": str(ParseStatus.COMPLETED), "error_message": "", "title": title,
                                     "processed_at": utcnow(), "metadata": metadata, **extra,
                                     "embedding_model_id": kb.embedding_model_id}
-        try:
-            old = await self.d.repos.chunks.replace_for_knowledge(k.id, chunks, complete=complete)
-        except BaseException:
-            if engine is not None and new_ids:
-                await engine.delete_chunks(new_ids)
-            raise
-        if engine is not None:
-            if old is None:  # the document was deleted while we worked
-                await engine.delete_chunks(new_ids)
-            elif old:
-                await engine.delete_chunks(old)
+        await self._committer.commit(k.id, chunks, rows, complete)

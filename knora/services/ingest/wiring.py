@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from knora.adapters.blobs.local import LocalBlobStore
+from knora.adapters.db.repos._mapping import GatedSessions
 from knora.adapters.db.repos.chunks import SqlChunkRepo
 from knora.adapters.db.repos.jobs import SqlJobRepo
 from knora.adapters.db.repos.kbs import SqlKnowledgeBaseRepo
@@ -47,9 +48,10 @@ async def wire(c: Any) -> None:
     c.blobs = LocalBlobStore(s.data_dir / "blobs")
     c.embedders = EmbedderRegistry(s, _build_embedder)
     c.parsers = ParserRegistry(s.max_expanded_bytes)
-    c.repos = SimpleNamespace(kbs=SqlKnowledgeBaseRepo(c.sessions), knowledge=SqlKnowledgeRepo(c.sessions),
-                              chunks=SqlChunkRepo(c.sessions), tags=SqlTagRepo(c.sessions),
-                              models=SqlModelRepo(c.sessions), jobs=SqlJobRepo(c.sessions))
+    sessions = GatedSessions(c.sessions, asyncio.Lock() if s.is_sqlite else None)
+    c.repos = SimpleNamespace(kbs=SqlKnowledgeBaseRepo(sessions), knowledge=SqlKnowledgeRepo(sessions),
+                              chunks=SqlChunkRepo(sessions), tags=SqlTagRepo(sessions),
+                              models=SqlModelRepo(sessions), jobs=SqlJobRepo(sessions))
     if s.job_queue == "redis":
         log.warning("job_queue=redis is not available yet; using the durable in-process queue on the database")
     c.jobs = InProcessJobQueue(c.repos.jobs, workers=max(s.ingest_concurrency, s.ingest_workers))

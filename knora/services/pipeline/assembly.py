@@ -11,6 +11,7 @@ from typing import Any
 
 from knora import prompts
 from knora.domain.knowledge import KnowledgeBase
+from knora.domain.search import SearchTarget
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.framework import PipelineBuilder
 from knora.services.pipeline.state import EventType, PipelineRequest, SummaryConfig
@@ -53,7 +54,13 @@ async def build_request(deps: PipelineDeps, req: TurnRequest) -> tuple[PipelineR
     if deps.reads is not None and kb_ids:
         kbs = [kb for kb in await deps.reads.knowledge_bases(kb_ids) if kb.tenant_id == req.tenant_id]
     targets: list[Any] = []
-    if deps.search is not None and (kb_ids or knowledge_ids):
+    if kb_ids and not knowledge_ids and not req.tag_ids:
+        # Whole KBs only: the targets are the caller's own KBs, in request order (spec §1.8 step 3); no need for
+        # the general builder's extra reads.
+        own = {kb.id for kb in kbs}
+        targets = [SearchTarget(type="knowledge_base", knowledge_base_id=k, tenant_id=req.tenant_id)
+                   for k in dict.fromkeys(kb_ids) if k in own]
+    elif deps.search is not None and (kb_ids or knowledge_ids):
         from knora.services.retrieval.targets import build_targets
 
         tag_scopes = {kb_ids[0]: list(req.tag_ids)} if req.tag_ids and kb_ids else None

@@ -46,7 +46,7 @@ async def with_keepalive(events: AsyncIterator[StreamEvent], interval: float) ->
     try:
         while True:
             if pending is None:
-                pending = asyncio.ensure_future(anext(events))  # type: ignore[arg-type]
+                pending = asyncio.ensure_future(anext(events))
             done, _ = await asyncio.wait({pending}, timeout=interval)
             if not done:
                 yield None

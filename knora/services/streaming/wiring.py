@@ -32,7 +32,9 @@ async def wire(c: Any) -> None:
             return None  # the pipeline area is not wired: titles fall back to the query
         return await models.get(model_id or None, tenant_id=tenant_id)  # type: ignore[no-any-return]
 
-    c.session_service = SessionService(SqlSessionRepo(c.sessions), SqlMessageRepo(c.sessions), chat_model)
+    messages = SqlMessageRepo(c.sessions)
+    c.on_close(messages.close)
+    c.session_service = SessionService(SqlSessionRepo(c.sessions), messages, chat_model)
 
     def runners(kind: str) -> TurnRunner | None:
         name = "smart_reasoning" if kind == "smart" else "quick_answer"

@@ -12,6 +12,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,6 +76,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"model": body.get("model"), "embeddings": [server_vector(t, state.dim) for t in texts]})
         else:
             self._send(404, {"error": "not found"})
+
+
+@pytest.fixture(scope="session")
+def minilm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ONNX export per test session: exporting takes a few CPU-seconds, so tests share the cache."""
+    return tmp_path_factory.mktemp("minilm-models")
 
 
 @pytest.fixture

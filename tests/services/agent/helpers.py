@@ -17,7 +17,6 @@ from knora.services.citations.registry import ReferenceRegistry
 from knora.services.streaming.bus import EventBus
 from tests.fakes.model_server import FakeModelServer
 
-
 OPEN_MODELS: list[OpenAIChatModel] = []  # closed by the autouse fixture in conftest
 
 

@@ -66,7 +66,7 @@ class TestRounds:
         first_call = h.rec.events.index(h.rec.of(BusEvent.TOOL_CALL)[0])
         assert h.rec.events.index(answers[0]) < first_call
         # the assistant message replayed to the model keeps the preamble next to its tool call
-        assistant = [m for m in fake.chat_requests[1]["messages"] if m["role"] == "assistant"][0]
+        assistant = next(m for m in fake.chat_requests[1]["messages"] if m["role"] == "assistant")
         assert assistant["content"] == "Let me search first." and assistant["tool_calls"]
 
     async def test_parallel_tool_calls_run_concurrently(self, fake: FakeModelServer) -> None:
@@ -130,6 +130,7 @@ class TestGuards:
         res = await h.run()
         assert len(tool.calls) == 1
         assert res.stop_reason == "duplicate_calls" and res.answer == "Best effort answer."
+        assert "repeating identical tool calls" in h.rec.of(BusEvent.REFLECTION)[0].data["content"]
         dup = res.steps[1]["tool_calls"][0]["result"]
         assert not dup["success"] and "Duplicate tool call" in dup["error"]
         assert len(fake.chat_requests) == 4  # 3 rounds, then synthesis — far below the cap of 20

@@ -210,8 +210,10 @@ class TestSearchSources:
     async def test_concurrent_turns_do_not_share_state(self, model_container: Any, fake: FakeModelServer) -> None:
         c = model_container
         kb = await add_kb(c, DOCS)
-        c.settings.__dict__["_unused"] = None
-        fake.handler = lambda body: (rewrite("x") if body.get("max_tokens") == 150 else Reply(content="done"))
-        runs = [c.quick_answer.run(turn(c, q, [kb]), make_ctx()[0]) for q in ("solar panel", "oolong tea")]
+        fake.handler = lambda body: Reply(content="done")
+        no_rewrite = agent(enable_rewrite=False)
+        runs = [c.quick_answer.run(turn(c, q, [kb], agent=no_rewrite), make_ctx()[0])
+                for q in ("solar panel electricity", "oolong tea oxidised")]
         a, b = await asyncio.gather(*runs)
         assert a.answer == b.answer == "done"
+        assert "Solar" in a.references[0].content and "Oolong" in b.references[0].content

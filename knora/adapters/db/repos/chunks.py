@@ -23,23 +23,38 @@ class SqlChunkRepo:
 
     async def replace_for_knowledge(self, knowledge_id: str, chunks: Sequence[Chunk],
                                     *, complete: dict[str, Any] | None = None) -> list[str] | None:
+        return (await self.replace_many([(knowledge_id, chunks, complete)]))[knowledge_id]
+
+    async def replace_many(self, items: Sequence[tuple[str, Sequence[Chunk], dict[str, Any] | None]]
+                           ) -> dict[str, list[str] | None]:
+        """Several documents' swaps in ONE transaction (ingestion commits documents in groups: one commit,
+        one fsync, one write lock for many documents). Missing documents map to None and are left alone."""
+        out: dict[str, list[str] | None] = {}
         async with self._sessions.begin() as s:
-            # Lock the document row first (FOR UPDATE is a no-op on SQLite, whose writers are serialised anyway),
+            ids = [kid for kid, _, _ in items]
+            # Lock the document rows first (FOR UPDATE is a no-op on SQLite, whose writers are serialised anyway),
             # so a concurrent delete either happens before (we see it gone) or waits for this commit.
-            exists = (await s.execute(select(KnowledgeRow.id).where(KnowledgeRow.id == knowledge_id)
-                                      .with_for_update())).first()
-            if exists is None:
-                return None
-            old = [r[0] for r in await s.execute(select(ChunkRow.id).where(ChunkRow.knowledge_id == knowledge_id))]
-            await s.execute(delete(ChunkRow).where(ChunkRow.knowledge_id == knowledge_id))
-            values = [row_values(ChunkRow, c) for c in chunks]
+            present = {r[0] for r in await s.execute(select(KnowledgeRow.id).where(KnowledgeRow.id.in_(ids))
+                                                     .with_for_update())}
+            live = [kid for kid in ids if kid in present]
+            old: dict[str, list[str]] = {kid: [] for kid in live}
+            if live:
+                for cid, kid in await s.execute(select(ChunkRow.id, ChunkRow.knowledge_id)
+                                                .where(ChunkRow.knowledge_id.in_(live))):
+                    old[kid].append(cid)
+                await s.execute(delete(ChunkRow).where(ChunkRow.knowledge_id.in_(live)))
+            values = [row_values(ChunkRow, c) for kid, chunks, _ in items if kid in present for c in chunks]
             for start in range(0, len(values), _INSERT_BATCH):
                 await s.execute(insert(ChunkRow), values[start:start + _INSERT_BATCH])
-            if complete is not None:
-                fields = {("metadata_" if k == "metadata" else k): v for k, v in complete.items()}
-                fields.setdefault("updated_at", utcnow())
-                await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id).values(**fields))
-            return old
+            now = utcnow()
+            for kid, _, complete in items:
+                if kid in present and complete is not None:
+                    fields = {("metadata_" if k == "metadata" else k): v for k, v in complete.items()}
+                    fields.setdefault("updated_at", now)
+                    await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == kid).values(**fields))
+            for kid in ids:
+                out[kid] = old.get(kid) if kid in present else None
+        return out
 
     async def list(self, tenant_id: int, knowledge_id: str, *, page: int, page_size: int,
                    chunk_types: Sequence[str] | None = None) -> Page:

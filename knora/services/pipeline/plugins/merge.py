@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from knora.domain.knowledge import Chunk
 from knora.services.pipeline.deps import PipelineDeps
@@ -88,54 +89,70 @@ async def populate_faq(items: list[Item], cache: _ChunkCache) -> None:
             it.r.content = text
 
 
+@dataclass
+class _Expansion:
+    item: Item
+    base: Chunk
+    prev: list[Chunk] = field(default_factory=list)
+    next: list[Chunk] = field(default_factory=list)
+    prev_cursor: str | None = None
+    next_cursor: str | None = None
+    merged: str = ""
+    done: bool = False
+
+    def take(self, side: str, found: dict[str, Chunk]) -> bool:
+        cid = self.prev_cursor if side == "prev" else self.next_cursor
+        c = found.get(cid) if cid else None
+        if c is None or c.knowledge_id != self.base.knowledge_id:
+            if side == "prev":
+                self.prev_cursor = None
+            else:
+                self.next_cursor = None
+            return False
+        if side == "prev":
+            self.prev.insert(0, c)
+            self.prev_cursor = c.pre_chunk_id
+        else:
+            self.next.append(c)
+            self.next_cursor = c.next_chunk_id
+        self.merged = _ordered(self.prev, self.base, self.next)
+        return True
+
+
 async def expand_short(items: list[Item], cache: _ChunkCache) -> None:
+    """Step 7. All short results advance together, one batched read per round (a round adds at most one
+    neighbour per side), so the cost is a few queries per turn instead of a few per result."""
     targets = [i for i in items if i.r.chunk_type == "text" and i.r.content and len(i.r.content) < MIN_CONTEXT]
     if not targets:
         return
     bases = await cache.load([i.r.id for i in targets])
-    for it in targets:
-        base = bases.get(it.r.id)
-        if base is None:
-            continue
-        prev_chunks: list[Chunk] = []
-        next_chunks: list[Chunk] = []
-        cursors: dict[str, str | None] = {"prev": base.pre_chunk_id, "next": base.next_chunk_id}
-
-        async def step(side: str) -> bool:
-            cid = cursors[side]
-            c = (await cache.load([cid])).get(cid) if cid else None
-            if c is None or c.knowledge_id != base.knowledge_id:
-                cursors[side] = None
-                return False
-            if side == "prev":
-                prev_chunks.insert(0, c)
-                cursors[side] = c.pre_chunk_id
+    work = [_Expansion(item=i, base=b, prev_cursor=b.pre_chunk_id, next_cursor=b.next_chunk_id, merged=b.content)
+            for i in targets if (b := bases.get(i.r.id)) is not None]
+    first = True
+    for _ in range(256):  # bounded walk
+        active = [w for w in work if not w.done]
+        if not active:
+            break
+        found = await cache.load([c for w in active for c in (w.prev_cursor, w.next_cursor) if c])
+        for w in active:
+            if first:  # start with one neighbour on each side
+                w.take("prev", found)
+                w.take("next", found)
             else:
-                next_chunks.append(c)
-                cursors[side] = c.next_chunk_id
-            return True
-
-        await step("prev")
-        await step("next")
-        merged = _ordered(prev_chunks, base, next_chunks)
-        for _ in range(256):  # bounded walk; each round adds at most one chunk per side
-            if not merged or len(merged) >= MIN_CONTEXT or (cursors["prev"] is None and cursors["next"] is None):
-                break
-            grew = await step("prev")
-            merged = _ordered(prev_chunks, base, next_chunks)
-            if len(merged) >= MIN_CONTEXT:
-                break
-            grew = await step("next") or grew
-            merged = _ordered(prev_chunks, base, next_chunks)
-            if not grew:
-                break
-        prev_ids = [c.id for c in prev_chunks]
-        next_ids = [c.id for c in next_chunks]
-        if prev_ids or next_ids:
-            it.r.content = merged
-            it.rewritten = True
-            for cid in [*prev_ids, *next_ids]:
-                it.add_sub(cid)
+                grew = w.take("prev", found)
+                if len(w.merged) < MIN_CONTEXT:
+                    grew = w.take("next", found) or grew
+                if not grew:
+                    w.done = True
+            if not w.merged or len(w.merged) >= MIN_CONTEXT or (w.prev_cursor is None and w.next_cursor is None):
+                w.done = True
+        first = False
+    for w in work:
+        if w.prev or w.next:
+            w.item.r.content = w.merged
+            w.item.rewritten = True
+            for c in [*w.prev, *w.next]:
+                w.item.add_sub(c.id)
 
 
 def _ordered(prev: Sequence[Chunk], base: Chunk, nxt: Sequence[Chunk]) -> str:

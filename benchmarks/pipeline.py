@@ -1,0 +1,244 @@
+"""Quick-answer pipeline figures. Prints one JSON line.
+
+1. Overhead: time from request to the first answer token at 10k and 100k chunks with a zero-latency in-process
+   model (model time measured inside the model and subtracted), per stage and in total, p50/p95 over N turns.
+   The real retrieval engine (SQLite by default) and the real container are used; chunks are synthetic
+   documents of 10 linked chunks each, embedded with ``local:hash``.
+2. Accuracy of the extractive answerer (no chat model configured) on ../shared/data/xquad-en and xquad-zh: the
+   share of questions whose answer contains a gold answer string, end to end (retrieval + answer), and with
+   the gold passage given directly (answering alone).
+
+    python benchmarks/pipeline.py [--sizes 10000,100000] [--turns 50] [--qa-limit 0] [--qa-embedder local:hash]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from knora.adapters.db.repos._mapping import to_row  # noqa: E402
+from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow  # noqa: E402
+from knora.adapters.llm.extractive import Passage, compose_answer  # noqa: E402
+from knora.container import Container  # noqa: E402
+from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus  # noqa: E402
+from knora.domain.models import AgentConfig  # noqa: E402
+from knora.domain.search import IndexRow  # noqa: E402
+from knora.domain.stream import BusEvent, Event  # noqa: E402
+from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ChatResponse  # noqa: E402
+from knora.services.citations.registry import ReferenceRegistry  # noqa: E402
+from knora.services.pipeline.runner import QuickAnswerRunner  # noqa: E402
+from knora.services.streaming.bus import EventBus  # noqa: E402
+from knora.services.streaming.turn import TurnContext, TurnRequest  # noqa: E402
+from knora.settings import Settings  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+
+
+class InstantModel:
+    """Zero-latency model: rewrites to the query itself, answers one cited token; records time spent inside."""
+
+    generative = True
+    model_id = "bench:instant"
+    supports_tools = False
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+
+    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
+        t = time.perf_counter()
+        user = messages[-1].content.rsplit("\n", 3)[-3] if messages else ""
+        resp = ChatResponse(content=json.dumps({"rewrite_query": user, "intent": "kb_search"}), finish_reason="stop")
+        self.spent += time.perf_counter() - t
+        return resp
+
+    async def stream(self, messages: Sequence[ChatMessage],
+                     options: ChatOptions | None = None) -> AsyncIterator[ChatChunk]:
+        t = time.perf_counter()
+        chunk = ChatChunk(content='ok <ref id="c1"/>')
+        self.spent += time.perf_counter() - t
+        yield chunk
+        yield ChatChunk(finish_reason="stop")
+
+
+class _Models:
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+
+    async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> ChatModel:
+        return self.model
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return round(s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))], 3) if s else 0.0
+
+
+async def start(embedder: str) -> Container:
+    c = Container(Settings(data_dir=Path(tempfile.mkdtemp(prefix="knora-bench-")), embedder=embedder,
+                           sample_kb=False, api_key="sk-bench"))
+    await c.start()
+    return c
+
+
+async def seed(c: Container, docs: list[tuple[str, list[str]]]) -> tuple[str, list[Chunk]]:
+    """One KB; each document's chunks linked pre/next like the chunker links them."""
+    tenant = c.default_tenant_id
+    kb = KnowledgeBase(tenant_id=tenant, name=f"bench-{uuid.uuid4().hex[:6]}")
+    async with c.sessions.begin() as s:
+        s.add(to_row(KnowledgeBaseRow, kb))
+    ks: list[Knowledge] = []
+    chunks: list[Chunk] = []
+    for title, parts in docs:
+        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=title, parse_status=ParseStatus.COMPLETED)
+        ks.append(k)
+        mine = [Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=p, chunk_index=i,
+                      start_at=0, end_at=len(p)) for i, p in enumerate(parts)]
+        for a, b in zip(mine, mine[1:], strict=False):
+            a.next_chunk_id, b.pre_chunk_id = b.id, a.id
+        chunks.extend(mine)
+    titles = {k.id: k.title for k in ks}
+    for i in range(0, len(ks), 2000):
+        async with c.sessions.begin() as s:
+            s.add_all([to_row(KnowledgeRow, k) for k in ks[i : i + 2000]])
+    for i in range(0, len(chunks), 5000):
+        part = chunks[i : i + 5000]
+        async with c.sessions.begin() as s:
+            s.add_all([to_row(ChunkRow, ch) for ch in part])
+        texts = [ch.index_content(titles[ch.knowledge_id]) for ch in part]
+        vecs = await c.embedders.default.embed_passages(texts)
+        await c.retrieval.index([IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=ch.knowledge_id,
+                                          knowledge_base_id=kb.id, tenant_id=tenant, content=t,
+                                          embedding=vecs[j].tolist()) for j, (ch, t) in enumerate(zip(part, texts,
+                                                                                                       strict=True))])
+    return kb.id, chunks
+
+
+def synthetic_docs(n_chunks: int, rng: random.Random) -> list[tuple[str, list[str]]]:
+    vocab = [f"{a}{b}{c}" for a in "bdfgklmnprstvz" for b in "aeiou" for c in ("n", "r", "s", "l", "x", "m")]
+    docs = []
+    for d in range(n_chunks // 10):
+        parts = [" ".join(rng.choice(vocab) for _ in range(60)) + "." for _ in range(10)]
+        docs.append((f"Document {d}", parts))
+    return docs
+
+
+def turn(c: Container, query: str, kb_id: str, agent: AgentConfig | None = None) -> TurnRequest:
+    return TurnRequest(tenant_id=c.default_tenant_id, session_id=str(uuid.uuid4()), request_id=str(uuid.uuid4()),
+                       user_message_id=str(uuid.uuid4()), assistant_message_id=str(uuid.uuid4()), query=query,
+                       knowledge_base_ids=[kb_id], agent=agent)
+
+
+async def overhead(size: int, turns: int, rng: random.Random) -> dict[str, Any]:
+    c = await start("local:hash")
+    try:
+        t0 = time.perf_counter()
+        kb_id, chunks = await seed(c, synthetic_docs(size, rng))
+        seed_s = time.perf_counter() - t0
+        model = InstantModel()
+        runner = QuickAnswerRunner(c.pipeline_deps)  # type: ignore[attr-defined]
+        runner.deps = type(runner.deps)(**{**runner.deps.__dict__, "chat_models": _Models(model)})
+        runner = QuickAnswerRunner(runner.deps)
+        totals: list[float] = []
+        stages: dict[str, list[float]] = {}
+        for i in range(turns + 3):
+            words = rng.choice(chunks).content.split()[:40]
+            query = " ".join(rng.sample(words, 6))
+            bus = EventBus()
+            first: list[float] = []
+
+            async def on_answer(ev: Event, first: list[float] = first) -> None:
+                if not first:
+                    first.append(time.perf_counter())
+
+            bus.subscribe(BusEvent.FINAL_ANSWER, on_answer)
+            ctx = TurnContext(bus=bus, references=ReferenceRegistry(True))
+            model.spent = 0.0
+            start_t = time.perf_counter()
+            await runner.run(turn(c, query, kb_id), ctx)
+            if i < 3 or not first:
+                continue  # warm-up (jieba, caches)
+            totals.append((first[0] - start_t - model.spent) * 1000)
+            for name, ms in ctx.timings.items():
+                if name != "total":
+                    stages.setdefault(name, []).append(ms)
+        return {"chunks": len(chunks), "seed_s": round(seed_s, 1), "turns": len(totals),
+                "first_token_overhead_ms": {"p50": pct(totals, 50), "p95": pct(totals, 95)},
+                "stages_ms_p50": {k: pct(v, 50) for k, v in stages.items()}}
+    finally:
+        await c.close()
+
+
+def load_qa(name: str, limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str],
+                                              dict[str, list[str]]]:
+    path = DATA / name
+    corpus = [json.loads(x) for x in (path / "corpus.jsonl").read_text().splitlines() if x.strip()]
+    queries = [json.loads(x) for x in (path / "queries.jsonl").read_text().splitlines() if x.strip()]
+    qrels = {q: d for q, d, _ in (ln.split("\t") for ln in (path / "qrels.tsv").read_text().splitlines()[1:])}
+    answers = {a["_id"]: a["answers"] for a in map(json.loads, (path / "answers.jsonl").read_text().splitlines())}
+    queries = [q for q in queries if q["_id"] in answers and q["_id"] in qrels]
+    return corpus, queries[:limit] if limit else queries, qrels, answers
+
+
+def contains_gold(answer: str, golds: list[str]) -> bool:
+    low = answer.lower()
+    return any(g.strip() and g.strip().lower() in low for g in golds)
+
+
+async def accuracy(name: str, limit: int, embedder: str) -> dict[str, Any]:
+    corpus, queries, qrels, answers = load_qa(name, limit)
+    by_id = {d["_id"]: d for d in corpus}
+    gold_hits = sum(contains_gold(compose_answer(q["text"], [Passage("c1", by_id[qrels[q["_id"]]]["text"], 0)]),
+                                  answers[q["_id"]]) for q in queries)
+    c = await start(embedder)
+    try:
+        kb_id, chunks = await seed(c, [(d.get("title", ""), [d["text"]]) for d in corpus])
+        hits, retrieved, latencies = 0, 0, []
+        gold_chunk = {ch.content: ch.id for ch in chunks}
+        for q in queries:
+            ctx = TurnContext(bus=EventBus(), references=ReferenceRegistry(True))
+            t = time.perf_counter()
+            out = await c.quick_answer.run(turn(c, q["text"], kb_id), ctx)  # type: ignore[attr-defined]
+            latencies.append((time.perf_counter() - t) * 1000)
+            hits += contains_gold(out.answer, answers[q["_id"]])
+            retrieved += gold_chunk.get(by_id[qrels[q["_id"]]]["text"]) in {r.id for r in out.references}
+        n = len(queries)
+        return {"questions": n, "embedder": embedder, "answer_contains_gold": round(hits / n, 4),
+                "gold_passage_in_references": round(retrieved / n, 4),
+                "answer_contains_gold_given_gold_passage": round(gold_hits / n, 4),
+                "turn_ms_p50": pct(latencies, 50)}
+    finally:
+        await c.close()
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--turns", type=int, default=50)
+    ap.add_argument("--qa-sets", default="xquad-en,xquad-zh")
+    ap.add_argument("--qa-limit", type=int, default=0)
+    ap.add_argument("--qa-embedder", default="local:hash")
+    args = ap.parse_args()
+    rng = random.Random(7)
+    out: dict[str, Any] = {"benchmark": "pipeline", "overhead": {}, "extractive_accuracy": {}}
+    for size in [int(s) for s in args.sizes.split(",") if s]:
+        out["overhead"][str(size)] = await overhead(size, args.turns, rng)
+    for name in [s for s in args.qa_sets.split(",") if s]:
+        out["extractive_accuracy"][name] = await accuracy(name, args.qa_limit, args.qa_embedder)
+    print(json.dumps(out, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
