@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knora.adapters.llm.openai_chat import OpenAIChatModel
-from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse
+from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse, ToolCall
 from knora.ports.tool import ToolContext, ToolResult
 from knora.services.agent.config import EngineConfig
 from knora.services.agent.engine import AgentEngine
@@ -68,6 +68,32 @@ class TimedModel:
             yield chunk
 
 
+class ScriptModel:
+    """An in-process model with the same script and no I/O: the engine's cost with nothing else around it."""
+
+    model_id = "bench:inprocess"
+    supports_tools = True
+
+    def __init__(self, rounds: int) -> None:
+        self.rounds = rounds
+        self.seconds = 0.0
+
+    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
+        return ChatResponse(content="summary")
+
+    async def stream(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+                     ) -> AsyncIterator[ChatChunk]:
+        done = sum(1 for m in messages if m.role == "tool")
+        if done < self.rounds - 1:
+            yield ChatChunk(content="checking")
+            yield ChatChunk(finish_reason="tool_calls", tool_calls=[ToolCall(
+                id=f"call_{done}", name="search", arguments=json.dumps({"q": f"q{done}"}))])
+            return
+        for _ in range(4):
+            yield ChatChunk(content="final answer " * 5)
+        yield ChatChunk(finish_reason="stop")
+
+
 class SearchTool:
     """Returns knowledge rows, so every round also exercises handle registration and XML rendering."""
 
@@ -80,6 +106,34 @@ class SearchTool:
                  "knowledge_base_id": "kb", "knowledge_title": f"Doc {i}", "chunk_index": i,
                  "content": "lorem ipsum " * 40} for i in range(10)]
         return ToolResult(output="rows", data={"display_type": "search_results", "results": rows})
+
+
+async def one_turn(model: Any, rounds: int) -> tuple[float, int]:
+    registry = ToolRegistry()
+    registry.register(SearchTool())
+    bus = EventBus()
+    sink: list[Any] = []
+
+    async def collect(e: Any) -> None:
+        sink.append(e)
+
+    bus.subscribe(None, collect)
+    engine = AgentEngine(model, registry, EngineConfig(max_iterations=rounds + 2), bus=bus,
+                         references=ReferenceRegistry(), tool_context=ToolContext(tenant_id=1))
+    t = time.perf_counter()
+    result = await engine.run("system", [], "question", "question")
+    total = time.perf_counter() - t
+    assert result.stop_reason == "natural_stop", result
+    return total, result.rounds + 1
+
+
+async def inprocess(turns: int, rounds: int) -> list[float]:
+    out = []
+    for turn in range(turns + 1):
+        total, n = await one_turn(ScriptModel(rounds), rounds)
+        if turn:
+            out.append(total * 1000 / n)
+    return sorted(out)
 
 
 async def main(turns: int, rounds: int) -> dict[str, Any]:
@@ -118,11 +172,14 @@ async def main(turns: int, rounds: int) -> dict[str, Any]:
                 model_per_round.append(model.seconds * 1000 / n)
         await inner.close()
     per_round.sort()
+    pure = await inprocess(turns, rounds)
     return {"benchmark": "agent_engine_overhead", "turns": turns, "rounds_per_turn": rounds,
             "overhead_ms_per_round_mean": round(statistics.mean(per_round), 3),
             "overhead_ms_per_round_p50": round(per_round[len(per_round) // 2], 3),
             "overhead_ms_per_round_p95": round(per_round[min(len(per_round) - 1, int(len(per_round) * 0.95))], 3),
-            "model_ms_per_round_mean_excluded": round(statistics.mean(model_per_round), 3)}
+            "model_ms_per_round_mean_excluded": round(statistics.mean(model_per_round), 3),
+            "inprocess_model_ms_per_round_p50": round(pure[len(pure) // 2], 3),
+            "inprocess_model_ms_per_round_mean": round(statistics.mean(pure), 3)}
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -29,20 +28,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from knora.adapters.db.repos._mapping import to_row  # noqa: E402
-from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow  # noqa: E402
-from knora.adapters.llm.extractive import Passage, compose_answer  # noqa: E402
-from knora.container import Container  # noqa: E402
-from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus  # noqa: E402
-from knora.domain.models import AgentConfig  # noqa: E402
-from knora.domain.search import IndexRow  # noqa: E402
-from knora.domain.stream import BusEvent, Event  # noqa: E402
-from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ChatResponse  # noqa: E402
-from knora.services.citations.registry import ReferenceRegistry  # noqa: E402
-from knora.services.pipeline.runner import QuickAnswerRunner  # noqa: E402
-from knora.services.streaming.bus import EventBus  # noqa: E402
-from knora.services.streaming.turn import TurnContext, TurnRequest  # noqa: E402
-from knora.settings import Settings  # noqa: E402
+import itertools
+
+from knora.adapters.db.repos._mapping import to_row
+from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow
+from knora.adapters.llm.extractive import Passage, compose_answer
+from knora.container import Container
+from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus
+from knora.domain.models import AgentConfig
+from knora.domain.search import IndexRow
+from knora.domain.stream import BusEvent, Event
+from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ChatResponse
+from knora.services.citations.registry import ReferenceRegistry
+from knora.services.pipeline.runner import QuickAnswerRunner
+from knora.services.streaming.bus import EventBus
+from knora.services.streaming.turn import TurnContext, TurnRequest
+from knora.settings import Settings
 
 DATA = ROOT.parent / "shared" / "data"
 
@@ -83,7 +84,7 @@ class _Models:
 
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
-    return round(s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))], 3) if s else 0.0
+    return round(s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))], 3) if s else 0.0
 
 
 async def start(embedder: str) -> Container:
@@ -106,7 +107,7 @@ async def seed(c: Container, docs: list[tuple[str, list[str]]]) -> tuple[str, li
         ks.append(k)
         mine = [Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=p, chunk_index=i,
                       start_at=0, end_at=len(p)) for i, p in enumerate(parts)]
-        for a, b in zip(mine, mine[1:], strict=False):
+        for a, b in itertools.pairwise(mine):
             a.next_chunk_id, b.pre_chunk_id = b.id, a.id
         chunks.extend(mine)
     titles = {k.id: k.title for k in ks}

@@ -10,6 +10,7 @@
    alone needs; ~1.0 means the process keeps up with the model.
 
     python benchmarks/stream.py [--events 2000] [--chats 1000] [--tokens 50] [--token-interval 0.02] [--no-redis]
+                                [--database-url postgresql+asyncpg://…]
 """
 
 from __future__ import annotations
@@ -79,14 +80,15 @@ class TokenRateModel:
         return TurnOutcome(answer="".join(parts), references=refs, model_id="fake:token-rate")
 
 
-async def concurrency(chats: int, tokens: int, interval: float) -> dict[str, Any]:
+async def concurrency(chats: int, tokens: int, interval: float, database_url: str | None = None) -> dict[str, Any]:
     from knora.container import Container
     from knora.services.streaming.intake import ChatBody
     from knora.services.streaming.sse import stream_frames
     from knora.settings import Settings
 
     with tempfile.TemporaryDirectory() as tmp:
-        c: Any = Container(Settings(data_dir=Path(tmp), api_key="sk-bench", embedder="local:hash", sample_kb=False))
+        c: Any = Container(Settings(data_dir=Path(tmp), api_key="sk-bench", embedder="local:hash", sample_kb=False,
+                                    database_url=database_url))
         await c.start(wiring=("knora.services.streaming.wiring",))
         c.quick_answer = TokenRateModel(tokens, interval)
         tenant = c.default_tenant_id
@@ -127,7 +129,7 @@ async def concurrency(chats: int, tokens: int, interval: float) -> dict[str, Any
             saved_ok += bool(m and m.is_completed and m.content.count("<kb ") == tokens // 10)
         await c.close()
     ideal = tokens * interval
-    return {"chats": chats, "tokens_per_chat": tokens, "token_interval_s": interval, "model_time_s": ideal,
+    return {"database": "postgresql" if database_url else "sqlite", "chats": chats, "tokens_per_chat": tokens, "token_interval_s": interval, "model_time_s": ideal,
             "wall_s": round(wall, 3), "slowdown": round(wall / ideal, 3),
             "turn_start_ms_p50": round(statistics.median(start_ms), 1), "turn_start_ms_p99": round(pct(start_ms, .99), 1),
             "stream_s_p50": round(statistics.median(stream_s), 3), "stream_s_max": round(max(stream_s), 3), "lost_events": lost,
@@ -153,7 +155,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             await red._client.delete(*[k async for k in red._client.scan_iter(f"{prefix}*")] or ["-"])
             await red.close()
     if args.chats:
-        out["concurrency"] = await concurrency(args.chats, args.tokens, args.token_interval)
+        out["concurrency"] = await concurrency(args.chats, args.tokens, args.token_interval, args.database_url)
     return out
 
 
@@ -165,4 +167,6 @@ if __name__ == "__main__":
     parser.add_argument("--token-interval", type=float, default=0.02)
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument("--database-url", default=None, help="e.g. postgresql+asyncpg://postgres@127.0.0.1/x "
+                        "(an empty database; default: a temporary SQLite file)")
     print(json.dumps(asyncio.run(main(parser.parse_args()))))

@@ -104,6 +104,7 @@ class ToolDeps:
     graph_store: Any = None
     blobs: Any = None  # BlobStore, for data tools reading the original CSV/XLSX
     sessions: Any = None  # async_sessionmaker, for read-only SQL over the metadata store
+    conversations: Any = None  # SessionService (streaming): .sessions (SessionRepo), .messages (MessageRepo)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -122,3 +123,14 @@ class ApprovalGate(Protocol):
     """Human approval of a dangerous tool call: emits tool_approval_required, waits for a decision or timeout."""
 
     async def request(self, ctx: ToolContext, payload: dict[str, Any]) -> ApprovalDecision: ...
+
+
+@runtime_checkable
+class ApprovalRelay(Protocol):
+    """Carries approval decisions between server instances (the run may wait on another replica)."""
+
+    async def publish(self, tenant_id: int, pending_id: str, decision: ApprovalDecision) -> None: ...
+
+    async def start(self, on_decision: Callable[[int, str, ApprovalDecision], Awaitable[None]]) -> None: ...
+
+    async def close(self) -> None: ...

@@ -85,6 +85,7 @@ async def test_agent_chat_searches_the_kb_and_cites(app: tuple[Any, Any], fake: 
     assert s.types.index("tool_call") < s.types.index("tool_result")
     result = s.of("tool_result")[0]
     assert result["data"]["tool_name"] == "knowledge_search" and result["data"]["success"] is True
+    assert result["content"].startswith("检索到 ")  # the tool card's summary
     refs = s.of("references")
     assert refs and refs[-1]["knowledge_references"][0]["knowledge_base_id"] == kb
     await c.chat_service.wait_idle()

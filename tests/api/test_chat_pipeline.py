@@ -4,7 +4,7 @@ fake OpenAI-compatible model server."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -21,9 +21,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def fake() -> AsyncIterator[FakeModelServer]:
+def fake() -> Iterator[FakeModelServer]:
     with FakeModelServer() as server:
-        yield server  # type: ignore[misc]
+        yield server
 
 
 @pytest.fixture
@@ -93,3 +93,19 @@ async def test_title_comes_from_the_model_when_one_is_configured(with_model: Any
         s = parse_sse((await http.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "how?"})).content)
         assert s.of("session_title")[0]["content"] == "Streaming in Knora"
         assert (await http.get(f"/api/v1/sessions/{sid}")).json()["data"]["title"] == "Streaming in Knora"
+
+
+async def test_agent_chat_runs_the_smart_reasoning_agent(with_model: Any, fake: FakeModelServer) -> None:
+    kb = await add_kb(with_model, DOCS)
+    fake.script([Reply(content="The agent answers directly.", chunk_size=4)])
+    async with _client_for(with_model) as http:
+        sid = await session(http, title="set")
+        r = await http.post(f"/api/v1/agent-chat/{sid}", json={"query": "hello agent", "knowledge_base_ids": [kb],
+                                                               "agent_id": "builtin-smart-reasoning"})
+        s = parse_sse(r.content)
+        assert s.types[0] == "agent_query" and s.types[-1] == "complete"
+        assert s.answer() == "The agent answers directly."
+        bot = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
+        assert bot["content"] == "The agent answers directly." and bot["is_completed"]
+        assert bot["agent_id"] == "builtin-smart-reasoning"
+        assert fake.chat_requests[0].get("tools"), "the ReAct agent offers its tools; quick answer does not"

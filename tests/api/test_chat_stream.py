@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 
+from knora.domain.common import utcnow
 from knora.domain.conversation import Message
 from knora.domain.stream import StreamEvent
 from knora.settings import Settings
@@ -90,10 +92,35 @@ class TestResume:
         await app_container.session_service.messages.create(msg)
         r = await http.get(base + f"?message_id={msg.id}")
         assert r.status_code == 404 and r.json() == {"success": False, "error": "No stream events found"}
+        saved = await app_container.session_service.get_message(app_container.default_tenant_id, msg.id)
+        assert saved.is_completed and saved.debug == {"stopped": "log_expired"}  # not stuck incomplete
         r = await http.get("/api/v1/sessions/continue-stream/00000000-0000-0000-0000-000000000000"
                            f"?message_id={msg.id}")
         assert r.status_code == 404 and r.json()["error"]["code"] == 1003
         assert (await http.get(base + f"?message_id={msg.id}&offset=x")).status_code == 400
+
+
+async def test_restart_closes_turns_a_dead_process_left_open(make_settings: Callable[..., Settings]) -> None:
+    from knora.container import Container
+
+    first: Any = Container(make_settings())
+    await first.start(wiring=("knora.services.streaming.wiring",))
+    sess = await first.session_service.create(first.default_tenant_id)
+    old = utcnow() - timedelta(seconds=first.settings.stream_ttl_seconds + 60)
+    msg = Message(session_id=sess.id, tenant_id=first.default_tenant_id, role="assistant", created_at=old)
+    recent = Message(session_id=sess.id, tenant_id=first.default_tenant_id, role="assistant")
+    await first.session_service.messages.create(msg)
+    await first.session_service.messages.create(recent)
+    await first.close()
+    second: Any = Container(make_settings())
+    await second.start(wiring=("knora.services.streaming.wiring",))
+    try:
+        saved = await second.session_service.get_message(second.default_tenant_id, msg.id)
+        assert saved.is_completed and saved.debug == {"stopped": "interrupted"}
+        running_elsewhere = await second.session_service.get_message(second.default_tenant_id, recent.id)
+        assert not running_elsewhere.is_completed  # may belong to another live process on this database
+    finally:
+        await second.close()
 
 
 class TestStop:

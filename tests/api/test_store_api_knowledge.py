@@ -175,7 +175,7 @@ class TestChunksAndTenancy:
 
 
 class _Site(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         body = b"<html><head><title>Otters</title></head><body><p>Otters hold hands while sleeping.</p></body></html>"
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")

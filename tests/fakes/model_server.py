@@ -19,6 +19,7 @@ Chat replies are taken one per ``/v1/chat/completions`` request from the script;
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -28,7 +29,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 __all__ = ["FakeModelServer", "Reply", "fake_embedding", "lexical_score"]
 
@@ -55,7 +56,7 @@ def _tokens(text: str) -> list[str]:
     text = text.lower()
     words = re.findall(r"[a-z0-9]+", text)
     cjk = [c for c in text if "\u4e00" <= c <= "\u9fff"]
-    bigrams = [a + b for a, b in zip(cjk, cjk[1:], strict=False)]
+    bigrams = [a + b for a, b in itertools.pairwise(cjk)]
     return words + cjk + bigrams
 
 
@@ -90,7 +91,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence the default stderr log
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
     # --- plumbing -------------------------------------------------------------------------------------------
@@ -116,7 +117,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     # --- routes ---------------------------------------------------------------------------------------------
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+    def do_GET(self) -> None:
         fake = self.server.fake
         if self.path.rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [
@@ -127,7 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+    def do_POST(self) -> None:
         fake = self.server.fake
         body = self._body()
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -387,13 +388,13 @@ class FakeModelServer:
             self._server = None
             self._thread = None
 
-    def __enter__(self) -> FakeModelServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    async def __aenter__(self) -> FakeModelServer:
+    async def __aenter__(self) -> Self:
         return self.start()
 
     async def __aexit__(self, *exc: object) -> None:

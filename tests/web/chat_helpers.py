@@ -37,9 +37,12 @@ def _text(body: dict[str, Any]) -> str:
 
 
 def _last_user(body: dict[str, Any]) -> str:
+    """The user's own words (the rewrite prompt wraps them as "… Latest message: <q> <no_image_attached />")."""
     for m in reversed(body.get("messages", [])):
         if m.get("role") == "user" and isinstance(m.get("content"), str):
-            return str(m["content"])
+            text = str(m["content"])
+            found = re.search(r"Latest message:\s*(.*?)\s*(?:<no_image|<image|$)", text, re.S)
+            return found.group(1).strip() if found else text
     return ""
 
 

@@ -75,3 +75,62 @@ def test_search_playground_shows_scores_by_path(server: KnoraServer, new_page: C
     fused = first.locator('td[data-score="fused"]').inner_text()
     assert fused != "–", "the fused score of a hybrid hit is shown"
     shot(page, "search-playground")
+
+
+def test_folder_upload_manual_entry_and_failure_reason(server: KnoraServer, new_page: Callable[..., Any],
+                                                       tmp_path: Path) -> None:
+    require_routes("knowledge_bases", "knowledge")
+    kb = server.api("POST", "/knowledge-bases", json={"name": "Folder KB"})
+    folder = tmp_path / "handbook"
+    (folder / "ops").mkdir(parents=True)
+    (folder / "intro.txt").write_text("Welcome to the handbook. The harbour opens at dawn.", encoding="utf-8")
+    (folder / "ops" / "tides.md").write_text("# Tides\n\nHigh tide is twice a day.", encoding="utf-8")
+    (folder / "ops" / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    page = new_page()
+    page.goto(f"{server.base_url}/kb/{kb['id']}")
+    page.set_input_files("#upload-folder", str(folder))
+    rows = page.locator("#doc-list tbody tr")
+    expect(rows).to_have_count(3, timeout=30_000)
+    expect(page.locator("#doc-list tbody tr[data-status=completed]")).to_have_count(2, timeout=60_000)
+    failed = page.locator("#doc-list tbody tr[data-status=failed]")
+    expect(failed).to_have_count(1, timeout=60_000)
+    expect(failed).to_contain_text("broken")
+    reason = failed.locator(".fail-reason")
+    expect(reason).not_to_be_empty()  # the parser's error message is shown next to the document
+    names = sorted((d.get("file_name") or d.get("title") or "") for d in
+                   server.api("GET", f"/knowledge-bases/{kb['id']}/knowledge"))
+    assert len(names) == 3 and any("tides" in n for n in names), names
+
+    page.locator("details.card > summary", has_text="Write an entry").click()
+    page.fill("#manual-title", "Harbour rules")
+    page.fill("#manual-content", "Boats must moor at the east quay.")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#doc-list tbody tr", has_text="Harbour rules")).to_have_attribute(
+        "data-status", "completed", timeout=60_000)
+    shot(page, "knowledge-folder-upload")
+
+
+def test_faq_entries_editor(server: KnoraServer, new_page: Callable[..., Any]) -> None:
+    require_routes("knowledge_bases", "faq")
+    page = new_page()
+    page.goto(f"{server.base_url}/kb")
+    page.fill("#kb-name", "Support FAQ")
+    page.select_option("#kb-type", "faq")
+    page.click("#kb-create button[type=submit]")
+    page.get_by_role("link", name="FAQ", exact=True).click()
+    page.fill("#faq-q", "How do I reset my password?")
+    page.fill("#faq-sim", "forgot password\nlost password")
+    page.fill("#faq-ans", "Use the reset link on the sign-in page.")
+    page.get_by_role("button", name="Create").click()
+    entry = page.locator(".card.faq", has_text="How do I reset my password?")
+    expect(entry).to_contain_text("forgot password · lost password")
+    entry.get_by_role("button", name="Edit").click()
+    entry = page.locator(".card.faq").first
+    entry.locator("textarea").last.fill("Use the reset link on the sign-in page.\nOr ask an admin.")
+    entry.get_by_role("button", name="Save").click()
+    entry = page.locator(".card.faq", has_text="How do I reset my password?")
+    expect(entry).to_contain_text("Or ask an admin.")
+    shot(page, "knowledge-faq")
+    entry.get_by_role("button", name="Delete").click()
+    page.locator("dialog").get_by_role("button", name="Delete").click()
+    expect(page.locator(".card.faq")).to_have_count(0)

@@ -94,7 +94,7 @@ class InProcessJobQueue:
                     if claimed is not None:
                         await self._repo.requeue(claimed.id)
                 raise
-            except Exception:  # noqa: BLE001 - a database hiccup must not kill the dispatcher
+            except Exception:
                 log.exception("job dispatcher: claim failed")
                 job = None
             if job is None:
@@ -116,7 +116,7 @@ class InProcessJobQueue:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._repo.requeue(job.id))
             raise
-        except Exception as exc:  # noqa: BLE001 - handlers record their own failures; this is the last resort
+        except Exception as exc:
             log.exception("job %s (%s) failed", job.id, job.kind)
             if job.attempts < self._max_attempts:
                 await self._repo.requeue(job.id)

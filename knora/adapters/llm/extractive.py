@@ -14,6 +14,7 @@ the passage's retrieval rank.
 from __future__ import annotations
 
 import html
+import itertools
 import math
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -27,15 +28,12 @@ EXTRACTIVE_MODEL_ID = "local:extractive"
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
 _SENT_SPLIT = re.compile(r"(?<=[.!?;。！？；])\s+|(?<=[。！？；])|\n+")
-_CHUNK_XML = re.compile(r'<chunk\s+id="(c\d+)"[^>]*>(.*?)</chunk>', re.S)
-_CONTENT_XML = re.compile(r"<(?:content|match)>(.*?)</(?:content|match)>", re.S)
+_CHUNK_XML = re.compile(r'<chunk\s+id="(c\d+)"[^>]*>(.*?)</chunk>', re.DOTALL)
+_CONTENT_XML = re.compile(r"<(?:content|match)>(.*?)</(?:content|match)>", re.DOTALL)
 _STOP_EN = frozenset(
-    "a an the is are was were be been being have has had do does did will would could should may might must can "
-    "to of in for on with at by from as into through about what how why when where which who whom whose that this "
-    "these those it its and or not no but if than then so such there their they them he she his her we you your "
-    "i me my our us".split()
+    ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "do", "does", "did", "will", "would", "could", "should", "may", "might", "must", "can", "to", "of", "in", "for", "on", "with", "at", "by", "from", "as", "into", "through", "about", "what", "how", "why", "when", "where", "which", "who", "whom", "whose", "that", "this", "these", "those", "it", "its", "and", "or", "not", "no", "but", "if", "than", "then", "so", "such", "there", "their", "they", "them", "he", "she", "his", "her", "we", "you", "your", "i", "me", "my", "our", "us"]
 )
-_STOP_ZH = frozenset("的 了 是 在 和 与 或 及 吗 呢 什么 哪些 哪个 怎么 如何 为什么 多少 几 谁 一个 这个 那个 请问 有".split())
+_STOP_ZH = frozenset(["的", "了", "是", "在", "和", "与", "或", "及", "吗", "呢", "什么", "哪些", "哪个", "怎么", "如何", "为什么", "多少", "几", "谁", "一个", "这个", "那个", "请问", "有"])
 
 NO_MODEL_EN = "No generative model is configured, so this answer quotes the most relevant sentences from your documents."
 NO_MODEL_ZH = "未配置生成式模型，以下直接引用知识库中与问题最相关的原文句子。"
@@ -97,7 +95,7 @@ class Pick:
     sentence: str
     handle: str
     score: float
-    order: tuple[int, int]
+    order: tuple[int, int, int]  # (passage rank, first sentence, sentence count)
 
 
 def passages_from_messages(messages: Sequence[ChatMessage]) -> list[Passage]:
@@ -110,31 +108,69 @@ def passages_from_messages(messages: Sequence[ChatMessage]) -> list[Passage]:
     return found
 
 
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b|\b(january|february|march|april|may|june|july|august|september|"
+                   r"october|november|december)\b|[0-9]+\s*年|[0-9]+月")
+_NUMBER = re.compile(r"[0-9]|\b(one|two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|million|"
+                     r"billion)\b|[一二三四五六七八九十百千万亿两]")
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
+
+
+def _answer_type_bonus(query: str, unit: str) -> float:
+    """A light preference for units holding the kind of thing the question asks for (date, number, name)."""
+    q = query.lower()
+    if re.search(r"\bwhen\b|what year|which year|何时|什么时候|哪一年|哪年", q):
+        return 0.1 if _YEAR.search(unit.lower()) else 0.0
+    if re.search(r"how many|how much|how long|how old|what percentage|多少|几|多长|多大|多久", q):
+        return 0.1 if _NUMBER.search(unit.lower()) else 0.0
+    if re.search(r"\bwho\b|\bwhom\b|谁", q):
+        q_words = set(re.findall(r"[a-z]+", q))
+        return 0.1 if any(m.group(0).lower() not in q_words for m in _NAME.finditer(unit)) else 0.0
+    return 0.0
+
+
+@dataclass
+class _Unit:
+    passage: Passage
+    first: int  # index of the first sentence in the passage
+    sentences: list[str]
+    terms: list[str]
+
+
 def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
+    """Score single sentences and adjacent pairs (an answer often sits in the sentence after the one naming the
+    subject: "The tower is in Paris. It was completed in 1889.")."""
     q_terms = list(dict.fromkeys(terms(query)))
     if not q_terms:
         return []
-    sentences: list[tuple[Passage, int, str, list[str]]] = []
+    singles: list[_Unit] = []
     for p in passages:
         for i, s in enumerate(split_sentences(p.content)):
-            sentences.append((p, i, s, terms(s)))
-    if not sentences:
+            singles.append(_Unit(p, i, [s], terms(s)))
+    if not singles:
         return []
-    n = len(sentences)
-    df = {t: sum(1 for *_, ts in sentences if t in ts) for t in q_terms}
+    n = len(singles)
+    df = {t: sum(1 for u in singles if t in u.terms) for t in q_terms}
     idf = {t: math.log(1 + (n + 1) / (df[t] + 0.5)) for t in q_terms}
     total_idf = sum(idf.values()) or 1.0
+    units = list(singles)
+    for a, b in itertools.pairwise(singles):
+        if a.passage is b.passage:
+            units.append(_Unit(a.passage, a.first, [*a.sentences, *b.sentences], [*a.terms, *b.terms]))
     picks: list[Pick] = []
-    for p, i, s, ts in sentences:
-        present = [t for t in q_terms if t in ts]
+    for u in units:
+        present = [t for t in q_terms if t in u.terms]
         if not present:
             continue
         coverage = sum(idf[t] for t in present) / total_idf
-        positions = sorted(j for j, t in enumerate(ts) if t in present)
+        positions = sorted(j for j, t in enumerate(u.terms) if t in present)
         window = (positions[-1] - positions[0] + 1) if len(positions) > 1 else 1
         proximity = min(1.0, len(set(present)) / window) if len(present) > 1 else 0.0
-        prior = 0.05 / (1 + p.rank)
-        picks.append(Pick(sentence=s, handle=p.handle, score=coverage + 0.15 * proximity + prior, order=(p.rank, i)))
+        text = " ".join(u.sentences) if not is_cjk(u.sentences[0]) else "".join(u.sentences)
+        score = coverage + 0.15 * proximity + 0.05 / (1 + u.passage.rank) + _answer_type_bonus(query, text)
+        if len(u.sentences) > 1:
+            score -= 0.08  # a pair must earn its extra length
+        picks.append(Pick(sentence=text, handle=u.passage.handle, score=score,
+                          order=(u.passage.rank, u.first, len(u.sentences))))
     picks.sort(key=lambda k: (-k.score, k.order))
     return picks
 
@@ -146,7 +182,16 @@ def compose_answer(query: str, passages: Sequence[Passage], max_sentences: int =
     if not picks:
         return NOTHING_ZH if zh else NOTHING_EN
     best = picks[0].score
-    chosen = [p for p in picks[:max_sentences] if p.score >= best * relative_floor]
+    chosen: list[Pick] = []
+    used: set[tuple[int, int]] = set()
+    for p in picks:
+        if len(chosen) >= max_sentences or p.score < best * relative_floor:
+            break
+        span = {(p.order[0], p.order[1] + k) for k in range(p.order[2])}
+        if span & used:
+            continue  # never quote a sentence twice
+        chosen.append(p)
+        used |= span
     chosen.sort(key=lambda p: p.order)  # read in document order
     lines = [f"{p.sentence} <ref id=\"{p.handle}\"/>" for p in chosen]
     return (NO_MODEL_ZH if zh else NO_MODEL_EN) + "\n\n" + "\n\n".join(lines)

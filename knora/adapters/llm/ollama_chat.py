@@ -59,8 +59,7 @@ class OllamaChatModel:
                  timeout: float = 300.0, supports_tools: bool = True,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         root = (base_url or "http://127.0.0.1:11434").rstrip("/")
-        if root.endswith("/v1"):  # a base URL copied from the OpenAI-compatible config
-            root = root[:-3]
+        root = root.removesuffix("/v1")
         self._model = model
         self._model_id = model_id or f"ollama:{model}"
         self._supports_tools = supports_tools

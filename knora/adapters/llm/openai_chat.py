@@ -184,7 +184,7 @@ class OpenAIChatModel:
                         finish = choice.finish_reason
         except openai.OpenAIError as exc:
             raise map_error(exc) from exc
-        except Exception as exc:  # noqa: BLE001 - httpx read errors mid-stream surface here
+        except Exception as exc:
             if isinstance(exc, ModelError):
                 raise
             raise ModelError(f"stream interrupted: {exc}", transient=True) from exc

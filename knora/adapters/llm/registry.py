@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from knora.adapters.llm.extractive import EXTRACTIVE_MODEL_ID, ExtractiveAnswerer
 from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
-from knora.adapters.llm.rerank_http import HttpReranker
+from knora.adapters.llm.rerank_http import HttpReranker, Style
 from knora.domain.models import ModelConfig
 from knora.ports.chat import ChatModel, ModelError
 from knora.ports.reranker import Reranker
@@ -92,7 +92,7 @@ def _http_rerank(model: str, base_url: str | None, api_key: str | None, params: 
     url = base_url or DEFAULT_BASE_URLS.get(provider)
     if not url:
         raise ModelNotConfigured(f"rerank model {model!r} has no base_url")
-    style = "tei" if provider == "tei" else ("cohere" if provider == "cohere" else "jina")
+    style: Style = "tei" if provider == "tei" else ("cohere" if provider == "cohere" else "jina")
     return HttpReranker(model, base_url=url, api_key=api_key, style=style,
                         model_id=params.get("model_id") or f"{provider}:{model}")
 
@@ -133,7 +133,7 @@ class _Cache:
             if closer is not None:
                 try:
                     await closer()
-                except Exception:  # noqa: BLE001 - shutdown must go on
+                except Exception:
                     log.exception("closing model client failed")
         self._items.clear()
 

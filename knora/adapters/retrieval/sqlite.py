@@ -31,6 +31,8 @@ from knora.domain.search import EngineHit, IndexRow, MatchType
 from knora.ports.retrieval import Capability, EngineQuery
 from knora.settings import Settings
 
+PRUNE_MIN_ROWS = 20_000
+PRUNE_DF = 0.05
 _LOG_KEEP = 200_000  # change-log entries kept; a reader further behind reloads its sets
 
 _SCHEMA = """
@@ -144,7 +146,10 @@ class SqliteEngine:
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
             self._delete_where(conn, f"source_id IN ({','.join('?' * len(part))})", part)
-        for r in rows:
+        # Row ids are assigned here (the write lock is held), so all three tables load with executemany.
+        top = conn.execute("SELECT max(id) FROM knora_ret_rows").fetchone()[0] or 0
+        data, fts, log = [], [], []
+        for n, r in enumerate(rows, start=top + 1):
             emb = None
             dim = 0
             if r.embedding is not None:
@@ -152,15 +157,16 @@ class SqliteEngine:
                 norm = float(np.linalg.norm(vec))
                 vec = vec / norm if norm > 0 else vec
                 emb, dim = vec.tobytes(), int(vec.shape[0])
-            cur = conn.execute(
-                "INSERT INTO knora_ret_rows(source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id, is_enabled,"
-                " is_recommended, knowledge_type, content, dim, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id, r.tag_id or None,
-                 int(r.is_enabled), int(r.is_recommended), r.knowledge_type, r.content, dim, emb))
-            rid = cur.lastrowid
-            conn.execute("INSERT INTO knora_ret_fts(rowid, tokens) VALUES (?, ?)", (rid, tok.index_text(r.content)))
-            conn.execute("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)",
-                         (r.knowledge_base_id, rid, _UPSERT))
+            data.append((n, r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id,
+                         r.tag_id or None, int(r.is_enabled), int(r.is_recommended), r.knowledge_type, r.content,
+                         dim, emb))
+            fts.append((n, tok.index_text(r.content)))
+            log.append((r.knowledge_base_id, n, _UPSERT))
+        conn.executemany(
+            "INSERT INTO knora_ret_rows(id, source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id, is_enabled,"
+            " is_recommended, knowledge_type, content, dim, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", data)
+        conn.executemany("INSERT INTO knora_ret_fts(rowid, tokens) VALUES (?, ?)", fts)
+        conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)", log)
 
     async def index(self, rows: Sequence[IndexRow]) -> None:
         if rows:
@@ -330,8 +336,11 @@ class SqliteEngine:
         return [EngineHit(chunk_id=by_id[rid][1], source_id=by_id[rid][2], score=score, match_type=match_type,
                           content=by_id[rid][3]) for rid, score in found if rid in by_id]
 
-    def _idf_sum(self, conn: sqlite3.Connection, terms: list[str]) -> float:
-        """Σ idf over the query terms, exactly as FTS5's bm25() computes idf (so the ratio is a coverage)."""
+    def _idf_sum(self, conn: sqlite3.Connection, terms: list[str]) -> tuple[float, list[str]]:
+        """Σ idf over the query terms, exactly as FTS5's bm25() computes idf (so the ratio is a coverage), and the
+        terms worth matching: in a large corpus, terms in more than PRUNE_DF of the rows (low idf, huge posting
+        lists) are left out of MATCH when rarer terms exist — they would make FTS5 score a third of the corpus for
+        a few percent of the score. They still count in the normaliser."""
         head = self._head(conn)
         if self._count[0] != head:
             self._count = (head, int(conn.execute("SELECT count(*) FROM knora_ret_rows").fetchone()[0]))
@@ -343,7 +352,11 @@ class SqliteEngine:
             n = df.get(t, 0)
             idf = math.log((n_rows - n + 0.5) / (n + 0.5))
             total += idf if idf > 0 else 1e-6
-        return total
+        present = sorted((t for t in terms if df.get(t)), key=lambda t: df[t])
+        if n_rows >= PRUNE_MIN_ROWS:
+            rare = [t for t in present if df[t] <= PRUNE_DF * n_rows]
+            present = rare or present[:1]
+        return total, present
 
     def _keyword(self, query: EngineQuery) -> list[EngineHit]:
         terms = tok.query_terms(query.text)
@@ -361,9 +374,10 @@ class SqliteEngine:
             where.append("r.is_recommended = 1")
         with self._db_lock:
             conn = self._db()
-            norm = self._idf_sum(conn, terms)
-            if norm <= 0:
+            norm, scored = self._idf_sum(conn, terms)
+            if norm <= 0 or not scored:
                 return []
+            params[0] = tok.fts5_match(scored)
             if query.threshold > 0:  # normalised >= t  <=>  bm25 <= -t * norm (FTS5's bm25 is negative)
                 where.append("bm25(knora_ret_fts) <= ?")
                 params.append(-query.threshold * norm)

@@ -95,6 +95,6 @@ async def resolve_approval(pending_id: str, c: ContainerDep, tenant_id: TenantDe
     modified = b.get("modified_args")
     if modified is not None and not isinstance(modified, dict):
         raise BadRequest("modified_args must be a JSON object")
-    c.approvals.resolve(tenant_id, pending_id, ApprovalDecision(
+    await c.approvals.resolve(tenant_id, pending_id, ApprovalDecision(
         approved=b["approved"], reason=str(b.get("reason") or ""), modified_args=modified))
     return ok({"pending_id": pending_id, "approved": b["approved"]})

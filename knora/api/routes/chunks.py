@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
@@ -24,7 +24,7 @@ async def get_chunk_by_id(chunk_id: str, c: ContainerDep, tenant_id: TenantDep) 
 @router.get("/chunks/{knowledge_id}")
 async def list_chunks(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep,
                       page_no: int = Query(1, alias="page", ge=1), page_size: int = Query(20, ge=1, le=1000),
-                      chunk_type: list[str] = Query(default_factory=list)) -> JSONResponse:
+                      chunk_type: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
     result = await c.chunk_service.list(tenant_id, require_id(knowledge_id, "Knowledge"), page=page_no,
                                         page_size=page_size, chunk_types=chunk_type or ["text"])
     return page([chunk_json(x) for x in result.items], total=result.total, page=page_no, page_size=page_size)

@@ -4,7 +4,7 @@ delete, re-parse and download. Uploads are size-checked before the body is read 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -56,7 +56,7 @@ async def create_from_file(kb_id: str, request: Request, c: ContainerDep, tenant
         raise BadRequest("Expected a multipart/form-data body with a 'file' field")
     try:
         form = await request.form(max_files=1, max_fields=50)
-    except Exception as exc:  # noqa: BLE001 - any multipart parse failure is the client's malformed body
+    except Exception as exc:
         raise BadRequest(f"Malformed multipart body: {exc}") from exc
     try:
         upload = form.get("file")
@@ -133,9 +133,9 @@ async def list_knowledge(kb_id: str, c: ContainerDep, tenant_id: TenantDep,
 
 
 @router.get("/knowledge/batch")
-async def batch_get(c: ContainerDep, tenant_id: TenantDep, ids: list[str] = Query(default_factory=list)) -> JSONResponse:
+async def batch_get(c: ContainerDep, tenant_id: TenantDep, ids: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
     found = []
-    for kid in ids[:200]:
+    for kid in (ids or [])[:200]:
         k = await c.repos.knowledge.get(tenant_id, kid) if kid else None
         if k is not None:
             found.append(knowledge_json(k))

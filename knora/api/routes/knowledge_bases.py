@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
 from knora.api.deps import ContainerDep, TenantDep
@@ -35,20 +35,6 @@ def as_dict(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object")
     return body
-
-
-async def json_body(request: Request) -> dict[str, Any]:
-    """The body as an object; an empty body is {}; anything that is not a JSON object is a 400."""
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    import json
-
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise BadRequest("Malformed JSON body") from exc
-    return as_dict(data)
 
 
 def kb_json(kb: KnowledgeBase, stats: KBStats | None = None) -> dict[str, Any]:

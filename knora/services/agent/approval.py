@@ -1,7 +1,7 @@
 """Human approval of dangerous tool calls (spec §6.7): the run emits ``tool_approval_required`` and waits.
 
-Fail-closed: a timeout is a rejection. Pending approvals live in this process; the HTTP endpoint that resolves
-them must reach the instance running the turn (WeKnora distributes resolutions over Redis pub/sub — not yet).
+Fail-closed: a timeout is a rejection. Pending approvals live in the process running the turn; with a relay
+(Redis pub/sub in the scale profile) a decision posted to any replica reaches it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from knora.domain.errors import NotFound
 from knora.domain.stream import BusEvent
-from knora.ports.tool import ApprovalDecision, ToolContext
+from knora.ports.tool import ApprovalDecision, ApprovalRelay, ToolContext
 
 
 @dataclass
@@ -25,9 +25,21 @@ class _Pending:
 
 
 class ApprovalBroker:
-    def __init__(self, default_timeout: float = 600.0) -> None:
+    def __init__(self, default_timeout: float = 600.0, relay: ApprovalRelay | None = None) -> None:
         self.default_timeout = default_timeout
+        self.relay = relay
         self._pending: dict[str, _Pending] = {}
+
+    async def start(self) -> None:
+        if self.relay is not None:
+            await self.relay.start(self._on_relayed)
+
+    async def close(self) -> None:
+        if self.relay is not None:
+            await self.relay.close()
+
+    async def _on_relayed(self, tenant_id: int, pending_id: str, decision: ApprovalDecision) -> None:
+        self._resolve_local(tenant_id, pending_id, decision)
 
     def pending(self, tenant_id: int) -> list[dict[str, Any]]:
         return [p.payload for p in self._pending.values() if p.tenant_id == tenant_id]
@@ -51,8 +63,17 @@ class ApprovalBroker:
             **full, "approved": decision.approved, "reason": decision.reason, "timed_out": decision.timed_out})
         return decision
 
-    def resolve(self, tenant_id: int, pending_id: str, decision: ApprovalDecision) -> None:
+    def _resolve_local(self, tenant_id: int, pending_id: str, decision: ApprovalDecision) -> bool:
         p = self._pending.get(pending_id)
         if p is None or p.tenant_id != tenant_id or p.future.done():
-            raise NotFound("approval request not found or already resolved")
+            return False
         p.future.set_result(decision)
+        return True
+
+    async def resolve(self, tenant_id: int, pending_id: str, decision: ApprovalDecision) -> None:
+        """Local pending ids resolve at once; others go to the relay (another replica may hold them)."""
+        if self._resolve_local(tenant_id, pending_id, decision):
+            return
+        if self.relay is None:
+            raise NotFound("approval request not found or already resolved")
+        await self.relay.publish(tenant_id, pending_id, decision)

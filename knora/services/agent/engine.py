@@ -254,7 +254,8 @@ class AgentEngine:
         data = _client_data(result.data)
         await self.bus.emit(BusEvent.TOOL_RESULT, {
             "tool_call_id": call.id, "tool_name": call.name, "success": result.success, "output": result.output,
-            "error": result.error, "duration_ms": duration_ms, "iteration": iteration, "data": data},
+            "error": result.error, "duration_ms": duration_ms, "iteration": iteration, "data": data,
+            "content": _summary(result)},
             event_id=f"{call.id}-tool-result")
         record = {"id": call.id, "name": call.name, "args": args or shown,
                   "result": {"success": result.success, "output": result.output, "data": data,
@@ -309,6 +310,14 @@ class AgentEngine:
         if reason:
             res.stop_reason = res.stop_reason or reason
 
+
+
+def _summary(result: ToolResult) -> str:
+    """The short text of a tool card (WeKnora's ``StreamContentForToolResult``): only for display types."""
+    if not result.success or not result.data.get("display_type"):
+        return ""
+    rows = result.data.get("results")
+    return f"检索到 {len(rows)} 条相关内容" if isinstance(rows, list) else ""
 
 
 def _client_data(data: dict[str, Any]) -> dict[str, Any]:

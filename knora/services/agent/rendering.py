@@ -45,29 +45,29 @@ def row_to_result(row: dict[str, Any]) -> SearchResult:
 def _knowledge(data: dict[str, Any], refs: ReferenceRegistryPort) -> str:
     mode = KNOWLEDGE_MODES[data["display_type"]]
     rows: list[dict[str, Any]] = list(data.get("results") or [])
-    refs.register_search_results([row_to_result(r) for r in rows])
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for i, row in enumerate(rows):
-        key = refs.document_handle(str(row.get("knowledge_id", ""))) or f"_row{i}"
-        groups.setdefault(key, []).append(row)
+    parsed = [row_to_result(r) for r in rows]  # once per row: this runs on every tool result of every round
+    refs.register_search_results(parsed)
+    groups: dict[str, list[tuple[dict[str, Any], SearchResult]]] = {}
+    for i, (row, res) in enumerate(zip(rows, parsed, strict=True)):
+        key = refs.document_handle(res.knowledge_id) or f"_row{i}"
+        groups.setdefault(key, []).append((row, res))
     lines = [f'<retrieval type="knowledge" mode="{mode}">']
     for key, members in groups.items():
-        first = members[0]
-        kb = refs.kb_handle(str(first.get("knowledge_base_id", ""))) or ""
+        first = members[0][1]
+        kb = refs.kb_handle(first.knowledge_base_id) or ""
         doc_attr = f' id="{_a(key)}"' if not key.startswith("_row") else ""
-        lines.append(f'<document{doc_attr} kb="{_a(kb)}" title="{_a(first.get("knowledge_title", ""))}">')
-        for row in members:
-            res = row_to_result(row)
+        lines.append(f'<document{doc_attr} kb="{_a(kb)}" title="{_a(first.knowledge_title)}">')
+        for row, res in members:
             handle = refs.chunk_handle(res.id) or ""
-            view = "full" if row.get("content") or mode == "deep_read" else "match"
+            view = "full" if res.content or mode == "deep_read" else "match"
             lines.append(f'<chunk id="{_a(handle)}" index="{res.chunk_index}" view="{view}" '
                          f'type="{_a(res.chunk_type)}">')
             if row.get("faq_question"):
                 lines.append(f"<question>{_t(row['faq_question'])}</question>")
             if row.get("match"):
                 lines.append(f"<match>{_t(row['match'])}</match>")
-            if row.get("content"):
-                lines.append(f"<content>{_t(row['content'])}</content>")
+            if res.content:
+                lines.append(f"<content>{_t(res.content)}</content>")
             for answer in row.get("faq_answers") or []:
                 lines.append(f"<answer>{_t(answer)}</answer>")
             lines.append("</chunk>")

@@ -103,7 +103,8 @@ class SmartReasoningRunner:
                                        extra=extra)
 
         async def emit(event_type: str, data: dict[str, Any]) -> None:
-            await ctx.bus.emit(BusEvent(event_type), data, event_id=str(data.get("pending_id", "")))
+            await ctx.bus.emit(BusEvent(event_type), data,
+                               event_id=str(data.get("event_id") or data.get("pending_id") or ""))
 
         tool_ctx = ToolContext(
             tenant_id=req.tenant_id, session_id=req.session_id, assistant_message_id=req.assistant_message_id,

@@ -39,6 +39,11 @@ class EmbedBatcher:
         return np.stack(rows).astype(np.float32, copy=False)
 
     async def _run(self) -> None:
+        # Documents usually arrive in a burst: linger a moment so the first batch is not a batch of one.
+        for _ in range(5):
+            if len(self._pending) >= self._batch:
+                break
+            await asyncio.sleep(0.005)
         while self._pending:
             batch = [self._pending.popleft() for _ in range(min(self._batch, len(self._pending)))]
             live = [(t, f) for t, f in batch if not f.cancelled()]

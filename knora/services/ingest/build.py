@@ -7,6 +7,7 @@ Flat mode: text chunks form one pre/next chain in chunk-index order. Parent-chil
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -47,7 +48,7 @@ def build_chunks(knowledge: Knowledge, drafts: Sequence[Draft]) -> list[Chunk]:
     has_parents = any(c.chunk_type == ChunkType.PARENT_TEXT for c in chunks)
     chain_type = ChunkType.PARENT_TEXT if has_parents else ChunkType.TEXT
     chain = sorted((c for c in chunks if c.chunk_type == chain_type), key=lambda c: c.chunk_index)
-    for prev, nxt in zip(chain, chain[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chain):
         prev.next_chunk_id = nxt.id
         nxt.pre_chunk_id = prev.id
     return chunks

@@ -46,9 +46,8 @@ class ChunkService:
         k = await self._knowledge(tenant_id, knowledge_id)
         chunk = await self.get(tenant_id, knowledge_id, chunk_id)
         changes = {key: v for key, v in changes.items() if key in EDITABLE and v is not None}
-        if "content" in changes:
-            if not isinstance(changes["content"], str) or not changes["content"].strip():
-                raise BadRequest("content must be a non-empty string")
+        if "content" in changes and (not isinstance(changes["content"], str) or not changes["content"].strip()):
+            raise BadRequest("content must be a non-empty string")
         content_changed = "content" in changes and changes["content"] != chunk.content
         updated = chunk.model_copy(update=changes)
         if content_changed:

@@ -29,8 +29,8 @@ from knora.ports.jobs import JobQueue
 from knora.ports.parser import ParsedDocument, ParseError
 from knora.ports.retrieval import RetrievalEngine
 from knora.services.ingest import fetch as fetching
-from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.build import Draft, build_chunks, searchable
+from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.embedders import EmbedderRegistry
 from knora.settings import Settings
 
@@ -226,7 +226,7 @@ class IngestService:
                 await self._process(k, kb)
             except (ParseError, IngestFailure, AppError) as exc:
                 await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED, str(exc) or type(exc).__name__)
-            except Exception as exc:  # noqa: BLE001 - a bad document must never take the worker down
+            except Exception as exc:
                 log.exception("ingesting %s failed", k.id)
                 await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED,
                                                         f"Internal error while ingesting: {type(exc).__name__}: {exc}")

@@ -78,7 +78,7 @@ async def wire(c: Any) -> None:
 
             try:
                 await ensure_sample_kb(c)
-            except Exception:  # noqa: BLE001 - the sample is a convenience; the server runs without it
+            except Exception:
                 log.exception("could not ingest the sample knowledge base")
 
     starter = asyncio.create_task(_after_start(), name="knora-ingest-start")

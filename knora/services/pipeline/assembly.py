@@ -48,7 +48,11 @@ async def build_request(deps: PipelineDeps, req: TurnRequest) -> tuple[PipelineR
     knowledge_ids = [k for k in req.knowledge_ids if k]
     if not kb_ids and not knowledge_ids and req.agent is not None and not cfg.get("retrieve_kb_only_when_mentioned"):
         mode = cfg.get("kb_selection_mode") or "selected"
-        if mode != "none":
+        if mode == "all" and deps.list_kbs is not None:
+            # Every KB of the tenant that quick answer can search (vector or keyword index), spec §1.9.
+            kb_ids = [kb.id for kb in await deps.list_kbs(req.tenant_id)
+                      if kb.indexing_strategy.vector_enabled or kb.indexing_strategy.keyword_enabled]
+        elif mode != "none":
             kb_ids = [k for k in cfg.get("knowledge_bases") or [] if k]
     kbs: list[KnowledgeBase] = []
     if deps.reads is not None and kb_ids:
@@ -67,7 +71,7 @@ async def build_request(deps: PipelineDeps, req: TurnRequest) -> tuple[PipelineR
         try:
             targets = await build_targets(deps.search, req.tenant_id, kb_ids, knowledge_ids,  # type: ignore[arg-type]
                                           tag_scopes)
-        except Exception as exc:  # noqa: BLE001 - spec: "build search targets: …" aborts the turn
+        except Exception as exc:
             raise RuntimeError(f"build search targets: {exc}") from exc
     if deps.reads is not None and targets:
         missing = [t.knowledge_base_id for t in targets if t.knowledge_base_id not in {k.id for k in kbs}]

@@ -61,4 +61,4 @@ class PipelineDeps:
     fetch_page: Fetcher | None = None
     read_blob: BlobReader | None = None
     list_documents: DocumentLister | None = None
-    make_search_params: Callable[..., Any] | None = None  # kwargs (spec §3.1 names) -> retrieval SearchParams
+    list_kbs: Callable[[int], Awaitable[list[KnowledgeBase]]] | None = None  # tenant -> its KBs ("all" mode)

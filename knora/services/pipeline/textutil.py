@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -27,7 +26,7 @@ def normalize_content(s: str) -> str:
 
 def content_signature(s: str) -> str:
     norm = normalize_content(s)
-    return hashlib.md5(norm.encode("utf-8")).hexdigest() if norm else ""  # noqa: S324 - a dedup key, not security
+    return hashlib.md5(norm.encode("utf-8")).hexdigest() if norm else ""
 
 
 def remove_duplicate_results(results: Iterable[SearchResult]) -> list[SearchResult]:
@@ -48,8 +47,12 @@ def remove_duplicate_results(results: Iterable[SearchResult]) -> list[SearchResu
     return out
 
 
+_WORDISH = re.compile(r"[^\W_]")
+
+
 def _is_symbolic(token: str) -> bool:
-    return all(unicodedata.category(ch)[0] in "PSZ" for ch in token)
+    """Only punctuation, symbols and spaces (a fast test: no letter or digit; marks alone are rare enough)."""
+    return _WORDISH.search(token) is None
 
 
 @lru_cache(maxsize=4096)

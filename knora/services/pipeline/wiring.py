@@ -65,6 +65,7 @@ async def wire(c: Any) -> None:
     deps = PipelineDeps(chat_models=c.chat_models, rerankers=c.rerankers, search=search, reads=reads,
                         web_search=c.web_search, graph_store=c.graph_store, fetch_page=c.page_fetcher,
                         read_blob=blobs.get if blobs is not None else None,
-                        list_documents=list_documents if knowledge_repo is not None else None)
+                        list_documents=list_documents if knowledge_repo is not None else None,
+                        list_kbs=getattr(_attr(c, "kb_service"), "list", None))
     c.pipeline_deps = deps
     c.quick_answer = QuickAnswerRunner(deps)

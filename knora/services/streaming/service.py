@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from knora.domain.common import utcnow
@@ -284,8 +285,25 @@ class ChatService:
         if message is None or message.session_id != session.id:
             raise WireError(404, {"success": False, "error": "Incomplete message not found"})
         if not await self.log.exists(session_id, message_id):
+            if not message.is_completed and not self.is_running(message_id):
+                # The log is gone (expired, or the process that ran the turn restarted): nothing can finish
+                # this turn any more, so close it instead of leaving the UI to retry it forever.
+                await self.sessions.messages.complete(message_id, {"is_completed": True,
+                                                                   "debug": {"stopped": "log_expired"}})
             raise WireError(404, {"success": False, "error": "No stream events found"})
         return message
+
+    async def close_interrupted(self, older_than_seconds: float) -> int:
+        """At start-up with a per-process (memory) log: turns a previous process left incomplete can never
+        finish; mark them completed with what they saved. Only turns older than the log's TTL, so another
+        process on the same database (``knora ask`` next to ``knora serve``) keeps its running turns."""
+        stale = await self.sessions.messages.incomplete(
+            older_than=utcnow() - timedelta(seconds=older_than_seconds))
+        for m in stale:
+            if not self.is_running(m.id):
+                await self.sessions.messages.complete(m.id, {"is_completed": True,
+                                                             "debug": {"stopped": "interrupted"}})
+        return len(stale)
 
     def is_running(self, message_id: str) -> bool:
         return message_id in self._tasks

@@ -53,3 +53,5 @@ async def wire(c: Any) -> None:
     c.chat_service = ChatService(c.session_service, stream_log, stop_signals, runners, agents,
                                  max_query_chars=c.settings.max_query_chars)
     c.on_close(c.chat_service.close)
+    if c.settings.stream_log == "memory":
+        await c.chat_service.close_interrupted(c.settings.stream_ttl_seconds)

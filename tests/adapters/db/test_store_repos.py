@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -129,7 +130,7 @@ class TestChunkRepo:
         kb = await r.kbs.create(_kb(container))
         k = await r.knowledge.create(_doc(kb))
         cs = _chunks(k, 3)
-        for a, b in zip(cs, cs[1:], strict=False):
+        for a, b in itertools.pairwise(cs):
             a.next_chunk_id, b.pre_chunk_id = b.id, a.id
         cs.append(Chunk(tenant_id=k.tenant_id, knowledge_base_id=kb.id, knowledge_id=k.id, content="p",
                         chunk_type="parent_text", chunk_index=0))

@@ -152,10 +152,11 @@ class TestApproval:
                                             "arguments": json.dumps({"table": "users"})}]), Reply(content="done")])
             h = harness(openai_model(fake), tools)
 
+            resolving: list[asyncio.Task[None]] = []
+
             async def on_required(e: Event) -> None:
                 if decide is not None:  # resolve from elsewhere, as the HTTP endpoint does
-                    asyncio.get_running_loop().call_soon(
-                        broker.resolve, 1, e.data["pending_id"], decide)
+                    resolving.append(asyncio.create_task(broker.resolve(1, e.data["pending_id"], decide)))
 
             h.bus.subscribe(BusEvent.TOOL_APPROVAL_REQUIRED, on_required)
             engine = h.engine()

@@ -192,3 +192,44 @@ class TestPlanning:
             {"description": "search A", "status": "completed"}, {"description": "search B", "status": "pending"}]},
             ctx())
         assert "Progress: 1/2 completed" in res.output and "[x] 1. search A" in res.output
+
+
+class FakeConversations:
+    def __init__(self) -> None:
+        from knora.domain.conversation import Message, Session
+
+        self.s1, self.s2 = Session(tenant_id=1, title="Leave chat"), Session(tenant_id=1, title="Now")
+        self._msgs = {self.s1.id: [
+            Message(session_id=self.s1.id, tenant_id=1, request_id="r1", role="user", content="How long is annual leave?"),
+            Message(session_id=self.s1.id, tenant_id=1, request_id="r1", role="assistant", content="20 days.",
+                    is_completed=True),
+            Message(session_id=self.s1.id, tenant_id=1, request_id="r2", role="user", content="annual leave again?"),
+            Message(session_id=self.s1.id, tenant_id=1, request_id="r2", role="assistant", content="",
+                    is_completed=False)],
+            self.s2.id: [Message(session_id=self.s2.id, tenant_id=1, request_id="r3", role="user",
+                                 content="annual leave?"),
+                         Message(session_id=self.s2.id, tenant_id=1, request_id="r3", role="assistant",
+                                 content="current", is_completed=True)]}
+        outer = self
+
+        class Sessions:
+            async def list(self, tenant_id: int, *, page: int, page_size: int, **kw: Any) -> tuple[list[Any], int]:
+                return [outer.s1, outer.s2], 2
+
+        class Messages:
+            async def recent(self, session_id: str, limit: int) -> list[Any]:
+                return outer._msgs[session_id]
+
+        self.sessions, self.messages = Sessions(), Messages()
+
+
+async def test_search_conversations_skips_current_and_incomplete() -> None:
+    from knora.adapters.tools.search_conversations import SearchConversationsTool
+
+    conv = FakeConversations()
+    res = await SearchConversationsTool(ToolDeps(conversations=conv)).execute(
+        {"query": "annual leave"}, ToolContext(tenant_id=1, session_id=conv.s2.id))
+    assert [(h["question"], h["answer"]) for h in res.data["results"]] == [("How long is annual leave?", "20 days.")]
+    none = await SearchConversationsTool(ToolDeps(conversations=conv)).execute(
+        {"query": "parking"}, ToolContext(tenant_id=1, session_id=conv.s2.id))
+    assert none.success and none.data["results"] == []

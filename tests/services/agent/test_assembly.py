@@ -14,7 +14,7 @@ pytestmark = pytest.mark.unit
 
 class TestSelect:
     def test_no_knowledge_scope_removes_kb_and_data_tools(self) -> None:
-        assert select_tools([], Capabilities(), CATALOG) == ["thinking"]
+        assert select_tools([], Capabilities(), CATALOG) == ["thinking", "search_conversations"]
 
     def test_empty_allow_list_means_defaults(self) -> None:
         names = select_tools([], Capabilities(knowledge=True), CATALOG)

@@ -254,6 +254,19 @@ class TestModelBehaviour:
         assert res.stop_reason == "cancelled" and res.answer == "" and fake.chat_requests == []
 
 
+    async def test_stop_during_the_stream_ends_the_run(self, fake: FakeModelServer) -> None:
+        fake.script([Reply(content="a long answer " * 20, chunk_size=4, delay_per_chunk=0.01)])
+        h = harness(openai_model(fake), [echo_tool()])
+
+        async def stop_on_first_delta(_e: Any) -> None:
+            h.cancelled.set()
+
+        h.bus.subscribe(BusEvent.FINAL_ANSWER, stop_on_first_delta)
+        res = await h.run()
+        assert res.stop_reason == "cancelled" and res.answer == ""
+        assert len(h.rec.of(BusEvent.FINAL_ANSWER)) < 5 and len(fake.chat_requests) == 1
+
+
 class TestReferences:
     async def test_knowledge_rows_are_rendered_with_handles_and_accumulated(self, fake: FakeModelServer) -> None:
         chunk_id = "6f1c2d9e-0000-4000-8000-000000000001"

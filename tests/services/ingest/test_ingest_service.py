@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from knora.container import Container
-from tests.services.ingest.conftest import INGEST_ONLY
 from knora.domain.errors import BadRequest, NotFound, PayloadTooLarge
 from knora.domain.knowledge import ChunkType, ParseStatus
 from knora.services.ingest.service import DuplicateKnowledge
 from knora.settings import Settings
 from tests.conftest import record_retrieval
+from tests.services.ingest.conftest import INGEST_ONLY
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +59,7 @@ class TestIngestFile:
         assert all(len(c.content) <= 200 for c in chunks)
         by_id = {c.id: c for c in chunks}
         assert chunks[0].pre_chunk_id is None and chunks[-1].next_chunk_id is None
-        for a, b in zip(chunks, chunks[1:], strict=False):
+        for a, b in itertools.pairwise(chunks):
             assert a.next_chunk_id == b.id and by_id[b.id].pre_chunk_id == a.id
         assert set(rec.rows) == set(by_id)
         row = rec.rows[chunks[0].id]
@@ -214,9 +215,9 @@ class TestReparseDeleteRestart:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    pages: dict[str, tuple[int, str, bytes, dict[str, str]]] = {}
+    pages: ClassVar[dict[str, tuple[int, str, bytes, dict[str, str]]]] = {}
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         status, ctype, body, headers = self.pages.get(self.path, (404, "text/plain", b"missing", {}))
         self.send_response(status)
         self.send_header("Content-Type", ctype)
@@ -236,9 +237,9 @@ def web() -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     _Handler.pages = {
-        "/page": (200, "text/html", b"<html><head><title>Fetched page</title></head><body><nav>menu</nav>"
-                  b"<article><h1>Fetched page</h1><p>Knora can ingest web pages fetched from a URL.</p></article>"
-                  b"</body></html>", {}),
+        "/page": (200, "text/html", (b"<html><head><title>Fetched page</title></head><body><nav>menu</nav>"
+                                     b"<article><h1>Fetched page</h1><p>Knora can ingest web pages fetched from a "
+                                     b"URL.</p></article></body></html>"), {}),
         "/moved": (302, "text/plain", b"", {"Location": "/page"}),
         "/notes.txt": (200, "text/plain", b"Plain notes served as a file.", {}),
         "/big": (200, "text/plain", b"y" * 5000, {}),

@@ -10,7 +10,13 @@ from knora.domain.search import SearchResult
 from knora.services.pipeline.errors import CATALOGUE, ERR_SEARCH, ERR_SEARCH_NOTHING, PluginError
 from knora.services.pipeline.framework import PRESETS, EventManager, Next, PipelineBuilder
 from knora.services.pipeline.plugins.registration import default_plugins
-from knora.services.pipeline.state import ChatManage, EventType, PipelineRequest, PipelineState, needs_kb_retrieval
+from knora.services.pipeline.state import (
+    ChatManage,
+    EventType,
+    PipelineRequest,
+    PipelineState,
+    needs_kb_retrieval,
+)
 from knora.services.streaming.turn import TurnContext
 from tests.services.pipeline.conftest import make_ctx
 

@@ -19,7 +19,12 @@ from knora.services.pipeline.plugins.extract_entity import parse_graph
 from knora.services.pipeline.plugins.filter_top_k import FilterTopK
 from knora.services.pipeline.plugins.into_chat_message import validate_input
 from knora.services.pipeline.plugins.merge import ChunkMerge
-from knora.services.pipeline.plugins.merge_steps import Item, group_and_merge, history_items, remove_partial_overlaps
+from knora.services.pipeline.plugins.merge_steps import (
+    Item,
+    group_and_merge,
+    history_items,
+    remove_partial_overlaps,
+)
 from knora.services.pipeline.plugins.query_understand import parse_understanding
 from knora.services.pipeline.plugins.rerank import ChunkRerank, clean_passage_for_rerank, composite_score, mmr
 from knora.services.pipeline.plugins.wiki_boost import WikiBoost
@@ -30,7 +35,7 @@ from tests.fakes import FakeModelServer
 from tests.services.pipeline.conftest import make_ctx
 
 
-def R(id: str, content: str = "", score: float = 0.0, **kw: Any) -> SearchResult:  # noqa: N802
+def R(id: str, content: str = "", score: float = 0.0, **kw: Any) -> SearchResult:
     return SearchResult(id=id, content=content or f"text of {id}", knowledge_id=kw.pop("knowledge_id", "k1"),
                         score=score, **kw)
 

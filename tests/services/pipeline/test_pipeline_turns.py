@@ -46,7 +46,7 @@ class TestFallbacks:
         assert answers[0].data["event_id"].endswith("-fallback")
         system = fake.chat_requests[-1]["messages"][0]["content"]
         assert "- Solar power" in system and "- Tea culture" in system
-        result = [e for e in rec.of(BusEvent.TOOL_RESULT) if e.data["tool_name"] == "knowledge_search"][0]
+        result = next(e for e in rec.of(BusEvent.TOOL_RESULT) if e.data["tool_name"] == "knowledge_search")
         assert result.data["success"] and result.data["output"] == "未检索到相关内容"
 
     async def test_fixed_fallback(self, model_container: Any, fake: FakeModelServer) -> None:
@@ -57,7 +57,7 @@ class TestFallbacks:
         req = turn(c, NOTHING, [kb], agent=agent(fallback_strategy="fixed", fallback_response="Nope."))
         outcome = await c.quick_answer.run(req, ctx)
         assert (outcome.answer, outcome.is_fallback) == ("Nope.", True)
-        assert [e.data for e in rec.of(BusEvent.FINAL_ANSWER)][0]["done"] is True
+        assert next(e.data for e in rec.of(BusEvent.FINAL_ANSWER))["done"] is True
         assert len(fake.chat_requests) == 1  # only the rewrite call
 
     async def test_cancellation_is_checked_before_nothing_found(self, model_container: Any,
@@ -202,7 +202,7 @@ class TestSearchSources:
         assert ctx.references.resolve("w1") == {"kind": "web", "url": "https://news.example/solar",
                                                 "title": "Solar news"}
         assert outcome.references[0].chunk_type == "web_search"
-        call = [e for e in rec.of(BusEvent.TOOL_CALL) if e.data["tool_name"] == "knowledge_search"][0]
+        call = next(e for e in rec.of(BusEvent.TOOL_CALL) if e.data["tool_name"] == "knowledge_search")
         assert call.data["arguments"]["search_source"] == "web"
         prompt = fake.chat_requests[-1]["messages"][0]["content"]
         assert '<page id="w1" title="Solar news">' in prompt and "<published>2026-01-01</published>" in prompt
@@ -217,3 +217,54 @@ class TestSearchSources:
         a, b = await asyncio.gather(*runs)
         assert a.answer == b.answer == "done"
         assert "Solar" in a.references[0].content and "Oolong" in b.references[0].content
+
+
+class TestDataAnalysis:
+    async def test_model_written_sql_runs_read_only_over_the_csv(self, model_container: Any,
+                                                                 fake: FakeModelServer) -> None:
+        import re
+
+        c = model_container
+        kb = await c.kb_service.create(c.default_tenant_id, {"name": "sales"})
+        csv_text = "region,revenue\nnorth,100\nsouth,250\nnorth,50\n"
+        await c.ingest_service.add_file(c.default_tenant_id, kb.id, "sales.csv", csv_text.encode())
+        await c.jobs.wait_idle(timeout=60)
+
+        def handle(body: dict[str, Any]) -> Reply:
+            last = body["messages"][-1]["content"]
+            if "Table Schema:" in last:
+                kid = re.search(r"Knowledge ID: (\S+)", last).group(1)  # type: ignore[union-attr]
+                sql = f"SELECT region, SUM(revenue) AS total FROM {kid} GROUP BY region ORDER BY total DESC"
+                return Reply(content=json.dumps({"knowledge_id": kid, "sql": sql}))
+            if body.get("max_tokens") == 150:
+                return rewrite("revenue by region north south")
+            return Reply(content="south leads")
+
+        fake.handler = handle
+        ctx, rec = make_ctx()
+        outcome = await c.quick_answer.run(turn(c, "revenue by region north south", [kb.id],
+                                                agent=agent(data_analysis_enabled=True)), ctx)
+        assert outcome.answer == "south leads"
+        analysis = [r for r in outcome.references if r.id.startswith("analysis_")]
+        assert analysis and 'record 1: {"region": "south", "total": 250}' in analysis[0].content
+        assert analysis[0].match_type == 9
+        system = fake.chat_requests[-1]["messages"][0]["content"]
+        assert "=== DuckDB Query Results ===" in system
+
+    async def test_unsafe_sql_is_ignored(self, model_container: Any, fake: FakeModelServer) -> None:
+        c = model_container
+        kb = await c.kb_service.create(c.default_tenant_id, {"name": "sales"})
+        await c.ingest_service.add_file(c.default_tenant_id, kb.id, "s.csv", b"a,b\n1,2\n")
+        await c.jobs.wait_idle(timeout=60)
+
+        def handle(body: dict[str, Any]) -> Reply:
+            if "Table Schema:" in body["messages"][-1]["content"]:
+                return Reply(content=json.dumps({"knowledge_id": "x",
+                                                 "sql": "SELECT * FROM read_csv_auto('/etc/passwd')"}))
+            return rewrite("a b") if body.get("max_tokens") == 150 else Reply(content="fine")
+
+        fake.handler = handle
+        ctx, _ = make_ctx()
+        outcome = await c.quick_answer.run(turn(c, "a b", [kb.id], agent=agent(data_analysis_enabled=True)), ctx)
+        assert outcome.answer == "fine"
+        assert not any(r.id.startswith("analysis_") for r in outcome.references)

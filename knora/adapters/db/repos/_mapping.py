@@ -97,7 +97,7 @@ class _GatedBegin:
                 self._lock.release()
             raise
 
-    async def __aexit__(self, *exc: Any) -> Any:
+    async def __aexit__(self, *exc: object) -> Any:
         try:
             return await self._cm.__aexit__(*exc)
         finally:

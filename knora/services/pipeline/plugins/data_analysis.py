@@ -128,7 +128,7 @@ class DataAnalysis:
                        next: Next) -> PluginError | None:
         if not cm.needs_retrieval:
             return await next()
-        st, req = cm.state, cm.request
+        st, _req = cm.state, cm.request
         files = [r for r in st.merge_result if r.knowledge_filename.lower().endswith(DATA_SUFFIXES)]
         st.merge_result = [r for r in st.merge_result if r.chunk_type not in ("table_column", "table_summary")]
         if not files or self._deps.reads is None or self._deps.read_blob is None:

@@ -23,7 +23,7 @@ from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 
-_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.S)
+_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 
 
 def _outermost(text: str) -> str | None:

@@ -186,6 +186,8 @@ class ChunkMerge:
             return await next()
         cache = _ChunkCache(self._deps, cm.request.tenant_id)
         try:
+            # One read for every hit and parent: later steps (parents, FAQ answers, expansion bases) hit the cache.
+            await cache.load([x for i in items for x in (i.r.id, i.r.parent_chunk_id) if x])
             await resolve_parents(items, cache)  # step 4
         except Exception as exc:  # noqa: BLE001 - enrichment is best effort; the hits themselves stand
             log.warning("parent resolution failed: %s", exc)

@@ -7,6 +7,7 @@ Work happens on ``Item``s — a mutable copy of a SearchResult plus the ``rewrit
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from knora.services.pipeline.textutil import (
     utf8_len,
 )
 from knora.services.streaming.turn import HistoryTurn
+
+log = logging.getLogger(__name__)
 
 HISTORY_MIN_SIMILARITY = 0.15
 HISTORY_SCORE_FACTOR = 0.6
@@ -74,7 +77,8 @@ def history_items(history: Sequence[HistoryTurn], present: set[str], query: str)
     for raw in refs:
         try:
             ref = SearchResult.model_validate(raw)
-        except Exception:  # noqa: BLE001 - a malformed stored reference is skipped
+        except Exception as exc:  # noqa: BLE001 - a malformed stored reference is skipped
+            log.debug("skipping malformed history reference: %s", exc)
             continue
         if ref.id in present:
             continue

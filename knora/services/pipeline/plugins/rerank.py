@@ -27,8 +27,8 @@ FALLBACK_MIN = 0.15
 DEGRADE_ABOVE = 0.3
 
 _CLEAN_STEPS: tuple[tuple[re.Pattern[str], Any], ...] = (
-    (re.compile(r"```[^\n`]*\n(.*?)\n?```", re.S), r"\1"),  # 1 fenced code → body
-    (re.compile(r"\$\$(.*?)\$\$", re.S), r"\1"),  # 2 display math → inner text
+    (re.compile(r"```[^\n`]*\n(.*?)\n?```", re.DOTALL), r"\1"),  # 1 fenced code → body
+    (re.compile(r"\$\$(.*?)\$\$", re.DOTALL), r"\1"),  # 2 display math → inner text
     (re.compile(r"</?[a-zA-Z][^>]*>"), ""),  # 3 HTML tags
     (re.compile(r"\[(!\[[^\]]*\]\([^)]*\))\]\([^)]*\)"), r"\1"),  # 3.5 linked image → image
     (re.compile(r"!\[[^\]]*\]\((?:[^()]|\([^()]*\))*\)"), ""),  # 4 images

@@ -4,7 +4,7 @@ import { t } from "./i18n.js";
 import { renderMarkdown, escapeHtml } from "./markdown.js";
 import { layout } from "./turn.js";
 import { findReference, docLink } from "./citations.js";
-import { showCitation } from "./popover.js";
+import { showCitation, isRestoringFocus } from "./popover.js";
 import { openDebug } from "./debug.js";
 
 function markerHtml(c, idx) {
@@ -37,7 +37,7 @@ export class AnswerView {
     this.el = h("article", { class: "msg assistant", "aria-label": "answer" }, this.steps, this.answer, this.statusLine, this.refs, this.footer);
     this.answer.addEventListener("click", (e) => this.citeEvent(e, true));
     this.answer.addEventListener("mouseover", (e) => this.citeEvent(e, false));
-    this.answer.addEventListener("focusin", (e) => this.citeEvent(e, false));
+    this.answer.addEventListener("focusin", (e) => { if (!isRestoringFocus()) this.citeEvent(e, false); });
     this.pending = false;
   }
 

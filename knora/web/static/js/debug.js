@@ -24,6 +24,11 @@ const fmt = (v) => (typeof v === "number" ? (Number.isInteger(v) ? String(v) : v
 
 const msFmt = (v) => (Number.isFinite(Number(v)) ? Number(v).toFixed(1) : "–");
 
+function notesOf(tm) {
+  return Object.entries(tm).filter(([k]) => !["stage", "ms", "kept", "count"].includes(k))
+    .map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(" · ");
+}
+
 function keptOf(tm) {
   if (tm.kept != null) return typeof tm.kept === "object" ? JSON.stringify(tm.kept) : tm.kept;
   if (tm.count != null) return tm.count;
@@ -45,7 +50,7 @@ export function openDebug(turn, from) {
       h("table", { class: "grid timings" },
         h("thead", null, h("tr", null, h("th", null, t("debug.stage")), h("th", null, t("debug.ms")), h("th", null, t("debug.kept")), h("th", null, ""))),
         h("tbody", null, timings.map((x) => h("tr", null,
-          h("td", null, x.stage), h("td", { class: "num" }, msFmt(x.ms)), h("td", null, String(keptOf(x))),
+          h("td", null, x.stage), h("td", { class: "num" }, msFmt(x.ms)), h("td", null, String(keptOf(x)), notesOf(x) ? h("div", { class: "muted small" }, notesOf(x)) : null),
           h("td", { class: "bar-cell" }, h("span", { class: "bar", style: `width:${total ? Math.max(2, (Number(x.ms) / total) * 100) : 0}%` }))))),
         h("tfoot", null, h("tr", null, h("td", null, t("debug.total")), h("td", { class: "num" }, msFmt(total)), h("td"), h("td")))));
   }

@@ -8,6 +8,9 @@ let pop = null;
 let anchor = null;
 let pinned = false;
 let hideTimer = null;
+let restoring = false; // focus going back to the marker after Esc must not reopen the popover
+
+export function isRestoringFocus() { return restoring; }
 
 function ensure() {
   if (pop) return pop;
@@ -35,7 +38,10 @@ export function hideCitation(restoreFocus) {
   if (!pop || pop.hidden) return;
   pop.hidden = true;
   anchor?.setAttribute("aria-expanded", "false");
-  if (restoreFocus && anchor) anchor.focus({ preventScroll: true });
+  if (restoreFocus && anchor) {
+    restoring = true;
+    try { anchor.focus({ preventScroll: true }); } finally { restoring = false; }
+  }
   anchor = null;
   pinned = false;
 }
