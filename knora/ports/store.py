@@ -7,6 +7,8 @@ records are simply "not found".
 
 from __future__ import annotations
 
+import builtins
+
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -82,7 +84,7 @@ class KnowledgeRepo(Protocol):
     async def list(self, tenant_id: int, kb_id: str, *, page: int, page_size: int,
                    filters: KnowledgeFilter | None = None) -> Page: ...
 
-    async def ids_with_status(self, statuses: Sequence[ParseStatus]) -> list[str]: ...
+    async def ids_with_status(self, statuses: Sequence[ParseStatus]) -> builtins.list[str]: ...
 
     async def update(self, k: Knowledge) -> Knowledge: ...
 
@@ -111,7 +113,7 @@ class ChunkRepo(Protocol):
 
     async def delete(self, tenant_id: int, chunk_id: str) -> bool: ...
 
-    async def ids_for_knowledge(self, knowledge_id: str) -> list[str]: ...
+    async def ids_for_knowledge(self, knowledge_id: str) -> builtins.list[str]: ...
 
 
 @runtime_checkable

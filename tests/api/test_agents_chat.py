@@ -98,9 +98,10 @@ async def test_agent_chat_searches_the_kb_and_cites(app: tuple[Any, Any], fake: 
     steps = bot["agent_steps"]
     assert steps[0]["thought"] == "Let me check the handbook."
     assert steps[0]["tool_calls"][0]["name"] == "knowledge_search"
-    # the model never saw the chunk's internal id, only handles
+    # the model never saw the chunk's or the KB's internal ids, only handles
     agent_requests = [b for b in fake.chat_requests if b.get("tools")]
     assert all(chunk_id not in json.dumps(b["messages"]) for b in agent_requests)
+    assert all(kb not in json.dumps(b["messages"]) for b in agent_requests)
     assert sorted(t["function"]["name"] for t in agent_requests[0]["tools"]) == [
         "get_document_info", "grep_chunks", "knowledge_search", "list_knowledge_chunks", "query_knowledge_graph"]
 
@@ -145,3 +146,19 @@ async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServe
     # capability filtering: no knowledge scope → no KB tools; MCP tools join the chosen "thinking"
     tools = sorted(t["function"]["name"] for t in next(b for b in fake.chat_requests if b.get("tools"))["tools"])
     assert tools == ["mcp_ops_add", "mcp_ops_delete_all", "mcp_ops_explode", "thinking"]
+
+
+async def test_smart_reasoning_without_any_model_key(sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
+    """No chat model configured: the extractive answerer (no function calling) gets the text protocol, seeded
+    with a knowledge search for the question, and answers with cited sentences."""
+    kb = await kb_with_document(sqlite_client)
+    sid = (await sqlite_client.post("/api/v1/sessions", json={})).json()["data"]["id"]
+    r = await sqlite_client.post(f"/api/v1/agent-chat/{sid}", json={
+        "query": "How many days of annual leave?", "agent_enabled": True, "agent_id": "builtin-smart-reasoning",
+        "knowledge_base_ids": [kb]})
+    s = parse_sse(r.content)
+    assert s.of("tool_call")[0]["data"]["tool_name"] == "knowledge_search"
+    await sqlite_container.chat_service.wait_idle()
+    bot = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
+    assert "Annual leave is 20 days per year." in bot["content"] and "<kb " in bot["content"]
+    assert bot["agent_steps"][0]["tool_calls"][0]["name"] == "knowledge_search"

@@ -41,7 +41,7 @@ def _last_user(body: dict[str, Any]) -> str:
     for m in reversed(body.get("messages", [])):
         if m.get("role") == "user" and isinstance(m.get("content"), str):
             text = str(m["content"])
-            found = re.search(r"Latest message:\s*(.*?)\s*(?:<no_image|<image|$)", text, re.S)
+            found = re.search(r"Latest message:\s*(.*?)\s*(?:<no_image|<image|$)", text, re.DOTALL)
             return found.group(1).strip() if found else text
     return ""
 

@@ -124,7 +124,7 @@ def test_reload_mid_stream_resumes_without_duplication(server: KnoraServer, dire
                                                        new_page: Callable[..., Any]) -> None:
     seed_kb(server)
     words = [f"w{i:03d}" for i in range(120)]
-    director.add(Reply(content=" ".join(words), chunk_size=5, delay_per_chunk=0.04))
+    director.add(Reply(content=" ".join(words), chunk_size=5, delay_per_chunk=0.06))
     page = new_page()
     page.goto(f"{server.base_url}/chat")
     answer = ask(page, "Count for me")
@@ -192,3 +192,26 @@ def test_sessions_rename_pin_delete(server: KnoraServer, new_page: Callable[...,
     page.locator("dialog").get_by_role("button", name="Delete").click()
     expect(items).to_have_count(1)
     expect(page).to_have_url(f"{server.base_url}/chat")
+
+
+def test_history_loads_page_by_page(server: KnoraServer, director: Director, new_page: Callable[..., Any]) -> None:
+    session = server.api("POST", "/sessions", json={"title": "Long chat"})
+    for i in range(11):
+        director.add(Reply(content=f"answer number {i}"))
+        with server.http.stream("POST", f"/knowledge-chat/{session['id']}", json={"query": f"question {i}"}) as r:
+            assert r.status_code == 200
+            for _ in r.iter_lines():
+                pass
+    page = new_page()
+    page.goto(f"{server.base_url}/chat/{session['id']}")
+    msgs = page.locator("#messages > .msg")
+    expect(msgs).to_have_count(20)  # the last page: limit=20
+    expect(msgs.first).to_contain_text("question 1")
+    earlier = page.get_by_role("button", name="Load earlier messages")
+    expect(earlier).to_be_visible()
+    earlier.click()
+    expect(msgs).to_have_count(22)
+    expect(msgs.first).to_contain_text("question 0")
+    expect(msgs.nth(1)).to_contain_text("answer number 0")
+    expect(msgs.last).to_contain_text("answer number 10")
+    expect(earlier).to_be_hidden()

@@ -146,7 +146,7 @@ def test_narrow_window(server: KnoraServer, canned: Callable[[Any], dict[str, An
     page.goto(f"{server.base_url}/chat")
     sidebar = page.locator("#sidebar")
     expect(page.locator("#burger")).to_be_visible()
-    assert sidebar.bounding_box()["x"] + sidebar.bounding_box()["width"] <= 0, "sidebar is off-canvas"
+    expect(sidebar).to_be_hidden()  # off-canvas, and out of the tab order
     page.locator("#burger").click()
     expect(sidebar).to_have_class("sidebar open")
     expect(sidebar.get_by_text("Earlier chat")).to_be_in_viewport()
@@ -170,3 +170,47 @@ def test_narrow_window(server: KnoraServer, canned: Callable[[Any], dict[str, An
     page.goto(f"{server.base_url}/kb")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     shot(page, "mobile-knowledge")
+
+
+def test_mentions_scope_the_question(server: KnoraServer, canned: Callable[[Any], dict[str, Any]],
+                                     new_page: Callable[..., Any]) -> None:
+    require_routes("knowledge")
+    kb = server.api("POST", "/knowledge-bases", json={"name": "Harbour"})
+    other = server.api("POST", "/knowledge-bases", json={"name": "Unrelated"})
+    doc = server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
+                     json={"title": "Tide tables", "content": "High tide at 6.", "status": "publish"})
+    page = new_page()
+    seen = canned(page)
+    page.goto(f"{server.base_url}/chat")
+    box = page.locator("#chat-input")
+    box.type("When is high tide @Tid")
+    menu = page.locator("#mention-menu")
+    expect(menu.get_by_role("option", name="Document Tide tables · Harbour")).to_be_visible()
+    page.keyboard.press("Enter")  # picks the document; does not send
+    expect(menu).to_be_hidden()
+    expect(page.locator(".composer .chip")).to_have_text(["@Tide tables×"])
+    assert box.input_value() == "When is high tide "
+    box.type("@harb")
+    expect(menu.get_by_role("option").first).to_contain_text("Harbour")
+    page.keyboard.press("Enter")
+    box.type("@Unrel")
+    expect(menu).to_be_visible()
+    page.keyboard.press("Escape")  # closes the menu, keeps the text
+    expect(menu).to_be_hidden()
+    box.fill("When is high tide?")
+    page.get_by_role("button", name="Remove Unrelated from the scope").wait_for(state="detached")
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg.assistant").last).to_have_attribute("data-status", "complete")
+    body = seen["chat"][0]["body"]
+    assert body["knowledge_ids"] == [doc["id"]]
+    assert body["knowledge_base_ids"] == [kb["id"]] and other["id"] not in body["knowledge_base_ids"]
+    assert [(m["type"], m["name"]) for m in body["mentioned_items"]] == [("file", "Tide tables"), ("kb", "Harbour")]
+    expect(page.locator(".msg.user .chip")).to_have_count(2)
+
+    page.get_by_role("button", name="Remove Tide tables from the scope").click()
+    page.get_by_role("button", name="Remove Harbour from the scope").click()
+    page.fill("#chat-input", "And without scope?")
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg.assistant").last).to_have_attribute("data-status", "complete")
+    assert sorted(seen["chat"][1]["body"]["knowledge_base_ids"]) == sorted([kb["id"], other["id"]])
+    assert seen["chat"][1]["body"]["knowledge_ids"] == []

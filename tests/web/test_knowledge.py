@@ -134,3 +134,32 @@ def test_faq_entries_editor(server: KnoraServer, new_page: Callable[..., Any]) -
     entry.get_by_role("button", name="Delete").click()
     page.locator("dialog").get_by_role("button", name="Delete").click()
     expect(page.locator(".card.faq")).to_have_count(0)
+
+
+def test_kb_settings_and_delete(server: KnoraServer, new_page: Callable[..., Any]) -> None:
+    require_routes("knowledge_bases", "knowledge", "models")
+    kb = server.api("POST", "/knowledge-bases", json={"name": "Draft KB"})
+    doc = server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
+                     json={"title": "Scratch", "content": "to be removed", "status": "publish"})
+    page = new_page()
+    page.goto(f"{server.base_url}/kb/{kb['id']}")
+    row = page.locator("#doc-list tbody tr", has_text="Scratch")
+    row.get_by_role("button", name="Delete Scratch").click()
+    page.locator("dialog").get_by_role("button", name="Delete").click()
+    expect(page.locator("#doc-list tbody tr", has_text="Scratch")).to_have_count(0, timeout=30_000)
+    assert all(d["id"] != doc["id"] for d in server.api("GET", f"/knowledge-bases/{kb['id']}/knowledge"))
+
+    page.get_by_role("link", name="Settings", exact=True).last.click()
+    page.fill("#kbs-name", "Final KB")
+    page.fill("#kbs-size", "300")
+    page.fill("#kbs-overlap", "40")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#toast")).to_have_text("Saved.")
+    saved = server.api("GET", f"/knowledge-bases/{kb['id']}")
+    assert saved["name"] == "Final KB"
+    assert (saved["chunking_config"]["chunk_size"], saved["chunking_config"]["chunk_overlap"]) == (300, 40)
+    shot(page, "knowledge-settings")
+    page.locator(".danger-zone").get_by_role("button", name="Delete").click()
+    page.locator("dialog").get_by_role("button", name="Delete").click()
+    expect(page).to_have_url(f"{server.base_url}/kb")
+    expect(page.get_by_text("No knowledge bases yet.")).to_be_visible()

@@ -159,6 +159,8 @@ class OnnxMiniLM:
             options.intra_op_num_threads = int(threads)
             options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # Idle worker threads sleep instead of spinning: the cores are shared with the API and the database.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session: Any = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)

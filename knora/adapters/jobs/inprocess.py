@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -105,7 +106,14 @@ class InProcessJobQueue:
                 continue
             task = asyncio.create_task(self._run(job), name=f"knora-job-{job.id}")
             self._running[job.id] = task
-            task.add_done_callback(lambda _t, job_id=job.id: (self._running.pop(job_id, None), slots.release()))
+            task.add_done_callback(self._on_done(job.id, slots))
+
+    def _on_done(self, job_id: str, slots: asyncio.Semaphore) -> Callable[[asyncio.Task[None]], None]:
+        def _done(_task: asyncio.Task[None]) -> None:
+            self._running.pop(job_id, None)
+            slots.release()
+
+        return _done
 
     async def _run(self, job: JobRecord) -> None:
         handler = self._handlers[job.kind]

@@ -24,6 +24,19 @@ def is_terminal(event: StreamEvent) -> bool:
     return event.type in TERMINAL
 
 
+async def _wait(event: asyncio.Event, timeout: float | None) -> bool:
+    """True when ``event`` was set, False after ``timeout`` seconds (never yields inside the timeout)."""
+    if timeout is None:
+        await event.wait()
+        return True
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
 @dataclass
 class _Stream:
     events: list[StreamEvent] = field(default_factory=list)
@@ -73,7 +86,10 @@ class MemoryStreamLog:
             self._streams.move_to_end(key)
         stream.touched = time.monotonic()
         seq = len(stream.events)
-        stream.events.append(event.model_copy(update={"seq": seq}))
+        # A validated event copied without re-validation: the log owns its entries (callers may reuse theirs).
+        stream.events.append(StreamEvent.model_construct(seq=seq, id=event.id, type=event.type,
+                                                         content=event.content, done=event.done,
+                                                         timestamp=event.timestamp, data=event.data))
         wake, stream.wake = stream.wake, asyncio.Event()
         wake.set()
         self._appends += 1
@@ -85,7 +101,8 @@ class MemoryStreamLog:
         stream = self._live((session_id, message_id))
         return list(stream.events[after + 1:]) if stream else []
 
-    async def follow(self, session_id: str, message_id: str, after: int = -1) -> AsyncIterator[StreamEvent]:
+    async def follow(self, session_id: str, message_id: str, after: int = -1,
+                     heartbeat: float | None = None) -> AsyncIterator[StreamEvent | None]:
         key = (session_id, message_id)
         cursor = after
         seen_stream = False
@@ -96,7 +113,8 @@ class MemoryStreamLog:
                     return  # the stream expired (or the log closed) while we followed it
                 created = self._creation.setdefault(key, asyncio.Event())
                 try:
-                    await created.wait()
+                    if not await _wait(created, heartbeat):
+                        yield None
                 finally:
                     if self._creation.get(key) is created and created.is_set():
                         self._creation.pop(key, None)
@@ -109,8 +127,8 @@ class MemoryStreamLog:
                 yield event
                 if is_terminal(event):
                     return
-            if not events:
-                await wake.wait()
+            if not events and not await _wait(wake, heartbeat):
+                yield None
 
     async def exists(self, session_id: str, message_id: str) -> bool:
         return self._live((session_id, message_id)) is not None

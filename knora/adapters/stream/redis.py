@@ -74,15 +74,19 @@ class RedisStreamLog:
         entries: Any = await self._client.xrange(self.key(session_id, message_id), min=f"0-{after + 2}", max="+")
         return [e for e in (_decode(i, f) for i, f in entries) if e is not None]
 
-    async def follow(self, session_id: str, message_id: str, after: int = -1) -> AsyncIterator[StreamEvent]:
+    async def follow(self, session_id: str, message_id: str, after: int = -1,
+                     heartbeat: float | None = None) -> AsyncIterator[StreamEvent | None]:
         key = self.key(session_id, message_id)
         cursor = after
         seen = False
+        block = max(1, int(min(heartbeat * 1000, BLOCK_MS))) if heartbeat else BLOCK_MS
         while True:
-            reply: Any = await self._blocking.xread({key: f"0-{cursor + 1}"}, block=BLOCK_MS)
+            reply: Any = await self._blocking.xread({key: f"0-{cursor + 1}"}, block=block)
             if not reply:
                 if seen and not await self._client.exists(key):
                     return  # expired while followed
+                if heartbeat:
+                    yield None
                 continue
             seen = True
             for entry_id, fields in reply[0][1]:

@@ -8,7 +8,9 @@ never test tool names: ``knowledge`` needs a knowledge scope, ``web`` needs web 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from knora.ports.tool import Tool, ToolDeps
 
@@ -18,6 +20,8 @@ class ToolEntry:
     module: str
     requires: str = ""
     default_on: bool = False  # added when the capability holds even if not in the allow-list (web tools, §6.6)
+    seed: Callable[[str], dict[str, Any]] | None = None  # query → arguments of a first call made for models
+    # that cannot call tools (text protocol): they start from an observation instead of an empty context
 
     def build(self, deps: ToolDeps) -> Tool | None:
         return importlib.import_module(f"knora.adapters.tools.{self.module}").make(deps)  # type: ignore[no-any-return]
@@ -26,7 +30,7 @@ class ToolEntry:
 CATALOG: dict[str, ToolEntry] = {
     "thinking": ToolEntry("thinking"),
     "todo_write": ToolEntry("todo_write", "scope"),
-    "knowledge_search": ToolEntry("knowledge_search", "knowledge"),
+    "knowledge_search": ToolEntry("knowledge_search", "knowledge", seed=lambda q: {"queries": [q]}),
     "grep_chunks": ToolEntry("grep_chunks", "knowledge"),
     "list_knowledge_chunks": ToolEntry("list_knowledge_chunks", "knowledge"),
     "get_document_info": ToolEntry("get_document_info", "knowledge"),

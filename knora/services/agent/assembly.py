@@ -8,9 +8,9 @@ field, so nothing here tests a tool's name.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from knora.ports.tool import Tool, ToolDeps
 from knora.services.agent.config import DEFAULT_ALLOWED_TOOLS
@@ -27,6 +27,9 @@ class CatalogEntry(Protocol):
 
     @property
     def default_on(self) -> bool: ...
+
+    @property
+    def seed(self) -> Callable[[str], dict[str, Any]] | None: ...
 
     def build(self, deps: ToolDeps) -> Tool | None: ...
 

@@ -64,12 +64,21 @@ class AgentEngine:
         self.text_mode = config.text_protocol if config.text_protocol is not None else not model.supports_tools
 
     # -- public ---------------------------------------------------------------------------------------------
-    async def run(self, system: str, history: list[ChatMessage], user_turn: str, query: str) -> EngineResult:
+    async def run(self, system: str, history: list[ChatMessage], user_turn: str, query: str,
+                  *, seed_calls: list[ToolCall] | None = None) -> EngineResult:
+        """``seed_calls`` run before the first model call (text protocol only): a model that cannot call tools
+        then starts from an observation — e.g. a knowledge search for the question — instead of nothing."""
         if self.text_mode and len(self.registry):
             system = f"{system}\n\n{react_text.protocol_prompt(self.registry.definitions())}"
         run = _Run(messages=[ChatMessage(role="system", content=system), *history,
                              ChatMessage(role="user", content=user_turn)])
         try:
+            seeds = [c for c in seed_calls or [] if c.name in self.registry] if self.text_mode else []
+            if seeds:
+                step: dict[str, Any] = {"iteration": 0, "thought": "", "reasoning_content": "", "tool_calls": [],
+                                        "timestamp": datetime.now(UTC).isoformat()}
+                await self._act(run, RoundResult(tool_calls=seeds), step)
+                run.result.rounds = 1
             await self._loop(run, query)
         except asyncio.CancelledError:
             raise
@@ -190,8 +199,7 @@ class AgentEngine:
             records = [await self._call(run, c, p, step["iteration"]) for c, p in zip(calls, prepared, strict=True)]
         step["tool_calls"] = [r[0] for r in records]
         run.result.steps.append(step)
-        assistant_calls = [ToolCall(id=c.id, name=c.name, arguments=json.dumps(p[0] if isinstance(p, tuple) else {},
-                                                                               ensure_ascii=False))
+        assistant_calls = [ToolCall(id=c.id, name=c.name, arguments=_replay_arguments(c, p))
                            for c, p in zip(calls, prepared, strict=True)]
         if self.text_mode:
             run.messages.append(ChatMessage(role="assistant", content=rr.content))
@@ -310,6 +318,16 @@ class AgentEngine:
         if reason:
             res.stop_reason = res.stop_reason or reason
 
+
+
+def _replay_arguments(call: ToolCall, prepared: tuple[dict[str, Any], dict[str, Any]] | ToolResult) -> str:
+    """Arguments replayed to the model as it wrote them (handles, never the decoded durable ids), as valid JSON."""
+    if isinstance(prepared, tuple):
+        return json.dumps(prepared[1], ensure_ascii=False)
+    try:
+        return json.dumps(arguments.parse_arguments(call.arguments), ensure_ascii=False)
+    except ValueError:
+        return "{}"
 
 
 def _summary(result: ToolResult) -> str:

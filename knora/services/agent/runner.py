@@ -6,6 +6,7 @@ depends on ports and services only.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -15,7 +16,7 @@ from typing import Any
 
 from knora.domain.errors import AppError
 from knora.domain.stream import BusEvent
-from knora.ports.chat import ChatMessage
+from knora.ports.chat import ChatMessage, ToolCall
 from knora.ports.tool import Tool, ToolContext, ToolDeps
 from knora.services.agent import prompts
 from knora.services.agent.assembly import Capabilities, Catalog, build_registry, select_tools
@@ -117,7 +118,11 @@ class SmartReasoningRunner:
                              cancelled=ctx.cancelled)
         history = self._history(req, ctx, int(agent_cfg.get("history_turns") or 5),
                                 bool(agent_cfg.get("multi_turn_enabled", True)))
-        result = await engine.run(system, history, prompts.user_turn(req.query, must_use=must_use), req.query)
+        seeds = [ToolCall(id=f"seed_{i}", name=name, arguments=json.dumps(entry.seed(req.query), ensure_ascii=False))
+                 for i, (name, entry) in enumerate(self.d.catalog.items())
+                 if entry.seed is not None and name in registry]
+        result = await engine.run(system, history, prompts.user_turn(req.query, must_use=must_use), req.query,
+                                  seed_calls=seeds)
         ctx.timings["agent_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return TurnOutcome(answer=result.answer, references=result.references, agent_steps=result.steps,
                            is_fallback=result.is_fallback, model_id=getattr(model, "model_id", ""),

@@ -16,13 +16,22 @@ from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES, Chunk, ChunkType, Kno
 
 
 class Draft(Protocol):
-    content: str
-    chunk_index: int
-    start_at: int
-    end_at: int
-    chunk_type: Any
-    parent_index: int | None
-    context_header: str
+    """What the chunker's ``ChunkDraft`` offers (read-only)."""
+
+    @property
+    def content(self) -> str: ...
+    @property
+    def chunk_index(self) -> int: ...
+    @property
+    def start_at(self) -> int: ...
+    @property
+    def end_at(self) -> int: ...
+    @property
+    def chunk_type(self) -> Any: ...
+    @property
+    def parent_index(self) -> int | None: ...
+    @property
+    def context_header(self) -> str: ...
 
 
 def build_chunks(knowledge: Knowledge, drafts: Sequence[Draft]) -> list[Chunk]:

@@ -29,7 +29,7 @@ class _Pending:
     chunks: Sequence[Chunk]
     rows: Sequence[IndexRow]
     complete: dict[str, Any]
-    future: asyncio.Future[bool] = field(repr=False, default=None)  # type: ignore[assignment]
+    future: asyncio.Future[bool] = field(repr=False)
 
 
 class GroupCommitter:

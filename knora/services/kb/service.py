@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 from collections.abc import Callable
 from typing import Any
 
@@ -90,12 +92,13 @@ class KnowledgeBaseService:
     async def list(self, tenant_id: int) -> list[KnowledgeBase]:
         return list(await self.repos.kbs.list(tenant_id))
 
-    async def stats(self, tenant_id: int, kb_ids: list[str]) -> dict[str, KBStats]:
+    async def stats(self, tenant_id: int, kb_ids: builtins.list[str]) -> dict[str, KBStats]:
         return dict(await self.repos.kbs.stats(tenant_id, kb_ids))
 
     async def update(self, tenant_id: int, kb_id: str, body: dict[str, Any]) -> KnowledgeBase:
         kb = await self.get(tenant_id, kb_id)
-        config = body.get("config") if isinstance(body.get("config"), dict) else {}
+        raw_config = body.get("config")
+        config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
         merged = {**body, **config}
         changes: dict[str, Any] = {}
         if "name" in body:

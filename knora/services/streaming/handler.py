@@ -75,7 +75,9 @@ class StreamHandler:
 
     async def append(self, type_: str, content: str = "", done: bool = False,
                      data: Mapping[str, Any] | None = None, event_id: str = "") -> int:
-        event = StreamEvent(id=event_id, type=type_, content=content, done=done, data=dict(data or {}))
+        # Built from values this handler produced itself, so validation is skipped on the hot path.
+        event = StreamEvent.model_construct(seq=-1, id=event_id, type=type_, content=content, done=done,
+                                            timestamp=time.time(), data=dict(data or {}))
         self.last_seq = await self.log.append(self.session_id, self.message_id, event)
         return self.last_seq
 

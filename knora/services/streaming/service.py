@@ -255,7 +255,7 @@ class ChatService:
         try:
             async with asyncio.timeout(seconds):
                 async for event in self.log.follow(session_id, message_id):
-                    if event.type in ("stop", "complete"):
+                    if event is not None and event.type in ("stop", "complete"):
                         return True
         except TimeoutError:
             return False

@@ -8,7 +8,6 @@ loop only reads the log, so a client leaving ends the loop and nothing else.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -40,40 +39,13 @@ def frame(event: StreamEvent, request_id: str, *, live: bool = False) -> bytes:
     return b"event:message\ndata:" + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
 
-async def with_keepalive(events: AsyncIterator[StreamEvent], interval: float) -> AsyncIterator[StreamEvent | None]:
-    """Yields events, and ``None`` whenever ``interval`` seconds pass without one (never cancels the source)."""
-    pending: asyncio.Future[StreamEvent] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(events))
-            done, _ = await asyncio.wait({pending}, timeout=interval)
-            if not done:
-                yield None
-                continue
-            fut, pending = pending, None
-            try:
-                yield fut.result()
-            except StopAsyncIteration:
-                return
-    finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                await pending
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            with contextlib.suppress(BaseException):
-                await aclose()
-
-
 async def stream_frames(log: StreamLog, session_id: str, message_id: str, request_id: str, *, after: int = -1,
                         live: bool = False, wait_for_title: bool = False,
                         keepalive: float = 15.0) -> AsyncIterator[bytes]:
     """Frames of the log from ``after`` on, live until complete/stop; then (if asked) ≤3 s for the title."""
     last = after
     completed = False
-    async for item in with_keepalive(log.follow(session_id, message_id, after), keepalive):
+    async for item in log.follow(session_id, message_id, after, heartbeat=keepalive):
         if item is None:
             yield KEEPALIVE
             continue
@@ -87,7 +59,7 @@ async def stream_frames(log: StreamLog, session_id: str, message_id: str, reques
     # Never yield inside asyncio.timeout(): the deadline would fire in the consumer. Wait per event instead.
     loop = asyncio.get_running_loop()
     deadline = loop.time() + TITLE_WAIT_S
-    async for item in with_keepalive(log.follow(session_id, message_id, last), TITLE_WAIT_S / 6):
+    async for item in log.follow(session_id, message_id, last, heartbeat=TITLE_WAIT_S / 6):
         if loop.time() >= deadline:
             return
         if item is None:

@@ -13,9 +13,10 @@ from knora.ports.tool import ApprovalDecision, ToolContext
 from knora.services.agent.approval import ApprovalBroker
 from tests.conftest import REDIS_URL
 
-pytestmark = [pytest.mark.integration, pytest.mark.redis]
+pytestmark = pytest.mark.integration
 
 
+@pytest.mark.redis
 async def test_decision_posted_to_another_replica_reaches_the_waiting_run(redis_prefix: str) -> None:
     waiting = ApprovalBroker(relay=RedisApprovalRelay(REDIS_URL, redis_prefix))
     other = ApprovalBroker(relay=RedisApprovalRelay(REDIS_URL, redis_prefix))
@@ -42,3 +43,17 @@ async def test_decision_posted_to_another_replica_reaches_the_waiting_run(redis_
 async def test_without_a_relay_unknown_ids_are_not_found() -> None:
     with pytest.raises(NotFound):
         await ApprovalBroker().resolve(1, "nope", ApprovalDecision(approved=True))
+
+
+async def test_stopping_the_turn_ends_the_wait() -> None:
+    broker = ApprovalBroker()
+    stop = asyncio.Event()
+
+    async def emit(kind: str, data: dict[str, object]) -> None:
+        if kind == BusEvent.TOOL_APPROVAL_REQUIRED:
+            stop.set()  # the user presses stop instead of answering
+
+    decision = await asyncio.wait_for(broker.request(ToolContext(tenant_id=1, emit=emit, cancelled=stop),
+                                                     {"timeout_seconds": 60}), 5)
+    assert not decision.approved and not decision.timed_out and "stopped" in decision.reason
+    assert broker.pending(1) == []

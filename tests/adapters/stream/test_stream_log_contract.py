@@ -31,8 +31,12 @@ def ev(kind: str, content: str = "", done: bool = False) -> StreamEvent:
     return StreamEvent(id=f"e-{kind}", type=kind, content=content, done=done)
 
 
-async def collect(it: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
-    return [e async for e in it]
+async def collect(it: AsyncIterator[StreamEvent | None]) -> list[StreamEvent]:
+    out = []
+    async for e in it:
+        assert e is not None, "no heartbeat was asked for"
+        out.append(e)
+    return out
 
 
 class TestStreamLogContract:
@@ -98,6 +102,16 @@ class TestStreamLogContract:
         await log.append("s", "late", ev("answer", "x"))
         await log.append("s", "late", ev("complete", done=True))
         assert [e.type for e in await asyncio.wait_for(task, 10)] == ["answer", "complete"]
+
+    async def test_heartbeat_yields_none_while_idle(self, backend: tuple[Any, Any]) -> None:
+        log = backend[0]
+        await log.append("s", "hb", ev("answer", "a"))
+        got: list[str | None] = []
+        async for e in log.follow("s", "hb", heartbeat=0.05):
+            got.append(None if e is None else e.type)
+            if e is None and got.count(None) == 1:
+                await log.append("s", "hb", ev("complete", done=True))  # idle → heartbeat → then the end
+        assert got[0] == "answer" and got[-1] == "complete" and None in got
 
     async def test_many_followers_all_see_everything(self, backend: tuple[Any, Any]) -> None:
         log = backend[0]

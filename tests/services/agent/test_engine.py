@@ -286,3 +286,23 @@ class TestReferences:
         assert len(refs) == 1 and refs[0].data["references"][0]["id"] == chunk_id
         assert [r.id for r in res.references] == [chunk_id]
         assert res.answer == '20 days <ref id="c1"/>'
+
+    async def test_handles_in_arguments_are_decoded_for_the_tool_only(self, fake: FakeModelServer) -> None:
+        chunk_id = "6f1c2d9e-0000-4000-8000-000000000002"
+
+        async def search(args: dict[str, Any], _ctx: ToolContext) -> ToolResult:
+            return ToolResult(data={"display_type": "search_results", "results": [
+                {"chunk_id": chunk_id, "knowledge_id": "doc-9", "knowledge_base_id": "kb-9", "content": "text"}]})
+
+        async def read(args: dict[str, Any], _ctx: ToolContext) -> ToolResult:
+            return ToolResult(output=f"read {args['chunk_id']}")
+
+        reader = FuncTool("read", read, parameters={"type": "object", "properties": {"chunk_id": {"type": "string"}}})
+        fake.script([Reply(tool_calls=[call("search", {"q": "x"})]), Reply(tool_calls=[call("read", {"chunk_id": "c1"})]),
+                     Reply(content="ok")])
+        h = harness(openai_model(fake), [FuncTool("search", search), reader])
+        await h.run()
+        assert reader.calls == [{"chunk_id": chunk_id}]
+        last = json.dumps(fake.chat_requests[2]["messages"])
+        assert chunk_id not in last and '\\"chunk_id\\": \\"c1\\"' in last
+        assert "read c1" in last  # the tool's output mentioning the id is compacted back to the handle

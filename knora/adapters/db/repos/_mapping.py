@@ -7,10 +7,11 @@ Timestamps read back from SQLite are naive; they are stored in UTC, so the zone 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import inspect
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from knora.adapters.db.tables import Base
 
@@ -59,6 +60,14 @@ def apply(row: Base, record: BaseModel, *, skip: frozenset[str] = frozenset({"id
 
 def clamp_page(page: int, page_size: int, *, max_size: int = 1000) -> tuple[int, int]:
     return max(page, 1), min(max(page_size, 1), max_size)
+
+
+class SessionFactory(Protocol):
+    """What repositories need: ``()`` for a read session, ``begin()`` for a write transaction."""
+
+    def __call__(self) -> AsyncSession: ...
+
+    def begin(self) -> Any: ...
 
 
 class GatedSessions:

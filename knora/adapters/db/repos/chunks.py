@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import builtins
+
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from knora.adapters.db.repos._mapping import apply, clamp_page, row_to, row_values
+from knora.adapters.db.repos._mapping import SessionFactory, apply, clamp_page, row_to, row_values
 from knora.adapters.db.tables import ChunkRow, KnowledgeRow
 from knora.domain.common import utcnow
 from knora.domain.knowledge import Chunk
@@ -18,7 +19,7 @@ _INSERT_BATCH = 500
 
 
 class SqlChunkRepo:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: SessionFactory) -> None:
         self._sessions = sessions
 
     async def replace_for_knowledge(self, knowledge_id: str, chunks: Sequence[Chunk],
@@ -99,6 +100,6 @@ class SqlChunkRepo:
             await s.delete(row)
         return True
 
-    async def ids_for_knowledge(self, knowledge_id: str) -> list[str]:
+    async def ids_for_knowledge(self, knowledge_id: str) -> builtins.list[str]:
         async with self._sessions() as s:
             return [r[0] for r in await s.execute(select(ChunkRow.id).where(ChunkRow.knowledge_id == knowledge_id))]

@@ -12,9 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from knora.adapters.db.repos._mapping import row_to
+from knora.adapters.db.repos._mapping import SessionFactory, row_to
 from knora.adapters.db.tables import JobRow
 from knora.domain.common import new_id, utcnow
 from knora.ports.store import JobRecord
@@ -23,7 +22,7 @@ _ACTIVE = ("queued", "running")
 
 
 class SqlJobRepo:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: SessionFactory) -> None:
         self._sessions = sessions
 
     async def add(self, kind: str, payload: dict[str, Any], key: str | None) -> tuple[str, bool]:

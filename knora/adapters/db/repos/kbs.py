@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import delete, func, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from knora.adapters.db.repos._mapping import apply, row_to, to_row
+from knora.adapters.db.repos._mapping import SessionFactory, apply, row_to, to_row
 from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow, TagRow
 from knora.domain.common import utcnow
 from knora.domain.knowledge import KnowledgeBase
@@ -17,7 +16,7 @@ _BUSY = ("pending", "processing")
 
 
 class SqlKnowledgeBaseRepo:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: SessionFactory) -> None:
         self._sessions = sessions
 
     async def create(self, kb: KnowledgeBase) -> KnowledgeBase:

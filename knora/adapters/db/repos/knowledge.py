@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import builtins
+
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from knora.adapters.db.repos._mapping import apply, clamp_page, row_to, to_row
+from knora.adapters.db.repos._mapping import SessionFactory, apply, clamp_page, row_to, to_row
 from knora.adapters.db.tables import ChunkRow, KnowledgeRow
 from knora.domain.common import utcnow
 from knora.domain.knowledge import Knowledge, ParseStatus
@@ -16,7 +17,7 @@ from knora.ports.store import KnowledgeFilter, Page
 
 
 class SqlKnowledgeRepo:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: SessionFactory) -> None:
         self._sessions = sessions
 
     async def create(self, k: Knowledge) -> Knowledge:
@@ -67,7 +68,7 @@ class SqlKnowledgeRepo:
                                     .offset((page - 1) * page_size).limit(page_size))).scalars().all()
             return Page(items=[row_to(Knowledge, r) for r in rows], total=int(total))
 
-    async def ids_with_status(self, statuses: Sequence[ParseStatus]) -> list[str]:
+    async def ids_with_status(self, statuses: Sequence[ParseStatus]) -> builtins.list[str]:
         async with self._sessions() as s:
             rows = await s.execute(select(KnowledgeRow.id).where(
                 KnowledgeRow.parse_status.in_([str(x) for x in statuses])))

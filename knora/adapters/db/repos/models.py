@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from knora.adapters.db.repos._mapping import apply, row_to, to_row
+from knora.adapters.db.repos._mapping import SessionFactory, apply, row_to, to_row
 from knora.adapters.db.tables import ModelRow
 from knora.domain.common import utcnow
 from knora.domain.models import ModelConfig
 
 
 class SqlModelRepo:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: SessionFactory) -> None:
         self._sessions = sessions
 
     async def create(self, m: ModelConfig) -> ModelConfig:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from knora.adapters.db.repos._mapping import apply, clamp_page, row_to, to_row
+from knora.adapters.db.repos._mapping import SessionFactory, apply, clamp_page, row_to, to_row
 from knora.adapters.db.tables import ChunkRow, KnowledgeRow, TagRow
 from knora.domain.common import utcnow
 from knora.domain.knowledge import Tag
@@ -15,7 +14,7 @@ from knora.ports.store import Page
 
 
 class SqlTagRepo:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: SessionFactory) -> None:
         self._sessions = sessions
 
     async def create(self, tag: Tag) -> Tag:
@@ -53,10 +52,10 @@ class SqlTagRepo:
             if ids:
                 for tid, n in await s.execute(select(KnowledgeRow.tag_id, func.count())
                                               .where(KnowledgeRow.tag_id.in_(ids)).group_by(KnowledgeRow.tag_id)):
-                    k_counts[tid] = int(n)
+                    k_counts[str(tid)] = int(n)
                 for tid, n in await s.execute(select(ChunkRow.tag_id, func.count())
                                               .where(ChunkRow.tag_id.in_(ids)).group_by(ChunkRow.tag_id)):
-                    c_counts[tid] = int(n)
+                    c_counts[str(tid)] = int(n)
         return Page(items=[(t, k_counts.get(t.id, 0), c_counts.get(t.id, 0)) for t in tags], total=int(total))
 
     async def update(self, tag: Tag) -> Tag:

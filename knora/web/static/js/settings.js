@@ -54,7 +54,7 @@ async function testModel(m, status) {
     status.textContent = ok ? t("model.testOk") : t("model.testFail", { msg: res.message || res.error || "" });
     status.className = `small ${ok ? "ok" : "error"}`;
   } catch (e) {
-    status.textContent = t("model.testFail", { msg: e.message });
+    status.textContent = e.status === 404 ? t("model.testUnsupported") : t("model.testFail", { msg: e.message });
     status.className = "small error";
   }
 }
