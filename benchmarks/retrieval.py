@@ -30,10 +30,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from knora.adapters.db.repos._mapping import to_row  # noqa: E402
-from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow, TenantRow  # noqa: E402
-from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus  # noqa: E402
-from knora.domain.search import IndexRow  # noqa: E402
+from knora.adapters.db.repos._mapping import to_row
+from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow, TenantRow
+from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus
+from knora.domain.search import IndexRow
 
 API_KEY = "sk-bench"
 FUSIONS = ("convex", "rrf", "weighted_rrf")
@@ -62,7 +62,7 @@ def metrics(ranked: list[str], relevant: set[str]) -> dict[str, float]:
 
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 async def seed(c: Any, corpus: list[dict[str, Any]]) -> tuple[str, dict[str, str]]:

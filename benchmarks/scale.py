@@ -21,7 +21,6 @@ import asyncio
 import gc
 import json
 import resource
-import statistics
 import sys
 import tempfile
 import time
@@ -33,11 +32,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from knora.adapters.retrieval.sqlite import SqliteEngine  # noqa: E402
-from knora.adapters.retrieval.vectors import Filter  # noqa: E402
-from knora.domain.search import IndexRow  # noqa: E402
-from knora.ports.retrieval import EngineQuery  # noqa: E402
-from knora.services.retrieval.fusion import FusionConfig, fuse  # noqa: E402
+from knora.adapters.retrieval.sqlite import SqliteEngine
+from knora.adapters.retrieval.vectors import Filter
+from knora.domain.search import IndexRow
+from knora.ports.retrieval import EngineQuery
+from knora.services.retrieval.fusion import FusionConfig, fuse
 
 DIM = 384
 POOL = 50  # a match_count of 10 → max(10*5, 50) = 50 rows per path
@@ -53,7 +52,7 @@ def rss_mb() -> float:
 
 def pct(v: list[float], p: float) -> float:
     s = sorted(v)
-    return round(s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))], 3)
+    return round(s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))], 3)
 
 
 class Corpus:
@@ -156,12 +155,41 @@ def exact_vs_ann(engine: SqliteEngine, keep: dict[str, Any], rng: np.random.Gene
     return out
 
 
+def vectors_only(size: int, nq: int) -> dict[str, Any]:
+    """Dense search alone on a VectorSet of ``size`` rows (no SQLite): exact numpy vs HNSW, and memory."""
+    from knora.adapters.retrieval.vectors import RowMeta, VectorSet
+
+    corpus = Corpus()
+    rng = np.random.default_rng(3)
+    base = rss_mb()
+    vs = VectorSet(DIM, ann_min_rows=1 << 60)
+    meta = RowMeta(knowledge_id="k", tag_id=None, is_enabled=True, is_recommended=True, knowledge_type="document")
+    keep: list[np.ndarray] = []
+    step = 50_000
+    for start in range(0, size, step):
+        n = min(step, size - start)
+        c = corpus.rng.integers(0, 2000, size=n)
+        vec = corpus.centroids[c] + corpus.rng.normal(scale=0.8, size=(n, DIM)).astype(np.float32)
+        vec /= np.linalg.norm(vec, axis=1, keepdims=True)
+        vs.upsert(list(range(start, start + n)), vec, [meta] * n)
+        keep.extend(vec[:20])
+    out: dict[str, Any] = {"rows": size, "matrix_rss_mb": round(rss_mb() - base)}
+    engine = type("E", (), {"_sets": {("kb", DIM): vs}, "_ann_min_rows": 1 << 60})()
+    out.update(exact_vs_ann(engine, {"vecs": keep}, rng))  # type: ignore[arg-type]
+    out["rss_with_hnsw_mb"] = round(rss_mb() - base)
+    return out
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--ann-min-rows", type=int, default=200_000)
+    ap.add_argument("--vectors-only", type=int, default=0, help="only dense search on N rows, no SQLite")
     args = ap.parse_args()
+    if args.vectors_only:
+        print(json.dumps({"benchmark": "scale-vectors", **vectors_only(args.vectors_only, args.queries)}))
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     out: dict[str, Any] = {"benchmark": "scale", "dim": DIM, "pool": POOL, "ann_min_rows": args.ann_min_rows}
     rng = np.random.default_rng(1)

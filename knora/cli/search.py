@@ -7,9 +7,7 @@ the server (the embedded engine notices rows other processes wrote).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import sys
 from typing import Any
 
 from knora.domain.errors import AppError
@@ -26,47 +24,31 @@ def register(subparsers: Any) -> None:
     p.add_argument("--keyword-threshold", type=float, default=None)
     p.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default="hybrid")
     p.add_argument("--json", action="store_true", help="print the SearchResult list as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from knora.settings import Settings
+async def run(args: argparse.Namespace) -> int:
+    from knora.cli._common import fail, find_kb, running_container
 
-    return asyncio.run(_run(args, Settings()))
-
-
-async def _resolve(c: Any, tenant_id: int, ref: str) -> str:
-    kbs = getattr(getattr(c, "repos", None), "kbs", None)
-    if kbs is not None:
-        kb = await kbs.get_by_name(tenant_id, ref)
-        if kb is not None:
-            return str(kb.id)
-    return ref
-
-
-async def _run(args: argparse.Namespace, settings: Any) -> int:
-    from knora.container import Container
-
-    c = Container(settings.model_copy(update={"sample_kb": False}))
-    await c.start()
-    try:
-        tenant = c.default_tenant_id
-        ids = [await _resolve(c, tenant, ref) for ref in args.kb]
+    async with running_container() as c:
+        ids = []
+        for ref in args.kb:
+            kb = await find_kb(c, ref)
+            if kb is None:
+                return fail(f"knowledge base {ref!r} not found")
+            ids.append(kb.id)
         params = SearchParams(knowledge_base_id=ids[0], knowledge_base_ids=ids, query_text=args.query,
                               match_count=args.top_k, vector_threshold=args.vector_threshold,
                               keyword_threshold=args.keyword_threshold, skip_context_enrichment=True,
                               disable_vector_match=args.mode == "keyword",
                               disable_keywords_match=args.mode == "vector")
         try:
-            results = await c.search_service.search(tenant, params)
+            results = await c.search_service.search(c.default_tenant_id, params)
         except AppError as exc:
-            print(f"error: {exc.message}", file=sys.stderr)
-            return 2
+            return fail(exc.message, 2)
         print(json.dumps([r.model_dump(mode="json") for r in results], ensure_ascii=False, indent=2)
               if args.json else format_results(results))
         return 0
-    finally:
-        await c.close()
 
 
 def format_results(results: list[SearchResult]) -> str:

@@ -8,7 +8,6 @@ records are simply "not found".
 from __future__ import annotations
 
 import builtins
-
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -95,6 +94,10 @@ class KnowledgeRepo(Protocol):
 
     async def delete(self, tenant_id: int, knowledge_id: str) -> bool: ...
 
+    async def mark_processing(self, knowledge_ids: Sequence[str]) -> None:
+        """pending → processing for many documents in one statement."""
+        ...
+
 
 @runtime_checkable
 class ChunkRepo(Protocol):
@@ -161,6 +164,13 @@ class JobRepo(Protocol):
     async def claim_next(self, kinds: Sequence[str], stale_before: datetime) -> JobRecord | None:
         """Marks the oldest queued job (or a running job whose heartbeat is older than ``stale_before``) running."""
         ...
+
+    async def claim_batch(self, kinds: Sequence[str], stale_before: datetime, limit: int,
+                          finished: Sequence[str] = ()) -> list[JobRecord]:
+        """Deletes ``finished`` jobs and claims up to ``limit`` claimable jobs in one transaction."""
+        ...
+
+    async def finish_many(self, job_ids: Sequence[str]) -> None: ...
 
     async def heartbeat(self, job_id: str) -> None: ...
 

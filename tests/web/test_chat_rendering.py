@@ -83,8 +83,15 @@ def test_step_tree_approval_and_debug_drawer(server: KnoraServer, canned: Callab
     page = new_page()
     seen = canned(page)
     page.goto(f"{server.base_url}/chat")
+    # focus order in the composer: question → mode → web search → send
+    page.focus("#chat-input")
+    for target in ("#mode", "#web-search", "#send"):
+        page.keyboard.press("Tab")
+        expect(page.locator(target)).to_be_focused()
     page.select_option("#mode", "smart")
-    page.check("#web-search")
+    page.focus("#web-search")
+    page.keyboard.press("Space")
+    expect(page.locator("#web-search")).to_be_checked()
     page.fill("#chat-input", "When was the light automated?")
     page.keyboard.press("Enter")
     answer = page.locator(".msg.assistant").last

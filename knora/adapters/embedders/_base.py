@@ -65,13 +65,18 @@ class LocalEmbedder(ABC):
         capped = [cap(t) for t in texts]
         if not capped:
             return np.zeros((0, self._dimension), dtype=np.float32)
+        # Batches of similar length waste less compute on padding; results go back to the input order.
+        order = sorted(range(len(capped)), key=lambda i: len(capped[i]))
+        ordered = [capped[i] for i in order]
         with self._lock:
             if not self._loaded:
                 self._load()
                 self._loaded = True
-            parts = [self._encode(capped[i:i + self._batch_size], is_query)
-                     for i in range(0, len(capped), self._batch_size)]
-        return l2_normalise(np.concatenate(parts, axis=0))
+            parts = [self._encode(ordered[i:i + self._batch_size], is_query)
+                     for i in range(0, len(ordered), self._batch_size)]
+        out = np.empty((len(capped), parts[0].shape[1]), dtype=np.float32)
+        out[order] = np.concatenate(parts, axis=0)
+        return l2_normalise(out)
 
     async def embed_passages(self, texts: Sequence[str]) -> Vector:
         # One thread hop per batch: the lock is released between batches, so a user's query embedding can slip

@@ -1,9 +1,10 @@
-"""The embedded profile's job queue: asyncio workers in this process, jobs durable in the ``jobs`` table.
+"""The embedded profile's job queue: asyncio tasks in this process, jobs durable in the ``jobs`` table.
 
-Enqueue writes a row and wakes a worker; workers claim rows atomically, heartbeat while running and delete the
-row when done. Pending work therefore survives a restart: a new process finds queued rows (and running rows whose
-heartbeat went stale, i.e. whose process died) and runs them. Another process on the same database (the CLI next
-to a server) is noticed by polling every ``poll_seconds`` while idle.
+Enqueue writes a row and wakes the dispatcher. The dispatcher is the process's only claimer: in one transaction it
+deletes the jobs finished since its last round and claims as many queued jobs as there are free slots, so a busy
+queue costs one write per batch, not two per job. Running jobs heartbeat. Pending work survives a restart: a new
+process finds queued rows (and running rows whose heartbeat went stale, i.e. whose process died) and runs them.
+Another process on the same database (the CLI next to a server) is noticed by polling every ``poll_seconds``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -34,6 +34,7 @@ class InProcessJobQueue:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._finished: list[str] = []
         self._stopping = False
 
     def register(self, kind: str, handler: JobHandler) -> None:
@@ -68,11 +69,14 @@ class InProcessJobQueue:
                 await task
         self._tasks = []
         self._running.clear()
+        finished, self._finished = self._finished, []
+        with contextlib.suppress(Exception):
+            await self._repo.finish_many(finished)
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         async def _wait() -> None:
             while True:
-                if not self._running and await self._repo.count_active() == 0:
+                if not self._running and not self._finished and await self._repo.count_active() == 0:
                     return
                 self._wake.set()
                 await asyncio.sleep(0.05)
@@ -80,46 +84,45 @@ class InProcessJobQueue:
         await asyncio.wait_for(_wait(), timeout)
 
     async def _dispatch(self) -> None:
-        """One claimer, up to ``workers`` jobs at once: claims never race each other inside this process."""
-        slots = asyncio.Semaphore(self._workers)
+        """The one claimer of this process: claims as many jobs as there are free slots, and removes the jobs
+        finished since the last round, in one transaction; then sleeps until woken (enqueue, a job finishing)
+        or the poll interval passes (work enqueued by another process)."""
         while not self._stopping:
-            await slots.acquire()
-            claim = asyncio.ensure_future(
-                self._repo.claim_next(list(self._handlers), utcnow() - timedelta(seconds=self._lease)))
-            try:
-                job = await asyncio.shield(claim)
-            except asyncio.CancelledError:
-                # Stopped mid-claim: the claim may still commit; hand the job back rather than strand it "running".
-                with contextlib.suppress(Exception):
-                    claimed = await claim
-                    if claimed is not None:
-                        await self._repo.requeue(claimed.id)
-                raise
-            except Exception:
-                log.exception("job dispatcher: claim failed")
-                job = None
-            if job is None:
-                slots.release()
-                self._wake.clear()
+            free = self._workers - len(self._running)
+            self._wake.clear()
+            if free <= 0 and not self._finished:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self._poll)
                 continue
-            task = asyncio.create_task(self._run(job), name=f"knora-job-{job.id}")
-            self._running[job.id] = task
-            task.add_done_callback(self._on_done(job.id, slots))
-
-    def _on_done(self, job_id: str, slots: asyncio.Semaphore) -> Callable[[asyncio.Task[None]], None]:
-        def _done(_task: asyncio.Task[None]) -> None:
-            self._running.pop(job_id, None)
-            slots.release()
-
-        return _done
+            finished, self._finished = self._finished, []
+            claim = asyncio.ensure_future(self._repo.claim_batch(
+                list(self._handlers), utcnow() - timedelta(seconds=self._lease), max(free, 0), finished))
+            try:
+                jobs = await asyncio.shield(claim)
+            except asyncio.CancelledError:
+                # Stopped mid-claim: the claim may still commit; hand its jobs back rather than strand them.
+                with contextlib.suppress(Exception):
+                    for job in await claim:
+                        await self._repo.requeue(job.id)
+                raise
+            except Exception:
+                log.exception("job dispatcher: claim failed")
+                self._finished.extend(finished)
+                jobs = []
+            for job in jobs:
+                task = asyncio.create_task(self._run(job), name=f"knora-job-{job.id}")
+                self._running[job.id] = task
+            if not jobs and not self._wake.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._poll)
 
     async def _run(self, job: JobRecord) -> None:
         handler = self._handlers[job.kind]
         beat = asyncio.create_task(self._heartbeat(job.id))
+        done = False
         try:
             await handler(job.payload)
+            done = True
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._repo.requeue(job.id))
@@ -130,10 +133,12 @@ class InProcessJobQueue:
                 await self._repo.requeue(job.id)
             else:
                 await self._repo.fail(job.id, f"{type(exc).__name__}: {exc}")
-        else:
-            await self._repo.finish(job.id)
         finally:
             beat.cancel()
+            self._running.pop(job.id, None)
+            if done:
+                self._finished.append(job.id)  # removed by the dispatcher's next transaction
+            self._wake.set()
 
     async def _heartbeat(self, job_id: str) -> None:
         while True:

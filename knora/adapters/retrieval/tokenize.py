@@ -24,11 +24,9 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _RUN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 
 ENGLISH_STOPWORDS = frozenset(
-    "a an the is are was were be been being have has had do does did will would could should may might must can "
-    "to of in for on with at by from as into through about what how why when where which who whom whose and or "
-    "not it its this that these those".split()
+    ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "do", "does", "did", "will", "would", "could", "should", "may", "might", "must", "can", "to", "of", "in", "for", "on", "with", "at", "by", "from", "as", "into", "through", "about", "what", "how", "why", "when", "where", "which", "who", "whom", "whose", "and", "or", "not", "it", "its", "this", "that", "these", "those"]
 )
-CHINESE_STOPWORDS = frozenset("的 是 在 了 和 与 或".split())
+CHINESE_STOPWORDS = frozenset(["的", "是", "在", "了", "和", "与", "或"])
 
 _jieba_lock = threading.Lock()
 _jieba_ready = False

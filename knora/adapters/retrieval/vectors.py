@@ -9,6 +9,7 @@ the float32 matrix, so returned scores are always exact cosines.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -130,10 +131,8 @@ class VectorSet:
 
     def _ann_remove(self, slot: int) -> None:
         if self._ann is not None:
-            try:
+            with contextlib.suppress(Exception):  # a key the graph never had is fine
                 self._ann.remove(slot)
-            except Exception:  # noqa: BLE001 - a missing key is fine
-                pass
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self._n])
@@ -244,7 +243,7 @@ class VectorSet:
                 self.ann_recall = recall
             log.info("HNSW index over %d vectors ready (recall@10 %.3f, ef %d)", keys.size, recall,
                      index.expansion_search)
-        except Exception:  # noqa: BLE001 - exact search keeps working
+        except Exception:
             log.exception("HNSW build failed; staying with exact search")
         finally:
             self._ann_building = False

@@ -40,7 +40,7 @@ class FaqSearchBody(BaseModel):
 @router.get("/knowledge-bases/{kb_id}/faq/entries")
 async def list_entries(kb_id: str, c: ContainerDep, tenant_id: TenantDep, page: int = 1, page_size: int = 20,
                        keyword: str = "", tag_id: str | None = None) -> JSONResponse:
-    items, total = await c.faq_service.list(tenant_id, kb_id, page=page, page_size=page_size, keyword=keyword,
+    items, total = await c.faq_service.list_entries(tenant_id, kb_id, page=page, page_size=page_size, keyword=keyword,
                                             tag_id=tag_id or None)
     return ok({"data": items, "total": total, "page": max(page, 1), "page_size": min(max(page_size, 1), 1000)})
 

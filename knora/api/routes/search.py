@@ -7,6 +7,7 @@ outside [0, 1] are a 400; ``match_count`` ≤ 0 means 50 and values above 500 ar
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -139,8 +140,12 @@ async def _rerank(c: Any, query: str, results: list[SearchResult], threshold: fl
                   top_k: int) -> list[SearchResult]:
     """Rerank with the configured reranker if the pipeline area provides one; otherwise keep retrieval order."""
     registry = getattr(c, "rerankers", None)
-    reranker = registry.get(None) if registry is not None else None
-    if reranker is None or not results:
+    if registry is None or not results:
+        return results[:top_k]
+    reranker = registry.get(None)
+    if inspect.isawaitable(reranker):
+        reranker = await reranker
+    if reranker is None:
         return results[:top_k]
     try:
         scores = await reranker.rerank(query, [r.content for r in results])

@@ -86,6 +86,8 @@ class IngestService:
         self.d = deps
         self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._committer = GroupCommitter(deps.repos.chunks, deps.retrieval)
+        self._processing: list[str] = []
+        self._marker: asyncio.Task[None] | None = None
 
     # --- accepting documents ----------------------------------------------------------------------------------
     async def _kb(self, tenant_id: int, kb_id: str) -> KnowledgeBase:
@@ -220,8 +222,7 @@ class IngestService:
             kb = await self.d.repos.kbs.get(k.tenant_id, k.knowledge_base_id)
             if kb is None:
                 return
-            if not await self.d.repos.knowledge.set_status(k.id, ParseStatus.PROCESSING):
-                return
+            self._mark_processing(k.id)
             try:
                 await self._process(k, kb)
             except (ParseError, IngestFailure, AppError) as exc:
@@ -230,6 +231,20 @@ class IngestService:
                 log.exception("ingesting %s failed", k.id)
                 await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED,
                                                         f"Internal error while ingesting: {type(exc).__name__}: {exc}")
+
+    def _mark_processing(self, knowledge_id: str) -> None:
+        """Show ``processing`` soon, without a write per document: ids are flushed in one UPDATE per round."""
+        self._processing.append(knowledge_id)
+        if self._marker is None or self._marker.done():
+            self._marker = asyncio.create_task(self._flush_processing())
+
+    async def _flush_processing(self) -> None:
+        while self._processing:
+            ids, self._processing = self._processing, []
+            try:
+                await self.d.repos.knowledge.mark_processing(ids)
+            except Exception:
+                log.exception("could not mark documents as processing")
 
     async def _load(self, k: Knowledge) -> tuple[bytes, str, str, dict[str, Any]]:
         """(bytes, extension, file name, extra document fields) of the original."""

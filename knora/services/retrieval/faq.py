@@ -158,11 +158,11 @@ class FaqService:
         await self._index(kb, chunks, clean)
         return [entry_json(c) for c in chunks]
 
-    async def list(self, tenant_id: int, kb_id: str, *, page: int, page_size: int, keyword: str = "",
+    async def list_entries(self, tenant_id: int, kb_id: str, *, page: int, page_size: int, keyword: str = "",
                    tag_id: str | None = None) -> tuple[list[dict[str, Any]], int]:
         kb = await self.kb(tenant_id, kb_id)
         page, page_size = max(page, 1), min(max(page_size, 1), 1000)
-        items, total = await self.repo.list(tenant_id, kb.id, page=page, page_size=page_size, keyword=keyword,
+        items, total = await self.repo.page(tenant_id, kb.id, page=page, page_size=page_size, keyword=keyword,
                                             tag_id=tag_id)
         return [entry_json(c) for c in items], total
 

@@ -138,7 +138,7 @@ class HybridSearch:
         for kb in kbs:
             eng = self.engine_for(kb)
             buckets.setdefault((id(eng), kb.tenant_id), (eng, kb.tenant_id, []))[2].append(kb)
-        common = {"knowledge_ids": params.knowledge_ids, "tag_ids": params.tag_ids, "top_k": pool,
+        common: dict[str, Any] = {"knowledge_ids": params.knowledge_ids, "tag_ids": params.tag_ids, "top_k": pool,
                   "only_recommended": params.only_recommended}
         groups: list[_Group] = []
         for eng, tenant, members in buckets.values():

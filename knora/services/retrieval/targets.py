@@ -23,10 +23,10 @@ async def build_targets(search: HybridSearch, tenant_id: int, kb_ids: Sequence[s
                         tag_scopes: dict[str, list[str]] | None = None) -> list[SearchTarget]:
     """Targets in spec order: requested KBs, then document targets, then tag targets. Foreign ids are ignored."""
     scopes: dict[str, list[str]] = {}
-    for kb, tags in (tag_scopes or {}).items():
+    for scope_kb, tags in (tag_scopes or {}).items():
         clean = list(dict.fromkeys(t for t in tags if t))
-        if kb and clean:
-            scopes[kb] = clean
+        if scope_kb and clean:
+            scopes[scope_kb] = clean
     wanted = list(dict.fromkeys([*(k for k in kb_ids if k), *scopes]))
     kbs = {kb.id: kb for kb in await search.store.knowledge_bases(wanted) if kb.tenant_id == tenant_id}
     targets: list[SearchTarget] = []

@@ -109,8 +109,6 @@ class ChatService:
         assistant = Message(session_id=session_id, tenant_id=tenant_id, request_id=request_id, role="assistant",
                             content="", is_completed=False, channel=body.channel, agent_id=body.agent_id,
                             model_id=body.summary_model_id or "", created_at=now, updated_at=now)
-        max_rounds = int((agent.config.get("history_turns") if agent else None) or DEFAULT_HISTORY_ROUNDS)
-        history = await self.sessions.history(session_id, max_rounds, exclude_request_id=request_id)
         state = {"agent_id": body.agent_id, "agent_enabled": body.agent_enabled, "model_id": body.summary_model_id,
                  "knowledge_base_ids": kb_ids, "knowledge_ids": knowledge_ids, "tag_ids": tag_ids,
                  "mcp_service_ids": body.mcp_service_ids, "skill_names": body.skill_names,
@@ -125,11 +123,13 @@ class ChatService:
             assistant_message_id=assistant.id, query=body.query, knowledge_base_ids=kb_ids,
             knowledge_ids=knowledge_ids, tag_ids=tag_ids, web_search_enabled=body.web_search_enabled, agent=agent,
             summary_model_id=body.summary_model_id or None, citations_enabled=body.citations_enabled,
-            history=history, mentioned_items=body.mentioned_items,
+            mentioned_items=body.mentioned_items,
             images=[str(i.get("data", "")) for i in body.images], mcp_service_ids=body.mcp_service_ids,
             skill_names=body.skill_names, language=body.language)
         wants_title = not session.title and (kind == "smart" or not body.disable_title)
-        task = asyncio.create_task(self._run(runner, req, kind, wants_title), name=f"turn-{assistant.id}")
+        max_rounds = int((agent.config.get("history_turns") if agent else None) or DEFAULT_HISTORY_ROUNDS)
+        task = asyncio.create_task(self._run(runner, req, kind, wants_title, max_rounds),
+                                   name=f"turn-{assistant.id}")
         self._tasks[assistant.id] = task
         task.add_done_callback(self._forget)
         return StartedTurn(session_id, request_id, user.id, assistant.id, wants_title)
@@ -140,9 +140,15 @@ class ChatService:
                 del self._tasks[mid]
 
     # --- the background run -------------------------------------------------------------------------------------
-    async def _run(self, runner: TurnRunner, req: TurnRequest, kind: str, wants_title: bool) -> None:
+    async def _run(self, runner: TurnRunner, req: TurnRequest, kind: str, wants_title: bool,
+                   max_rounds: int = DEFAULT_HISTORY_ROUNDS) -> None:
         sid, mid = req.session_id, req.assistant_message_id
         started = time.monotonic()
+        try:  # loaded here, off the request path: the response starts streaming without waiting for it
+            history = await self.sessions.history(sid, max_rounds, exclude_request_id=req.request_id)
+            req = req.model_copy(update={"history": history})
+        except Exception:  # as WeKnora's load_history: logged, and the turn goes on without it
+            log.warning("history of session %s not loaded", sid, exc_info=True)
         registry = ReferenceRegistry(req.citations_enabled)
         bus = EventBus()
         handler = StreamHandler(self.log, sid, mid, registry)

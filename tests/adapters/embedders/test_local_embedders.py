@@ -28,7 +28,7 @@ QUERIES_EN = ("Which tower stands in Paris?", "How do plants turn light into ene
 QUERIES_ZH = ("巴黎的铁塔是什么？", "植物如何把光能转化为化学能？")
 
 
-async def _check_embedder(e: Embedder, dim: int, *, chinese: bool) -> None:
+async def _check_embedder(e: Embedder, dim: int, *, chinese: bool, batch_invariant: bool = True) -> None:
     assert isinstance(e, Embedder)
     passages = await e.embed_passages(PASSAGES)
     assert passages.shape == (len(PASSAGES), dim) and passages.dtype == np.float32
@@ -43,7 +43,11 @@ async def _check_embedder(e: Embedder, dim: int, *, chinese: bool) -> None:
             scores = passages[2:] @ await e.embed_query(query)
             assert scores[qi] > scores[1 - qi], (query, scores)
     again = await e.embed_passages(PASSAGES[:1])
-    np.testing.assert_allclose(again[0], passages[0], atol=1e-5)  # deterministic, batch-independent
+    if batch_invariant:
+        np.testing.assert_allclose(again[0], passages[0], atol=1e-5)  # deterministic, batch-independent
+    else:  # dynamic int8 quantises activations per batch: a text's vector moves slightly with its batch-mates
+        assert float(again[0] @ passages[0]) > 0.98
+    np.testing.assert_allclose(await e.embed_passages(PASSAGES), passages, atol=1e-5)  # same batch → same vectors
     assert (await e.embed_passages([])).shape == (0, e.dimension)
 
 
@@ -125,7 +129,7 @@ async def test_minilm_embeds_english_offline(backend: str, minilm_cache: Path) -
         pytest.importorskip("onnxruntime")
     e = MiniLMEmbedder(threads=1, backend=backend, cache_dir=minilm_cache)  # type: ignore[arg-type]
     assert e.model_id == "local:minilm" and e.dimension == 384
-    await _check_embedder(e, 384, chinese=False)
+    await _check_embedder(e, 384, chinese=False, batch_invariant=backend == "torch")
     assert e.backend == backend
     assert os.environ.get("HF_HUB_OFFLINE") == "1" and os.environ.get("TRANSFORMERS_OFFLINE") == "1"
 
@@ -154,8 +158,8 @@ def test_minilm_onnx_int8_matches_the_reference_and_is_cached(minilm_cache: Path
         raise AssertionError("the cached export should have been reused")
 
     monkeypatch.setattr(minilm_onnx, "_export_fp32", no_export)
-    again = MiniLMEmbedder(threads=1, backend="onnx", cache_dir=minilm_cache).encode_sync(PASSAGES[:1])
-    np.testing.assert_allclose(again[0], a[0], atol=1e-5)
+    again = MiniLMEmbedder(threads=1, backend="onnx", cache_dir=minilm_cache).encode_sync(PASSAGES)
+    np.testing.assert_allclose(again, a, atol=1e-5)
 
 
 @pytest.mark.unit

@@ -14,8 +14,8 @@ from knora.settings import Settings
 
 pytestmark = pytest.mark.integration
 
-DOC = ("# Otters\n\nSea otters hold hands while they sleep so that they do not drift apart.\n\n"
-       "# Beavers\n\nBeavers build dams from branches and mud across streams.").encode()
+DOC = (b"# Otters\n\nSea otters hold hands while they sleep so that they do not drift apart.\n\n"
+       b"# Beavers\n\nBeavers build dams from branches and mud across streams.")
 
 
 @pytest.fixture

@@ -241,7 +241,7 @@ class TestDataAnalysis:
             return Reply(content="south leads")
 
         fake.handler = handle
-        ctx, rec = make_ctx()
+        ctx, _ = make_ctx()
         outcome = await c.quick_answer.run(turn(c, "revenue by region north south", [kb.id],
                                                 agent=agent(data_analysis_enabled=True)), ctx)
         assert outcome.answer == "south leads"

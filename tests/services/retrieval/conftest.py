@@ -3,6 +3,7 @@ knowledge bases, documents and chunks straight into the store and indexes them w
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -64,7 +65,7 @@ class Seeder:
         chunks = [Chunk(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, knowledge_id=k.id, tag_id=tag_id,
                         content=t, chunk_index=i, chunk_type=chunk_type, end_at=len(t),
                         metadata=(metadata[i] if metadata else {})) for i, t in enumerate(texts)]
-        for a, b in zip(chunks, chunks[1:], strict=False):
+        for a, b in itertools.pairwise(chunks):
             a.next_chunk_id, b.pre_chunk_id = b.id, a.id
         async with self.c.sessions.begin() as s:
             s.add(to_row(KnowledgeRow, k))

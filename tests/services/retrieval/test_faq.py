@@ -29,8 +29,8 @@ class TestFaqRendering:
                                           "- password reset link\nAnswers:\n- Use the 'Forgot password' link on the "
                                           "sign-in page.")
         assert "router" not in render(e, FAQConfig())
-        assert index_texts(e, FAQConfig()) == ["How do I reset my password?\nforgot password\npassword reset link\n"
-                                               "Use the 'Forgot password' link on the sign-in page."]
+        assert index_texts(e, FAQConfig()) == [("How do I reset my password?\nforgot password\npassword reset link\n"
+                                                "Use the 'Forgot password' link on the sign-in page.")]
         sep = index_texts(e, FAQConfig(index_mode="question_only", question_index_mode="separate"))
         assert sep == ["How do I reset my password?", "forgot password", "password reset link"]
 
@@ -50,7 +50,7 @@ class TestFaqService:
         other = await svc.create(t, kb.id, FaqEntryIn(standard_question="Where is the office?",
                                                       answers=["Berlin"]))
         assert created["id"] == 1 and other["id"] == 2
-        items, total = await svc.list(t, kb.id, page=1, page_size=10)
+        items, total = await svc.list_entries(t, kb.id, page=1, page_size=10)
         assert total == 2 and items[0]["standard_question"] == "How do I reset my password?"
         res = await svc.search(t, kb.id, "I forgot my password")
         assert res[0].id == created["chunk_id"] and res[0].chunk_type == "faq"
@@ -87,7 +87,7 @@ class TestFaqService:
             await rc.faq_service.create(rc.default_tenant_id, doc_kb.id, RESET)
         other = await seed.tenant()
         with pytest.raises(NotFound):
-            await rc.faq_service.list(other, kb.id, page=1, page_size=10)
+            await rc.faq_service.list_entries(other, kb.id, page=1, page_size=10)
 
     async def test_import_replace(self, rc: Any, seed: Any) -> None:
         kb = await seed.kb("faq", type=KBType.FAQ)
@@ -101,8 +101,8 @@ class TestFaqService:
                 break
             await asyncio.sleep(0.02)
         assert svc.progress(t, task)["status"] == "completed"
-        items, total = await svc.list(t, kb.id, page=1, page_size=10)
-        assert total == 3 and [i["standard_question"] for i in items][0] == "question number 0"
+        items, total = await svc.list_entries(t, kb.id, page=1, page_size=10)
+        assert total == 3 and items[0]["standard_question"] == "question number 0"
         with pytest.raises(NotFound):
             svc.progress(await seed.tenant(), task)
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from knora.services.retrieval.fusion import FUSIONS, FusionConfig, convex, dedupe_by_score, fuse, rrf, weighted_rrf
+from knora.services.retrieval.fusion import (
+    FUSIONS,
+    FusionConfig,
+    convex,
+    dedupe_by_score,
+    fuse,
+    rrf,
+    weighted_rrf,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -130,7 +130,7 @@ class TestHybridSearch:
         kb = await seed.kb()
         _, done = await seed.doc(kb, ["zebra stripes pattern"])
         await seed.doc(kb, ["zebra migration routes"], status=ParseStatus.PROCESSING)
-        _, parent = await seed.doc(kb, ["zebra parent section"], chunk_type=ChunkType.PARENT_TEXT)
+        await seed.doc(kb, ["zebra parent section"], chunk_type=ChunkType.PARENT_TEXT)
         _, off = await seed.doc(kb, ["zebra disabled chunk"])
         await seed.update_chunk(off[0].id, is_enabled=False)
         res = await rc.search_service.search(rc.default_tenant_id, p(kb.id, "zebra", vector_threshold=0,

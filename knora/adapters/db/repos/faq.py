@@ -46,7 +46,7 @@ class SqlFaqRepo:
                 ChunkRow.knowledge_base_id == kb_id, ChunkRow.chunk_type == ChunkType.FAQ))
         return int(top or 0) + 1
 
-    async def list(self, tenant_id: int, kb_id: str, *, page: int, page_size: int, keyword: str = "",
+    async def page(self, tenant_id: int, kb_id: str, *, page: int, page_size: int, keyword: str = "",
                    tag_id: str | None = None) -> tuple[list[Chunk], int]:
         conds: list[Any] = [ChunkRow.tenant_id == tenant_id, ChunkRow.knowledge_base_id == kb_id,
                             ChunkRow.chunk_type == ChunkType.FAQ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-
 from collections.abc import Sequence
 from typing import Any
 
@@ -92,6 +91,14 @@ class SqlKnowledgeRepo:
         async with self._sessions.begin() as s:
             res = await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id).values(**values))
             return bool(res.rowcount)  # type: ignore[attr-defined]
+
+    async def mark_processing(self, knowledge_ids: Sequence[str]) -> None:
+        if not knowledge_ids:
+            return
+        async with self._sessions.begin() as s:
+            await s.execute(update(KnowledgeRow).where(
+                KnowledgeRow.id.in_(list(knowledge_ids)), KnowledgeRow.parse_status == str(ParseStatus.PENDING))
+                .values(parse_status=str(ParseStatus.PROCESSING), error_message="", updated_at=utcnow()))
 
     async def delete(self, tenant_id: int, knowledge_id: str) -> bool:
         async with self._sessions.begin() as s:

@@ -186,8 +186,12 @@ class ChunkMerge:
             return await next()
         cache = _ChunkCache(self._deps, cm.request.tenant_id)
         try:
-            # One read for every hit and parent: later steps (parents, FAQ answers, expansion bases) hit the cache.
-            await cache.load([x for i in items for x in (i.r.id, i.r.parent_chunk_id) if x])
+            # One read for everything later steps need (parents, FAQ rows, bases of short texts); a turn whose
+            # hits are long plain texts reads nothing.
+            needed = [i.r.parent_chunk_id for i in items if i.r.parent_chunk_id]
+            needed += [i.r.id for i in items if i.r.chunk_type == "faq" or (
+                i.r.chunk_type == "text" and len(i.r.content) < MIN_CONTEXT)]
+            await cache.load(needed)
             await resolve_parents(items, cache)  # step 4
         except Exception as exc:  # noqa: BLE001 - enrichment is best effort; the hits themselves stand
             log.warning("parent resolution failed: %s", exc)

@@ -3,7 +3,7 @@
 import { h, clear, toast, promptDialog, confirmDialog, formatTime } from "./dom.js";
 import { t } from "./i18n.js";
 import { api, request, stream } from "./api.js";
-import { newTurn, applyFrame, fromMessage } from "./turn.js";
+import { newTurn, applyFrame, fromMessage, isTerminal } from "./turn.js";
 import { AnswerView } from "./answer.js";
 import { navigate } from "./router.js";
 import { MentionMenu } from "./mentions.js";
@@ -330,6 +330,8 @@ async function runStream(sid, open, messageId) {
     await open((f) => {
       applyFrame(turn, f);
       if (f.response_type === "agent_query" && S.active === active) setBusy(true);
+      // the turn is over at complete/stop; a session_title may still follow, but the composer is free again
+      if (isTerminal(turn) && S.active === active) { S.active = null; setBusy(false); }
       if (f.response_type === "session_title" && turn.title) upsertSession({ id: sid, title: turn.title });
       view.update(turn);
       if (!active.detached) requestAnimationFrame(() => scrollToEnd(false));

@@ -157,7 +157,7 @@ export function fromMessage(msg) {
       turn.segments.push({
         kind: "tool", key: tc.id || `tc${i}-${j}`, name: tc.name || tc.tool_name || "",
         args: tc.args ?? tc.arguments ?? {},
-        result: tc.result === undefined ? null : { success: r.success !== false, output: r.output ?? "", error: r.error || "", durationMs: tc.duration ?? r.duration_ms, data: r.data || {} },
+        result: tc.result == null ? null : { success: r.success !== false, output: r.output ?? "", error: r.error || "", durationMs: tc.duration ?? r.duration_ms, data: r.data || {} },
       });
     }
     if (step.type === "tool_call" || step.tool_name) {
