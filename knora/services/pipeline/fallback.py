@@ -58,7 +58,7 @@ async def model_fallback(deps: PipelineDeps, cm: ChatManage) -> None:
     if not req.fallback_prompt.strip():
         return await fixed_fallback(cm)
     try:
-        model = await deps.chat_models.get(req.chat_model_id or None, tenant_id=req.tenant_id)
+        model = await cm.chat_model(deps.chat_models, req.chat_model_id)
     except Exception as exc:  # noqa: BLE001 - spec: any failure → fixed
         log.warning("fallback model unavailable: %s", exc)
         return await fixed_fallback(cm)

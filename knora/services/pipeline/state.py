@@ -157,6 +157,7 @@ class PipelineState:
     is_fallback: bool = False
     model_id: str = ""
     stage_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # stage -> what it kept (debug view)
+    models: dict[str, Any] = field(default_factory=dict)  # model id -> resolved ChatModel (one lookup per turn)
 
 
 @dataclass
@@ -179,6 +180,14 @@ class ChatManage:
     @property
     def cancelled(self) -> bool:
         return self.ctx.cancelled.is_set()
+
+    async def chat_model(self, chat_models: Any, model_id: str = "") -> Any:
+        """Resolve a chat model once per turn: several stages ask for the same one, and resolving an unset id
+        reads the models table."""
+        key = model_id or ""
+        if key not in self.state.models:
+            self.state.models[key] = await chat_models.get(model_id or None, tenant_id=self.request.tenant_id)
+        return self.state.models[key]
 
     def note(self, stage: str, **info: Any) -> None:
         """Record what a stage kept, for the STAGE_TIMING event and the message's debug field."""

@@ -88,7 +88,7 @@ FUSIONS: dict[str, Callable[[Ranked, Ranked, FusionConfig], list[tuple[str, floa
     "convex": convex,
 }
 
-DEFAULT_FUSION = "convex"  # chosen by measurement on xquad-en / xquad-zh, see docs/retrieval.md
+DEFAULT_FUSION = "convex"  # measured best on xquad-en and xquad-zh (docs/retrieval.md); weighted_rrf by config
 
 
 def fuse(mode: str | None, vector: Ranked, keyword: Ranked, cfg: FusionConfig) -> list[tuple[str, float]]:

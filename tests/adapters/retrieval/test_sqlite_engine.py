@@ -43,7 +43,7 @@ class TestOtherWriters:
             await cli.set_enabled(["c1"], False)
             hits = await server.search(q)
             assert server._sets[("kb", 16)] is loaded  # replayed from the change log, not reloaded
-            assert [h.chunk_id for h in hits][0] == "c4" and {h.chunk_id for h in hits} == {"c4", "c2"}
+            assert hits[0].chunk_id == "c4" and {h.chunk_id for h in hits} == {"c4", "c2"}
             kw = await server.search(EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text="four"))
             assert [h.chunk_id for h in kw] == ["c4"]
         finally:
@@ -91,7 +91,7 @@ class TestKeywordScores:
             texts = ["apples and pears", "apples only here", "bananas grow in bunches", "cherries are red"]
             await eng.index([row(i, t, unit(rng, 1)[0]) for i, t in enumerate(texts)])
             hits = await eng.search(EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text="apples pears"))
-            assert [h.chunk_id for h in hits][0] == "c0"
+            assert hits[0].chunk_id == "c0"
             assert hits[0].score > hits[1].score and 0 < hits[1].score < 1
             assert hits[0].score == pytest.approx(1.0, abs=0.25)  # covers the whole query
         finally:

@@ -57,7 +57,7 @@ def options_for(cm: ChatManage) -> ChatOptions:
 
 async def load_chat_model(deps: PipelineDeps, cm: ChatManage) -> ChatModel | PluginError:
     try:
-        model = await deps.chat_models.get(cm.request.chat_model_id or None, tenant_id=cm.request.tenant_id)
+        model = await cm.chat_model(deps.chat_models, cm.request.chat_model_id)
     except Exception as exc:  # noqa: BLE001 - spec: ErrGetChatModel
         return ERR_GET_CHAT_MODEL.with_error(exc)
     cm.state.model_id = model.model_id

@@ -157,7 +157,7 @@ class DataAnalysis:
         if not header:
             return None
         table = table_name(doc.id)
-        model = await self._deps.chat_models.get(req.chat_model_id or None, tenant_id=req.tenant_id)
+        model = await cm.chat_model(self._deps.chat_models, req.chat_model_id)
         if not getattr(model, "generative", True):
             return None
         prompt = prompts.render(prompts.content("data_analysis"),

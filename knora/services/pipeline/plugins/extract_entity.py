@@ -112,7 +112,7 @@ class ExtractEntity:
         if not req.entity_kb_ids or self._deps.graph_store is None:
             return await next()
         try:
-            model = await self._deps.chat_models.get(req.chat_model_id or None, tenant_id=req.tenant_id)
+            model = await cm.chat_model(self._deps.chat_models, req.chat_model_id)
         except Exception as exc:  # noqa: BLE001 - spec: errors are swallowed
             log.warning("extract_entity: no model: %s", exc)
             return await next()

@@ -108,7 +108,7 @@ class QueryUnderstand:
         candidates = [req.query_understand_model_id] if req.query_understand_model_id else []
         for model_id in [*candidates, req.chat_model_id]:
             try:
-                model = await self._deps.chat_models.get(model_id or None, tenant_id=req.tenant_id)
+                model = await cm.chat_model(self._deps.chat_models, model_id)
                 break
             except Exception as exc:  # noqa: BLE001 - a missing dedicated model falls back to the chat model
                 log.warning("query_understand model %s unavailable: %s", model_id, exc)

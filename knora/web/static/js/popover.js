@@ -25,6 +25,8 @@ function ensure() {
     if (!pop.hidden && !pop.contains(e.target) && !e.target.closest?.("button.cite")) hideCitation(false);
   });
   window.addEventListener("resize", () => hideCitation(false));
+  // the thread scrolls inside its own box: keep the popover next to its marker
+  document.addEventListener("scroll", () => { if (!pop.hidden && anchor) position(anchor); }, true);
   return pop;
 }
 

@@ -1,0 +1,230 @@
+"""Client-compatibility audit, part 3: WeKnora's Go SDK (``client/*.go``) and the documented curl flows (api §6(a)).
+
+The SDK decodes timestamps into ``time.Time`` (RFC 3339 or the whole response fails), reads ``code`` from a
+top-level integer, and parses SSE strictly: ``ContinueStream`` keeps a block only when ``line[6:] == "message"``
+and uses the last ``data:`` line of each block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from knora.settings import Settings
+from tests.api.test_weknora_compat import assert_int, assert_rfc3339, assert_uuid
+from tests.conftest import _client_for
+from tests.services.streaming.live import frames, live_client
+from tests.services.streaming.runners import EXPANDED, ScriptedRunner
+
+pytestmark = pytest.mark.integration
+
+TEA = ("Oolong tea is partially oxidised before it is rolled and dried. Green tea is not oxidised at all, "
+       "while black tea is fully oxidised.")
+
+
+def go_sdk_frames(raw: bytes) -> list[dict[str, Any]]:
+    """client/session.go: scan lines; ``event:`` sets the name from ``line[6:]``, ``data:`` keeps ``line[5:]``;
+    a blank line ends the block, which is used only if the name is exactly ``message``."""
+    out: list[dict[str, Any]] = []
+    event, data = "", ""
+    for line in raw.decode("utf-8").split("\n"):
+        if line.startswith("event:"):
+            event = line[6:]
+        elif line.startswith("data:"):
+            data = line[5:]
+        elif line == "":
+            if event == "message" and data:
+                out.append(json.loads(data))
+            elif event or data:
+                raise AssertionError(f"block dropped by the Go SDK: event={event!r}")
+            event, data = "", ""
+    return out
+
+
+@pytest.fixture
+async def sdk(sqlite_container: Any) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
+    if not sqlite_container.jobs.started:
+        await sqlite_container.jobs.start()
+    async with _client_for(sqlite_container) as http:
+        yield sqlite_container, http
+
+
+async def _kb(c: Any, http: httpx.AsyncClient) -> str:
+    r = await http.post("/api/v1/knowledge-bases", json={
+        "name": "SDK KB", "description": "", "chunking_config": {"chunk_size": 500, "chunk_overlap": 50,
+                                                                  "separators": ["\n\n", "\n", "."]}})
+    assert r.status_code == 201, r.text
+    kb = r.json()["data"]
+    assert_rfc3339(kb["created_at"], nullable=False)
+    r = await http.post(f"/api/v1/knowledge-bases/{kb['id']}/knowledge/manual",
+                        json={"title": "Tea culture", "content": TEA, "status": "publish"})
+    assert r.status_code == 200, r.text
+    await c.jobs.wait_idle(60)
+    return str(kb["id"])
+
+
+class TestKnowledgeSearch:
+    async def test_by_kb_id_ids_and_knowledge_ids(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+        c, http = sdk
+        kb = await _kb(c, http)
+        by_one = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea", "knowledge_base_id": kb})
+        assert by_one.status_code == 200, by_one.text
+        results = by_one.json()["data"]
+        assert results and results[0]["knowledge_title"] == "Tea culture"
+        for r in results:
+            assert_uuid(r["id"])
+            assert_int(r["match_type"])
+        by_many = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea",
+                                                                    "knowledge_base_ids": [kb]})
+        assert [r["id"] for r in by_many.json()["data"]] == [r["id"] for r in results]
+        doc = results[0]["knowledge_id"]
+        by_doc = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea", "knowledge_ids": [doc]})
+        assert by_doc.status_code == 200 and {r["knowledge_id"] for r in by_doc.json()["data"]} == {doc}
+
+    async def test_errors_are_400_with_integer_codes(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+        _c, http = sdk
+        for body in ({"query": "no scope"}, {"query": "", "knowledge_base_id": "x"}):
+            r = await http.post("/api/v1/knowledge-search", json=body)
+            assert r.status_code == 400, r.text
+            assert r.json()["success"] is False
+            assert_int(r.json()["error"]["code"])
+
+
+class TestSessions:
+    async def test_crud_and_top_level_pagination(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+        _c, http = sdk
+        ids = []
+        for i in range(3):
+            r = await http.post("/api/v1/sessions", json={"title": f"s{i}", "description": "d"})
+            assert r.status_code == 201
+            s = r.json()["data"]
+            assert_uuid(s["id"])
+            assert_int(s["tenant_id"])
+            assert s["title"] == f"s{i}" and s["description"] == "d"
+            assert_rfc3339(s["created_at"], nullable=False)
+            assert_rfc3339(s["updated_at"], nullable=False)
+            assert_rfc3339(s["deleted_at"])
+            ids.append(s["id"])
+        default = (await http.get("/api/v1/sessions")).json()
+        assert default["page"] == 1 and default["page_size"] == 20 and default["total"] == 3
+        page2 = (await http.get("/api/v1/sessions", params={"page": 2, "page_size": 2})).json()
+        assert set(page2) >= {"success", "data", "total", "page", "page_size"}
+        assert page2["total"] == 3 and page2["page"] == 2 and page2["page_size"] == 2 and len(page2["data"]) == 1
+        for bad in ({"page_size": 0}, {"page_size": 1001}, {"page": 0}):
+            r = await http.get("/api/v1/sessions", params=bad)
+            assert r.status_code == 400, bad
+            assert_int(r.json()["error"]["code"])
+        r = await http.request("DELETE", "/api/v1/sessions/batch", json={"ids": ids[:2]})
+        assert r.status_code == 200 and r.json()["success"] is True
+        assert (await http.get("/api/v1/sessions")).json()["total"] == 1
+
+
+class TestChatAndResume:
+    async def test_go_sdk_parses_knowledge_chat_and_replays_it(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+        c, http = sdk
+        kb = await _kb(c, http)
+        sid = (await http.post("/api/v1/sessions", json={"title": "sdk"})).json()["data"]["id"]
+        r = await http.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "How is oolong tea processed?",
+                                                                    "knowledge_base_ids": [kb], "channel": "api"},
+                            headers={"X-Request-ID": "sdk-req-7"})
+        assert r.status_code == 200
+        live = go_sdk_frames(r.content)
+        types = [f["response_type"] for f in live]
+        assert types[0] == "agent_query" and types[-1] == "complete"
+        assert {f["id"] for f in live} == {"sdk-req-7"}
+        refs = [f for f in live if f["response_type"] == "references"]
+        assert refs and refs[0]["knowledge_references"] == refs[0]["data"]["references"]
+        answer = "".join(f["content"] for f in live if f["response_type"] == "answer")
+        assert "partially oxidised" in answer
+        mid = live[0]["assistant_message_id"]
+
+        msgs = (await http.get(f"/api/v1/messages/{sid}/load", params={"limit": 20})).json()["data"]
+        assert [m["role"] for m in msgs] == ["user", "assistant"]
+        bot = msgs[1]
+        assert bot["id"] == mid and bot["request_id"] == "sdk-req-7" and bot["content"] == answer
+        assert bot["knowledge_references"] and bot["is_completed"] is True
+
+        replay = await http.get(f"/api/v1/sessions/continue-stream/{sid}", params={"message_id": mid})
+        assert replay.status_code == 200 and replay.headers["content-type"].startswith("text/event-stream")
+        again = go_sdk_frames(replay.content)
+        assert [f["response_type"] for f in again] == types
+        assert {f["id"] for f in again} == {"sdk-req-7"}
+        assert "".join(f["content"] for f in again if f["response_type"] == "answer") == answer
+
+    async def test_continue_stream_and_stop_errors(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+        _c, http = sdk
+        sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
+        nobody = "00000000-0000-4000-8000-00000000abcd"
+        r = await http.get(f"/api/v1/sessions/continue-stream/{nobody}", params={"message_id": nobody})
+        assert r.status_code == 404 and r.json()["error"]["code"] == 1003
+        r = await http.get(f"/api/v1/sessions/continue-stream/{sid}", params={"message_id": nobody})
+        assert r.status_code == 404
+        assert r.json() == {"success": False, "error": "Incomplete message not found"}
+        r = await http.post(f"/api/v1/sessions/{sid}/stop", json={})
+        assert r.status_code == 400 and r.json() == {"error": "message_id is required"}
+        r = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": nobody})
+        assert r.status_code == 404 and r.json() == {"error": "Message not found"}
+
+
+@pytest.fixture
+async def live(make_settings: Callable[..., Settings]) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
+    from knora.container import Container
+
+    c = Container(make_settings())
+    await c.start()
+    c.chat_service.stop_grace_seconds = 0.5
+    try:
+        async with live_client(c) as http:
+            yield c, http
+    finally:
+        await c.close()
+
+
+async def test_running_turn_history_resume_and_stop(live: tuple[Any, httpx.AsyncClient]) -> None:
+    """The SDK/FE resume path: history shows the running row empty and incomplete, continue-stream replays from
+    the start with the turn's request id, stop answers WeKnora's body and ends both streams with ``stop``."""
+    c, http = live
+    gate = asyncio.Event()
+    c.quick_answer = ScriptedRunner(gate=gate)
+    sid = (await http.post("/api/v1/sessions", json={"title": "t"})).json()["data"]["id"]
+    async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"},
+                           headers={"X-Request-ID": "run-1"}) as r:
+        it = frames(r)
+        seen: list[dict[str, Any]] = []
+        async for f in it:
+            if f is not None:
+                seen.append(f)
+                if f["response_type"] == "answer":
+                    break
+        mid = seen[0]["assistant_message_id"]
+        msgs = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"]
+        assert msgs[-1]["id"] == mid and msgs[-1]["is_completed"] is False and msgs[-1]["content"] == ""
+        async with http.stream("GET", f"/api/v1/sessions/continue-stream/{sid}",
+                               params={"message_id": mid}) as resumed:
+            assert resumed.status_code == 200
+            rit = frames(resumed)
+            replayed: list[dict[str, Any]] = []
+            async for f in rit:
+                if f is not None:
+                    replayed.append(f)
+                    if len(replayed) == len(seen):
+                        break
+            assert replayed == seen and replayed[0]["response_type"] == "agent_query"
+            assert {f["id"] for f in replayed} == {"run-1"}
+            stop = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": mid})
+            assert stop.status_code == 200 and stop.json() == {"success": True, "message": "Generation stopped"}
+            tail = [f async for f in rit if f is not None]
+        rest = [f async for f in it if f is not None]
+    assert rest[-1] == {"id": "run-1", "response_type": "stop", "content": "Generation stopped by user",
+                        "done": True}
+    assert tail[-1]["response_type"] == "stop" and tail[-1]["done"] is True
+    await c.chat_service.wait_idle()
+    bot = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
+    assert bot["is_completed"] is True and EXPANDED.startswith(bot["content"])
+    again = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": mid})
+    assert again.json() == {"success": True, "message": "Message already completed"}
