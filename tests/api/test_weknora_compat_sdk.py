@@ -141,6 +141,15 @@ class TestChatAndResume:
         assert refs and refs[0]["knowledge_references"] == refs[0]["data"]["references"]
         answer = "".join(f["content"] for f in live if f["response_type"] == "answer")
         assert "partially oxidised" in answer
+        # tool_result: the tool's own fields sit flat in ``data`` beside the standard ones (api §2.3).
+        search = [f for f in live if f["response_type"] == "tool_result"
+                  and f["data"]["tool_name"] == "knowledge_search"]
+        assert len(search) == 1
+        d = search[0]["data"]
+        assert {"tool_name", "success", "error", "duration_ms", "tool_call_id", "output", "count", "doc_count",
+                "web_count", "search_source", "candidate_count"} <= set(d) and "data" not in d
+        assert d["count"] >= 1 and d["search_source"] == "knowledge"
+        assert_int(d["duration_ms"])
         mid = live[0]["assistant_message_id"]
 
         msgs = (await http.get(f"/api/v1/messages/{sid}/load", params={"limit": 20})).json()["data"]

@@ -151,7 +151,10 @@ class StreamHandler:
         error = str(d.get("error") or "")
         data: dict[str, Any] = {"tool_name": d.get("tool_name", ""), "success": success, "error": error,
                                 "duration_ms": duration, "tool_call_id": call_id}
-        data.update({k: _plain(v) for k, v in d.items() if k not in data and k != "content"})
+        data.update({k: _plain(v) for k, v in d.items() if k not in data and k not in ("content", "data")})
+        extra = d.get("data")
+        if isinstance(extra, dict):  # the tool's own fields sit flat beside the standard ones (api §2.3)
+            data.update({k: _plain(v) for k, v in extra.items() if k not in data})
         content = str(d.get("content") or ("" if success else error))
         for call in self.tool_calls:
             if call["id"] == call_id:
