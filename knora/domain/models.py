@@ -16,6 +16,10 @@ MODEL_TYPE_ALIASES = {
 }
 
 
+# The chat model chosen by settings (or the extractive answerer), as GET /models and the built-in agents name it.
+BUILTIN_CHAT_MODEL_ID = "builtin-chat"
+
+
 def canonical_model_type(value: str) -> str:
     return MODEL_TYPE_ALIASES.get(value.strip().lower(), value)
 

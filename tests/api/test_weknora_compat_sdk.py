@@ -237,3 +237,21 @@ async def test_running_turn_history_resume_and_stop(live: tuple[Any, httpx.Async
     assert bot["is_completed"] is True and EXPANDED.startswith(bot["content"])
     again = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": mid})
     assert again.json() == {"success": True, "message": "Message already completed"}
+
+
+async def test_faq_entries_use_the_nested_page_and_integer_seq_ids(sdk: tuple[Any, httpx.AsyncClient]) -> None:
+    _c, http = sdk
+    kb = (await http.post("/api/v1/knowledge-bases", json={"name": "FAQ", "type": "faq"})).json()["data"]["id"]
+    empty = (await http.get(f"/api/v1/knowledge-bases/{kb}/faq/entries")).json()
+    assert empty == {"success": True, "data": {"data": [], "total": 0, "page": 1, "page_size": 20}}
+    r = await http.post(f"/api/v1/knowledge-bases/{kb}/faq/entry",
+                        json={"standard_question": "How long is the warranty?", "answers": ["Two years."]})
+    assert r.status_code in (200, 201), r.text
+    entry = r.json()["data"]
+    assert_int(entry["id"])
+    assert_int(entry["tag_id"])
+    assert isinstance(entry["similar_questions"], list) and isinstance(entry["negative_questions"], list)
+    paged = (await http.get(f"/api/v1/knowledge-bases/{kb}/faq/entries", params={"page": 1, "page_size": 5})).json()
+    assert set(paged) == {"success", "data"}
+    assert paged["data"]["total"] == 1 and paged["data"]["page_size"] == 5
+    assert [e["id"] for e in paged["data"]["data"]] == [entry["id"]]

@@ -23,7 +23,7 @@ from knora.adapters.llm.extractive import EXTRACTIVE_MODEL_ID, ExtractiveAnswere
 from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
 from knora.adapters.llm.rerank_http import HttpReranker, Style
-from knora.domain.models import ModelConfig
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID, ModelConfig
 from knora.ports.chat import ChatModel, ModelError
 from knora.ports.reranker import Reranker
 from knora.settings import Settings
@@ -172,6 +172,8 @@ class ChatModelRegistry:
 
     async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> ChatModel:
         s = self._settings
+        if model_id == BUILTIN_CHAT_MODEL_ID:  # the settings' model as GET /models lists it
+            model_id = None
         if not model_id:
             if s.chat_model:
                 return self.from_spec(s.chat_model, base_url=s.chat_base_url, api_key=s.chat_api_key)

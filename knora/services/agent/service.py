@@ -11,12 +11,10 @@ from typing import Any
 
 from knora.domain.common import new_id, utcnow
 from knora.domain.errors import BadRequest, Forbidden, NotFound
-from knora.domain.models import AgentConfig
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID, AgentConfig
 from knora.ports.agent_store import AgentRepo
 from knora.services.agent import config as agent_config
 from knora.services.agent.builtins import AGENT_TYPE_PRESETS, BUILTINS, builtin
-
-BUILTIN_CHAT_MODEL_ID = "builtin-chat"  # the settings' chat model as listed by GET /models (store-api)
 
 
 class AgentService:

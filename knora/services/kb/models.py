@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from knora.domain.errors import NotFound, ValidationFailed
-from knora.domain.models import ModelConfig, canonical_model_type
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID, ModelConfig, canonical_model_type
 from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID, EmbedderRegistry
 from knora.settings import Settings
 
@@ -89,7 +89,6 @@ class ModelService:
         self.embedders.forget(model_id)
 
 
-BUILTIN_CHAT_MODEL_ID = "builtin-chat"
 
 
 def builtin_models(settings: Settings, tenant_id: int) -> list[ModelConfig]:
