@@ -41,10 +41,15 @@ class Container:
         self.default_tenant_id: int = 0
         self.generated_api_key: str | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._starters: list[Callable[[], Awaitable[None]]] = []
         self._started = False
 
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
         self._closers.append(closer)
+
+    def on_started(self, starter: Callable[[], Awaitable[None]]) -> None:
+        """Run ``starter`` once every area is wired (e.g. job workers that need the retrieval engine)."""
+        self._starters.append(starter)
 
     async def start(self, *, wiring: tuple[str, ...] | None = None) -> Container:
         if self._started:
@@ -62,6 +67,8 @@ class Container:
                 raise
             await module.wire(self)
         self._started = True
+        for starter in self._starters:
+            await starter()
         return self
 
     async def close(self) -> None:
@@ -69,7 +76,7 @@ class Container:
             closer = self._closers.pop()
             try:
                 await closer()
-            except Exception:  # noqa: BLE001 - shutdown must go on
+            except Exception:
                 log.exception("error while closing")
         await self.db.dispose()
         self._started = False

@@ -69,10 +69,7 @@ async def wire(c: Any) -> None:
     await c.model_service.load_cache([c.default_tenant_id])
     c.jobs.register(JOB_KIND, c.ingest_service.process)
 
-    async def _after_start() -> None:
-        while not getattr(c, "_started", False):
-            await asyncio.sleep(0.02)
-        await c.jobs.start()
+    async def _sample_kb() -> None:
         if s.sample_kb:
             from knora.services.ingest.sample import ensure_sample_kb
 
@@ -81,12 +78,21 @@ async def wire(c: Any) -> None:
             except Exception:
                 log.exception("could not ingest the sample knowledge base")
 
-    starter = asyncio.create_task(_after_start(), name="knora-ingest-start")
+    tasks: list[asyncio.Task[None]] = []
+
+    async def _after_start() -> None:
+        # Job workers need the retrieval engine, which is wired after this module; the sample KB is ingested
+        # in the background so that start-up stays quick.
+        await c.jobs.start()
+        tasks.append(asyncio.create_task(_sample_kb(), name="knora-sample-kb"))
+
+    c.on_started(_after_start)
 
     async def _close() -> None:
-        starter.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await starter
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         await c.jobs.stop()
 
     c.on_close(_close)
