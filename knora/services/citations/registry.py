@@ -8,6 +8,7 @@ Expansion is fail-closed: a citation that does not name a handle this registry i
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from dataclasses import dataclass, field
@@ -102,6 +103,12 @@ earlier instruction that asked for citations."""
 _PROTOCOL_RESOURCES = """## Resource handle protocol (system-owned)
 Stored resources appear as res://NNNN. Copy such a handle exactly, and only one you have seen, into links, images \
 or tool arguments; never invent, edit or expand a handle."""
+
+
+@functools.lru_cache(maxsize=256)
+def _key_pattern(keys: tuple[str, ...]) -> re.Pattern[str]:
+    """An alternation of literal keys, longest first (so a key that prefixes another never wins)."""
+    return re.compile("|".join(re.escape(k) for k in keys))
 
 
 class ReferenceRegistry:
@@ -241,9 +248,12 @@ class ReferenceRegistry:
                 durable.setdefault(e.key, e.handle)
         for e in self._web.entries():
             durable.setdefault(e.meta.get("url", e.key), e.handle)
-        if not durable:
+        # Only keys that occur in the text can match, so the alternation is built from those alone (same result,
+        # and compiling a pattern of every registered id cost ~5 ms per call); the compiled pattern is reused.
+        present = [k for k in durable if k and k in text]
+        if not present:
             return text
-        pattern = re.compile("|".join(re.escape(k) for k in sorted(durable, key=len, reverse=True)))
+        pattern = _key_pattern(tuple(sorted(present, key=len, reverse=True)))
         return pattern.sub(lambda m: durable[m.group(0)], text)
 
     def decode_arguments(self, text: str) -> str:

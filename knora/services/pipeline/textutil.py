@@ -52,6 +52,8 @@ _WORDISH = re.compile(r"[^\W_]")
 
 def _is_symbolic(token: str) -> bool:
     """Only punctuation, symbols and spaces (a fast test: no letter or digit; marks alone are rare enough)."""
+    if token.isalnum():  # [^\W_] is exactly str.isalnum per character: the common all-letters token
+        return False
     return _WORDISH.search(token) is None
 
 
@@ -106,10 +108,26 @@ def join_chunk_content(acc: str, nxt: str, sep: str = "\n\n") -> str:
         return acc
     if contains_chunk_content(nxt, acc):
         return nxt
-    for k in range(min(len(acc), len(nxt), MAX_JOIN_OVERLAP), MIN_JOIN_OVERLAP - 1, -1):
-        if acc[-k:] == nxt[:k]:
-            return acc + nxt[k:]
-    return acc + sep + nxt
+    k = _longest_overlap(acc, nxt, min(len(acc), len(nxt), MAX_JOIN_OVERLAP))
+    return acc + nxt[k:] if k else acc + sep + nxt
+
+
+def _longest_overlap(acc: str, nxt: str, max_k: int) -> int:
+    """The largest k in [MIN_JOIN_OVERLAP, max_k] with ``acc[-k:] == nxt[:k]``, else 0.
+
+    Any such k puts ``nxt[:MIN_JOIN_OVERLAP]`` at ``len(acc) - k``, so only the places where that prefix occurs in
+    the tail are checked (leftmost first = largest k) instead of comparing every k."""
+    if max_k < MIN_JOIN_OVERLAP:
+        return 0
+    start = len(acc) - max_k
+    head = nxt[:MIN_JOIN_OVERLAP]
+    pos = acc.find(head, start)
+    while pos != -1 and len(acc) - pos >= MIN_JOIN_OVERLAP:
+        k = len(acc) - pos
+        if acc[pos:] == nxt[:k]:
+            return k
+        pos = acc.find(head, pos + 1)
+    return 0
 
 
 def append_with_exact_overlap(acc: str, nxt: str, overlap: int) -> str | None:

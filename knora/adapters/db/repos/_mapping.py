@@ -7,6 +7,7 @@ Timestamps read back from SQLite are naive; they are stored in UTC, so the zone 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -25,12 +26,19 @@ def _aware(value: Any) -> Any:
     return value
 
 
-def row_to(model: type[M], row: Base) -> M:
-    data: dict[str, Any] = {}
-    for attr in inspect(type(row)).column_attrs:
+@lru_cache(maxsize=None)
+def _row_fields(model: type[BaseModel], row_cls: type[Base]) -> tuple[tuple[str, str], ...]:
+    """(row attribute, record field) pairs the two share; computed once per pair of classes."""
+    out = []
+    for attr in inspect(row_cls).column_attrs:
         name = "metadata" if attr.key == "metadata_" else attr.key
         if name in model.model_fields:
-            data[name] = _aware(getattr(row, attr.key))
+            out.append((attr.key, name))
+    return tuple(out)
+
+
+def row_to(model: type[M], row: Base) -> M:
+    data: dict[str, Any] = {name: _aware(getattr(row, key)) for key, name in _row_fields(model, type(row))}
     return model.model_validate(data)
 
 
