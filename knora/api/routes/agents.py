@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
+from knora.api.body import as_object
 from knora.api.deps import ContainerDep, TenantDep
 from knora.api.envelope import ok
 from knora.domain.errors import BadRequest, NotFound
@@ -22,10 +23,7 @@ def agent_json(a: AgentConfig) -> dict[str, Any]:
     return a.model_dump(mode="json")
 
 
-def _body(body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object")
-    return body
+_body = as_object
 
 
 @router.get("/agents")

@@ -8,9 +8,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from knora.api.body import read_object
 from knora.api.deps import ContainerDep, TenantDep
 from knora.api.envelope import ok
-from knora.api.routes.search import parse, read_body, results_json
+from knora.api.routes.search import parse, results_json
 from knora.services.retrieval.faq import FaqEntryIn
 
 router = APIRouter(tags=["faq"])
@@ -47,7 +48,7 @@ async def list_entries(kb_id: str, c: ContainerDep, tenant_id: TenantDep, page: 
 
 @router.post("/knowledge-bases/{kb_id}/faq/entries")
 async def import_entries(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    body: ImportBody = parse(ImportBody, await read_body(request))
+    body: ImportBody = parse(ImportBody, await read_object(request))
     task_id = await c.faq_service.start_import(tenant_id, kb_id, body.entries, mode=body.mode,
                                                knowledge_id=body.knowledge_id, dry_run=body.dry_run)
     return ok({"task_id": task_id})
@@ -60,7 +61,7 @@ async def import_progress(task_id: str, c: ContainerDep, tenant_id: TenantDep) -
 
 @router.post("/knowledge-bases/{kb_id}/faq/entry")
 async def create_entry(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    entry: FaqEntryIn = parse(FaqEntryIn, await read_body(request))
+    entry: FaqEntryIn = parse(FaqEntryIn, await read_object(request))
     return ok(await c.faq_service.create(tenant_id, kb_id, entry))
 
 
@@ -72,20 +73,20 @@ async def get_entry(kb_id: str, entry_id: int, c: ContainerDep, tenant_id: Tenan
 @router.put("/knowledge-bases/{kb_id}/faq/entries/{entry_id}")
 async def update_entry(kb_id: str, entry_id: int, request: Request, c: ContainerDep,
                        tenant_id: TenantDep) -> JSONResponse:
-    entry: FaqEntryIn = parse(FaqEntryIn, await read_body(request))
+    entry: FaqEntryIn = parse(FaqEntryIn, await read_object(request))
     return ok(await c.faq_service.update(tenant_id, kb_id, entry_id, entry))
 
 
 @router.delete("/knowledge-bases/{kb_id}/faq/entries")
 async def delete_entries(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    body: DeleteBody = parse(DeleteBody, await read_body(request))
+    body: DeleteBody = parse(DeleteBody, await read_object(request))
     n = await c.faq_service.delete(tenant_id, kb_id, body.ids)
     return ok({"deleted": n})
 
 
 @router.post("/knowledge-bases/{kb_id}/faq/search")
 async def faq_search(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    body: FaqSearchBody = parse(FaqSearchBody, await read_body(request))
+    body: FaqSearchBody = parse(FaqSearchBody, await read_object(request))
     results = await c.faq_service.search(
         tenant_id, kb_id, body.query_text, vector_threshold=body.vector_threshold, match_count=body.match_count,
         first_priority_tag_ids=[str(t) for t in body.first_priority_tag_ids],

@@ -11,10 +11,11 @@ from typing import Any
 from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
+from knora.api.body import as_object
 from knora.api.deps import ContainerDep, TenantDep
 from knora.api.envelope import ok
 from knora.domain.common import is_uuid
-from knora.domain.errors import BadRequest, NotFound
+from knora.domain.errors import NotFound
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
 from knora.domain.models import ModelConfig
 from knora.ports.store import KBStats
@@ -31,10 +32,7 @@ def require_id(value: str, what: str) -> str:
     return value
 
 
-def as_dict(body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object")
-    return body
+as_dict = as_object
 
 
 def kb_json(kb: KnowledgeBase, stats: KBStats | None = None) -> dict[str, Any]:

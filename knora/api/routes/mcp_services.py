@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
+from knora.api.body import as_object
 from knora.api.deps import ContainerDep, TenantDep
 from knora.api.envelope import ok
 from knora.domain.errors import BadRequest, NotFound, Unavailable
@@ -30,10 +31,7 @@ def service_json(s: MCPService) -> dict[str, Any]:
     return out
 
 
-def _body(body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object")
-    return body
+_body = as_object
 
 
 def _check(values: dict[str, Any], stdio_enabled: bool) -> None:

@@ -8,13 +8,13 @@ outside [0, 1] are a 400; ``match_count`` ≤ 0 means 50 and values above 500 ar
 from __future__ import annotations
 
 import inspect
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
+from knora.api.body import read_object
 from knora.api.deps import ContainerDep, TenantDep
 from knora.api.envelope import ok
 from knora.domain.errors import BadRequest, ValidationFailed
@@ -25,18 +25,7 @@ from knora.services.retrieval.targets import TargetSearch, build_targets, dedupe
 router = APIRouter(tags=["search"])
 
 
-async def read_body(request: Request) -> dict[str, Any]:
-    """JSON object body (also for GET-with-body); empty → {}; anything else → 400."""
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise BadRequest("Malformed JSON body") from exc
-    if not isinstance(data, dict):
-        raise BadRequest("The request body must be a JSON object")
-    return data
+
 
 
 def parse(model: type[BaseModel], data: dict[str, Any]) -> Any:
@@ -76,7 +65,7 @@ def results_json(results: list[SearchResult]) -> list[dict[str, Any]]:
 
 @router.api_route("/knowledge-bases/{kb_id}/hybrid-search", methods=["POST", "GET"])
 async def hybrid_search(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    body: HybridSearchBody = parse(HybridSearchBody, await read_body(request))
+    body: HybridSearchBody = parse(HybridSearchBody, await read_object(request))
     scope = body.knowledge_base_ids or [kb_id]
     if kb_id not in scope:
         scope = [kb_id, *scope]
@@ -106,7 +95,7 @@ def _mentions(body: KnowledgeSearchBody) -> tuple[list[str], list[str], list[str
 @router.post("/knowledge-search")
 async def knowledge_search(request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
     """Spec §1.10: retrieval (+ rerank when a reranker is configured), no LLM."""
-    body: KnowledgeSearchBody = parse(KnowledgeSearchBody, await read_body(request))
+    body: KnowledgeSearchBody = parse(KnowledgeSearchBody, await read_object(request))
     query = body.query.strip()
     if not query:
         raise BadRequest("query must not be empty")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
 
+from knora.api.body import read_object
 from knora.api.deps import ContainerDep, TenantDep
 from knora.api.envelope import ok
 from knora.domain.common import is_uuid
@@ -16,18 +16,6 @@ from knora.services.sessions.views import session_json
 router = APIRouter(tags=["sessions"])
 
 
-async def read_object(request: Request) -> dict[str, Any]:
-    """The JSON body as an object; empty → {}; malformed or not an object → 400."""
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise BadRequest("Malformed JSON body") from exc
-    if not isinstance(data, dict):
-        raise BadRequest("The request body must be a JSON object")
-    return data
 
 
 def session_id_or_404(session_id: str) -> str:
