@@ -65,7 +65,7 @@ def _tokenize_cached(text: str) -> frozenset[str]:
 
         raw: Iterable[str] = jieba.cut_for_search(s, HMM=True)
     else:
-        raw = s.split()
+        raw = set(s.split())  # de-duplicated before the per-token test; the resulting set is the same
     return frozenset(t for t in raw if len(t) > 1 and not _is_symbolic(t))
 
 

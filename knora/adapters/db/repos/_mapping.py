@@ -6,8 +6,9 @@ Timestamps read back from SQLite are naive; they are stored in UTC, so the zone 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import cache
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -26,7 +27,7 @@ def _aware(value: Any) -> Any:
     return value
 
 
-@lru_cache(maxsize=None)
+@cache
 def _row_fields(model: type[BaseModel], row_cls: type[Base]) -> tuple[tuple[str, str], ...]:
     """(row attribute, record field) pairs the two share; computed once per pair of classes."""
     out = []
@@ -40,6 +41,17 @@ def _row_fields(model: type[BaseModel], row_cls: type[Base]) -> tuple[tuple[str,
 def row_to(model: type[M], row: Base) -> M:
     data: dict[str, Any] = {name: _aware(getattr(row, key)) for key, name in _row_fields(model, type(row))}
     return model.model_validate(data)
+
+
+def select_columns(model: type[BaseModel], row_cls: type[Base]) -> list[Any]:
+    """The row-class attributes ``row_to`` would read, for a column-only ``select`` (no ORM objects built)."""
+    return [getattr(row_cls, key) for key, _ in _row_fields(model, row_cls)]
+
+
+def values_to(model: type[M], row_cls: type[Base], values: Sequence[Any]) -> M:
+    """``row_to`` for a result tuple of ``select(*select_columns(model, row_cls))``."""
+    names = _row_fields(model, row_cls)
+    return model.model_validate({name: _aware(v) for (_, name), v in zip(names, values, strict=True)})
 
 
 def to_row(row_cls: type[R], record: BaseModel, **overrides: Any) -> R:
