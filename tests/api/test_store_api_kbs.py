@@ -120,7 +120,7 @@ class TestModels:
         r = await store_client.post("/api/v1/models", json={
             "name": "gpt-4o-mini", "type": "chat", "source": "remote",
             "parameters": {"base_url": "https://api.example.com/v1", "api_key": "sk-secret"}})
-        assert r.status_code == 200, r.text
+        assert r.status_code == 201, r.text
         m = r.json()["data"]
         assert m["type"] == "KnowledgeQA" and "sk-secret" not in r.text and "api_key" not in m["parameters"]
         assert m["credentials"]["api_key"]["configured"] is True

@@ -33,10 +33,10 @@ async def list_models(c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
     return ok([model_json(m) for m in models])
 
 
-@router.post("/models")
+@router.post("/models", status_code=201)
 async def create_model(c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
     m = await c.model_service.create(tenant_id, as_dict(body))
-    return ok(model_json(m))
+    return ok(model_json(m), status=201)
 
 
 @router.get("/models/{model_id}")

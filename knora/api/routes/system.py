@@ -77,6 +77,21 @@ async def auto_setup(request: Request, c: ContainerDep) -> JSONResponse:
     return JSONResponse(await _login_body(c, c.default_tenant_id, token))
 
 
+@router.post("/auth/login")
+async def login(request: Request, c: ContainerDep) -> JSONResponse:
+    """Knora has no user passwords: the login page's password field takes a tenant API key (any email)."""
+    try:
+        body = await request.json()
+    except ValueError:
+        body = {}
+    password = str(body.get("password") or "") if isinstance(body, dict) else ""
+    tenant_id = await c.tenants.authenticate(password) if password else None
+    if tenant_id is None:
+        return JSONResponse({"success": False, "message": "Invalid credentials: use an API key as the password"},
+                            status_code=401)
+    return JSONResponse(await _login_body(c, tenant_id, password))
+
+
 @router.post("/auth/refresh")
 async def refresh(request: Request, c: ContainerDep) -> JSONResponse:
     try:
