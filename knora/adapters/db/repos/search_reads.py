@@ -49,19 +49,18 @@ class SqlSearchReads:
         return dict(value) if isinstance(value, dict) else {}
 
     async def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        out: list[Chunk] = []
-        async with self._sessions() as s:
-            for part in _batches(chunk_ids):
-                rows = await s.execute(select(*_CHUNK_COLS).where(ChunkRow.id.in_(part)))
-                out.extend(values_to(Chunk, ChunkRow, r) for r in rows)
-        return out
+        return await self._by_ids(Chunk, ChunkRow, _CHUNK_COLS, chunk_ids)
 
     async def knowledge(self, knowledge_ids: Sequence[str]) -> list[Knowledge]:
-        out: list[Knowledge] = []
+        return await self._by_ids(Knowledge, KnowledgeRow, _KNOWLEDGE_COLS, knowledge_ids)
+
+    async def _by_ids(self, record: type[Any], row: Any, cols: Any, ids: Sequence[str]) -> list[Any]:
+        """Plain-column reads by primary key, in batches (hydration is on the search hot path)."""
+        out: list[Any] = []
         async with self._sessions() as s:
-            for part in _batches(knowledge_ids):
-                rows = await s.execute(select(*_KNOWLEDGE_COLS).where(KnowledgeRow.id.in_(part)))
-                out.extend(values_to(Knowledge, KnowledgeRow, r) for r in rows)
+            for part in _batches(ids):
+                rows = await s.execute(select(*cols).where(row.id.in_(part)))
+                out.extend(values_to(record, row, r) for r in rows)
         return out
 
     async def knowledge_ids_with_tags(self, kb_id: str, tag_ids: Sequence[str]) -> list[str]:
