@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from knora.adapters.db.repos._batch import GroupCommit
 from knora.adapters.db.repos.messages import SqlMessageRepo
 from knora.adapters.db.repos.sessions import SqlSessionRepo
 from knora.adapters.stream.registry import build
@@ -32,9 +33,10 @@ async def wire(c: Any) -> None:
             return None  # the pipeline area is not wired: titles fall back to the query
         return await models.get(model_id or None, tenant_id=tenant_id)  # type: ignore[no-any-return]
 
-    messages = SqlMessageRepo(c.sessions)
-    c.on_close(messages.close)
-    c.session_service = SessionService(SqlSessionRepo(c.sessions), messages, chat_model)
+    writer = GroupCommit(c.sessions)  # one writer for the turns' message and session writes (group commits)
+    c.on_close(writer.close)
+    messages = SqlMessageRepo(c.sessions, writer)
+    c.session_service = SessionService(SqlSessionRepo(c.sessions, writer), messages, chat_model)
 
     def runners(kind: str) -> TurnRunner | None:
         name = "smart_reasoning" if kind == "smart" else "quick_answer"

@@ -1,93 +1,76 @@
 """Messages of a session (spec §7.2 ordering): chronological, the user message first at equal timestamps.
 
-The two writes every chat turn makes (creating its message pair, completing it) go through a group commit: one
-writer task runs all writes queued meanwhile in a single transaction. With a thousand turns in flight this
-turns a thousand competing transactions (and a starved connection pool — SQLite serialises writers anyway)
-into a few dozen, while each caller still awaits its own write being durable.
+What every chat turn does here goes through ``_batch``: creating its message pair and completing it are group
+commits (the pair inserts of a thousand turns in flight are one ``executemany`` in one transaction), and the
+history load (``recent`` without ``before``) and ``get`` are coalesced reads — one query for all turns waiting.
+Each caller still awaits its own write being committed, and reads what was committed before it asked.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable
+from collections import defaultdict
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy import case, delete, select, update
+from sqlalchemy import bindparam, case, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.sql import Executable
 
-from knora.adapters.db.repos._mapping import apply, row_to, to_row
+from knora.adapters.db.repos._batch import BatchLoader, GroupCommit, Write
+from knora.adapters.db.repos._mapping import apply, row_to, row_values, select_columns, to_row, values_to
 from knora.adapters.db.tables import MessageRow, SessionRow
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message
 
-Op = Callable[[AsyncSession], Awaitable[None]]
+_MESSAGES = MessageRow.__table__
+_SESSIONS = SessionRow.__table__
+_INSERT = insert(_MESSAGES)
 
 
-class GroupCommit:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], max_batch: int = 200) -> None:
-        self._sessions = sessions
-        self._max_batch = max_batch
-        self._queue: list[tuple[Op, asyncio.Future[None]]] = []
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+@cache
+def _update_message(keys: tuple[str, ...]) -> Executable:
+    return update(_MESSAGES).where(_MESSAGES.c.id == bindparam("_id")).values(
+        {k: bindparam(f"v_{k}") for k in keys})
 
-    async def run(self, op: Op) -> None:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append((op, fut))
-        if self._task is None or self._task.done():
-            self._wake = asyncio.Event()
-            self._task = asyncio.create_task(self._writer(), name="knora-message-writer")
-        self._wake.set()
-        await asyncio.shield(fut)  # a cancelled caller does not cancel a write others share
 
-    async def _writer(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._queue:
-                batch, self._queue = self._queue[:self._max_batch], self._queue[self._max_batch:]
-                try:
-                    async with self._sessions.begin() as s:
-                        for op, _ in batch:
-                            await op(s)
-                except Exception:  # noqa: BLE001 - isolate the failing write, the others still commit
-                    for op, fut in batch:
-                        try:
-                            async with self._sessions.begin() as s:
-                                await op(s)
-                        except Exception as exc:  # noqa: BLE001 - handed to that write's caller
-                            if not fut.done():
-                                fut.set_exception(exc)
-                        else:
-                            if not fut.done():
-                                fut.set_result(None)
-                else:
-                    for _, fut in batch:
-                        if not fut.done():
-                            fut.set_result(None)
+@cache
+def _update_session(keys: tuple[str, ...]) -> Executable:
+    return update(_SESSIONS).where(_SESSIONS.c.id == bindparam("_id"),
+                                   _SESSIONS.c.tenant_id == bindparam("_tenant")).values(
+        {k: bindparam(f"v_{k}") for k in keys})
 
-    async def close(self) -> None:
-        while self._queue and self._task is not None and not self._task.done():
-            await asyncio.gather(*(f for _, f in self._queue), return_exceptions=True)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+
+def message_update(message_id: str, fields: dict[str, Any]) -> Write:
+    keys = tuple(sorted(fields))
+    return Write(f"messages.update:{','.join(keys)}", _update_message(keys),
+                 {"_id": message_id, **{f"v_{k}": v for k, v in fields.items()}}, (f"m:{message_id}",))
+
+
+def session_update(tenant_id: int, session_id: str, fields: dict[str, Any]) -> Write:
+    keys = tuple(sorted(fields))
+    return Write(f"sessions.update:{','.join(keys)}", _update_session(keys),
+                 {"_id": session_id, "_tenant": tenant_id, **{f"v_{k}": v for k, v in fields.items()}},
+                 (f"s:{session_id}",))
 
 
 # Newest first for LIMIT, then reversed: at equal times the assistant sorts "newer" than its user message.
 _ROLE_RANK = case((MessageRow.role == "user", 0), else_=1)
+_NEWEST_FIRST = (MessageRow.created_at.desc(), _ROLE_RANK.desc(), MessageRow.id.desc())
+_COLUMNS = select_columns(Message, MessageRow)
 
 
 class SqlMessageRepo:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], writer: GroupCommit | None = None) -> None:
         self._sessions = sessions
-        self._writes = GroupCommit(sessions)
+        self._own_writer = writer is None
+        self._writes = writer if writer is not None else GroupCommit(sessions)
+        self._by_id: BatchLoader[str, Message] = BatchLoader(self._fetch_by_id)
+        self._recent: BatchLoader[tuple[str, int], list[Message]] = BatchLoader(self._fetch_recent)
 
     async def close(self) -> None:
-        await self._writes.close()
+        if self._own_writer:
+            await self._writes.close()
 
     async def create(self, message: Message) -> Message:
         async with self._sessions.begin() as s:
@@ -96,37 +79,49 @@ class SqlMessageRepo:
 
     async def create_pair(self, user: Message, assistant: Message,
                           session_fields: dict[str, Any] | None = None) -> None:
-        rows = [to_row(MessageRow, user), to_row(MessageRow, assistant)]
-
-        async def op(s: AsyncSession) -> None:
-            s.add_all(rows)
-            await s.flush()
-            if session_fields:
-                await s.execute(update(SessionRow).where(SessionRow.id == user.session_id,
-                                                         SessionRow.tenant_id == user.tenant_id)
-                                .values(**session_fields, updated_at=utcnow()))
-
-        await self._writes.run(op)
+        writes = [Write("messages.insert", _INSERT, row_values(MessageRow, m), (f"m:{m.id}",))
+                  for m in (user, assistant)]
+        if session_fields:
+            writes.append(session_update(user.tenant_id, user.session_id,
+                                         {**session_fields, "updated_at": utcnow()}))
+        await self._writes.write(writes)
 
     async def complete(self, message_id: str, fields: dict[str, Any], *, user_message_id: str = "",
                        user_fields: dict[str, Any] | None = None) -> None:
         """Ends a turn: the assistant row (and optionally its user row) in one transaction."""
         now = utcnow()
+        writes = [message_update(message_id, {**fields, "updated_at": now})]
+        if user_message_id and user_fields:
+            writes.append(message_update(user_message_id, {**user_fields, "updated_at": now}))
+        await self._writes.write(writes)
 
-        async def op(s: AsyncSession) -> None:
-            await s.execute(update(MessageRow).where(MessageRow.id == message_id).values(**fields, updated_at=now))
-            if user_message_id and user_fields:
-                await s.execute(update(MessageRow).where(MessageRow.id == user_message_id)
-                                .values(**user_fields, updated_at=now))
+    async def _fetch_by_id(self, ids: list[str]) -> dict[str, Message]:
+        async with self._sessions() as s:
+            rows = (await s.execute(select(*_COLUMNS).where(MessageRow.id.in_(ids)))).all()
+        return {m.id: m for m in (values_to(Message, MessageRow, r) for r in rows)}
 
-        await self._writes.run(op)
+    async def _fetch_recent(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], list[Message]]:
+        """The last ``limit`` messages of many sessions in one query per distinct limit (a window function)."""
+        by_limit: dict[int, list[str]] = defaultdict(list)
+        for session_id, limit in keys:
+            by_limit[limit].append(session_id)
+        out: dict[tuple[str, int], list[Message]] = {k: [] for k in keys}
+        async with self._sessions() as s:
+            for limit, session_ids in by_limit.items():
+                if limit <= 0:
+                    continue
+                rn = func.row_number().over(partition_by=MessageRow.session_id, order_by=_NEWEST_FIRST)
+                ranked = select(*_COLUMNS, rn.label("rn")).where(MessageRow.session_id.in_(session_ids)).subquery()
+                rows = (await s.execute(select(ranked).where(ranked.c.rn <= limit)
+                                        .order_by(ranked.c.session_id, ranked.c.rn.desc()))).all()
+                for r in rows:
+                    m = values_to(Message, MessageRow, r[:-1])
+                    out[(m.session_id, limit)].append(m)
+        return out
 
     async def get(self, tenant_id: int, message_id: str) -> Message | None:
-        async with self._sessions() as s:
-            row = await s.get(MessageRow, message_id)
-            if row is None or row.tenant_id != tenant_id:
-                return None
-            return row_to(Message, row)
+        message = await self._by_id.load(message_id)
+        return message if message is not None and message.tenant_id == tenant_id else None
 
     async def update(self, message: Message) -> Message:
         message = message.model_copy(update={"updated_at": utcnow()})
@@ -144,14 +139,12 @@ class SqlMessageRepo:
             return bool(res.rowcount)  # type: ignore[attr-defined]
 
     async def recent(self, session_id: str, limit: int, before: datetime | None = None) -> list[Message]:
-        cond = [MessageRow.session_id == session_id]
-        if before is not None:
-            cond.append(MessageRow.created_at < before)
+        if before is None:  # the history load of every turn: coalesced with the other turns' loads
+            return list(await self._recent.load((session_id, max(limit, 0))) or [])
         async with self._sessions() as s:
             rows = (await s.execute(
-                select(MessageRow).where(*cond)
-                .order_by(MessageRow.created_at.desc(), _ROLE_RANK.desc(), MessageRow.id.desc())
-                .limit(max(limit, 0)))).scalars().all()
+                select(MessageRow).where(MessageRow.session_id == session_id, MessageRow.created_at < before)
+                .order_by(*_NEWEST_FIRST).limit(max(limit, 0)))).scalars().all()
             return [row_to(Message, r) for r in reversed(rows)]
 
     async def by_request(self, session_id: str, request_id: str) -> list[Message]:

@@ -1,4 +1,7 @@
-"""Chat sessions (spec §7.1, §7.6) on SessionRow; deleting a session deletes its messages in the same transaction."""
+"""Chat sessions (spec §7.1, §7.6) on SessionRow; deleting a session deletes its messages in the same transaction.
+
+``get`` (the lookup every chat turn starts with) is a coalesced read and ``set_title_if_empty`` (the title every
+first turn saves) a group-commit write, shared with the message repository's writer (see ``_batch``)."""
 
 from __future__ import annotations
 
@@ -8,15 +11,26 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from knora.adapters.db.repos._mapping import apply, row_to, to_row
+from knora.adapters.db.repos._batch import BatchLoader, GroupCommit
+from knora.adapters.db.repos._mapping import apply, row_to, select_columns, to_row, values_to
 from knora.adapters.db.tables import MessageRow, SessionRow
 from knora.domain.common import utcnow
 from knora.domain.conversation import Session
 
 
+_COLUMNS = select_columns(Session, SessionRow)
+
+
 class SqlSessionRepo:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], writer: GroupCommit | None = None) -> None:
         self._sessions = sessions
+        self._writes = writer
+        self._by_id: BatchLoader[str, Session] = BatchLoader(self._fetch_by_id)
+
+    async def _fetch_by_id(self, ids: list[str]) -> dict[str, Session]:
+        async with self._sessions() as s:
+            rows = (await s.execute(select(*_COLUMNS).where(SessionRow.id.in_(ids)))).all()
+        return {r.id: r for r in (values_to(Session, SessionRow, row) for row in rows)}
 
     async def create(self, session: Session) -> Session:
         async with self._sessions.begin() as s:
@@ -24,11 +38,8 @@ class SqlSessionRepo:
         return session
 
     async def get(self, tenant_id: int, session_id: str) -> Session | None:
-        async with self._sessions() as s:
-            row = await s.get(SessionRow, session_id)
-            if row is None or row.tenant_id != tenant_id:
-                return None
-            return row_to(Session, row)
+        session = await self._by_id.load(session_id)
+        return session if session is not None and session.tenant_id == tenant_id else None
 
     async def list(self, tenant_id: int, *, page: int, page_size: int, keyword: str | None = None,
                    source: str | None = None, agent_id: str | None = None) -> tuple[list[Session], int]:
@@ -66,11 +77,16 @@ class SqlSessionRepo:
             return bool(res.rowcount)  # type: ignore[attr-defined]
 
     async def set_title_if_empty(self, tenant_id: int, session_id: str, title: str) -> bool:
+        statement = (update(SessionRow).where(SessionRow.id == session_id, SessionRow.tenant_id == tenant_id,
+                                              SessionRow.title == "").values(title=title, updated_at=utcnow()))
+
+        async def op(s: AsyncSession) -> bool:
+            return bool((await s.execute(statement)).rowcount)  # type: ignore[attr-defined]
+
+        if self._writes is not None:
+            return bool(await self._writes.run(op))
         async with self._sessions.begin() as s:
-            res = await s.execute(update(SessionRow).where(
-                SessionRow.id == session_id, SessionRow.tenant_id == tenant_id, SessionRow.title == "")
-                .values(title=title, updated_at=utcnow()))
-            return bool(res.rowcount)  # type: ignore[attr-defined]
+            return await op(s)
 
     async def delete(self, tenant_id: int, session_ids: Sequence[str]) -> int:
         ids = list(dict.fromkeys(session_ids))
