@@ -3,13 +3,23 @@
 1. ``latency``: append → follower delivery through the StreamLog port, one event at a time (no queueing), for the
    memory log and the Redis log (goals: p50 ≤ 2 ms memory, ≤ 5 ms Redis). The follower is a separate task
    reading with ``follow()`` exactly as the SSE route does; for Redis every hop goes through the server.
-2. ``concurrency``: N chat turns started at once in one process, each streamed by a token-rate fake model
-   (``--tokens`` deltas, ``--token-interval`` seconds apart) and consumed through the SSE frame generator the
-   HTTP route uses. Every consumer checks that it received every frame exactly once, in order, ending with
-   ``complete``, and that the saved message holds the whole answer. ``slowdown`` = wall time / the time the model
-   alone needs; ~1.0 means the process keeps up with the model.
+2. ``concurrency``: N chat turns started at once in one process (``ChatService.start``: session lookup, message
+   pair, request state — the HTTP route's work minus HTTP parsing), each streamed by a token-rate fake model
+   (``--tokens`` deltas, ``--token-interval`` seconds apart, with citations) and consumed through the SSE frame
+   generator the HTTP route returns (``stream_frames``; the frames are parsed, not sent over a socket). Every
+   consumer compares the frames it got with the turn's log entry by entry (``lost_events``,
+   ``duplicated_events``), checks the frame order (agent_query first, references before answer, complete last),
+   and the saved message must hold exactly the streamed answer with its references (``saved_complete``).
+   Reported: turn start latency, first-token overhead (time to the first answer frame minus the fake's own
+   first interval), each chat's delivered token rate against the fake's, ``keep_up_ratio`` per chat = model
+   time / (request → complete) — p10 ≥ 0.9 means nine chats in ten finished within 1/0.9 of the model's own
+   time (``keeps_up``) — wall vs model time, and CPU per delivered event (``cpu_us_per_event``: noise-free
+   where wall time depends on what else the machine runs).
+3. ``--sweep 100,200,…``: the concurrency run at each level; ``max_chats_keeping_up`` is the largest level that
+   keeps up with no lost or duplicated event and every answer saved.
 
-    python benchmarks/stream.py [--events 2000] [--chats 1000] [--tokens 50] [--token-interval 0.02] [--no-redis]
+    python benchmarks/stream.py [--events 2000] [--chats 1000 | --sweep 100,200,400] [--tokens 50]
+                                [--token-interval 0.02] [--no-redis] [--stream-log memory|redis]
                                 [--database-url postgresql+asyncpg://…]
 """
 
@@ -30,6 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knora.domain.stream import BusEvent, StreamEvent
 from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
+
+
+KEEP_UP = 0.9  # a chat keeps up when it ends within 1/0.9 of the time the model alone needs
 
 
 def pct(values: list[float], q: float) -> float:
@@ -80,61 +93,133 @@ class TokenRateModel:
         return TurnOutcome(answer="".join(parts), references=refs, model_id="fake:token-rate")
 
 
-async def concurrency(chats: int, tokens: int, interval: float, database_url: str | None = None) -> dict[str, Any]:
+def _check(frames: list[dict[str, Any]], log_events: list[Any], tokens: int) -> tuple[int, int, bool]:
+    """(lost, duplicated, well_formed): the frames a client got against the turn's log, entry by entry."""
+    got = [(f["response_type"], f["content"], f["done"]) for f in frames]
+    want = [(e.type, e.content, e.done) for e in log_events]
+    lost = dup = 0
+    i = j = 0
+    while i < len(want) and j < len(got):  # both in order: a gap is a lost entry, an extra one a duplicate
+        if want[i] == got[j]:
+            i += 1
+            j += 1
+        elif got[j] in want[i + 1:]:
+            lost += 1
+            i += 1
+        else:
+            dup += 1
+            j += 1
+    lost += len(want) - i
+    dup += len(got) - j
+    types = [g[0] for g in got]
+    well_formed = (bool(types) and types[0] == "agent_query" and types[-1] == "complete"
+                   and "references" in types and "answer" in types
+                   and types.index("references") < types.index("answer")
+                   and types.count("answer") == tokens + 1)
+    return lost, dup, well_formed
+
+
+async def concurrency(chats: int, tokens: int, interval: float, database_url: str | None = None,
+                      stream_log: str = "memory", redis_url: str = "redis://127.0.0.1:6379/0") -> dict[str, Any]:
+    """``chats`` turns started at once; each consumed through the SSE frame generator of the HTTP route."""
     from knora.container import Container
     from knora.services.streaming.intake import ChatBody
     from knora.services.streaming.sse import stream_frames
     from knora.settings import Settings
 
+    prefix = f"knora-bench-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as tmp:
         c: Any = Container(Settings(data_dir=Path(tmp), api_key="sk-bench", embedder="local:hash", sample_kb=False,
-                                    database_url=database_url))
+                                    database_url=database_url, stream_log=stream_log, redis_url=redis_url,
+                                    redis_prefix=prefix))  # type: ignore[arg-type]
         await c.start(wiring=("knora.services.streaming.wiring",))
         c.quick_answer = TokenRateModel(tokens, interval)
         tenant = c.default_tenant_id
         sessions = [await c.session_service.create(tenant, title="bench") for _ in range(chats)]
-        lost = dup = incomplete = 0
+        lost = dup = malformed = 0
         start_ms: list[float] = []
-        stream_s: list[float] = []
+        first_ms: list[float] = []
+        ratio: list[float] = []
+        stream_rate: list[float] = []
+        ideal = tokens * interval
 
-        async def one(sid: str) -> tuple[str, str]:
-            nonlocal lost, dup, incomplete
-            t_start = time.perf_counter()
+        async def one(sid: str) -> tuple[str, str, str]:
+            nonlocal lost, dup, malformed
+            t_req = time.perf_counter()
             turn = await c.chat_service.start(tenant, sid, ChatBody(query="q"), str(uuid.uuid4()))
-            t_started = time.perf_counter()
-            start_ms.append((t_started - t_start) * 1000)
-            expected = 0
-            last = ""
+            start_ms.append((time.perf_counter() - t_req) * 1000)
+            frames: list[dict[str, Any]] = []
+            answer_at: list[float] = []
             async for raw in stream_frames(c.stream_log, sid, turn.assistant_message_id, turn.request_id,
                                            live=True):
                 if raw.startswith(b":"):
                     continue
                 frame = json.loads(raw.split(b"data:", 1)[1])
-                expected += 1
-                last = frame["response_type"]
-            stream_s.append(time.perf_counter() - t_started)
+                frames.append(frame)
+                if frame["response_type"] == "answer" and frame["content"]:
+                    answer_at.append(time.perf_counter())
+            t_end = time.perf_counter()
+            # the fake sleeps one interval before its first token: what is left is the process's overhead
+            first_ms.append((answer_at[0] - t_req - interval) * 1000 if answer_at else float("inf"))
+            ratio.append(ideal / (t_end - t_req))
+            if len(answer_at) > 1:
+                stream_rate.append((len(answer_at) - 1) / (answer_at[-1] - answer_at[0]))
             events = await c.stream_log.read(sid, turn.assistant_message_id)
-            lost += max(0, len(events) - expected)
-            dup += max(0, expected - len(events))
-            incomplete += last != "complete"
-            return sid, turn.assistant_message_id
+            a, b, ok = _check(frames, events, tokens)
+            lost, dup, malformed = lost + a, dup + b, malformed + (not ok)
+            text = "".join(f["content"] for f in frames if f["response_type"] == "answer")
+            return sid, turn.assistant_message_id, text
 
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         done = await asyncio.gather(*(one(s.id) for s in sessions))
         await c.chat_service.wait_idle()
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         saved_ok = 0
-        for sid, mid in done:
+        for sid, mid, text in done:
             m = await c.session_service.get_message(tenant, mid)
-            saved_ok += bool(m and m.is_completed and m.content.count("<kb ") == tokens // 10)
+            saved_ok += bool(m and m.is_completed and m.content == text and m.content.count("<kb ") == tokens // 10
+                             and len(m.knowledge_references) == 1)
+        events_total = 0
+        for sid, mid, _ in done:
+            events_total += len(await c.stream_log.read(sid, mid))
+        if stream_log == "redis":
+            client = c.stream_log._client
+            keys = [k async for k in client.scan_iter(f"{prefix}*")]
+            for i in range(0, len(keys), 500):
+                await client.delete(*keys[i:i + 500])
         await c.close()
-    ideal = tokens * interval
-    return {"database": "postgresql" if database_url else "sqlite", "chats": chats, "tokens_per_chat": tokens, "token_interval_s": interval, "model_time_s": ideal,
+    rate = 1 / interval
+    return {"database": "postgresql" if database_url else "sqlite", "stream_log": stream_log, "chats": chats,
+            "tokens_per_chat": tokens, "token_interval_s": interval, "model_time_s": ideal,
             "wall_s": round(wall, 3), "slowdown": round(wall / ideal, 3),
+            "cpu_s": round(cpu, 3), "cpu_us_per_event": round(cpu * 1e6 / max(events_total, 1), 1),
             "turn_start_ms_p50": round(statistics.median(start_ms), 1), "turn_start_ms_p99": round(pct(start_ms, .99), 1),
-            "stream_s_p50": round(statistics.median(stream_s), 3), "stream_s_max": round(max(stream_s), 3), "lost_events": lost,
-            "duplicated_events": dup, "incomplete_streams": incomplete, "saved_complete": saved_ok,
+            "first_token_overhead_ms_p50": round(statistics.median(first_ms), 1),
+            "first_token_overhead_ms_p99": round(pct(first_ms, .99), 1),
+            "fake_tokens_per_s": rate,
+            "chat_tokens_per_s_p50": round(statistics.median(stream_rate), 1),
+            "chat_tokens_per_s_p10": round(pct(stream_rate, .10), 1),
+            "keep_up_ratio_p50": round(statistics.median(ratio), 3), "keep_up_ratio_p10": round(pct(ratio, .10), 3),
+            "keeps_up": pct(ratio, .10) >= KEEP_UP,
+            "lost_events": lost, "duplicated_events": dup, "malformed_streams": malformed,
+            "saved_complete": saved_ok, "events": events_total,
             "delivered_tokens_per_s": round(chats * tokens / wall, 1)}
+
+
+async def sweep(levels: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    """Concurrency levels in increasing order; the largest whose slowest tenth of chats keeps up."""
+    rows = []
+    best = 0
+    for n in levels:
+        row = await concurrency(n, args.tokens, args.token_interval, args.database_url, args.stream_log,
+                                args.redis_url)
+        rows.append({k: row[k] for k in ("chats", "keep_up_ratio_p50", "keep_up_ratio_p10", "chat_tokens_per_s_p10",
+                                         "turn_start_ms_p99", "first_token_overhead_ms_p99", "cpu_us_per_event",
+                                         "slowdown", "lost_events", "duplicated_events", "saved_complete")})
+        if row["keeps_up"] and not row["lost_events"] and not row["duplicated_events"] and row["saved_complete"] == n:
+            best = max(best, n)
+    return {"database": "postgresql" if args.database_url else "sqlite", "stream_log": args.stream_log,
+            "levels": rows, "max_chats_keeping_up": best}
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -154,8 +239,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             await red._client.delete(*[k async for k in red._client.scan_iter(f"{prefix}*")] or ["-"])
             await red.close()
-    if args.chats:
-        out["concurrency"] = await concurrency(args.chats, args.tokens, args.token_interval, args.database_url)
+    if args.sweep:
+        out["sweep"] = await sweep([int(x) for x in args.sweep.split(",")], args)
+    elif args.chats:
+        out["concurrency"] = await concurrency(args.chats, args.tokens, args.token_interval, args.database_url,
+                                               args.stream_log, args.redis_url)
     return out
 
 
@@ -166,7 +254,10 @@ if __name__ == "__main__":
     parser.add_argument("--tokens", type=int, default=50)
     parser.add_argument("--token-interval", type=float, default=0.02)
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument("--no-redis", action="store_true", help="skip the Redis latency measurement")
+    parser.add_argument("--stream-log", choices=("memory", "redis"), default="memory",
+                        help="the stream log of the concurrency run")
+    parser.add_argument("--sweep", default="", help="comma-separated concurrency levels, e.g. 100,200,400,1000")
     parser.add_argument("--database-url", default=None, help="e.g. postgresql+asyncpg://postgres@127.0.0.1/x "
                         "(an empty database; default: a temporary SQLite file)")
     print(json.dumps(asyncio.run(main(parser.parse_args()))))

@@ -1,7 +1,9 @@
 """In-process stream log and stop signals (the embedded profile).
 
-Readers are woken by an ``asyncio.Event`` that the append replaces, so delivery costs one loop iteration instead
-of a polling interval. Unlike WeKnora's memory manager, streams expire: a stream untouched for ``ttl_seconds``
+Readers are woken by a future each waiting follower leaves on the stream, resolved by the next append, so
+delivery costs one loop iteration instead of a polling interval. The SSE heartbeat is one timer per follower per
+heartbeat period (re-armed lazily), not a timeout per wait: with a thousand streams at fifty events a second, a
+timer per event was a large share of the process's work. Unlike WeKnora's memory manager, streams expire: a stream untouched for ``ttl_seconds``
 is dropped, and at most ``max_streams`` are kept (oldest first out), so a long-running server does not grow
 without bound. Expiry is checked on append (amortised), so there is no background task to manage.
 """
@@ -14,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from knora.domain.stream import StreamEvent
+from knora.domain.stream import StreamEvent, stream_event
 
 TERMINAL = frozenset({"complete", "stop"})
 
@@ -40,8 +42,14 @@ async def _wait(event: asyncio.Event, timeout: float | None) -> bool:
 @dataclass
 class _Stream:
     events: list[StreamEvent] = field(default_factory=list)
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    waiters: list[asyncio.Future[bool]] = field(default_factory=list)  # followers waiting for the next append
     touched: float = field(default_factory=time.monotonic)
+
+    def wake(self) -> None:
+        waiters, self.waiters = self.waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(True)
 
 
 class MemoryStreamLog:
@@ -63,7 +71,7 @@ class MemoryStreamLog:
     def _drop(self, key: tuple[str, str]) -> None:
         stream = self._streams.pop(key, None)
         if stream is not None:
-            stream.wake.set()  # followers notice the stream is gone and end
+            stream.wake()  # followers notice the stream is gone and end
 
     def _sweep(self) -> None:
         now = time.monotonic()
@@ -86,12 +94,10 @@ class MemoryStreamLog:
             self._streams.move_to_end(key)
         stream.touched = time.monotonic()
         seq = len(stream.events)
-        # A validated event copied without re-validation: the log owns its entries (callers may reuse theirs).
-        stream.events.append(StreamEvent.model_construct(seq=seq, id=event.id, type=event.type,
-                                                         content=event.content, done=event.done,
-                                                         timestamp=event.timestamp, data=event.data))
-        wake, stream.wake = stream.wake, asyncio.Event()
-        wake.set()
+        stream.events.append(stream_event(event.type, event.content, event.done, event.data, event.id, seq=seq,
+                                          timestamp=event.timestamp))  # the log owns its entries (callers may reuse theirs)
+        if stream.waiters:
+            stream.wake()
         self._appends += 1
         if self._appends % 256 == 0 or len(self._streams) > self.max_streams:
             self._sweep()
@@ -106,29 +112,61 @@ class MemoryStreamLog:
         key = (session_id, message_id)
         cursor = after
         seen_stream = False
-        while not self._closed:
-            stream = self._live(key)
-            if stream is None:
-                if seen_stream:
-                    return  # the stream expired (or the log closed) while we followed it
-                created = self._creation.setdefault(key, asyncio.Event())
-                try:
-                    if not await _wait(created, heartbeat):
-                        yield None
-                finally:
-                    if self._creation.get(key) is created and created.is_set():
-                        self._creation.pop(key, None)
-                continue
-            seen_stream = True
-            wake = stream.wake
-            events = stream.events[cursor + 1:]
-            for event in events:
-                cursor = event.seq
-                yield event
-                if is_terminal(event):
-                    return
-            if not events and not await _wait(wake, heartbeat):
-                yield None
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool] | None = None
+        timer: asyncio.TimerHandle | None = None
+        last_out = loop.time()  # when the follower last yielded anything (an event or a keep-alive)
+
+        def beat() -> None:  # one timer per heartbeat period; it re-arms itself while events keep flowing
+            nonlocal timer
+            assert heartbeat is not None
+            due = last_out + heartbeat
+            if loop.time() < due:
+                timer = loop.call_at(due, beat)
+                return
+            timer = None
+            if waiter is not None and not waiter.done():
+                waiter.set_result(False)
+
+        try:
+            while not self._closed:
+                stream = self._live(key)
+                if stream is None:
+                    if seen_stream:
+                        return  # the stream expired (or the log closed) while we followed it
+                    created = self._creation.setdefault(key, asyncio.Event())
+                    try:
+                        if not await _wait(created, heartbeat):
+                            last_out = loop.time()
+                            yield None
+                    finally:
+                        if self._creation.get(key) is created and created.is_set():
+                            self._creation.pop(key, None)
+                    continue
+                seen_stream = True
+                if cursor + 1 < len(stream.events):
+                    events = stream.events[cursor + 1:]
+                    for event in events:
+                        cursor = event.seq
+                        yield event
+                        if is_terminal(event):
+                            return
+                    last_out = loop.time()
+                    continue
+                waiter = loop.create_future()
+                stream.waiters.append(waiter)
+                if heartbeat is not None and timer is None:
+                    timer = loop.call_at(last_out + heartbeat, beat)
+                woken = await waiter
+                waiter = None
+                if not woken:
+                    last_out = loop.time()
+                    yield None
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if waiter is not None and not waiter.done():
+                waiter.cancel()
 
     async def exists(self, session_id: str, message_id: str) -> bool:
         return self._live((session_id, message_id)) is not None

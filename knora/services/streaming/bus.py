@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from knora.domain.stream import BusEvent, Event
+from knora.domain.stream import BusEvent, Event, bus_event
 
 Handler = Callable[[Event], Awaitable[None]]
 
@@ -18,13 +18,19 @@ Handler = Callable[[Event], Awaitable[None]]
 class EventBus:
     def __init__(self) -> None:
         self._handlers: dict[BusEvent | None, list[Handler]] = {}
+        self._prefix = str(uuid.uuid4())  # event ids: this bus's prefix and a counter (unique, no uuid per token)
+        self._count = 0
 
     def subscribe(self, event_type: BusEvent | None, handler: Handler) -> None:
         """``None`` subscribes to every event type."""
         self._handlers.setdefault(event_type, []).append(handler)
 
     async def emit(self, event_type: BusEvent, data: dict[str, Any] | None = None, *, event_id: str = "") -> Event:
-        event = Event(type=event_type, id=event_id or str(uuid.uuid4()), data=data or {})
-        for handler in [*self._handlers.get(event_type, []), *self._handlers.get(None, [])]:
+        if not event_id:
+            self._count += 1
+            event_id = f"{self._prefix}-{self._count}"
+        event = bus_event(BusEvent(event_type), {} if data is None else dict(data), event_id)
+        specific = self._handlers.get(event_type)
+        for handler in (*specific, *self._handlers.get(None, ())) if specific else tuple(self._handlers.get(None, ())):
             await handler(event)
         return event

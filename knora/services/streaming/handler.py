@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from knora.domain.stream import BusEvent, Event, StreamEvent
+from knora.domain.stream import BusEvent, Event, stream_event
 from knora.ports.stream_log import StreamLog
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.citations.stream import CitationStreamDecoder
@@ -76,8 +76,7 @@ class StreamHandler:
     async def append(self, type_: str, content: str = "", done: bool = False,
                      data: Mapping[str, Any] | None = None, event_id: str = "") -> int:
         # Built from values this handler produced itself, so validation is skipped on the hot path.
-        event = StreamEvent.model_construct(seq=-1, id=event_id, type=type_, content=content, done=done,
-                                            timestamp=time.time(), data=dict(data or {}))
+        event = stream_event(type_, content, done, dict(data) if data else {}, event_id)
         self.last_seq = await self.log.append(self.session_id, self.message_id, event)
         return self.last_seq
 
