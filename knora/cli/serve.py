@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 from typing import Any
 
 from knora.settings import Settings
@@ -26,6 +27,10 @@ async def _serve(args: argparse.Namespace) -> int:
     port = args.port or settings.port
     c = Container(settings)
     await c.start()
+    # Everything loaded so far (modules, models, compiled statements) lives as long as the process: moved out of
+    # the cyclic collector's generations, so its collections stop walking it again and again under load
+    # (benchmarks/stream.py: about a sixth less CPU per streamed event with a thousand turns in flight).
+    gc.freeze()
     try:
         shown = "localhost" if host in ("0.0.0.0", "::") else host
         print(f"Knora {settings.data_dir.resolve()} → http://{shown}:{port}  (API: http://{shown}:{port}/api/v1, "
