@@ -5,6 +5,10 @@ The log is a Redis Stream per (session, assistant message), key ``{prefix}:strea
 that appends and refreshes the TTL atomically, so the seq is gap-free across processes and a reader's cursor is
 simply a stream id: ``XREAD BLOCK`` from it wakes on the next append (push, no polling interval).
 
+Appends issued while others are in flight are sent together as one pipeline (one round trip, one connection)
+by a single writer task, in the order they were made — a thousand streams appending at once would otherwise need
+a thousand connections (and overflow the pool). An append alone is sent at once, so its latency is unchanged.
+
 Stop requests are a key (so a late watcher still sees them) plus a pub/sub message (so a waiting watcher on any
 replica wakes at once). One pub/sub connection per process fans out to local waiters.
 """
@@ -32,7 +36,8 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 return n
 """
 
-BLOCK_MS = 5000  # a blocked XREAD returns at least this often, to notice an expired stream
+BLOCK_MS = 5000
+MAX_PIPELINE = 512  # appends per pipeline  # a blocked XREAD returns at least this often, to notice an expired stream
 
 
 def _decode(entry_id: bytes | str, fields: dict[Any, Any]) -> StreamEvent | None:
@@ -58,6 +63,8 @@ class RedisStreamLog:
         # Blocking reads hold a connection each; they get a pool of their own so appends never queue behind them.
         self._blocking = aioredis.Redis.from_url(url, max_connections=max_connections)
         self._append = self._client.register_script(_APPEND)
+        self._pending: list[tuple[str, str, asyncio.Future[int]]] = []
+        self._writer: asyncio.Task[None] | None = None
 
     def key(self, session_id: str, message_id: str) -> str:
         return f"{self.prefix}:stream:events:{session_id}:{message_id}"
@@ -67,8 +74,33 @@ class RedisStreamLog:
 
     async def append(self, session_id: str, message_id: str, event: StreamEvent) -> int:
         payload = event.model_dump_json(exclude={"seq"})
-        seq = await self._append(keys=[self.key(session_id, message_id)], args=[payload, self.ttl_seconds])
-        return int(seq)
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._pending.append((self.key(session_id, message_id), payload, fut))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write(), name="knora-stream-appends")
+        return await asyncio.shield(fut)  # a cancelled caller does not take back an append others share
+
+    async def _write(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending[:MAX_PIPELINE], self._pending[MAX_PIPELINE:]
+            try:
+                if len(batch) == 1:
+                    key, payload, _ = batch[0]
+                    results: list[Any] = [await self._append(keys=[key], args=[payload, self.ttl_seconds])]
+                else:
+                    pipe = self._client.pipeline(transaction=False)
+                    for key, payload, _ in batch:
+                        await self._append(keys=[key], args=[payload, self.ttl_seconds], client=pipe)
+                    results = await pipe.execute(raise_on_error=False)
+            except Exception as exc:  # noqa: BLE001 - handed to every caller of this batch
+                results = [exc] * len(batch)
+            for (_, _, fut), result in zip(batch, results, strict=True):
+                if fut.done():
+                    continue
+                if isinstance(result, BaseException):
+                    fut.set_exception(result)
+                else:
+                    fut.set_result(int(result))
 
     async def read(self, session_id: str, message_id: str, after: int = -1) -> list[StreamEvent]:
         entries: Any = await self._client.xrange(self.key(session_id, message_id), min=f"0-{after + 2}", max="+")
@@ -103,6 +135,9 @@ class RedisStreamLog:
         return bool(await self._client.exists(self.key(session_id, message_id)))
 
     async def close(self) -> None:
+        if self._writer is not None and not self._writer.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._writer)
         await self._blocking.aclose()
         await self._client.aclose()
 

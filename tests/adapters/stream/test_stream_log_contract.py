@@ -124,6 +124,41 @@ class TestStreamLogContract:
         for got in results:
             assert [e.seq for e in got] == list(range(51))
 
+    async def test_concurrent_appends_of_many_streams_keep_each_streams_order(self,
+                                                                             backend: tuple[Any, Any]) -> None:
+        """Hundreds of streams appending at once (Redis: batched into pipelines) — per stream gap-free, in order."""
+        log = backend[0]
+        streams, per_stream = 300, 5
+
+        async def writer(n: int) -> list[int]:
+            return [await log.append("s", f"m{n}", ev("answer", str(i))) for i in range(per_stream)]
+
+        seqs = await asyncio.wait_for(asyncio.gather(*(writer(n) for n in range(streams))), 30)
+        assert all(s == list(range(per_stream)) for s in seqs)
+        both = await asyncio.gather(log.append("s", "same", ev("answer", "a")), log.append("s", "same", ev("answer", "b")))
+        assert sorted(both) == [0, 1]
+        for n in (0, streams // 2, streams - 1):
+            assert [e.content for e in await log.read("s", f"m{n}")] == [str(i) for i in range(per_stream)]
+
+    async def test_heartbeat_only_when_idle(self, backend: tuple[Any, Any]) -> None:
+        """Events more often than the heartbeat: no keep-alive in between; then idle: keep-alives again."""
+        log = backend[0]
+        got: list[str | None] = []
+
+        async def follower() -> None:
+            async for e in log.follow("s", "busy", heartbeat=1.0):
+                got.append(None if e is None else e.content)
+                if e is None and got.count(None) == 2:
+                    await log.append("s", "busy", ev("complete", done=True))
+
+        task = asyncio.create_task(follower())
+        for i in range(10):
+            await log.append("s", "busy", ev("answer", str(i)))
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(task, 10)
+        assert got[:10] == [str(i) for i in range(10)]
+        assert got[10:] == [None, None, ""]
+
 
 class TestStopSignalsContract:
     async def test_stop_wakes_a_waiter(self, backend: tuple[Any, Any]) -> None:
