@@ -37,7 +37,9 @@ return n
 """
 
 BLOCK_MS = 5000
-MAX_PIPELINE = 512  # appends per pipeline  # a blocked XREAD returns at least this often, to notice an expired stream
+MAX_PIPELINE = 512  # appends per pipeline
+READ_MARGIN_S = 30.0  # a blocking read's socket timeout: its block time plus this
+READ_RETRIES = 3  # a follower's consecutive failed reads (timeouts, dropped connections) before it gives up  # a blocked XREAD returns at least this often, to notice an expired stream
 
 
 def _decode(entry_id: bytes | str, fields: dict[Any, Any]) -> StreamEvent | None:
@@ -61,7 +63,10 @@ class RedisStreamLog:
         self.ttl_seconds = max(int(ttl_seconds), 1)
         self._client = aioredis.Redis.from_url(url)
         # Blocking reads hold a connection each; they get a pool of their own so appends never queue behind them.
-        self._blocking = aioredis.Redis.from_url(url, max_connections=max_connections)
+        # Their socket timeout must outlast the block time: redis-py's default (5 s) equals BLOCK_MS, so an idle
+        # follower's XREAD raced its own socket timeout — and lost it when the process was busy.
+        self._blocking = aioredis.Redis.from_url(url, max_connections=max_connections,
+                                                 socket_timeout=BLOCK_MS / 1000 + READ_MARGIN_S)
         self._append = self._client.register_script(_APPEND)
         self._pending: list[tuple[str, str, asyncio.Future[int]]] = []
         self._writer: asyncio.Task[None] | None = None
@@ -112,8 +117,18 @@ class RedisStreamLog:
         cursor = after
         seen = False
         block = max(1, int(min(heartbeat * 1000, BLOCK_MS))) if heartbeat else BLOCK_MS
+        failures = 0
         while True:
-            reply: Any = await self._blocking.xread({key: f"0-{cursor + 1}"}, block=block)
+            try:
+                reply: Any = await self._blocking.xread({key: f"0-{cursor + 1}"}, block=block)
+            except (aioredis.ConnectionError, aioredis.TimeoutError):
+                # The cursor is ours, so reading again from it loses and repeats nothing.
+                failures += 1
+                if failures > READ_RETRIES:
+                    raise
+                log.warning("stream read failed (%d); reading again from %d", failures, cursor, exc_info=True)
+                continue
+            failures = 0
             if not reply:
                 if seen and not await self._client.exists(key):
                     return  # expired while followed
