@@ -5,6 +5,12 @@ The log is a Redis Stream per (session, assistant message), key ``{prefix}:strea
 that appends and refreshes the TTL atomically, so the seq is gap-free across processes and a reader's cursor is
 simply a stream id: ``XREAD BLOCK`` from it wakes on the next append (push, no polling interval).
 
+Followers do not each hold a blocking read: a follower reads what is stored already itself (``XRANGE``), then
+joins the process's one reader, a single ``XREAD BLOCK`` over every followed stream (plus a private wake key, so
+a new stream joins the read at once). Each entry is fetched and decoded once per process and handed to every
+local follower of its stream — with a thousand streams in flight, one command per batch instead of one per
+event per follower.
+
 Appends issued while others are in flight are sent together as one pipeline (one round trip, one connection)
 by a single writer task, in the order they were made — a thousand streams appending at once would otherwise need
 a thousand connections (and overflow the pool). An append alone is sent at once, so its latency is unchanged.
@@ -19,7 +25,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -36,10 +44,16 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 return n
 """
 
-BLOCK_MS = 5000
+BLOCK_MS = 5000  # a blocked XREAD returns at least this often, to notice an expired stream
 MAX_PIPELINE = 512  # appends per pipeline
-READ_MARGIN_S = 30.0  # a blocking read's socket timeout: its block time plus this
-READ_RETRIES = 3  # a follower's consecutive failed reads (timeouts, dropped connections) before it gives up  # a blocked XREAD returns at least this often, to notice an expired stream
+READ_MARGIN_S = 30.0  # the blocking read's socket timeout: its block time plus this
+
+
+def _waiting_client(url: str, max_connections: int = 128) -> aioredis.Redis:
+    """A client whose commands wait for a free connection instead of failing (redis-py's default pool raises
+    ``MaxConnectionsError`` past 100 — a thousand turns starting at once each check their stop key)."""
+    pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=None)
+    return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
 
 
 def _decode(entry_id: bytes | str, fields: dict[Any, Any]) -> StreamEvent | None:
@@ -57,12 +71,30 @@ def _decode(entry_id: bytes | str, fields: dict[Any, Any]) -> StreamEvent | None
         return None
 
 
+@dataclass
+class _Watch:
+    """A stream this process follows: the entries the shared reader fetched since the watch began."""
+
+    cursor: int  # the last seq fetched
+    base: int  # entries[0] has seq base + 1
+    entries: list[StreamEvent | None] = field(default_factory=list)  # None: an unparsable entry (keeps its seq)
+    waiters: list[asyncio.Future[bool]] = field(default_factory=list)
+    followers: int = 0
+    gone: bool = False  # the key expired while followed
+
+    def wake(self) -> None:
+        waiters, self.waiters = self.waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(True)
+
+
 class RedisStreamLog:
     def __init__(self, url: str, prefix: str = "knora", ttl_seconds: int = 3600, max_connections: int = 4096) -> None:
         self.prefix = prefix
         self.ttl_seconds = max(int(ttl_seconds), 1)
-        self._client = aioredis.Redis.from_url(url)
-        # Blocking reads hold a connection each; they get a pool of their own so appends never queue behind them.
+        self._client = _waiting_client(url)
+        # The blocking read holds a connection; it gets a pool of its own so appends never queue behind it.
         # Their socket timeout must outlast the block time: redis-py's default (5 s) equals BLOCK_MS, so an idle
         # follower's XREAD raced its own socket timeout — and lost it when the process was busy.
         self._blocking = aioredis.Redis.from_url(url, max_connections=max_connections,
@@ -70,6 +102,10 @@ class RedisStreamLog:
         self._append = self._client.register_script(_APPEND)
         self._pending: list[tuple[str, str, asyncio.Future[int]]] = []
         self._writer: asyncio.Task[None] | None = None
+        self._watches: dict[str, _Watch] = {}  # followed streams of this process
+        self._reader: asyncio.Task[None] | None = None
+        self._wake_key = f"{prefix}:stream:reader:{uuid.uuid4()}"
+        self._wake_last = "0-0"
 
     def key(self, session_id: str, message_id: str) -> str:
         return f"{self.prefix}:stream:events:{session_id}:{message_id}"
@@ -116,35 +152,138 @@ class RedisStreamLog:
         key = self.key(session_id, message_id)
         cursor = after
         seen = False
-        block = max(1, int(min(heartbeat * 1000, BLOCK_MS))) if heartbeat else BLOCK_MS
+        for event in await self._range(key, cursor):  # what is stored already, read by this follower itself
+            cursor, seen = event.seq, True
+            yield event
+            if is_terminal(event):
+                return
+        loop = asyncio.get_running_loop()
+        watch = self._watches.get(key)
+        if watch is None:
+            watch = self._watches[key] = _Watch(cursor=cursor, base=cursor)
+            await self._kick()
+        watch.followers += 1
+        waiter: asyncio.Future[bool] | None = None
+        timer: asyncio.TimerHandle | None = None
+        last_out = loop.time()
+
+        def beat() -> None:  # one timer per heartbeat period, as in the memory log
+            nonlocal timer
+            assert heartbeat is not None
+            due = last_out + heartbeat
+            if loop.time() < due:
+                timer = loop.call_at(due, beat)
+                return
+            timer = None
+            if waiter is not None and not waiter.done():
+                waiter.set_result(False)
+
+        try:
+            while True:
+                if cursor < watch.base:  # joined a watch that began after our cursor: read the gap ourselves
+                    for event in await self._range(key, cursor, watch.base):
+                        cursor, seen = event.seq, True
+                        yield event
+                        if is_terminal(event):
+                            return
+                    cursor = max(cursor, watch.base)
+                at = cursor - watch.base  # watch.entries[at] has seq cursor + 1
+                if at < len(watch.entries):
+                    for event in watch.entries[at:]:
+                        cursor += 1
+                        if event is None:
+                            continue  # unparsable entries are skipped (they still occupy their seq)
+                        seen = True
+                        yield event
+                        if is_terminal(event):
+                            return
+                    last_out = loop.time()
+                    continue
+                if watch.gone and seen:
+                    return  # expired while followed
+                waiter = loop.create_future()
+                watch.waiters.append(waiter)
+                if heartbeat is not None and timer is None:
+                    timer = loop.call_at(last_out + heartbeat, beat)
+                woken = await waiter
+                waiter = None
+                if not woken:
+                    last_out = loop.time()
+                    yield None
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if waiter is not None and not waiter.done():
+                waiter.cancel()
+            watch.followers -= 1
+            if watch.followers <= 0 and self._watches.get(key) is watch:
+                del self._watches[key]
+
+    async def _range(self, key: str, after: int, until: int | None = None) -> list[StreamEvent]:
+        entries: Any = await self._client.xrange(key, min=f"0-{after + 2}",
+                                                 max="+" if until is None else f"0-{until + 1}")
+        return [e for e in (_decode(i, f) for i, f in entries) if e is not None]
+
+    async def _kick(self) -> None:
+        """A new stream to watch: start the reader, or wake its blocked XREAD so the next one includes it."""
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.create_task(self._read_all(), name="knora-stream-reader")
+            return
+        pipe = self._client.pipeline(transaction=False)
+        pipe.xadd(self._wake_key, {"k": "1"}, maxlen=16, approximate=True)
+        pipe.expire(self._wake_key, 3600)
+        await pipe.execute()
+
+    async def _read_all(self) -> None:
+        """The process's one reader: a blocking XREAD over every followed stream (and the wake key)."""
         failures = 0
-        while True:
+        while self._watches:
+            streams = {k: f"0-{w.cursor + 1}" for k, w in self._watches.items()}
+            streams[self._wake_key] = self._wake_last
             try:
-                reply: Any = await self._blocking.xread({key: f"0-{cursor + 1}"}, block=block)
-            except (aioredis.ConnectionError, aioredis.TimeoutError):
-                # The cursor is ours, so reading again from it loses and repeats nothing.
+                reply: Any = await self._blocking.xread(streams, block=BLOCK_MS)  # type: ignore[arg-type]
+                if not reply:
+                    await self._mark_expired()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the reader must outlive a dropped connection
                 failures += 1
-                if failures > READ_RETRIES:
-                    raise
-                log.warning("stream read failed (%d); reading again from %d", failures, cursor, exc_info=True)
+                log.warning("stream reader: XREAD failed (%d); reading again", failures, exc_info=True)
+                await asyncio.sleep(min(0.05 * 2 ** min(failures, 5), 1.0))
                 continue
             failures = 0
-            if not reply:
-                if seen and not await self._client.exists(key):
-                    return  # expired while followed
-                if heartbeat:
-                    yield None
-                continue
-            seen = True
-            for entry_id, fields in reply[0][1]:
-                event = _decode(entry_id, fields)
-                eid = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
-                cursor = int(eid.split("-", 1)[1]) - 1
-                if event is None:
+            for raw_key, entries in reply or ():
+                key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+                if key == self._wake_key:
+                    last = entries[-1][0] if entries else None
+                    if last is not None:
+                        self._wake_last = last.decode() if isinstance(last, bytes) else last
                     continue
-                yield event
-                if is_terminal(event):
-                    return
+                watch = self._watches.get(key)
+                if watch is None:
+                    continue
+                for entry_id, fields in entries:
+                    eid = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+                    seq = int(eid.split("-", 1)[1]) - 1
+                    if seq <= watch.cursor:
+                        continue
+                    while watch.cursor + 1 < seq:  # never expected (seqs are gap-free): keep positions right
+                        watch.entries.append(None)
+                        watch.cursor += 1
+                    watch.entries.append(_decode(entry_id, fields))
+                    watch.cursor = seq
+                watch.wake()
+
+    async def _mark_expired(self) -> None:
+        keys = list(self._watches)
+        pipe = self._client.pipeline(transaction=False)
+        for key in keys:
+            pipe.exists(key)
+        for key, present in zip(keys, await pipe.execute(), strict=True):
+            watch = self._watches.get(key)
+            if watch is not None and not present:
+                watch.gone = True
+                watch.wake()
 
     async def exists(self, session_id: str, message_id: str) -> bool:
         return bool(await self._client.exists(self.key(session_id, message_id)))
@@ -153,6 +292,15 @@ class RedisStreamLog:
         if self._writer is not None and not self._writer.done():
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._writer)
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        for watch in self._watches.values():
+            watch.gone = True
+            watch.wake()
+        with contextlib.suppress(Exception):
+            await self._client.delete(self._wake_key)
         await self._blocking.aclose()
         await self._client.aclose()
 
@@ -161,7 +309,7 @@ class RedisStopSignals:
     def __init__(self, url: str, prefix: str = "knora", ttl_seconds: int = 3600) -> None:
         self.prefix = prefix
         self.ttl_seconds = max(int(ttl_seconds), 1)
-        self._client = aioredis.Redis.from_url(url)
+        self._client = _waiting_client(url)
         self._channel = f"{prefix}:stop"
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._listener: asyncio.Task[None] | None = None
