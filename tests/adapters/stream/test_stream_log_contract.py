@@ -140,6 +140,27 @@ class TestStreamLogContract:
         for n in (0, streams // 2, streams - 1):
             assert [e.content for e in await log.read("s", f"m{n}")] == [str(i) for i in range(per_stream)]
 
+    async def test_followers_joining_at_different_points_each_get_their_part(self,
+                                                                             backend: tuple[Any, Any]) -> None:
+        """Redis: one shared reader per process; a late joiner reads the stored part itself, then shares it."""
+        log = backend[0]
+        early = asyncio.create_task(collect(log.follow("s", "join")))
+        await asyncio.sleep(0.05)
+        for i in range(5):
+            await log.append("s", "join", ev("answer", str(i)))
+        late = asyncio.create_task(collect(log.follow("s", "join")))
+        from_cursor = asyncio.create_task(collect(log.follow("s", "join", after=2)))
+        await asyncio.sleep(0.05)
+        for i in range(5, 8):
+            await log.append("s", "join", ev("answer", str(i)))
+        await log.append("s", "join", ev("complete", done=True))
+        got = await asyncio.wait_for(asyncio.gather(early, late, from_cursor), 20)
+        assert [e.seq for e in got[0]] == list(range(9))
+        assert [e.seq for e in got[1]] == list(range(9))
+        assert [e.seq for e in got[2]] == list(range(3, 9))
+        again = await asyncio.wait_for(collect(log.follow("s", "join", after=6)), 10)  # after the end: replay
+        assert [e.seq for e in again] == [7, 8]
+
     async def test_heartbeat_only_when_idle(self, backend: tuple[Any, Any]) -> None:
         """Events more often than the heartbeat: no keep-alive in between; then idle: keep-alives again."""
         log = backend[0]
