@@ -26,8 +26,8 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import asyncio
+import gc
 import json
 import statistics
 import sys
@@ -41,7 +41,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knora.domain.stream import BusEvent, StreamEvent
 from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
-
 
 ANSWER_FRAME = b'"response_type":"answer","content":"'  # an answer frame with text (empty: the done frame)
 KEEP_UP = 0.9  # a chat keeps up when it ends within 1/0.9 of the time the model alone needs
@@ -132,15 +131,15 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
     prefix = f"knora-bench-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as tmp:
         c: Any = Container(Settings(data_dir=Path(tmp), api_key="sk-bench", embedder="local:hash", sample_kb=False,
-                                    database_url=database_url, stream_log=stream_log, redis_url=redis_url,
-                                    redis_prefix=prefix))  # type: ignore[arg-type]
+                                    database_url=database_url, stream_log=stream_log,  # type: ignore[arg-type]
+                                    redis_url=redis_url, redis_prefix=prefix))
         await c.start(wiring=("knora.services.streaming.wiring",))
         c.quick_answer = TokenRateModel(tokens, interval)
         tenant = c.default_tenant_id
         sessions = [await c.session_service.create(tenant, title="bench") for _ in range(chats)]
         gc.collect()
         gc.freeze()  # as ``knora serve`` does once the container is started
-        lost = dup = malformed = 0  # noqa: F841 - counted after the run
+        lost = dup = malformed = 0
         start_ms: list[float] = []
         first_ms: list[float] = []
         ratio: list[float] = []

@@ -189,13 +189,13 @@ class RedisStreamLog:
                     cursor = max(cursor, watch.base)
                 at = cursor - watch.base  # watch.entries[at] has seq cursor + 1
                 if at < len(watch.entries):
-                    for event in watch.entries[at:]:
+                    for entry in watch.entries[at:]:
                         cursor += 1
-                        if event is None:
+                        if entry is None:
                             continue  # unparsable entries are skipped (they still occupy their seq)
                         seen = True
-                        yield event
-                        if is_terminal(event):
+                        yield entry
+                        if is_terminal(entry):
                             return
                     last_out = loop.time()
                     continue
@@ -246,7 +246,7 @@ class RedisStreamLog:
                     await self._mark_expired()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - the reader must outlive a dropped connection
+            except Exception:
                 failures += 1
                 log.warning("stream reader: XREAD failed (%d); reading again", failures, exc_info=True)
                 await asyncio.sleep(min(0.05 * 2 ** min(failures, 5), 1.0))

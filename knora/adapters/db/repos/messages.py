@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, case, delete, func, insert, select, update
+from sqlalchemy import Table, bindparam, case, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.sql import Executable
 
@@ -23,8 +23,8 @@ from knora.adapters.db.tables import MessageRow, SessionRow
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message
 
-_MESSAGES = MessageRow.__table__
-_SESSIONS = SessionRow.__table__
+_MESSAGES = cast(Table, MessageRow.__table__)
+_SESSIONS = cast(Table, SessionRow.__table__)
 _INSERT = insert(_MESSAGES)
 
 

@@ -17,7 +17,6 @@ from knora.adapters.db.tables import MessageRow, SessionRow
 from knora.domain.common import utcnow
 from knora.domain.conversation import Session
 
-
 _COLUMNS = select_columns(Session, SessionRow)
 
 
