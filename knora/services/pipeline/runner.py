@@ -22,6 +22,7 @@ from knora.services.pipeline.plugins.chat_completion import uuid8
 from knora.services.pipeline.plugins.registration import default_plugins
 from knora.services.pipeline.progress import Progress, is_retrieval_stage, last_retrieval_stage
 from knora.services.pipeline.state import ChatManage, EventType, PipelineState
+from knora.services.retrieval.turn_reads import TurnReads
 from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
 
 _MAIN_RESULT = {EventType.CHUNK_SEARCH_PARALLEL: "search_result", EventType.CHUNK_SEARCH: "search_result",
@@ -45,9 +46,10 @@ class QuickAnswerRunner:
 
     async def run(self, req: TurnRequest, ctx: TurnContext) -> TurnOutcome:
         started = time.perf_counter()
-        pr, _kbs = await build_request(self.deps, req)
+        reads = TurnReads(self.deps.reads) if self.deps.reads is not None else None
+        pr, _kbs = await build_request(self.deps, req, reads)
         stages = build_stages(pr)
-        cm = ChatManage(request=pr, state=PipelineState(rewrite_query=req.query), ctx=ctx)
+        cm = ChatManage(request=pr, state=PipelineState(rewrite_query=req.query), ctx=ctx, reads=reads)
         if EventType.CHUNK_SEARCH_PARALLEL not in stages:
             self._prepare_pure_chat(cm)
         ctx.timings["setup"] = round((time.perf_counter() - started) * 1000, 3)

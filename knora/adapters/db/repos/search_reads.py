@@ -20,6 +20,7 @@ _BATCH = 500
 # than the queries themselves.
 _CHUNK_COLS = select_columns(Chunk, ChunkRow)
 _KNOWLEDGE_COLS = select_columns(Knowledge, KnowledgeRow)
+_KNOWLEDGE_ID_AT = [c.key for c in _KNOWLEDGE_COLS].index("id")
 
 
 def _batches(ids: Sequence[Any]) -> list[list[Any]]:
@@ -62,6 +63,24 @@ class SqlSearchReads:
                 rows = await s.execute(select(*cols).where(row.id.in_(part)))
                 out.extend(values_to(record, row, r) for r in rows)
         return out
+
+    async def chunks_with_knowledge(self, chunk_ids: Sequence[str]) -> tuple[list[Chunk], list[Knowledge]]:
+        """The chunks and their documents in one query (a left join: a chunk whose document is gone still comes
+        back, without it) — hydration's two reads in one round trip."""
+        chunks: list[Chunk] = []
+        docs: dict[str, Knowledge] = {}
+        n = len(_CHUNK_COLS)
+        async with self._sessions() as s:
+            for part in _batches(chunk_ids):
+                rows = await s.execute(select(*_CHUNK_COLS, *_KNOWLEDGE_COLS)
+                                       .outerjoin(KnowledgeRow, KnowledgeRow.id == ChunkRow.knowledge_id)
+                                       .where(ChunkRow.id.in_(part)))
+                for r in rows:
+                    chunk = values_to(Chunk, ChunkRow, r[:n])
+                    chunks.append(chunk)
+                    if r[n + _KNOWLEDGE_ID_AT] is not None and chunk.knowledge_id not in docs:
+                        docs[chunk.knowledge_id] = values_to(Knowledge, KnowledgeRow, r[n:])
+        return chunks, list(docs.values())
 
     async def knowledge_ids_with_tags(self, kb_id: str, tag_ids: Sequence[str]) -> list[str]:
         out: list[str] = []
