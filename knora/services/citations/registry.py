@@ -240,8 +240,10 @@ class ReferenceRegistry:
 
     # --- text shown to the model / tool arguments ----------------------------------------------------------------
     def encode_text(self, text: str) -> str:
-        # Resources first, so an id embedded in a storage path is protected as one resource handle.
-        text = _STORED_REF.sub(lambda m: self.register_resource(m.group(0)), text)
+        # Resources first, so an id embedded in a storage path is protected as one resource handle. Every stored
+        # reference contains "://" or "summary/": without either the scan (~0.5 ms per 10k characters) is skipped.
+        if "://" in text or "summary/" in text:
+            text = _STORED_REF.sub(lambda m: self.register_resource(m.group(0)), text)
         durable: dict[str, str] = {}
         for table in (self._chunks, self._docs, self._kbs):
             for e in table.entries():

@@ -20,10 +20,13 @@ MIN_JOIN_OVERLAP = 12
 MAX_JOIN_OVERLAP = 400
 
 
+@lru_cache(maxsize=4096)
 def normalize_content(s: str) -> str:
+    """Lower-cased, whitespace collapsed. Cached: one turn normalises the same passages for each dedup pass."""
     return _WS.sub(" ", s.lower().strip())
 
 
+@lru_cache(maxsize=4096)
 def content_signature(s: str) -> str:
     norm = normalize_content(s)
     return hashlib.md5(norm.encode("utf-8")).hexdigest() if norm else ""
