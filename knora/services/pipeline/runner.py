@@ -19,6 +19,7 @@ from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.fallback import handle_fallback
 from knora.services.pipeline.framework import EventManager, Plugin, build_manager
 from knora.services.pipeline.plugins.chat_completion import uuid8
+from knora.services.pipeline.plugins.merge import MIN_CONTEXT
 from knora.services.pipeline.plugins.registration import default_plugins
 from knora.services.pipeline.progress import Progress, is_retrieval_stage, last_retrieval_stage
 from knora.services.pipeline.state import ChatManage, EventType, PipelineState
@@ -46,7 +47,8 @@ class QuickAnswerRunner:
 
     async def run(self, req: TurnRequest, ctx: TurnContext) -> TurnOutcome:
         started = time.perf_counter()
-        reads = TurnReads(self.deps.reads) if self.deps.reads is not None else None
+        reads = TurnReads(self.deps.reads, tenant_id=req.tenant_id, neighbours_below=MIN_CONTEXT) \
+            if self.deps.reads is not None else None
         pr, _kbs = await build_request(self.deps, req, reads)
         stages = build_stages(pr)
         cm = ChatManage(request=pr, state=PipelineState(rewrite_query=req.query), ctx=ctx, reads=reads)

@@ -22,8 +22,14 @@ T = TypeVar("T")
 
 
 class TurnReads:
-    def __init__(self, store: SearchStore) -> None:
+    """``tenant_id``: the request's tenant, whose retrieval config is then read with the first KB read.
+    ``neighbours_below``: with hit chunks, also read the neighbours of text chunks shorter than this (the chat
+    pipeline's merge lengthens those passages with them next)."""
+
+    def __init__(self, store: SearchStore, *, tenant_id: int | None = None, neighbours_below: int = 0) -> None:
         self.store = store
+        self._tenant_id = tenant_id
+        self._neighbours_below = neighbours_below
         self._kbs: dict[str, KnowledgeBase | None] = {}
         self._chunks: dict[str, Chunk | None] = {}
         self._knowledge: dict[str, Knowledge | None] = {}
@@ -53,7 +59,12 @@ class TurnReads:
 
     async def knowledge_bases(self, kb_ids: Sequence[str]) -> list[KnowledgeBase]:
         if missing := self._wanted(kb_ids, self._kbs):
-            self._remember(self._kbs, missing, await self.store.knowledge_bases(missing))
+            both = getattr(self.store, "knowledge_bases_with_tenant_config", None)
+            if both is not None and self._tenant_id is not None and self._tenant_id not in self._tenant_config:
+                kbs, self._tenant_config[self._tenant_id] = await both(missing, self._tenant_id)
+            else:
+                kbs = await self.store.knowledge_bases(missing)
+            self._remember(self._kbs, missing, kbs)
         return self._pick(self._kbs, kb_ids)
 
     async def tenant_retrieval_config(self, tenant_id: int) -> dict[str, Any]:
@@ -76,11 +87,17 @@ class TurnReads:
         missing = self._wanted(chunk_ids, self._chunks)
         joined = getattr(self.store, "chunks_with_knowledge", None)
         if missing and joined is not None:
-            chunks, docs = await joined(missing)
+            if self._neighbours_below > 0:
+                chunks, docs = await joined(missing, neighbours_below=self._neighbours_below)
+            else:
+                chunks, docs = await joined(missing)
+            self.remember_chunks(chunks)  # neighbours included
             self._remember(self._chunks, missing, chunks)
             self.remember_knowledge(docs)
-            for c in chunks:  # a chunk whose document is gone: do not ask again
-                self._knowledge.setdefault(c.knowledge_id, None)
+            asked = set(missing)
+            for c in chunks:  # an asked-for chunk whose document is gone: do not ask again
+                if c.id in asked:
+                    self._knowledge.setdefault(c.knowledge_id, None)
         found = await self.chunks(chunk_ids)
         return found, await self.knowledge([c.knowledge_id for c in found])
 

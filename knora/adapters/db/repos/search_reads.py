@@ -119,16 +119,24 @@ class SqlSearchReads:
     async def tenant_retrieval_config(self, tenant_id: int) -> dict[str, Any]:
         return await self._read(_tenant_retrieval_config, tenant_id)
 
+    async def knowledge_bases_with_tenant_config(self, kb_ids: Sequence[str], tenant_id: int
+                                                 ) -> tuple[list[KnowledgeBase], dict[str, Any]]:
+        """``knowledge_bases`` and ``tenant_retrieval_config`` in one call (a search needs both)."""
+        return await self._read(_knowledge_bases_with_tenant_config, kb_ids, tenant_id)
+
     async def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         return await self._read(_by_ids, Chunk, ChunkRow, _CHUNKS_BY_ID, chunk_ids)
 
     async def knowledge(self, knowledge_ids: Sequence[str]) -> list[Knowledge]:
         return await self._read(_by_ids, Knowledge, KnowledgeRow, _KNOWLEDGE_BY_ID, knowledge_ids)
 
-    async def chunks_with_knowledge(self, chunk_ids: Sequence[str]) -> tuple[list[Chunk], list[Knowledge]]:
+    async def chunks_with_knowledge(self, chunk_ids: Sequence[str], *, neighbours_below: int = 0
+                                    ) -> tuple[list[Chunk], list[Knowledge]]:
         """The chunks and their documents in one query (a left join: a chunk whose document is gone still comes
-        back, without it) — hydration's two reads in one round trip."""
-        return await self._read(_chunks_with_knowledge, chunk_ids)
+        back, without it) — hydration's two reads in one round trip. With ``neighbours_below`` > 0 the previous
+        and next chunks of every text chunk shorter than that (in characters) come back too, in the same call:
+        they are what the chat pipeline's merge reads next to lengthen short passages."""
+        return await self._read(_chunks_with_knowledge, chunk_ids, neighbours_below)
 
     async def knowledge_ids_with_tags(self, kb_id: str, tag_ids: Sequence[str]) -> list[str]:
         return await self._read(_knowledge_ids_with_tags, kb_id, tag_ids)
@@ -150,6 +158,11 @@ def _knowledge_bases(s: Session, kb_ids: Sequence[str]) -> list[KnowledgeBase]:
     return [out[i] for i in dict.fromkeys(kb_ids) if i in out]
 
 
+def _knowledge_bases_with_tenant_config(s: Session, kb_ids: Sequence[str], tenant_id: int
+                                        ) -> tuple[list[KnowledgeBase], dict[str, Any]]:
+    return _knowledge_bases(s, kb_ids), _tenant_retrieval_config(s, tenant_id)
+
+
 def _tenant_retrieval_config(s: Session, tenant_id: int) -> dict[str, Any]:
     value = s.scalar(select(TenantRow.retrieval_config).where(TenantRow.id == tenant_id))
     return dict(value) if isinstance(value, dict) else {}
@@ -163,7 +176,8 @@ def _by_ids(s: Session, record: type[Any], row: Any, stmt: Any, ids: Sequence[st
     return out
 
 
-def _chunks_with_knowledge(s: Session, chunk_ids: Sequence[str]) -> tuple[list[Chunk], list[Knowledge]]:
+def _chunks_with_knowledge(s: Session, chunk_ids: Sequence[str], neighbours_below: int = 0
+                           ) -> tuple[list[Chunk], list[Knowledge]]:
     chunks: list[Chunk] = []
     docs: dict[str, Knowledge] = {}
     n = len(_CHUNK_COLS)
@@ -173,6 +187,11 @@ def _chunks_with_knowledge(s: Session, chunk_ids: Sequence[str]) -> tuple[list[C
             chunks.append(chunk)
             if r[n + _KNOWLEDGE_ID_AT] is not None and chunk.knowledge_id not in docs:
                 docs[chunk.knowledge_id] = _record(Knowledge, KnowledgeRow, r[n:])
+    if neighbours_below > 0:
+        have = {c.id for c in chunks}
+        near = [i for c in chunks if c.chunk_type == "text" and len(c.content) < neighbours_below
+                for i in (c.pre_chunk_id, c.next_chunk_id) if i and i not in have]
+        chunks += _by_ids(s, Chunk, ChunkRow, _CHUNKS_BY_ID, near)
     return chunks, list(docs.values())
 
 
