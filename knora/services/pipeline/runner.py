@@ -9,10 +9,11 @@ cancellation first (a stopped turn never falls back), "nothing found" → fallba
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from knora import prompts
 from knora.domain.stream import BusEvent
+from knora.ports.search_store import SearchStore
 from knora.services.pipeline.assembly import build_request, build_stages
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
@@ -47,7 +48,7 @@ class QuickAnswerRunner:
 
     async def run(self, req: TurnRequest, ctx: TurnContext) -> TurnOutcome:
         started = time.perf_counter()
-        reads = TurnReads(self.deps.reads, tenant_id=req.tenant_id, neighbours_below=MIN_CONTEXT) \
+        reads = TurnReads(cast(SearchStore, self.deps.reads), tenant_id=req.tenant_id, neighbours_below=MIN_CONTEXT) \
             if self.deps.reads is not None else None
         pr, _kbs = await build_request(self.deps, req, reads)
         stages = build_stages(pr)

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
-
 from datetime import UTC, datetime
 from functools import cache
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import DateTime, Engine, bindparam, create_engine, event, inspect, select
@@ -25,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, sessionmaker
 
 from knora.adapters.db.repos._mapping import _row_fields, row_to, select_columns
-from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow, TagRow, TenantRow
+from knora.adapters.db.tables import Base, ChunkRow, KnowledgeBaseRow, KnowledgeRow, TagRow, TenantRow
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
 
 _BATCH = 500
@@ -35,7 +34,7 @@ _CHUNK_COLS = select_columns(Chunk, ChunkRow)
 _KNOWLEDGE_COLS = select_columns(Knowledge, KnowledgeRow)
 _KNOWLEDGE_ID_AT = [c.key for c in _KNOWLEDGE_COLS].index("id")
 # Statements built once (building a 30-column select and its cache key per read cost more than running it).
-_IDS = bindparam("ids", expanding=True)
+_IDS: Any = bindparam("ids", expanding=True)
 _CHUNKS_BY_ID = select(*_CHUNK_COLS).where(ChunkRow.id.in_(_IDS))
 _KNOWLEDGE_BY_ID = select(*_KNOWLEDGE_COLS).where(KnowledgeRow.id.in_(_IDS))
 _CHUNKS_WITH_KNOWLEDGE = (select(*_CHUNK_COLS, *_KNOWLEDGE_COLS)
@@ -45,14 +44,14 @@ M = TypeVar("M", bound=BaseModel)
 
 
 @cache
-def _datetime_at(model: type[BaseModel], row_cls: type[Any]) -> frozenset[int]:
+def _datetime_at(model: type[BaseModel], row_cls: type[Base]) -> frozenset[int]:
     """Positions of the timestamp columns in ``select_columns(model, row_cls)`` (SQLite returns them naive)."""
     columns = inspect(row_cls).columns
     return frozenset(n for n, (key, _) in enumerate(_row_fields(model, row_cls))
                      if isinstance(columns[key].type, DateTime))
 
 
-def _record(model: type[M], row_cls: type[Any], values: Sequence[Any]) -> M:
+def _record(model: type[M], row_cls: type[Base], values: Sequence[Any]) -> M:
     """``values_to`` for the hot path: only timestamp columns are looked at (stored in UTC, zone put back)."""
     names = _row_fields(model, row_cls)
     data = {name: v for (_, name), v in zip(names, values, strict=True)}
@@ -168,7 +167,7 @@ def _tenant_retrieval_config(s: Session, tenant_id: int) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _by_ids(s: Session, record: type[Any], row: Any, stmt: Any, ids: Sequence[str]) -> list[Any]:
+def _by_ids(s: Session, record: type[BaseModel], row: type[Base], stmt: Any, ids: Sequence[str]) -> list[Any]:
     """Plain-column reads by primary key, in batches (hydration is on the search hot path)."""
     out: list[Any] = []
     for part in _batches(ids):
