@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeVar
@@ -91,19 +92,27 @@ def _batches(ids: Sequence[Any]) -> list[list[Any]]:
 
 
 class SqlSearchReads:
+    READ_THREADS = 4  # their own threads: a read never queues behind vector scans or embeddings
+
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
         self._engine = _sync_engine(sessions)
         self._sync = sessionmaker(self._engine) if self._engine is not None else None
+        self._threads: ThreadPoolExecutor | None = None
 
     async def close(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads = None
         if self._engine is not None:
             await asyncio.to_thread(self._engine.dispose)
 
     async def _read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(session, *args)``: in one worker-thread call on SQLite, else in the async session."""
         if self._sync is not None:
-            return await asyncio.to_thread(self._read_sync, fn, *args)
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(self.READ_THREADS, thread_name_prefix="knora-reads")
+            return await asyncio.get_running_loop().run_in_executor(self._threads, self._read_sync, fn, *args)
         async with self._sessions() as s:
             return await s.run_sync(fn, *args)
 
