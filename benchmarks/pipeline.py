@@ -1,9 +1,13 @@
 """Quick-answer pipeline figures. Prints one JSON line.
 
 1. Overhead: time from request to the first answer token at 10k and 100k chunks with a zero-latency in-process
-   model (model time measured inside the model and subtracted), per stage and in total, p50/p95 over N turns.
-   The real retrieval engine (SQLite by default) and the real container are used; chunks are synthetic
-   documents of 10 linked chunks each, embedded with ``local:hash``.
+   model (model time measured inside the model and subtracted), per stage and in total, p50/p95 over N turns,
+   and the CPU time of the process per turn (all threads). The real retrieval engine (SQLite by default) and the
+   real container are used; chunks are synthetic documents of 10 linked chunks each, embedded with
+   ``local:hash``. The keyword engine is reported on its own (``keyword_engine``) so that its cost and the
+   pipeline's can be added up: its wall time inside each turn, and the same queries re-run alone afterwards for
+   their wall and CPU time; ``excluding_keyword`` is each turn less its keyword search (wall: less the part of
+   the keyword search that outlasted the concurrent vector search; CPU: less the keyword query's own CPU).
 2. Accuracy of the extractive answerer (no chat model configured) on ../shared/data/xquad-en and xquad-zh: the
    share of questions whose answer contains a gold answer string, end to end (retrieval + answer), and with
    the gold passage given directly (answering alone).
@@ -73,6 +77,24 @@ class InstantModel:
         self.spent += time.perf_counter() - t
         yield chunk
         yield ChatChunk(finish_reason="stop")
+
+
+class _TimedEngine:
+    """The container's retrieval engine, timing each ``search`` call by mode (everything else passed through)."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+        self.calls: list[tuple[str, float, Any]] = []  # (mode, wall ms, query)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    async def search(self, query: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return await self._engine.search(query)
+        finally:
+            self.calls.append((query.mode, (time.perf_counter() - t) * 1000, query))
 
 
 class _Models:
@@ -154,8 +176,13 @@ async def overhead(size: int, turns: int, rng: random.Random) -> dict[str, Any]:
         runner = QuickAnswerRunner(c.pipeline_deps)  # type: ignore[attr-defined]
         runner.deps = type(runner.deps)(**{**runner.deps.__dict__, "chat_models": _Models(model)})
         runner = QuickAnswerRunner(runner.deps)
+        timed = _TimedEngine(c.retrieval)  # type: ignore[attr-defined]
+        c.retrieval = timed  # type: ignore[attr-defined]  # the search service resolves the engine per call
         totals: list[float] = []
         cpu: list[float] = []
+        kw_in_turn: list[float] = []
+        vec_in_turn: list[float] = []
+        kw_queries: list[Any] = []
         stages: dict[str, list[float]] = {}
         for i in range(turns + 3):
             words = rng.choice(chunks).content.split()[:40]
@@ -170,6 +197,7 @@ async def overhead(size: int, turns: int, rng: random.Random) -> dict[str, Any]:
             bus.subscribe(BusEvent.FINAL_ANSWER, on_answer)
             ctx = TurnContext(bus=bus, references=ReferenceRegistry(True))
             model.spent = 0.0
+            timed.calls.clear()
             start_t, start_cpu = time.perf_counter(), time.process_time()
             await runner.run(turn(c, query, kb_id), ctx)
             cpu_ms = (time.process_time() - start_cpu) * 1000  # whole turn, all threads (the machine is shared)
@@ -177,13 +205,34 @@ async def overhead(size: int, turns: int, rng: random.Random) -> dict[str, Any]:
                 continue  # warm-up (jieba, caches)
             totals.append((first[0] - start_t - model.spent) * 1000)
             cpu.append(cpu_ms)
+            kw = sum(ms for mode, ms, _ in timed.calls if mode == "keyword")
+            vec = max((ms for mode, ms, _ in timed.calls if mode == "vector"), default=0.0)
+            kw_in_turn.append(kw)
+            vec_in_turn.append(vec)
+            kw_queries.append([q for mode, _, q in timed.calls if mode == "keyword"])
             for name, ms in ctx.timings.items():
                 if name != "total":
                     stages.setdefault(name, []).append(ms)
+        # The same keyword queries alone, one after another: the keyword engine's own wall and CPU time.
+        kw_alone: list[float] = []
+        kw_cpu: list[float] = []
+        for qs in kw_queries:
+            t, p = time.perf_counter(), time.process_time()
+            for q in qs:
+                await timed._engine.search(q)
+            kw_alone.append((time.perf_counter() - t) * 1000)
+            kw_cpu.append((time.process_time() - p) * 1000)
+        wall_ex = [tot - max(0.0, kw - vec) for tot, kw, vec in zip(totals, kw_in_turn, vec_in_turn, strict=True)]
+        cpu_ex = [c_ms - k_ms for c_ms, k_ms in zip(cpu, kw_cpu, strict=True)]
         return {"chunks": len(chunks), "seed_s": round(seed_s, 1), "turns": len(totals),
                 "first_token_overhead_ms": {"p50": pct(totals, 50), "p95": pct(totals, 95)},
                 "turn_cpu_ms": {"p50": pct(cpu, 50), "p95": pct(cpu, 95)},
-                "stages_ms_p50": {k: pct(v, 50) for k, v in stages.items()}}
+                "stages_ms_p50": {k: pct(v, 50) for k, v in stages.items()},
+                "keyword_engine": {"in_turn_ms_p50": pct(kw_in_turn, 50), "alone_ms_p50": pct(kw_alone, 50),
+                                   "alone_cpu_ms_p50": pct(kw_cpu, 50)},
+                "vector_engine_in_turn_ms_p50": pct(vec_in_turn, 50),
+                "excluding_keyword": {"first_token_overhead_ms_p50": pct(wall_ex, 50),
+                                      "turn_cpu_ms_p50": pct(cpu_ex, 50)}}
     finally:
         await c.close()
         shutil.rmtree(c.settings.data_dir, ignore_errors=True)  # a 100k run leaves ~0.6 GB otherwise

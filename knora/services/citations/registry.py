@@ -105,6 +105,22 @@ Stored resources appear as res://NNNN. Copy such a handle exactly, and only one 
 or tool arguments; never invent, edit or expand a handle."""
 
 
+_REF_SCHEMES = ("resource", "local", "minio", "cos", "tos", "s3", "oss", "ks3", "obs")
+
+
+def _may_hold_stored_ref(text: str) -> bool:
+    """False only when ``_STORED_REF`` cannot match: each of its forms contains "summary/" or one of the schemes
+    right before "://" (``res://`` handles and web URLs do not count). Plain substring searches, no regex."""
+    if "summary/" in text:
+        return True
+    i = text.find("://")
+    while i != -1:
+        if text[max(0, i - 8) : i].endswith(_REF_SCHEMES):
+            return True
+        i = text.find("://", i + 3)
+    return False
+
+
 @functools.lru_cache(maxsize=256)
 def _key_pattern(keys: tuple[str, ...]) -> re.Pattern[str]:
     """An alternation of literal keys, longest first (so a key that prefixes another never wins)."""
@@ -240,8 +256,10 @@ class ReferenceRegistry:
 
     # --- text shown to the model / tool arguments ----------------------------------------------------------------
     def encode_text(self, text: str) -> str:
-        # Resources first, so an id embedded in a storage path is protected as one resource handle.
-        text = _STORED_REF.sub(lambda m: self.register_resource(m.group(0)), text)
+        # Resources first, so an id embedded in a storage path is protected as one resource handle. The scan costs
+        # ~1 ms per 10k characters, so it only runs when a stored reference can be there at all.
+        if _may_hold_stored_ref(text):
+            text = _STORED_REF.sub(lambda m: self.register_resource(m.group(0)), text)
         durable: dict[str, str] = {}
         for table in (self._chunks, self._docs, self._kbs):
             for e in table.entries():

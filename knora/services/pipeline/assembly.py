@@ -14,7 +14,8 @@ from knora.domain.knowledge import KnowledgeBase
 from knora.domain.search import SearchTarget
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.framework import PipelineBuilder
-from knora.services.pipeline.state import EventType, PipelineRequest, SummaryConfig
+from knora.services.pipeline.state import EventType, PipelineRequest, SummaryConfig, scoped_search
+from knora.services.retrieval.turn_reads import TurnReads
 from knora.services.streaming.turn import TurnRequest
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,11 @@ def _template(cfg: dict[str, Any], text_key: str, id_key: str, default_id: str) 
         return prompts.content(default_id)
 
 
-async def build_request(deps: PipelineDeps, req: TurnRequest) -> tuple[PipelineRequest, list[KnowledgeBase]]:
+async def build_request(deps: PipelineDeps, req: TurnRequest, reads: Any = None
+                        ) -> tuple[PipelineRequest, list[KnowledgeBase]]:
+    """``reads`` is the turn's read view (``TurnReads``) when the runner made one: the KBs read here are then not
+    read again by the search."""
+    reads = reads if reads is not None else deps.reads
     cfg = {**QUICK_ANSWER_DEFAULTS, **((req.agent.config if req.agent else None) or {})}
     kb_ids = [k for k in req.knowledge_base_ids if k]
     knowledge_ids = [k for k in req.knowledge_ids if k]
@@ -55,8 +60,8 @@ async def build_request(deps: PipelineDeps, req: TurnRequest) -> tuple[PipelineR
         elif mode != "none":
             kb_ids = [k for k in cfg.get("knowledge_bases") or [] if k]
     kbs: list[KnowledgeBase] = []
-    if deps.reads is not None and kb_ids:
-        kbs = [kb for kb in await deps.reads.knowledge_bases(kb_ids) if kb.tenant_id == req.tenant_id]
+    if reads is not None and kb_ids:
+        kbs = [kb for kb in await reads.knowledge_bases(kb_ids) if kb.tenant_id == req.tenant_id]
     targets: list[Any] = []
     if kb_ids and not knowledge_ids and not req.tag_ids:
         # Whole KBs only: the targets are the caller's own KBs, in request order (spec §1.8 step 3); no need for
@@ -69,14 +74,15 @@ async def build_request(deps: PipelineDeps, req: TurnRequest) -> tuple[PipelineR
 
         tag_scopes = {kb_ids[0]: list(req.tag_ids)} if req.tag_ids and kb_ids else None
         try:
-            targets = await build_targets(deps.search, req.tenant_id, kb_ids, knowledge_ids,  # type: ignore[arg-type]
+            search = scoped_search(deps.search, reads if isinstance(reads, TurnReads) else None)
+            targets = await build_targets(search, req.tenant_id, kb_ids, knowledge_ids,  # type: ignore[arg-type]
                                           tag_scopes)
         except Exception as exc:
             raise RuntimeError(f"build search targets: {exc}") from exc
-    if deps.reads is not None and targets:
+    if reads is not None and targets:
         missing = [t.knowledge_base_id for t in targets if t.knowledge_base_id not in {k.id for k in kbs}]
         if missing:
-            kbs += [kb for kb in await deps.reads.knowledge_bases(missing) if kb.tenant_id == req.tenant_id]
+            kbs += [kb for kb in await reads.knowledge_bases(missing) if kb.tenant_id == req.tenant_id]
     multi_turn = cfg.get("multi_turn_enabled", True) is not False
     entity_kbs: list[str] = []
     if deps.graph_store is not None and kbs:

@@ -9,19 +9,22 @@ cancellation first (a stopped turn never falls back), "nothing found" → fallba
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from knora import prompts
 from knora.domain.stream import BusEvent
+from knora.ports.search_store import SearchStore
 from knora.services.pipeline.assembly import build_request, build_stages
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.fallback import handle_fallback
 from knora.services.pipeline.framework import EventManager, Plugin, build_manager
 from knora.services.pipeline.plugins.chat_completion import uuid8
+from knora.services.pipeline.plugins.merge import MIN_CONTEXT
 from knora.services.pipeline.plugins.registration import default_plugins
 from knora.services.pipeline.progress import Progress, is_retrieval_stage, last_retrieval_stage
 from knora.services.pipeline.state import ChatManage, EventType, PipelineState
+from knora.services.retrieval.turn_reads import TurnReads
 from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
 
 _MAIN_RESULT = {EventType.CHUNK_SEARCH_PARALLEL: "search_result", EventType.CHUNK_SEARCH: "search_result",
@@ -45,9 +48,11 @@ class QuickAnswerRunner:
 
     async def run(self, req: TurnRequest, ctx: TurnContext) -> TurnOutcome:
         started = time.perf_counter()
-        pr, _kbs = await build_request(self.deps, req)
+        reads = TurnReads(cast(SearchStore, self.deps.reads), tenant_id=req.tenant_id, neighbours_below=MIN_CONTEXT) \
+            if self.deps.reads is not None else None
+        pr, _kbs = await build_request(self.deps, req, reads)
         stages = build_stages(pr)
-        cm = ChatManage(request=pr, state=PipelineState(rewrite_query=req.query), ctx=ctx)
+        cm = ChatManage(request=pr, state=PipelineState(rewrite_query=req.query), ctx=ctx, reads=reads)
         if EventType.CHUNK_SEARCH_PARALLEL not in stages:
             self._prepare_pure_chat(cm)
         ctx.timings["setup"] = round((time.perf_counter() - started) * 1000, 3)

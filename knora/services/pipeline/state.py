@@ -4,19 +4,20 @@
 * ``PipelineState`` — written by stages (rewrite, intent, search/rerank/merge results, prompt pieces, answer).
 * ``TurnContext`` (from streaming) — bus, reference registry, cancellation, timings.
 
-``ChatManage.clone`` mirrors WeKnora's Clone: request copied, a subset of state copied, results and history
-reset, and — unlike WeKnora, whose clone drops the context — the context shared, because Knora's parallel
-searches still need the cancellation flag.
+``ChatManage.clone`` mirrors WeKnora's Clone: request shared (it is immutable, so sharing is copying — a deep copy
+cost ~1.3 ms per turn), a subset of state copied, results and history reset, and — unlike WeKnora, whose clone
+drops the context — the context shared, because Knora's parallel searches still need the cancellation flag. The
+turn's read view (``reads``) is shared too, so every stage reads a KB or chunk row at most once per turn.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from knora.domain.search import SearchResult, SearchTarget
+from knora.services.retrieval.turn_reads import TurnReads
 from knora.services.streaming.turn import HistoryTurn, TurnContext
 
 
@@ -160,11 +161,28 @@ class PipelineState:
     models: dict[str, Any] = field(default_factory=dict)  # model id -> resolved ChatModel (one lookup per turn)
 
 
+def scoped_search(search: Any, reads: TurnReads | None) -> Any:
+    if reads is None or search is None or getattr(search, "store", None) is not reads.store \
+            or not hasattr(search, "with_store"):
+        return search
+    return search.with_store(reads)
+
+
 @dataclass
 class ChatManage:
     request: PipelineRequest
     state: PipelineState
     ctx: TurnContext
+    reads: TurnReads | None = None  # the turn's read view (set by the runner; plugins fall back to deps.reads)
+
+    def reads_or(self, fallback: Any) -> Any:
+        """The turn's read view when the runner made one, else ``fallback`` (a plugin's ``deps.reads``)."""
+        return self.reads if self.reads is not None else fallback
+
+    def search_or(self, search: Any) -> Any:
+        """``search`` reading through the turn's view (KBs, tenant config, hit chunks read once per turn) — when
+        the view wraps the search's own store (as wired); any other search is returned as it is."""
+        return scoped_search(search, self.reads)
 
     @property
     def needs_retrieval(self) -> bool:
@@ -200,4 +218,4 @@ class ChatManage:
             quoted_context=s.quoted_context, system_prompt_override=s.system_prompt_override,
             rendered_contexts=s.rendered_contexts, entity=list(s.entity), entity_kb_ids=list(s.entity_kb_ids),
         )
-        return ChatManage(request=copy.deepcopy(self.request), state=state, ctx=self.ctx)
+        return ChatManage(request=self.request, state=state, ctx=self.ctx, reads=self.reads)

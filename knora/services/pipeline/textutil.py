@@ -20,10 +20,13 @@ MIN_JOIN_OVERLAP = 12
 MAX_JOIN_OVERLAP = 400
 
 
+@lru_cache(maxsize=4096)
 def normalize_content(s: str) -> str:
+    """Lower-cased, whitespace collapsed. Cached: one turn normalises the same passages for each dedup pass."""
     return _WS.sub(" ", s.lower().strip())
 
 
+@lru_cache(maxsize=4096)
 def content_signature(s: str) -> str:
     norm = normalize_content(s)
     return hashlib.md5(norm.encode("utf-8")).hexdigest() if norm else ""
@@ -65,7 +68,10 @@ def _tokenize_cached(text: str) -> frozenset[str]:
 
         raw: Iterable[str] = jieba.cut_for_search(s, HMM=True)
     else:
-        raw = set(s.split())  # de-duplicated before the per-token test; the resulting set is the same
+        # De-duplicated before the per-token test (the resulting set is the same), and ``_is_symbolic`` inlined:
+        # this runs for every passage of every turn (merge's overlap removal).
+        return frozenset([t for t in set(s.split())
+                          if len(t) > 1 and (t.isalnum() or _WORDISH.search(t) is not None)])
     return frozenset(t for t in raw if len(t) > 1 and not _is_symbolic(t))
 
 

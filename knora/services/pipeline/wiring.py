@@ -53,6 +53,7 @@ async def wire(c: Any) -> None:
         from knora.adapters.db.repos.search_reads import SqlSearchReads
 
         reads = SqlSearchReads(c.sessions)
+        c.on_close(reads.close)
     blobs = _attr(c, "blobs")
     knowledge_repo = getattr(repos, "knowledge", None) if repos is not None else None
 

@@ -8,6 +8,7 @@ the default 50), and a KB of another tenant is reported exactly like a missing o
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import math
 import time
@@ -63,6 +64,12 @@ class HybridSearch:
         self.engine_for = engine_for
         self.group_timeout = group_timeout
         self._default_embedder = default_embedder or (lambda: "")
+
+    def with_store(self, store: SearchStore) -> HybridSearch:
+        """The same search reading through ``store`` (a request's ``TurnReads`` view); engines etc. shared."""
+        view = copy.copy(self)
+        view.store = store
+        return view
 
     # --- validation and scope ----------------------------------------------------------------------------------
     @staticmethod

@@ -47,8 +47,25 @@ def build_result(chunk: Chunk, k: Knowledge, hit: Hit) -> SearchResult:
 
 async def hydrate(store: SearchStore, tenant_ids: set[int], hits: list[Hit], *,
                   enrich: bool) -> list[SearchResult]:
-    """Primary hits in fused order (deduped by id), then enrichment chunks (score inherited or 0)."""
-    chunks = {c.id: c for c in await store.chunks([h.chunk_id for h in hits])}
+    """Primary hits in fused order (deduped by id), then enrichment chunks (score inherited or 0).
+
+    A store that can join chunks to their documents (``chunks_with_knowledge``) is read once per batch of chunks
+    (once in all without enrichment, the chat pipeline's case); otherwise chunks, context chunks, documents."""
+    joined = getattr(store, "chunks_with_knowledge", None)
+    chunks: dict[str, Chunk] = {}
+    knowledge: dict[str, Knowledge] = {}
+
+    async def load(ids: list[str]) -> None:
+        if not ids:
+            return
+        if joined is None:
+            chunks.update({c.id: c for c in await store.chunks(ids)})
+            return
+        found, docs = await joined(ids)
+        chunks.update({c.id: c for c in found})
+        knowledge.update({k.id: k for k in docs})
+
+    await load([h.chunk_id for h in hits])
     extra: dict[str, Hit] = {}
     if enrich:
         stored = {h.chunk_id: h.score for h in hits}
@@ -65,10 +82,14 @@ async def hydrate(store: SearchStore, tenant_ids: set[int], hits: list[Hit], *,
                 for nb in (c.pre_chunk_id, c.next_chunk_id):
                     if nb:
                         extra.setdefault(nb, Hit(nb, stored.get(nb, 0.0), MatchType.NEARBY_CHUNK))
-        missing = [cid for cid in extra if cid not in chunks]
-        chunks.update({c.id: c for c in await store.chunks(missing)})
-    knowledge = {k.id: k for k in await store.knowledge(list({c.knowledge_id for c in chunks.values()}))}
+        await load([cid for cid in extra if cid not in chunks])
+    if joined is None:
+        knowledge = {k.id: k for k in await store.knowledge(list({c.knowledge_id for c in chunks.values()}))}
+    return _results(tenant_ids, hits, extra, chunks, knowledge)
 
+
+def _results(tenant_ids: set[int], hits: list[Hit], extra: dict[str, Hit], chunks: dict[str, Chunk],
+             knowledge: dict[str, Knowledge]) -> list[SearchResult]:
     out: list[SearchResult] = []
     seen: set[str] = set()
     for h in [*hits, *extra.values()]:

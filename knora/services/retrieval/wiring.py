@@ -29,6 +29,8 @@ async def wire(c: Any) -> None:
     def default_embedder() -> str:
         return str(c.settings.embedder)
 
-    c.search_service = HybridSearch(SqlSearchReads(c.sessions), c.embedders, engine_for,
+    reads = SqlSearchReads(c.sessions)
+    c.on_close(reads.close)
+    c.search_service = HybridSearch(reads, c.embedders, engine_for,
                                     default_embedder=default_embedder)
     c.faq_service = FaqService(SqlFaqRepo(c.sessions), c.search_service, lambda: c.retrieval, c.embedders)

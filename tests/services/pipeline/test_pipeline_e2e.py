@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
+from knora.adapters.db.tables import KnowledgeRow
 from knora.domain.stream import BusEvent
 from tests.fakes import FakeModelServer, Reply
 from tests.services.pipeline.conftest import DOCS, add_kb, make_ctx, turn
@@ -55,3 +58,36 @@ class TestQuickAnswerEndToEnd:
         handle = outcome.answer.split('<ref id="')[1].split('"')[0]
         assert ctx.references.resolve(handle)["kind"] == "chunk"  # type: ignore[index]
         assert len(rec.of(BusEvent.FINAL_ANSWER)) > 3  # streamed in small deltas
+
+
+class TestTurnReads:
+    async def test_a_turn_reads_its_rows_once_and_the_next_turn_reads_again(
+            self, plain_container: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        c = plain_container
+        kb = await add_kb(c, DOCS)
+        store = c.search_service.store
+        assert c.pipeline_deps.reads is store
+        calls: Counter[str] = Counter()
+        for name in ("knowledge_bases", "tenant_retrieval_config", "chunks", "knowledge", "chunks_with_knowledge",
+                     "knowledge_bases_with_tenant_config"):
+            real = getattr(store, name)
+
+            def wrapped(*a: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+                calls[_name] += 1
+                return _real(*a, **kw)
+
+            monkeypatch.setattr(store, name, wrapped)
+        outcome = await c.quick_answer.run(turn(c, "How is oolong tea processed?", [kb]), make_ctx()[0])
+        assert "partially oxidised" in outcome.answer
+        # KBs + tenant config once (request assembly; the search reuses them), hits + documents once (hydration;
+        # the merge reuses them): two reads in all, instead of eight
+        assert calls == Counter(knowledge_bases_with_tenant_config=1, chunks_with_knowledge=1)
+        # nothing is kept between turns: an edit made between them is seen by the next turn
+        async with c.sessions.begin() as s:
+            for row in (await s.scalars(select(KnowledgeRow).where(KnowledgeRow.knowledge_base_id == kb))).all():
+                row.title = f"{row.title} (edited)"
+        ctx, rec = make_ctx()
+        await c.quick_answer.run(turn(c, "How is oolong tea processed?", [kb]), ctx)
+        assert calls == Counter(knowledge_bases_with_tenant_config=2, chunks_with_knowledge=2)
+        refs = rec.of(BusEvent.REFERENCES)[0].data["references"]
+        assert refs and all(r["knowledge_title"].endswith("(edited)") for r in refs)

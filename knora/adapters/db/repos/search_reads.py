@@ -1,18 +1,31 @@
 """SQLAlchemy implementation of :class:`knora.ports.search_store.SearchStore` (read-only; owned by retrieval).
 
 Batched ``IN`` queries (chunks of 500 ids) so hydrating a 500-hit result costs one or two round trips per table.
+
+On a SQLite file every read runs as one call on a worker thread, through a synchronous engine on the same file
+(query-only connections): through aiosqlite a read was four or five hops between the event loop and the
+driver's thread (begin, execute, fetch, rollback, release), 1–4 ms on a busy 2-core machine for a 10-row lookup
+that SQLite answers in ~0.1 ms. WAL mode lets these readers run beside the writer; each read is its own
+transaction, so it sees everything committed before it started, as before. Other databases (PostgreSQL) use the
+async session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import asyncio
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, TypeVar
 
-from sqlalchemy import select
+from pydantic import BaseModel
+from sqlalchemy import DateTime, Engine, bindparam, create_engine, event, inspect, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
-from knora.adapters.db.repos._mapping import row_to, select_columns, values_to
-from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow, TagRow, TenantRow
+from knora.adapters.db.repos._mapping import _row_fields, row_to, select_columns
+from knora.adapters.db.tables import Base, ChunkRow, KnowledgeBaseRow, KnowledgeRow, TagRow, TenantRow
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
 
 _BATCH = 500
@@ -20,6 +33,57 @@ _BATCH = 500
 # than the queries themselves.
 _CHUNK_COLS = select_columns(Chunk, ChunkRow)
 _KNOWLEDGE_COLS = select_columns(Knowledge, KnowledgeRow)
+_KNOWLEDGE_ID_AT = [c.key for c in _KNOWLEDGE_COLS].index("id")
+# Statements built once (building a 30-column select and its cache key per read cost more than running it).
+_IDS: Any = bindparam("ids", expanding=True)
+_CHUNKS_BY_ID = select(*_CHUNK_COLS).where(ChunkRow.id.in_(_IDS))
+_KNOWLEDGE_BY_ID = select(*_KNOWLEDGE_COLS).where(KnowledgeRow.id.in_(_IDS))
+_CHUNKS_WITH_KNOWLEDGE = (select(*_CHUNK_COLS, *_KNOWLEDGE_COLS)
+                          .outerjoin(KnowledgeRow, KnowledgeRow.id == ChunkRow.knowledge_id)
+                          .where(ChunkRow.id.in_(_IDS)))
+M = TypeVar("M", bound=BaseModel)
+
+
+@cache
+def _datetime_at(model: type[BaseModel], row_cls: type[Base]) -> frozenset[int]:
+    """Positions of the timestamp columns in ``select_columns(model, row_cls)`` (SQLite returns them naive)."""
+    columns = inspect(row_cls).columns
+    return frozenset(n for n, (key, _) in enumerate(_row_fields(model, row_cls))
+                     if isinstance(columns[key].type, DateTime))
+
+
+def _record(model: type[M], row_cls: type[Base], values: Sequence[Any]) -> M:
+    """``values_to`` for the hot path: only timestamp columns are looked at (stored in UTC, zone put back)."""
+    names = _row_fields(model, row_cls)
+    data = {name: v for (_, name), v in zip(names, values, strict=True)}
+    for n in _datetime_at(model, row_cls):
+        v = values[n]
+        if isinstance(v, datetime) and v.tzinfo is None:
+            data[names[n][1]] = v.replace(tzinfo=UTC)
+    return model.model_validate(data)
+
+
+T = TypeVar("T")
+
+
+def _sync_engine(sessions: async_sessionmaker[AsyncSession]) -> Engine | None:
+    """A synchronous engine on the same SQLite file, or None (another database, or an in-memory one)."""
+    bind = sessions.kw.get("bind")
+    url = getattr(bind, "url", None)
+    if url is None or url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:") \
+            or str(url.database).startswith("file:"):
+        return None
+    engine = create_engine(url.set(drivername="sqlite+pysqlite"),
+                           connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA query_only=ON")  # these connections only ever read
+        cur.close()
+
+    return engine
 
 
 def _batches(ids: Sequence[Any]) -> list[list[Any]]:
@@ -28,54 +92,128 @@ def _batches(ids: Sequence[Any]) -> list[list[Any]]:
 
 
 class SqlSearchReads:
+    READ_THREADS = 4  # their own threads: a read never queues behind vector scans or embeddings
+
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
+        self._engine = _sync_engine(sessions)
+        self._sync = sessionmaker(self._engine) if self._engine is not None else None
+        self._threads: ThreadPoolExecutor | None = None
+
+    async def close(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads = None
+        if self._engine is not None:
+            await asyncio.to_thread(self._engine.dispose)
+
+    async def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(session, *args)``: in one worker-thread call on SQLite, else in the async session."""
+        if self._sync is not None:
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(self.READ_THREADS, thread_name_prefix="knora-reads")
+            return await asyncio.get_running_loop().run_in_executor(self._threads, self._read_sync, fn, *args)
+        async with self._sessions() as s:
+            return await s.run_sync(fn, *args)
+
+    def _read_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        assert self._sync is not None
+        with self._sync() as s:
+            return fn(s, *args)
 
     async def knowledge_bases(self, kb_ids: Sequence[str]) -> list[KnowledgeBase]:
-        out: dict[str, KnowledgeBase] = {}
-        async with self._sessions() as s:
-            for part in _batches(kb_ids):
-                for row in (await s.scalars(select(KnowledgeBaseRow).where(KnowledgeBaseRow.id.in_(part)))).all():
-                    values = {c: getattr(row, c) for c in ("indexing_strategy", "retrieval_config", "chunking_config")}
-                    for k, v in values.items():
-                        if not isinstance(v, dict):
-                            setattr(row, k, {})
-                    out[row.id] = row_to(KnowledgeBase, row)
-        return [out[i] for i in dict.fromkeys(kb_ids) if i in out]
+        return await self._read(_knowledge_bases, kb_ids)
 
     async def tenant_retrieval_config(self, tenant_id: int) -> dict[str, Any]:
-        async with self._sessions() as s:
-            value = await s.scalar(select(TenantRow.retrieval_config).where(TenantRow.id == tenant_id))
-        return dict(value) if isinstance(value, dict) else {}
+        return await self._read(_tenant_retrieval_config, tenant_id)
+
+    async def knowledge_bases_with_tenant_config(self, kb_ids: Sequence[str], tenant_id: int
+                                                 ) -> tuple[list[KnowledgeBase], dict[str, Any]]:
+        """``knowledge_bases`` and ``tenant_retrieval_config`` in one call (a search needs both)."""
+        return await self._read(_knowledge_bases_with_tenant_config, kb_ids, tenant_id)
 
     async def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        return await self._by_ids(Chunk, ChunkRow, _CHUNK_COLS, chunk_ids)
+        return await self._read(_by_ids, Chunk, ChunkRow, _CHUNKS_BY_ID, chunk_ids)
 
     async def knowledge(self, knowledge_ids: Sequence[str]) -> list[Knowledge]:
-        return await self._by_ids(Knowledge, KnowledgeRow, _KNOWLEDGE_COLS, knowledge_ids)
+        return await self._read(_by_ids, Knowledge, KnowledgeRow, _KNOWLEDGE_BY_ID, knowledge_ids)
 
-    async def _by_ids(self, record: type[Any], row: Any, cols: Any, ids: Sequence[str]) -> list[Any]:
-        """Plain-column reads by primary key, in batches (hydration is on the search hot path)."""
-        out: list[Any] = []
-        async with self._sessions() as s:
-            for part in _batches(ids):
-                rows = await s.execute(select(*cols).where(row.id.in_(part)))
-                out.extend(values_to(record, row, r) for r in rows)
-        return out
+    async def chunks_with_knowledge(self, chunk_ids: Sequence[str], *, neighbours_below: int = 0
+                                    ) -> tuple[list[Chunk], list[Knowledge]]:
+        """The chunks and their documents in one query (a left join: a chunk whose document is gone still comes
+        back, without it) — hydration's two reads in one round trip. With ``neighbours_below`` > 0 the previous
+        and next chunks of every text chunk shorter than that (in characters) come back too, in the same call:
+        they are what the chat pipeline's merge reads next to lengthen short passages."""
+        return await self._read(_chunks_with_knowledge, chunk_ids, neighbours_below)
 
     async def knowledge_ids_with_tags(self, kb_id: str, tag_ids: Sequence[str]) -> list[str]:
-        out: list[str] = []
-        async with self._sessions() as s:
-            for part in _batches(tag_ids):
-                out.extend((await s.scalars(select(KnowledgeRow.id).where(
-                    KnowledgeRow.knowledge_base_id == kb_id, KnowledgeRow.tag_id.in_(part)))).all())
-        return out
+        return await self._read(_knowledge_ids_with_tags, kb_id, tag_ids)
 
     async def tag_kbs(self, tag_ids: Sequence[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        async with self._sessions() as s:
-            for part in _batches(tag_ids):
-                for tid, kb in (await s.execute(select(TagRow.id, TagRow.knowledge_base_id)
-                                                .where(TagRow.id.in_(part)))).all():
-                    out[tid] = kb
-        return out
+        return await self._read(_tag_kbs, tag_ids)
+
+
+# --- the reads (synchronous session code; run by ``SqlSearchReads._read``) ------------------------------------
+def _knowledge_bases(s: Session, kb_ids: Sequence[str]) -> list[KnowledgeBase]:
+    out: dict[str, KnowledgeBase] = {}
+    for part in _batches(kb_ids):
+        for row in s.scalars(select(KnowledgeBaseRow).where(KnowledgeBaseRow.id.in_(part))).all():
+            values = {c: getattr(row, c) for c in ("indexing_strategy", "retrieval_config", "chunking_config")}
+            for k, v in values.items():
+                if not isinstance(v, dict):
+                    setattr(row, k, {})
+            out[row.id] = row_to(KnowledgeBase, row)
+    return [out[i] for i in dict.fromkeys(kb_ids) if i in out]
+
+
+def _knowledge_bases_with_tenant_config(s: Session, kb_ids: Sequence[str], tenant_id: int
+                                        ) -> tuple[list[KnowledgeBase], dict[str, Any]]:
+    return _knowledge_bases(s, kb_ids), _tenant_retrieval_config(s, tenant_id)
+
+
+def _tenant_retrieval_config(s: Session, tenant_id: int) -> dict[str, Any]:
+    value = s.scalar(select(TenantRow.retrieval_config).where(TenantRow.id == tenant_id))
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _by_ids(s: Session, record: type[BaseModel], row: type[Base], stmt: Any, ids: Sequence[str]) -> list[Any]:
+    """Plain-column reads by primary key, in batches (hydration is on the search hot path)."""
+    out: list[Any] = []
+    for part in _batches(ids):
+        out.extend(_record(record, row, r) for r in s.execute(stmt, {"ids": part}))
+    return out
+
+
+def _chunks_with_knowledge(s: Session, chunk_ids: Sequence[str], neighbours_below: int = 0
+                           ) -> tuple[list[Chunk], list[Knowledge]]:
+    chunks: list[Chunk] = []
+    docs: dict[str, Knowledge] = {}
+    n = len(_CHUNK_COLS)
+    for part in _batches(chunk_ids):
+        for r in s.execute(_CHUNKS_WITH_KNOWLEDGE, {"ids": part}):
+            chunk = _record(Chunk, ChunkRow, r[:n])
+            chunks.append(chunk)
+            if r[n + _KNOWLEDGE_ID_AT] is not None and chunk.knowledge_id not in docs:
+                docs[chunk.knowledge_id] = _record(Knowledge, KnowledgeRow, r[n:])
+    if neighbours_below > 0:
+        have = {c.id for c in chunks}
+        near = [i for c in chunks if c.chunk_type == "text" and len(c.content) < neighbours_below
+                for i in (c.pre_chunk_id, c.next_chunk_id) if i and i not in have]
+        chunks += _by_ids(s, Chunk, ChunkRow, _CHUNKS_BY_ID, near)
+    return chunks, list(docs.values())
+
+
+def _knowledge_ids_with_tags(s: Session, kb_id: str, tag_ids: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for part in _batches(tag_ids):
+        out.extend(s.scalars(select(KnowledgeRow.id).where(
+            KnowledgeRow.knowledge_base_id == kb_id, KnowledgeRow.tag_id.in_(part))).all())
+    return out
+
+
+def _tag_kbs(s: Session, tag_ids: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in _batches(tag_ids):
+        for tid, kb in s.execute(select(TagRow.id, TagRow.knowledge_base_id).where(TagRow.id.in_(part))).all():
+            out[tid] = kb
+    return out

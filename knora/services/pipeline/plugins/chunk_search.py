@@ -26,7 +26,7 @@ async def _kb_search(deps: PipelineDeps, cm: ChatManage) -> tuple[list[SearchRes
         return [], None
     from knora.services.retrieval.targets import TargetSearch, search_targets
 
-    return await search_targets(deps.search, req.tenant_id, req.search_targets,  # type: ignore[arg-type]
+    return await search_targets(cm.search_or(deps.search), req.tenant_id, req.search_targets,  # type: ignore[arg-type]
                                 TargetSearch(query=cm.search_query, vector_threshold=req.vector_threshold,
                                              keyword_threshold=req.keyword_threshold,
                                              match_count=req.embedding_top_k))
@@ -61,7 +61,7 @@ async def run_chunk_search(deps: PipelineDeps, cm: ChatManage) -> PluginError | 
             and len(results) < max(1, req.embedding_top_k) and not cm.cancelled):
         from knora.services.retrieval.expansion import run_query_expansion
 
-        extra = await run_query_expansion(deps.search, req.tenant_id, req.search_targets,  # type: ignore[arg-type]
+        extra = await run_query_expansion(cm.search_or(deps.search), req.tenant_id, req.search_targets,  # type: ignore[arg-type]
                                           rewrite_query=cm.search_query, original_query=req.query,
                                           vector_threshold=req.vector_threshold,
                                           keyword_threshold=req.keyword_threshold,

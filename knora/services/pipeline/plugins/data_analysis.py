@@ -148,7 +148,7 @@ class DataAnalysis:
     async def _analyse(self, cm: ChatManage, hit: SearchResult) -> SearchResult | None:
         req = cm.request
         assert self._deps.reads is not None and self._deps.read_blob is not None
-        docs = [k for k in await self._deps.reads.knowledge([hit.knowledge_id]) if k.tenant_id == req.tenant_id]
+        docs = [k for k in await cm.reads_or(self._deps.reads).knowledge([hit.knowledge_id]) if k.tenant_id == req.tenant_id]
         if not docs or not docs[0].file_path:
             return None
         doc = docs[0]

@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 async def run_entity_search(deps: PipelineDeps, cm: ChatManage) -> PluginError | None:
     st, req = cm.state, cm.request
     kb_ids = st.entity_kb_ids or list(req.entity_kb_ids)
-    if not st.entity or not kb_ids or deps.graph_store is None or deps.reads is None:
+    reads = cm.reads_or(deps.reads)
+    if not st.entity or not kb_ids or deps.graph_store is None or reads is None:
         return None
     knowledge_ids = list(req.knowledge_ids)
     try:
@@ -35,8 +36,8 @@ async def run_entity_search(deps: PipelineDeps, cm: ChatManage) -> PluginError |
     wanted = list(dict.fromkeys(c for n in graph.nodes for c in n.chunk_ids if c not in have))
     if not wanted:
         return None if st.search_result else ERR_SEARCH_NOTHING
-    chunks = [c for c in await deps.reads.chunks(wanted) if c.tenant_id == req.tenant_id and c.is_enabled]
-    docs = {k.id: k for k in await deps.reads.knowledge(list({c.knowledge_id for c in chunks}))}
+    chunks = [c for c in await reads.chunks(wanted) if c.tenant_id == req.tenant_id and c.is_enabled]
+    docs = {k.id: k for k in await reads.knowledge(list({c.knowledge_id for c in chunks}))}
     order = {cid: i for i, cid in enumerate(wanted)}
     added: list[SearchResult] = []
     for c in sorted(chunks, key=lambda c: order[c.id]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from knora.domain.knowledge import Chunk
 from knora.services.pipeline.deps import PipelineDeps
@@ -37,10 +38,10 @@ IMAGE_TYPES = ("image_ocr", "image_caption")
 
 
 class _ChunkCache:
-    """Batch loads through ``deps.reads`` with a per-turn cache (missing ids cached as None)."""
+    """Batch loads through the turn's reads with a cache (missing ids cached as None)."""
 
-    def __init__(self, deps: PipelineDeps, tenant_id: int) -> None:
-        self._reads = deps.reads
+    def __init__(self, reads: Any, tenant_id: int) -> None:
+        self._reads = reads
         self._tenant = tenant_id
         self._cache: dict[str, Chunk | None] = {}
 
@@ -184,7 +185,7 @@ class ChunkMerge:
             st.merge_result = []
             cm.note("chunk_merge", kept=0)
             return await next()
-        cache = _ChunkCache(self._deps, cm.request.tenant_id)
+        cache = _ChunkCache(cm.reads_or(self._deps.reads), cm.request.tenant_id)
         try:
             # One read for everything later steps need (parents, FAQ rows, bases of short texts); a turn whose
             # hits are long plain texts reads nothing.
