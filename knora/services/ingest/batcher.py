@@ -86,7 +86,8 @@ class EmbedBatcher:
 
     def _batch_done(self, task: asyncio.Task[None]) -> None:
         self._in_flight.discard(task)
-        self._kick(after_batch=True)
+        if not task.cancelled():  # cancelled = the loop is shutting down: start nothing new
+            self._kick(after_batch=True)
 
     def _next_batch(self, *, full_only: bool) -> list[_Item] | None:
         """The next batch to embed, or None; with ``full_only`` no part-filled batch cut from too few texts."""
@@ -109,6 +110,10 @@ class EmbedBatcher:
     async def _embed(self, batch: list[_Item]) -> None:
         try:
             vectors = await self.embedder.embed_passages([t for t, _ in batch])
+        except asyncio.CancelledError:
+            for _, fut in batch:
+                fut.cancel()  # nobody is left to wait forever on a batch that will never finish
+            raise
         except Exception as exc:  # noqa: BLE001 - the failure belongs to the callers, each gets it
             for _, fut in batch:
                 if not fut.done():
