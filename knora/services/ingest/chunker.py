@@ -175,7 +175,9 @@ def _split_range(text: str, start: int, end: int, size: int, overlap: int, seps:
         i = j
         if i < len(pieces):
             # Overlap: start before the previous end, but leave room for the next piece within the size.
-            lower = max(chunk_end - overlap, pieces[i][1] - size, chunk_start + 1)
+            # Past the previous chunk's stripped start too, or leading whitespace could let the next chunk start
+            # where the previous one did (and contain it whole).
+            lower = max(chunk_end - overlap, pieces[i][1] - size, chunk_start + 1, ranges[-1][0] + 1 if ranges else 0)
             chunk_start = _overlap_start(text, chunk_end, lower, spans) if overlap > 0 else chunk_end
     return ranges
 

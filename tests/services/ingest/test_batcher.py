@@ -49,3 +49,64 @@ async def test_a_failed_batch_fails_its_callers_only() -> None:
     ok, bad = await asyncio.gather(batcher.embed(["a", "b"]), batcher.embed(["bad", "c"]), return_exceptions=True)
     assert isinstance(bad, RuntimeError) and not isinstance(ok, BaseException) and ok.shape == (2, 2)
     assert (await batcher.embed([])).shape == (0, 2)
+
+
+class _Gated(_Recorder):
+    """Holds every call until released, recording how many calls were in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        await self.gate.wait()
+        self.in_flight -= 1
+        return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+
+
+async def _settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_a_full_batch_is_handed_over_while_the_current_one_runs() -> None:
+    model = _Gated()
+    batcher = EmbedBatcher(model, batch_size=4, window=1)  # type: ignore[arg-type]
+    first = asyncio.ensure_future(batcher.embed(["a", "b", "c", "d"]))
+    await asyncio.sleep(0.05)
+    assert len(model.batches) == 1  # the first batch is running, held at the gate
+    second = asyncio.ensure_future(batcher.embed(["e", "f", "g", "h"]))  # a full batch: prefetched at once
+    await _settle()
+    assert len(model.batches) == 2 and model.most_in_flight == 2
+    third = asyncio.ensure_future(batcher.embed(["i"]))  # part-filled: waits for a running batch to finish
+    await _settle()
+    assert len(model.batches) == 2
+    model.gate.set()
+    results = await asyncio.gather(first, second, third)
+    assert [r[:, 0].tolist() for r in results] == [[1.0] * 4, [1.0] * 4, [1.0]]
+    assert model.batches[2] == ["i"] and model.most_in_flight == 2
+
+
+async def test_a_window_is_cut_into_equal_batches_of_similar_length() -> None:
+    model = _Recorder()
+    batcher = EmbedBatcher(model, batch_size=4, window=2)  # type: ignore[arg-type]
+    lengths = [9, 1, 7, 3, 8, 2, 6]
+    texts = ["x" * n for n in lengths]
+    vecs = await asyncio.gather(*(batcher.embed([t]) for t in texts))
+    assert [v[0, 0] for v in vecs] == lengths  # every caller gets its own row back
+    assert [[len(t) for t in b] for b in model.batches] == [[1, 2, 3, 6], [7, 8, 9]]
+
+
+async def test_the_oldest_text_waits_behind_at_most_one_window() -> None:
+    model = _Recorder()
+    batcher = EmbedBatcher(model, batch_size=2, window=2)  # type: ignore[arg-type]
+    oldest = asyncio.ensure_future(batcher.embed(["z" * 50]))
+    newer = [asyncio.ensure_future(batcher.embed(["y" * n])) for n in range(1, 10)]
+    await asyncio.gather(oldest, *newer)
+    first_window = [t for b in model.batches[:2] for t in b]
+    assert "z" * 50 in first_window

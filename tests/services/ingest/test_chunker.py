@@ -210,3 +210,13 @@ def test_blank_text_gives_no_chunks_and_non_positive_config_falls_back_to_defaul
     text = "word " * 400
     drafts = split_document(text, ChunkingConfig(chunk_size=0, chunk_overlap=-5))
     assert max(len(d.content) for d in drafts) <= 512 and len(drafts) >= 4
+
+
+def test_leading_whitespace_does_not_let_the_next_chunk_start_where_the_previous_one_did() -> None:
+    # Found by hypothesis: the first chunk's range was stripped of its leading spaces, and the overlap of the next
+    # chunk was searched from the unstripped start, so both chunks started at the "。".
+    text = "   。 alpha alpha alpha"
+    drafts = split_document(text, ChunkingConfig(chunk_size=20, chunk_overlap=1))
+    _check_offsets(text, drafts)
+    for prev, nxt in itertools.pairwise(drafts):
+        assert nxt.start_at > prev.start_at and nxt.end_at > prev.end_at
