@@ -49,7 +49,7 @@ ROW_COLUMNS = "id, kb_id, knowledge_id, tag_id, is_enabled, is_recommended, know
 Row = tuple[int, str, str, str | None, int, int, str, bytes]
 
 
-def encode(token_ids: Sequence[int]) -> bytes:
+def encode(token_ids: Iterable[int]) -> bytes:
     """The blob stored for a row: its token ids in order, uint32 native order."""
     return array("I", token_ids).tobytes()
 
@@ -83,7 +83,7 @@ class _Segment:
     df_cache: dict[int, int] = field(default_factory=dict)
 
     def find(self, tid: int) -> int:
-        i = int(np.searchsorted(self.terms, tid))
+        i = int(self.terms.searchsorted(np.uint32(tid)))  # same dtype: no copy of the term array
         return i if i < self.terms.shape[0] and int(self.terms[i]) == tid else -1
 
     @property
@@ -361,20 +361,20 @@ class KeywordIndex:
         f *= idf
         return f
 
-    def _lookup(self, tid: int, idf: float, cands: I64, avgdl: float) -> F64:
+    def _lookup(self, tid: int, idf: float, cands: I32, avgdl: float) -> F64:
         """The term's contribution for each candidate slot (sorted), 0 where the row lacks the term."""
         out = np.zeros(cands.shape[0], dtype=np.float64)
         for seg in self._segments:
             i = seg.find(tid)
             if i < 0:
                 continue
-            a = int(np.searchsorted(cands, seg.lo))
-            z = int(np.searchsorted(cands, seg.hi))
+            a = int(cands.searchsorted(np.int32(seg.lo)))
+            z = int(cands.searchsorted(np.int32(seg.hi)))
             if a == z:
                 continue
             part = cands[a:z]
             rows = seg.rows[seg.ptr[i] : seg.ptr[i + 1]]
-            pos = np.searchsorted(rows, part)
+            pos = rows.searchsorted(part)  # both int32
             np.minimum(pos, rows.shape[0] - 1, out=pos)
             hit = np.flatnonzero(rows[pos] == part)
             if hit.size:
@@ -382,7 +382,7 @@ class KeywordIndex:
                 out[a + hit] = self._contrib(idf, tf, part[hit], avgdl)
         return out
 
-    def _exact(self, terms: list[tuple[int, float]], cands: I64, avgdl: float) -> F64:
+    def _exact(self, terms: list[tuple[int, float]], cands: I32, avgdl: float) -> F64:
         """Full scores of the candidates, summed in query-term order (as FTS5 sums its phrases)."""
         s = np.zeros(cands.shape[0], dtype=np.float64)
         for tid, idf in terms:
@@ -425,7 +425,7 @@ class KeywordIndex:
         return count, maxtf, mindl
 
     def _top(self, terms: list[tuple[int, float]], k: int, cut: float, mask: npt.NDArray[np.bool_],
-             avgdl: float) -> tuple[I64, F64]:
+             avgdl: float) -> tuple[I32, F64]:
         n = self._n
         stats = [self._stats(tid) for tid, _ in terms]
         ub = []
@@ -459,12 +459,12 @@ class KeywordIndex:
                     e = essential(theta)
                     volume = sum(stats[order[j]][0] for j in range(e))
         if e == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)
         if volume > n * _DENSE_SHARE:
             return self._dense(terms, k, cut, mask, avgdl)
         # Candidates: rows holding at least one essential term (a row holding none scores below theta).
         scratch = self._scratch
-        touched: list[I64] = []
+        touched: list[I32] = []
         for j in range(e):
             tid, idf = terms[order[j]]
             for seg in self._segments:
@@ -473,12 +473,15 @@ class KeywordIndex:
                     continue
                 rows = seg.rows[seg.ptr[i] : seg.ptr[i + 1]]
                 ok = np.flatnonzero(mask[rows])
-                r = rows[ok].astype(np.int64)
+                r = rows[ok]
                 scratch[r] += self._contrib(idf, seg.tf[seg.ptr[i] : seg.ptr[i + 1]][ok], r, avgdl)
                 touched.append(r)
         if not touched:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        cands = np.unique(np.concatenate(touched))
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)
+        cands = np.concatenate(touched)
+        cands.sort()
+        if cands.shape[0] > 1:
+            cands = cands[np.append(True, cands[1:] != cands[:-1])]
         partial = scratch[cands]
         scratch[cands] = 0.0
         # Non-essential terms: prune candidates that cannot reach the bar, then look the term up for the rest.
@@ -497,17 +500,17 @@ class KeywordIndex:
         cands = cands[keep]
         return self._select(cands, self._exact(terms, cands, avgdl), k, cut)
 
-    def _term_slots(self, tid: int, mask: npt.NDArray[np.bool_]) -> I64:
+    def _term_slots(self, tid: int, mask: npt.NDArray[np.bool_]) -> I32:
         parts = []
         for seg in self._segments:
             i = seg.find(tid)
             if i >= 0:
                 rows = seg.rows[seg.ptr[i] : seg.ptr[i + 1]]
-                parts.append(rows[mask[rows]].astype(np.int64))
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+                parts.append(rows[mask[rows]])
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
 
     def _dense(self, terms: list[tuple[int, float]], k: int, cut: float, mask: npt.NDArray[np.bool_],
-               avgdl: float) -> tuple[I64, F64]:
+               avgdl: float) -> tuple[I32, F64]:
         """Score every matching row (query-term order, so sums are FTS5's); used when pruning cannot help."""
         n = self._n
         score = np.zeros(n, dtype=np.float64)
@@ -519,10 +522,10 @@ class KeywordIndex:
                 rows = seg.rows[seg.ptr[i] : seg.ptr[i + 1]]
                 score[rows] += self._contrib(idf, seg.tf[seg.ptr[i] : seg.ptr[i + 1]], rows, avgdl)
         score[~mask] = 0.0
-        cands = np.flatnonzero(score > 0.0)
+        cands = np.flatnonzero(score > 0.0).astype(np.int32)
         return self._select(cands, score[cands], k, cut)
 
-    def _select(self, cands: I64, scores: F64, k: int, cut: float) -> tuple[I64, F64]:
+    def _select(self, cands: I32, scores: F64, k: int, cut: float) -> tuple[I32, F64]:
         ok = np.flatnonzero((scores > 0.0) & (scores >= cut))
         cands, scores = cands[ok], scores[ok]
         if cands.shape[0] > k:

@@ -203,7 +203,8 @@ class SqliteEngine:
         top = conn.execute("SELECT max(id) FROM knora_ret_rows").fetchone()[0] or 0
         data, fts, log = [], [], []
         toks = [tok.tokenize(r.content) for r in rows]
-        ids = self._term_ids(conn, toks)
+        term_id = self._term_ids(conn, toks).__getitem__
+        encode = postings.encode
         for n, r, tt in zip(range(top + 1, top + 1 + len(rows)), rows, toks, strict=True):
             emb = None
             dim = 0
@@ -214,7 +215,7 @@ class SqliteEngine:
                 emb, dim = vec.tobytes(), int(vec.shape[0])
             data.append((n, r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id,
                          r.tag_id or None, int(r.is_enabled), int(r.is_recommended), r.knowledge_type, r.content,
-                         dim, emb, postings.encode([ids[t] for t in tt])))
+                         dim, emb, encode(map(term_id, tt))))
             fts.append((n, " ".join(tt)))
             log.append((r.knowledge_base_id, n, _UPSERT))
         conn.executemany(
