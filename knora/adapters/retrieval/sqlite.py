@@ -534,7 +534,7 @@ class SqliteEngine:
             self._kw_load_s = round(time.perf_counter() - t0, 2)
             log.info("keyword index: %d rows, %d postings loaded in %.1f s", len(idx), idx.postings,
                      self._kw_load_s)
-        except Exception:  # noqa: BLE001 - FTS5 keeps answering
+        except Exception:  # FTS5 keeps answering
             if self._conn is not None:
                 log.exception("keyword index load failed; FTS5 answers keyword queries")
         finally:
