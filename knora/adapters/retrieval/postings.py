@@ -29,6 +29,7 @@ import threading
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,18 @@ Row = tuple[int, str, str, str | None, int, int, str, bytes]
 def encode(token_ids: Iterable[int]) -> bytes:
     """The blob stored for a row: its token ids in order, uint32 native order."""
     return array("I", token_ids).tobytes()
+
+
+def encode_rows(rows: Sequence[Sequence[str]], term_ids: dict[str, int]) -> list[bytes]:
+    """``encode`` for a batch of token lists: one C-level pass over all tokens, then per-row slices."""
+    flat = list(chain.from_iterable(rows))
+    buf = np.fromiter(map(term_ids.__getitem__, flat), dtype=np.uint32, count=len(flat)).tobytes()
+    out, at = [], 0
+    for tt in rows:
+        end = at + 4 * len(tt)
+        out.append(buf[at:end])
+        at = end
+    return out
 
 
 def bm25_idf(n_rows: int, df: int) -> float:

@@ -27,6 +27,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -203,9 +204,8 @@ class SqliteEngine:
         top = conn.execute("SELECT max(id) FROM knora_ret_rows").fetchone()[0] or 0
         data, fts, log = [], [], []
         toks = [tok.tokenize(r.content) for r in rows]
-        term_id = self._term_ids(conn, toks).__getitem__
-        encode = postings.encode
-        for n, r, tt in zip(range(top + 1, top + 1 + len(rows)), rows, toks, strict=True):
+        blobs = postings.encode_rows(toks, self._term_ids(conn, toks))
+        for n, r, tt, blob in zip(range(top + 1, top + 1 + len(rows)), rows, toks, blobs, strict=True):
             emb = None
             dim = 0
             if r.embedding is not None:
@@ -215,7 +215,7 @@ class SqliteEngine:
                 emb, dim = vec.tobytes(), int(vec.shape[0])
             data.append((n, r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id,
                          r.tag_id or None, int(r.is_enabled), int(r.is_recommended), r.knowledge_type, r.content,
-                         dim, emb, encode(map(term_id, tt))))
+                         dim, emb, blob))
             fts.append((n, " ".join(tt)))
             log.append((r.knowledge_base_id, n, _UPSERT))
         conn.executemany(
@@ -231,7 +231,7 @@ class SqliteEngine:
         cache = self._w_terms
         if len(cache) > 2_000_000:
             cache.clear()
-        missing = set().union(*toks).difference(cache) if toks else set()
+        missing = set(chain.from_iterable(toks)).difference(cache)
         if not missing:
             return cache
         want = list(missing)
@@ -555,8 +555,7 @@ class SqliteEngine:
             def run(conn: sqlite3.Connection, rows: list[Any] = rows, toks: list[list[str]] = toks) -> None:
                 ids = self._term_ids(conn, toks)
                 conn.executemany("UPDATE knora_ret_rows SET kw = ? WHERE id = ? AND kw IS NULL",
-                                 [(postings.encode([ids[t] for t in tt]), r[0])
-                                  for r, tt in zip(rows, toks, strict=True)])
+                                 [(blob, r[0]) for r, blob in zip(rows, postings.encode_rows(toks, ids), strict=True)])
 
             self._write(run)
 
