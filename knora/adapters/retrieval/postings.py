@@ -45,8 +45,7 @@ I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
-# The row columns the index needs, in this order (``kw`` is the token-id blob).
-ROW_COLUMNS = "id, kb_id, knowledge_id, tag_id, is_enabled, is_recommended, knowledge_type, kw"
+# A row as the index takes it: id, kb_id, knowledge_id, tag_id, is_enabled, is_recommended, knowledge_type, blob.
 Row = tuple[int, str, str, str | None, int, int, str, bytes]
 
 

@@ -6,8 +6,8 @@ CLI ingesting while the server runs) may write the same file, so every write als
 a search the engine reads the log's last sequence number (one indexed lookup) and replays only what it missed.
 
 Keyword search: FTS5 is the durable truth; an in-memory :class:`KeywordIndex` (postings.py) computes the same BM25
-top-k exactly and much faster. Each row also stores its token ids (``kw``, against the ``knora_ret_terms``
-dictionary) so the index loads without re-tokenising; it follows the change log like the vector sets do. Until it
+top-k exactly and much faster. Each row's token ids are stored too (``knora_ret_kw``, ids from the
+``knora_ret_terms`` dictionary) so the index loads without re-tokenising; it follows the change log like the vector sets do. Until it
 is loaded (in a background thread above ``kw_sync_rows`` rows) FTS5 answers, with the term pruning below.
 
 Scores: vector = cosine in [-1, 1]; keyword = FTS5 BM25 ``s`` divided by ``Σ idf(t)`` over the query's distinct
@@ -63,8 +63,7 @@ CREATE TABLE IF NOT EXISTS knora_ret_rows (
   knowledge_type TEXT NOT NULL DEFAULT 'document',
   content TEXT NOT NULL,
   dim INTEGER NOT NULL DEFAULT 0,
-  embedding BLOB,
-  kw BLOB
+  embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_chunk ON knora_ret_rows(chunk_id);
 CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_knowledge ON knora_ret_rows(knowledge_id);
@@ -78,12 +77,19 @@ CREATE TABLE IF NOT EXISTS knora_ret_log (
   op INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ix_knora_ret_log_kb ON knora_ret_log(kb_id, seq);
+CREATE TABLE IF NOT EXISTS knora_ret_kw (
+  id INTEGER PRIMARY KEY,
+  kw BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS knora_ret_terms (
   id INTEGER PRIMARY KEY,
   term TEXT NOT NULL UNIQUE
 );
 """
 _UPSERT, _DELETE = 1, 2
+# What the keyword index reads per row (postings.Row): filter columns and the token-id blob (NULL: not yet written)
+_KW_COLS = ("r.id, r.kb_id, r.knowledge_id, r.tag_id, r.is_enabled, r.is_recommended, r.knowledge_type, k.kw"
+            " FROM knora_ret_rows r LEFT JOIN knora_ret_kw k ON k.id = r.id")
 _COLS = "id, chunk_id, knowledge_id, tag_id, is_enabled, is_recommended, knowledge_type, dim, embedding"
 
 
@@ -142,12 +148,6 @@ class SqliteEngine:
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_SCHEMA)
-        if "kw" not in {r[1] for r in conn.execute("PRAGMA table_info(knora_ret_rows)")}:
-            try:  # a file written before the keyword index existed: its rows are backfilled at the index's load
-                conn.execute("ALTER TABLE knora_ret_rows ADD COLUMN kw BLOB")
-            except sqlite3.OperationalError:
-                if "kw" not in {r[1] for r in conn.execute("PRAGMA table_info(knora_ret_rows)")}:
-                    raise
         self._conn = conn
         kw = sqlite3.connect(self._path, timeout=30, check_same_thread=False, isolation_level=None)
         kw.execute("PRAGMA busy_timeout=30000")
@@ -192,6 +192,7 @@ class SqliteEngine:
         gone = conn.execute(f"DELETE FROM knora_ret_rows WHERE {where} RETURNING id, kb_id", params).fetchall()
         if gone:
             conn.executemany("DELETE FROM knora_ret_fts WHERE rowid = ?", [(r[0],) for r in gone])
+            conn.executemany("DELETE FROM knora_ret_kw WHERE id = ?", [(r[0],) for r in gone])
             conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)",
                              [(r[1], r[0], _DELETE) for r in gone])
 
@@ -202,7 +203,7 @@ class SqliteEngine:
             self._delete_where(conn, f"source_id IN ({','.join('?' * len(part))})", part)
         # Row ids are assigned here (the write lock is held), so all three tables load with executemany.
         top = conn.execute("SELECT max(id) FROM knora_ret_rows").fetchone()[0] or 0
-        data, fts, log = [], [], []
+        data, fts, kw, log = [], [], [], []
         toks = [tok.tokenize(r.content) for r in rows]
         blobs = postings.encode_rows(toks, self._term_ids(conn, toks))
         for n, r, tt, blob in zip(range(top + 1, top + 1 + len(rows)), rows, toks, blobs, strict=True):
@@ -215,14 +216,15 @@ class SqliteEngine:
                 emb, dim = vec.tobytes(), int(vec.shape[0])
             data.append((n, r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id,
                          r.tag_id or None, int(r.is_enabled), int(r.is_recommended), r.knowledge_type, r.content,
-                         dim, emb, blob))
+                         dim, emb))
             fts.append((n, " ".join(tt)))
+            kw.append((n, blob))
             log.append((r.knowledge_base_id, n, _UPSERT))
         conn.executemany(
             "INSERT INTO knora_ret_rows(id, source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id, is_enabled,"
-            " is_recommended, knowledge_type, content, dim, embedding, kw) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            data)
+            " is_recommended, knowledge_type, content, dim, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", data)
         conn.executemany("INSERT INTO knora_ret_fts(rowid, tokens) VALUES (?, ?)", fts)
+        conn.executemany("INSERT INTO knora_ret_kw(id, kw) VALUES (?, ?)", kw)
         conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)", log)
 
     def _term_ids(self, conn: sqlite3.Connection, toks: Sequence[Sequence[str]]) -> dict[str, int]:
@@ -509,7 +511,7 @@ class SqliteEngine:
                 conn.execute("PRAGMA query_only=1")
                 conn.execute("BEGIN")
                 head = self._head(conn)
-                cur = conn.execute(f"SELECT {postings.ROW_COLUMNS} FROM knora_ret_rows ORDER BY id")
+                cur = conn.execute(f"SELECT {_KW_COLS} ORDER BY r.id")
                 legacy: list[int] = []
 
                 def batches() -> Any:
@@ -541,12 +543,13 @@ class SqliteEngine:
             self._kw_building = False
 
     def _kw_backfill(self) -> None:
-        """Token-id blobs for rows written before the ``kw`` column existed (a one-off migration)."""
+        """Token-id blobs for rows written before ``knora_ret_kw`` existed (a one-off migration)."""
         last = 0
         while True:
             with self._db_lock:
-                rows = self._db().execute("SELECT id, content FROM knora_ret_rows WHERE id > ? AND kw IS NULL"
-                                          " ORDER BY id LIMIT 2000", (last,)).fetchall()
+                rows = self._db().execute(
+                    "SELECT r.id, r.content FROM knora_ret_rows r LEFT JOIN knora_ret_kw k ON k.id = r.id"
+                    " WHERE r.id > ? AND k.id IS NULL ORDER BY r.id LIMIT 2000", (last,)).fetchall()
             if not rows:
                 return
             last = rows[-1][0]
@@ -554,8 +557,13 @@ class SqliteEngine:
 
             def run(conn: sqlite3.Connection, rows: list[Any] = rows, toks: list[list[str]] = toks) -> None:
                 ids = self._term_ids(conn, toks)
-                conn.executemany("UPDATE knora_ret_rows SET kw = ? WHERE id = ? AND kw IS NULL",
-                                 [(blob, r[0]) for r, blob in zip(rows, postings.encode_rows(toks, ids), strict=True)])
+                present = {r[0] for r in rows}
+                present &= {r[0] for r in conn.execute(  # rows deleted meanwhile get no blob
+                    f"SELECT id FROM knora_ret_rows WHERE id IN ({','.join('?' * len(rows))})",
+                    [r[0] for r in rows])}
+                conn.executemany("INSERT OR IGNORE INTO knora_ret_kw(id, kw) VALUES (?, ?)",
+                                 [(r[0], blob) for r, blob in zip(rows, postings.encode_rows(toks, ids), strict=True)
+                                  if r[0] in present])
 
             self._write(run)
 
@@ -563,8 +571,8 @@ class SqliteEngine:
         out: list[Any] = []
         for i in range(0, len(ids), 500):
             part = list(ids[i : i + 500])
-            out.extend(conn.execute(f"SELECT {postings.ROW_COLUMNS} FROM knora_ret_rows"
-                                    f" WHERE id IN ({','.join('?' * len(part))})", part).fetchall())
+            out.extend(conn.execute(f"SELECT {_KW_COLS} WHERE r.id IN ({','.join('?' * len(part))})",
+                                    part).fetchall())
         return out
 
     def _kw_replay(self, idx: KeywordIndex, conn: sqlite3.Connection, head: int) -> bool:
