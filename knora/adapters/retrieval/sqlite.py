@@ -489,7 +489,7 @@ class SqliteEngine:
     async def warm_keyword(self) -> None:
         """Load the keyword index now and wait for it (benchmarks, warm-up)."""
         def run() -> None:
-            if self._kw_ready() is None:
+            if self._kw_enabled and self._kw_ready() is None:
                 while self._kw_building:
                     time.sleep(0.05)
         await asyncio.to_thread(run)
