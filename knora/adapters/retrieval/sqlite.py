@@ -7,8 +7,9 @@ a search the engine reads the log's last sequence number (one indexed lookup) an
 
 Keyword search: FTS5 is the durable truth; an in-memory :class:`KeywordIndex` (postings.py) computes the same BM25
 top-k exactly and much faster. Each row's token ids are stored too (``knora_ret_kw``, ids from the
-``knora_ret_terms`` dictionary) so the index loads without re-tokenising; it follows the change log like the vector sets do. Until it
-is loaded (in a background thread above ``kw_sync_rows`` rows) FTS5 answers, with the term pruning below.
+``knora_ret_terms`` dictionary) so the index loads without re-tokenising; it follows the change log like the vector
+sets do. Until it is loaded (in a background thread above ``kw_sync_rows`` rows) FTS5 answers, with the term
+pruning below.
 
 Scores: vector = cosine in [-1, 1]; keyword = FTS5 BM25 ``s`` divided by ``Σ idf(t)`` over the query's distinct
 terms, capped at 1. ``Σ idf`` is what a row of average length containing every query term once scores, so the
