@@ -474,10 +474,17 @@ class KeywordIndex:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)
         if volume > n * _DENSE_SHARE:
             return self._dense(terms, k, cut, mask, avgdl)
-        # Candidates: rows holding at least one essential term (a row holding none scores below theta).
+        # Candidates: rows holding at least one essential term (a row holding none scores below theta). Terms are
+        # added strongest first; after each, the bar rises to the k-th best partial score (a lower bound of the
+        # final one), which may make the remaining terms non-essential (MaxScore).
         scratch = self._scratch
         touched: list[I32] = []
-        for j in range(e):
+        cands = np.zeros(0, dtype=np.int32)
+        partial = np.zeros(0, dtype=np.float64)
+        e = 0
+        for j in range(len(order)):
+            if j and theta > 0 and suffix[j] < theta * (1 - _SLACK):
+                break
             tid, idf = terms[order[j]]
             for seg in self._segments:
                 i = seg.find(tid)
@@ -488,14 +495,19 @@ class KeywordIndex:
                 r = rows[ok]
                 scratch[r] += self._contrib(idf, seg.tf[seg.ptr[i] : seg.ptr[i + 1]][ok], r, avgdl)
                 touched.append(r)
-        if not touched:
-            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)
-        cands = np.concatenate(touched)
-        cands.sort()
-        if cands.shape[0] > 1:
-            cands = cands[np.append(True, cands[1:] != cands[:-1])]
-        partial = scratch[cands]
+            e = j + 1
+            if touched:
+                cands = np.concatenate(touched)
+                cands.sort()
+                if cands.shape[0] > 1:
+                    cands = cands[np.append(True, cands[1:] != cands[:-1])]
+                touched = [cands]
+                partial = scratch[cands]
+                if partial.shape[0] >= k:
+                    theta = max(theta, float(np.partition(partial, partial.shape[0] - k)[partial.shape[0] - k]))
         scratch[cands] = 0.0
+        if cands.shape[0] == 0:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)
         # Non-essential terms: prune candidates that cannot reach the bar, then look the term up for the rest.
         for j in range(e, len(order)):
             if partial.shape[0] >= k:
