@@ -488,11 +488,20 @@ class SqliteEngine:
         threading.Thread(target=self._kw_build, name="knora-kw-index", daemon=True).start()
 
     async def warm_keyword(self) -> None:
-        """Load the keyword index now and wait for it (benchmarks, warm-up)."""
+        """Load the keyword index now, wait for it and bring it up to the change log's head (benchmarks, warm-up)."""
         def run() -> None:
-            if self._kw_enabled and self._kw_ready() is None:
+            if not self._kw_enabled:
+                return
+            if self._kw_ready() is None:
                 while self._kw_building:
                     time.sleep(0.05)
+            idx = self._kw_index
+            if idx is not None:
+                with self._kw_lock:
+                    conn = self._kw_db()
+                    head = self._head(conn)
+                    if idx.seq < head:
+                        self._kw_replay(idx, conn, head)
         await asyncio.to_thread(run)
 
     def keyword_index_info(self) -> dict[str, Any]:

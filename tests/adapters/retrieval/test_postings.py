@@ -193,6 +193,8 @@ class TestFollowsTheLog:
             await cli.set_enabled([f"c{i}" for i in range(100, 150)], True)
             await cli.delete_knowledge(["k3"])
             await cli.delete_knowledge_base("kb1")
+            await server.warm_keyword()  # catches up with the log without a query
+            assert server._kw_index is loaded and loaded.seq == SqliteEngine._head(sqlite3.connect(path))
             for i in range(12):  # many small batches: segments are merged
                 await cli.index(make_rows(rng, 5, start=1000 + 5 * i))
             await check_against_fts(server, path, rng, 25)
