@@ -9,7 +9,12 @@ Measured on ``SqliteEngine`` (the real engine: FTS5 + vector sets), per size:
 - exact numpy vs HNSW (usearch) dense latency and HNSW recall@10 against exact, and which one the engine chose,
 - resident memory after loading.
 
-    nice python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 200]
+    nice python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 200] [--paths keyword]
+        [--db PATH] [--no-keyword-index]
+
+``--paths keyword`` measures keyword search only (no vector set, no HNSW build); ``--db PATH`` keeps the built
+database there and reuses it on the next run (one size per run then); ``--no-keyword-index`` measures the FTS5
+path instead of the in-memory BM25 postings.
 
 Prints one JSON line.
 """
@@ -87,13 +92,51 @@ async def build(engine: SqliteEngine, corpus: Corpus, size: int, have: int,
             keep["vecs"].extend(vecs[:50])
 
 
-async def timed(fn: Any) -> tuple[Any, float]:
-    t0 = time.perf_counter()
+CPU: dict[str, list[float]] = {}  # per-query process CPU ms by path (wall time is noisy on a shared machine)
+
+
+async def timed(fn: Any, path: str = "") -> tuple[Any, float]:
+    t0, c0 = time.perf_counter(), time.process_time()
     out = await fn
+    if path:
+        CPU.setdefault(path, []).append((time.process_time() - c0) * 1000)
     return out, (time.perf_counter() - t0) * 1000
 
 
-async def measure(engine: SqliteEngine, keep: dict[str, Any], nq: int, rng: np.random.Generator) -> dict[str, Any]:
+def cpu_pct(path: str) -> dict[str, float]:
+    v = CPU.pop(path, [])
+    return {"cpu_p50_ms": pct(v, 50), "cpu_p95_ms": pct(v, 95)} if v else {}
+
+
+def sample_existing(path: Path, keep: dict[str, Any]) -> int:
+    """Rows already in a kept database, and the same query sample build() keeps (50 rows of each 5000)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        n = conn.execute("SELECT count(*) FROM knora_ret_rows").fetchone()[0]
+        for content, emb in conn.execute("SELECT content, embedding FROM knora_ret_rows WHERE (id - 1) % 5000 < 50"
+                                         " ORDER BY id LIMIT 2000"):
+            keep["texts"].append(content)
+            keep["vecs"].append(np.frombuffer(emb, dtype=np.float32))
+    finally:
+        conn.close()
+    return int(n)
+
+
+async def measure(engine: SqliteEngine, keep: dict[str, Any], nq: int, rng: np.random.Generator,
+                  paths: str = "all") -> dict[str, Any]:
+    if paths == "keyword":
+        kw_only: list[float] = []
+        cpu0 = time.process_time()
+        for _ in range(nq):
+            j = int(rng.integers(0, len(keep["texts"])))
+            text = " ".join(rng.choice(keep["texts"][j].split(), size=6, replace=False))
+            kq = EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text=text, top_k=POOL, threshold=0.3)
+            _, t = await timed(engine.search(kq), "keyword")
+            kw_only.append(t)
+        return {"keyword": {"p50_ms": pct(kw_only, 50), "p95_ms": pct(kw_only, 95), **cpu_pct("keyword"),
+                            "cpu_ms_per_query": round((time.process_time() - cpu0) * 1000 / nq, 2)}}
     kw_ms: list[float] = []
     vec_ms: list[float] = []
     hy_ms: list[float] = []
@@ -105,18 +148,19 @@ async def measure(engine: SqliteEngine, keep: dict[str, Any], nq: int, rng: np.r
         q = (q / np.linalg.norm(q)).tolist()
         kq = EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text=text, top_k=POOL, threshold=0.3)
         vq = EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=q, top_k=POOL, threshold=0.2)
-        _, t = await timed(engine.search(kq))
+        _, t = await timed(engine.search(kq), "keyword")
         kw_ms.append(t)
-        _, t = await timed(engine.search(vq))
+        _, t = await timed(engine.search(vq), "dense")
         vec_ms.append(t)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         v, k = await asyncio.gather(engine.search(vq), engine.search(kq))
         if v and k:
             fuse(None, [(h.chunk_id, h.score) for h in v], [(h.chunk_id, h.score) for h in k], FusionConfig())
         hy_ms.append((time.perf_counter() - t0) * 1000)
-    return {"keyword": {"p50_ms": pct(kw_ms, 50), "p95_ms": pct(kw_ms, 95)},
-            "dense": {"p50_ms": pct(vec_ms, 50), "p95_ms": pct(vec_ms, 95)},
-            "hybrid": {"p50_ms": pct(hy_ms, 50), "p95_ms": pct(hy_ms, 95)}}
+        CPU.setdefault("hybrid", []).append((time.process_time() - c0) * 1000)
+    return {"keyword": {"p50_ms": pct(kw_ms, 50), "p95_ms": pct(kw_ms, 95), **cpu_pct("keyword")},
+            "dense": {"p50_ms": pct(vec_ms, 50), "p95_ms": pct(vec_ms, 95), **cpu_pct("dense")},
+            "hybrid": {"p50_ms": pct(hy_ms, 50), "p95_ms": pct(hy_ms, 95), **cpu_pct("hybrid")}}
 
 
 def exact_vs_ann(engine: SqliteEngine, keep: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
@@ -186,25 +230,50 @@ async def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--ann-min-rows", type=int, default=200_000)
     ap.add_argument("--vectors-only", type=int, default=0, help="only dense search on N rows, no SQLite")
+    ap.add_argument("--paths", choices=["all", "keyword"], default="all")
+    ap.add_argument("--db", default="", help="keep the database at this path and reuse it")
+    ap.add_argument("--no-keyword-index", action="store_true", help="keyword search on FTS5 only")
     args = ap.parse_args()
     if args.vectors_only:
         print(json.dumps({"benchmark": "scale-vectors", **vectors_only(args.vectors_only, args.queries)}))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
-    out: dict[str, Any] = {"benchmark": "scale", "dim": DIM, "pool": POOL, "ann_min_rows": args.ann_min_rows}
+    out: dict[str, Any] = {"benchmark": "scale", "dim": DIM, "pool": POOL, "ann_min_rows": args.ann_min_rows,
+                           "paths": args.paths, "keyword_index": not args.no_keyword_index}
     rng = np.random.default_rng(1)
     with tempfile.TemporaryDirectory() as tmp:
-        engine = SqliteEngine(Path(tmp) / "knora.db", ann_min_rows=args.ann_min_rows)
+        db = Path(args.db) if args.db else Path(tmp) / "knora.db"
+        existed = db.exists()
+        engine = SqliteEngine(db, ann_min_rows=args.ann_min_rows, keyword_index=not args.no_keyword_index)
         await engine.start()
         corpus = Corpus()
         keep: dict[str, Any] = {"texts": [], "vecs": []}
-        have = 0
+        have = sample_existing(db, keep) if existed else 0
         for size in sizes:
             t0 = time.perf_counter()
+            cpu0 = time.process_time()
             await build(engine, corpus, size, have, keep)
-            have = size
+            built = size - have
+            have = max(have, size)
             build_s = time.perf_counter() - t0
+            build_cpu = time.process_time() - cpu0
             gc.collect()
+            base = rss_mb()
+            kw: dict[str, Any] = {}
+            if not args.no_keyword_index:  # load the keyword index (the engine would do this in the background)
+                t0 = time.perf_counter()
+                await engine.warm_keyword()
+                gc.collect()
+                kw = {"kw_load_s": round(time.perf_counter() - t0, 1), "kw_rss_mb": round(rss_mb() - base),
+                      "kw_index": engine.keyword_index_info()}
+            if args.paths == "keyword":
+                res = await measure(engine, keep, args.queries, rng, "keyword")
+                res.update({"index_s": round(build_s, 1), "rows_indexed": built,
+                            "index_cpu_ms_per_row": round(build_cpu * 1000 / built, 3) if built else None,
+                            "rss_mb": round(rss_mb()), "db_mb": round(db.stat().st_size / 2**20), **kw})
+                out[str(size)] = res
+                print(json.dumps({str(size): res}), file=sys.stderr)
+                continue
             base = rss_mb()
             # first dense query loads the vector set (and, above ann_min_rows, builds HNSW synchronously here)
             t0 = time.perf_counter()
@@ -216,9 +285,11 @@ async def main() -> None:
                     await asyncio.sleep(0.5)
             load_s = time.perf_counter() - t0
             res = await measure(engine, keep, args.queries, rng)
-            res.update({"index_s": round(build_s, 1), "load_s": round(load_s, 1), "rss_mb": round(rss_mb()),
+            res.update({"index_s": round(build_s, 1), "rows_indexed": built,
+                        "index_cpu_ms_per_row": round(build_cpu * 1000 / built, 3) if built else None, **kw,
+                        "load_s": round(load_s, 1), "rss_mb": round(rss_mb()),
                         "rss_before_load_mb": round(base), "vector_index": "hnsw" if vs._ann is not None else "exact",
-                        "db_mb": round((Path(tmp) / "knora.db").stat().st_size / 2**20)})
+                        "db_mb": round(db.stat().st_size / 2**20)})
             if size >= 100_000:
                 res["exact_vs_hnsw"] = exact_vs_ann(engine, keep, rng)
                 if len(vs) >= args.ann_min_rows and vs._ann is None:

@@ -5,6 +5,12 @@ float32 blobs there and are loaded per knowledge base into a :class:`VectorSet` 
 CLI ingesting while the server runs) may write the same file, so every write also appends to a change log; before
 a search the engine reads the log's last sequence number (one indexed lookup) and replays only what it missed.
 
+Keyword search: FTS5 is the durable truth; an in-memory :class:`KeywordIndex` (postings.py) computes the same BM25
+top-k exactly and much faster. Each row's token ids are stored too (``knora_ret_kw``, ids from the
+``knora_ret_terms`` dictionary) so the index loads without re-tokenising; it follows the change log like the vector
+sets do. Until it is loaded (in a background thread above ``kw_sync_rows`` rows) FTS5 answers, with the term
+pruning below.
+
 Scores: vector = cosine in [-1, 1]; keyword = FTS5 BM25 ``s`` divided by ``Σ idf(t)`` over the query's distinct
 terms, capped at 1. ``Σ idf`` is what a row of average length containing every query term once scores, so the
 normalised value reads as "how much of the query's information this row covers" (terms absent from the corpus
@@ -16,21 +22,30 @@ query's weighted terms matched" (idf as FTS5 computes it, from the fts5vocab tab
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from knora.adapters.retrieval import postings
 from knora.adapters.retrieval import tokenize as tok
+from knora.adapters.retrieval.postings import KeywordFilter, KeywordIndex
 from knora.adapters.retrieval.vectors import Filter, RowMeta, VectorSet
 from knora.domain.search import EngineHit, IndexRow, MatchType
 from knora.ports.retrieval import Capability, EngineQuery
 from knora.settings import Settings
 
+log = logging.getLogger(__name__)
+
+# FTS5 fallback only (while the in-memory index loads, or with keyword_index=False): lossy pruning of very common
+# query terms in large corpora. The KeywordIndex path is exact and does not prune.
 PRUNE_MIN_ROWS = 20_000
 PRUNE_DF = 0.05
 _LOG_KEEP = 200_000  # change-log entries kept; a reader further behind reloads its sets
@@ -63,8 +78,19 @@ CREATE TABLE IF NOT EXISTS knora_ret_log (
   op INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ix_knora_ret_log_kb ON knora_ret_log(kb_id, seq);
+CREATE TABLE IF NOT EXISTS knora_ret_kw (
+  id INTEGER PRIMARY KEY,
+  kw BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS knora_ret_terms (
+  id INTEGER PRIMARY KEY,
+  term TEXT NOT NULL UNIQUE
+);
 """
 _UPSERT, _DELETE = 1, 2
+# What the keyword index reads per row (postings.Row): filter columns and the token-id blob (NULL: not yet written)
+_KW_COLS = ("r.id, r.kb_id, r.knowledge_id, r.tag_id, r.is_enabled, r.is_recommended, r.knowledge_type, k.kw"
+            " FROM knora_ret_rows r LEFT JOIN knora_ret_kw k ON k.id = r.id")
 _COLS = "id, chunk_id, knowledge_id, tag_id, is_enabled, is_recommended, knowledge_type, dim, embedding"
 
 
@@ -79,7 +105,8 @@ def sqlite_path(url: str) -> Path:
 class SqliteEngine:
     """Keyword (FTS5) and vector (numpy / HNSW) search in the metadata store's SQLite file."""
 
-    def __init__(self, path: Path, *, ann_min_rows: int = 200_000) -> None:
+    def __init__(self, path: Path, *, ann_min_rows: int = 200_000, keyword_index: bool = True,
+                 kw_sync_rows: int = 50_000) -> None:
         self._path = path
         self._ann_min_rows = ann_min_rows
         self._conn: sqlite3.Connection | None = None
@@ -92,6 +119,16 @@ class SqliteEngine:
         self._kw_conn: sqlite3.Connection | None = None
         self._kw_lock = threading.Lock()
         self._df: tuple[int, dict[str, int]] = (-1, {})  # (log head, term -> rows containing it)
+        # In-memory BM25 postings (exact FTS5 scores); None until loaded. Up to kw_sync_rows rows the first keyword
+        # query loads it in line, above that a background thread does while FTS5 answers.
+        self._kw_enabled = keyword_index
+        self._kw_sync_rows = kw_sync_rows
+        self._kw_index: KeywordIndex | None = None
+        self._kw_building = False
+        self._kw_state = threading.Lock()
+        self._kw_load_s: float | None = None
+        self._kw_terms: dict[str, int] = {}  # reader side: term -> id (ids never change once committed)
+        self._w_terms: dict[str, int] = {}  # writer side, same; cleared when a write rolls back
 
     @property
     def name(self) -> str:
@@ -147,6 +184,7 @@ class SqliteEngine:
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
+                self._w_terms.clear()  # term ids assigned in the rolled-back transaction are void
                 raise
         self._maybe_trim()
 
@@ -155,6 +193,7 @@ class SqliteEngine:
         gone = conn.execute(f"DELETE FROM knora_ret_rows WHERE {where} RETURNING id, kb_id", params).fetchall()
         if gone:
             conn.executemany("DELETE FROM knora_ret_fts WHERE rowid = ?", [(r[0],) for r in gone])
+            conn.executemany("DELETE FROM knora_ret_kw WHERE id = ?", [(r[0],) for r in gone])
             conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)",
                              [(r[1], r[0], _DELETE) for r in gone])
 
@@ -165,8 +204,10 @@ class SqliteEngine:
             self._delete_where(conn, f"source_id IN ({','.join('?' * len(part))})", part)
         # Row ids are assigned here (the write lock is held), so all three tables load with executemany.
         top = conn.execute("SELECT max(id) FROM knora_ret_rows").fetchone()[0] or 0
-        data, fts, log = [], [], []
-        for n, r in enumerate(rows, start=top + 1):
+        data, fts, kw, log = [], [], [], []
+        toks = [tok.tokenize(r.content) for r in rows]
+        blobs = postings.encode_rows(toks, self._term_ids(conn, toks))
+        for n, r, tt, blob in zip(range(top + 1, top + 1 + len(rows)), rows, toks, blobs, strict=True):
             emb = None
             dim = 0
             if r.embedding is not None:
@@ -177,13 +218,38 @@ class SqliteEngine:
             data.append((n, r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id,
                          r.tag_id or None, int(r.is_enabled), int(r.is_recommended), r.knowledge_type, r.content,
                          dim, emb))
-            fts.append((n, tok.index_text(r.content)))
+            fts.append((n, " ".join(tt)))
+            kw.append((n, blob))
             log.append((r.knowledge_base_id, n, _UPSERT))
         conn.executemany(
             "INSERT INTO knora_ret_rows(id, source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id, is_enabled,"
             " is_recommended, knowledge_type, content, dim, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", data)
         conn.executemany("INSERT INTO knora_ret_fts(rowid, tokens) VALUES (?, ?)", fts)
+        conn.executemany("INSERT INTO knora_ret_kw(id, kw) VALUES (?, ?)", kw)
         conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)", log)
+
+    def _term_ids(self, conn: sqlite3.Connection, toks: Sequence[Sequence[str]]) -> dict[str, int]:
+        """Ids of every token in ``toks`` from the term dictionary, adding new terms (write lock held, so ids are
+        assigned in commit order and never clash with another writer's)."""
+        cache = self._w_terms
+        if len(cache) > 2_000_000:
+            cache.clear()
+        missing = set(chain.from_iterable(toks)).difference(cache)
+        if not missing:
+            return cache
+        want = list(missing)
+        for i in range(0, len(want), 500):
+            part = want[i : i + 500]
+            cache.update(conn.execute(f"SELECT term, id FROM knora_ret_terms WHERE term IN ({','.join('?' * len(part))})",
+                                      part).fetchall())
+        new = [t for t in want if t not in cache]
+        if new:
+            top = conn.execute("SELECT max(id) FROM knora_ret_terms").fetchone()[0]
+            start = 0 if top is None else top + 1
+            pairs = list(zip(range(start, start + len(new)), new, strict=True))
+            conn.executemany("INSERT INTO knora_ret_terms(id, term) VALUES (?, ?)", pairs)
+            cache.update((t, i) for i, t in pairs)
+        return cache
 
     async def index(self, rows: Sequence[IndexRow]) -> None:
         if rows:
@@ -386,6 +452,197 @@ class SqliteEngine:
 
     def _keyword(self, query: EngineQuery) -> list[EngineHit]:
         terms = tok.query_terms(query.text)
+        if not terms:
+            return []
+        if self._kw_enabled:
+            idx = self._kw_ready()
+            if idx is not None:
+                hits = self._keyword_fast(idx, terms, query)
+                if hits is not None:
+                    return hits
+        return self._keyword_fts(terms, query)
+
+    # --- keyword: in-memory postings ------------------------------------------------------------------------
+    def _kw_ready(self) -> KeywordIndex | None:
+        """The loaded keyword index, or None while it loads (the first call starts the load)."""
+        idx = self._kw_index
+        if idx is not None or self._kw_building:
+            return idx
+        with self._kw_state:
+            if self._kw_index is not None or self._kw_building:
+                return self._kw_index
+            self._kw_building = True
+        with self._kw_lock:
+            top = self._kw_db().execute("SELECT max(id) FROM knora_ret_rows").fetchone()[0] or 0
+        if top <= self._kw_sync_rows:
+            self._kw_build()
+            return self._kw_index
+        threading.Thread(target=self._kw_build, name="knora-kw-index", daemon=True).start()
+        return None
+
+    def _kw_start_rebuild(self) -> None:
+        with self._kw_state:
+            if self._kw_building:
+                return
+            self._kw_building = True
+        threading.Thread(target=self._kw_build, name="knora-kw-index", daemon=True).start()
+
+    async def warm_keyword(self) -> None:
+        """Load the keyword index now, wait for it and bring it up to the change log's head (benchmarks, warm-up)."""
+        def run() -> None:
+            if not self._kw_enabled:
+                return
+            if self._kw_ready() is None:
+                while self._kw_building:
+                    time.sleep(0.05)
+            idx = self._kw_index
+            if idx is not None:
+                with self._kw_lock:
+                    conn = self._kw_db()
+                    head = self._head(conn)
+                    if idx.seq < head:
+                        self._kw_replay(idx, conn, head)
+        await asyncio.to_thread(run)
+
+    def keyword_index_info(self) -> dict[str, Any]:
+        idx = self._kw_index
+        if idx is None:
+            return {"ready": False, "building": self._kw_building}
+        return {"ready": True, "rows": len(idx), "postings": idx.postings, "segments": idx.segments,
+                "mb": round(idx.nbytes() / 2**20, 1), "load_s": self._kw_load_s}
+
+    def _kw_build(self) -> None:
+        """Load the index from the rows' token-id blobs at one snapshot (its own connection), then swap it in."""
+        t0 = time.perf_counter()
+        try:
+            self._kw_backfill()
+            conn = sqlite3.connect(self._path, timeout=30, check_same_thread=False, isolation_level=None)
+            try:
+                conn.execute("PRAGMA query_only=1")
+                conn.execute("BEGIN")
+                head = self._head(conn)
+                cur = conn.execute(f"SELECT {_KW_COLS} ORDER BY r.id")
+                legacy: list[int] = []
+
+                def batches() -> Any:
+                    while rows := cur.fetchmany(20_000):
+                        if any(r[7] is None for r in rows):
+                            legacy.extend(r[0] for r in rows if r[7] is None)
+                            rows = [r for r in rows if r[7] is not None]
+                        yield rows
+
+                idx = KeywordIndex.load(batches())
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+            idx.seq = head
+            if legacy:  # rows an older writer added after the backfill: fill them in, then add them
+                self._kw_backfill()
+                with self._kw_lock:
+                    fetched = self._kw_fetch(self._kw_db(), legacy)
+                idx.upsert(fetched)
+                idx.seq = head
+            self._kw_index = idx
+            self._kw_load_s = round(time.perf_counter() - t0, 2)
+            log.info("keyword index: %d rows, %d postings loaded in %.1f s", len(idx), idx.postings,
+                     self._kw_load_s)
+        except Exception:  # FTS5 keeps answering
+            if self._conn is not None:
+                log.exception("keyword index load failed; FTS5 answers keyword queries")
+        finally:
+            self._kw_building = False
+
+    def _kw_backfill(self) -> None:
+        """Token-id blobs for rows written before ``knora_ret_kw`` existed (a one-off migration)."""
+        last = 0
+        while True:
+            with self._db_lock:
+                rows = self._db().execute(
+                    "SELECT r.id, r.content FROM knora_ret_rows r LEFT JOIN knora_ret_kw k ON k.id = r.id"
+                    " WHERE r.id > ? AND k.id IS NULL ORDER BY r.id LIMIT 2000", (last,)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            toks = [tok.tokenize(r[1]) for r in rows]
+
+            def run(conn: sqlite3.Connection, rows: list[Any] = rows, toks: list[list[str]] = toks) -> None:
+                ids = self._term_ids(conn, toks)
+                present = {r[0] for r in rows}
+                present &= {r[0] for r in conn.execute(  # rows deleted meanwhile get no blob
+                    f"SELECT id FROM knora_ret_rows WHERE id IN ({','.join('?' * len(rows))})",
+                    [r[0] for r in rows])}
+                conn.executemany("INSERT OR IGNORE INTO knora_ret_kw(id, kw) VALUES (?, ?)",
+                                 [(r[0], blob) for r, blob in zip(rows, postings.encode_rows(toks, ids), strict=True)
+                                  if r[0] in present])
+
+            self._write(run)
+
+    def _kw_fetch(self, conn: sqlite3.Connection, ids: Sequence[int]) -> list[Any]:
+        out: list[Any] = []
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            out.extend(conn.execute(f"SELECT {_KW_COLS} WHERE r.id IN ({','.join('?' * len(part))})",
+                                    part).fetchall())
+        return out
+
+    def _kw_replay(self, idx: KeywordIndex, conn: sqlite3.Connection, head: int) -> bool:
+        """Apply the change log since ``idx.seq`` (kw lock held). False when the log no longer reaches back that
+        far: the index is dropped and reloaded in the background."""
+        first = conn.execute("SELECT seq FROM knora_ret_log ORDER BY seq LIMIT 1").fetchone()
+        if first is None or first[0] > idx.seq + 1:
+            self._kw_index = None
+            self._kw_start_rebuild()
+            return False
+        last: dict[int, int] = {}
+        for rid, op in conn.execute("SELECT row_id, op FROM knora_ret_log WHERE seq > ? AND seq <= ? ORDER BY seq",
+                                    (idx.seq, head)):
+            last[rid] = op
+        idx.remove([r for r, op in last.items() if op == _DELETE])
+        upserted = [r for r, op in last.items() if op == _UPSERT]
+        rows = self._kw_fetch(conn, upserted)
+        if any(r[7] is None for r in rows):  # written by an older version: backfill, read again
+            self._kw_backfill()
+            rows = self._kw_fetch(conn, upserted)
+        present = {r[0] for r in rows}
+        idx.remove([r for r in upserted if r not in present])
+        idx.upsert([r for r in rows if r[7] is not None])
+        idx.seq = head
+        if idx.needs_rebuild():
+            self._kw_start_rebuild()
+        return True
+
+    def _kw_term_ids(self, conn: sqlite3.Connection, terms: list[str]) -> list[int | None]:
+        cache = self._kw_terms
+        missing = [t for t in terms if t not in cache]
+        if missing:
+            if len(cache) > 200_000:
+                cache.clear()
+            cache.update(conn.execute(
+                f"SELECT term, id FROM knora_ret_terms WHERE term IN ({','.join('?' * len(missing))})",
+                missing).fetchall())
+        return [cache.get(t) for t in terms]
+
+    def _keyword_fast(self, idx: KeywordIndex, terms: list[str], query: EngineQuery) -> list[EngineHit] | None:
+        flt = KeywordFilter(knowledge_base_ids=list(query.knowledge_base_ids), knowledge_ids=list(query.knowledge_ids),
+                            tag_ids=list(query.tag_ids), knowledge_type=query.knowledge_type,
+                            only_recommended=query.only_recommended)
+        with self._kw_lock:
+            conn = self._kw_db()
+            head = self._head(conn)
+            if idx.seq < head and not self._kw_replay(idx, conn, head):
+                return None
+            found, norm = idx.search(self._kw_term_ids(conn, terms), query.top_k, query.threshold, flt)
+            if not found or norm <= 0:
+                return []
+            ids = [rid for rid, _ in found]
+            rows = conn.execute(f"SELECT id, chunk_id, source_id, content FROM knora_ret_rows"
+                                f" WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
+        by_id = {r[0]: r for r in rows}
+        return [EngineHit(chunk_id=by_id[rid][1], source_id=by_id[rid][2], score=min(max(s, 0.0) / norm, 1.0),
+                          match_type=MatchType.KEYWORDS, content=by_id[rid][3]) for rid, s in found if rid in by_id]
+
+    # --- keyword: FTS5 (fallback) ---------------------------------------------------------------------------
+    def _keyword_fts(self, terms: list[str], query: EngineQuery) -> list[EngineHit]:
         match = tok.fts5_match(terms)
         if not match:
             return []
