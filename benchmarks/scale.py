@@ -331,7 +331,7 @@ async def main() -> None:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--restart", str(db), "--index-dir", str(index_dir),
                    "--queries", str(args.queries), "--ann-min-rows", str(args.ann_min_rows),
                    "--ann-dtype", args.ann_dtype]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            proc = await asyncio.to_thread(subprocess.run, cmd, capture_output=True, text=True, check=True)
             out["after_restart"] = {"replayed_writes": args.replay, **json.loads(proc.stdout.strip().splitlines()[-1])}
             print(json.dumps({"after_restart": out["after_restart"]}), file=sys.stderr)
     print(json.dumps(out))

@@ -187,8 +187,8 @@ def load(path: Path, expect: dict[str, Any]) -> tuple[Any, GraphMeta] | None:
         log.warning("HNSW file %s is corrupt (checksum); ignoring it", path)
         return None
     try:
-        index = Index.restore(str(path))
-    except Exception:  # noqa: BLE001 - a file usearch cannot parse is just not usable
+        index: Any = Index.restore(str(path))
+    except Exception:
         log.warning("HNSW file %s could not be restored", path, exc_info=True)
         return None
     if index is None or index.ndim != meta.dim or len(index) != meta.count:

@@ -444,7 +444,8 @@ class VectorSet:
             self._apply(index, *snap)
 
     def _consistent(self, index: Any) -> bool:
-        """The graph holds exactly the set's row ids, and a sample of its vectors are the set's (lock held)."""
+        """The graph holds exactly the set's row ids, and its vectors are the set's — all of them in a small set,
+        256 sampled in a large one (lock held)."""
         if len(index) != len(self._slot):
             return False
         if not self._slot:
@@ -453,7 +454,7 @@ class VectorSet:
         if not bool(np.all(np.asarray(index.contains(keys)))):
             return False
         rng = np.random.default_rng()
-        pick = keys[rng.choice(keys.size, size=min(64, keys.size), replace=False)]
+        pick = keys if keys.size <= 2048 else keys[rng.choice(keys.size, size=256, replace=False)]
         got = np.asarray(index.get(pick, dtype=np.float32), dtype=np.float32).reshape(pick.size, self.dim)
         want = self._m[np.asarray([self._slot[int(k)] for k in pick], dtype=np.int64)]
         norms = np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1)
@@ -592,7 +593,7 @@ class VectorSet:
         if save and self._ann is not None:  # a build in progress is abandoned, not awaited
             try:
                 self.save_now()
-            except Exception:  # noqa: BLE001 - closing must not fail on a full disk
+            except Exception:
                 log.exception("saving the HNSW graph at close failed")
         with self.lock:
             self._closed = True
