@@ -331,7 +331,7 @@ class SqliteEngine:
                 fresh = self._load_set(kb_id, dim)
                 with self._sets_lock:
                     self._sets[key] = fresh
-                vs.close(save=False)
+                vs.close(save=False, wait=False)  # its job (if any) stops at its next step
                 return fresh
             last: dict[int, int] = {}
             for rid, op in log:

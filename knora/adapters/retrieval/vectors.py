@@ -168,12 +168,16 @@ class VectorSet:
                 self._append(rowids, vecs, metas)  # all new (a load): column-wise
                 self._graph_changed(rowids)
                 return
+            moved: list[int] = []  # rows whose vector the graph must take (not a flag-only change)
             for rid, vec, meta in zip(rowids, vecs, metas, strict=True):
                 slot = self._slot.get(rid)
                 if slot is None:
                     slot = self._n
                     self._n += 1
                     self._slot[rid] = slot
+                    moved.append(rid)
+                elif not np.array_equal(self._m[slot], vec):
+                    moved.append(rid)
                 self._m[slot] = vec
                 self._alive[slot] = True
                 self._enabled[slot] = meta.is_enabled
@@ -182,7 +186,7 @@ class VectorSet:
                 self._kcode[slot] = self._code(meta.knowledge_id)
                 self._tcode[slot] = self._code(meta.tag_id)
                 self._rowid[slot] = rid
-            self._graph_changed(rowids)
+            self._graph_changed(moved)
 
     def _append(self, rowids: list[int], vecs: F32, metas: list[RowMeta]) -> None:
         lo, hi = self._n, self._n + len(rowids)
@@ -588,7 +592,7 @@ class VectorSet:
         self._save_job()
         return True
 
-    def close(self, save: bool = True) -> None:
+    def close(self, save: bool = True, wait: bool = True) -> None:
         """Stop background work; with ``save``, leave the file exact at the current sequence when cheap to do."""
         if save and self._ann is not None:  # a build in progress is abandoned, not awaited
             try:
@@ -597,4 +601,5 @@ class VectorSet:
                 log.exception("saving the HNSW graph at close failed")
         with self.lock:
             self._closed = True
-        self.wait_ann(timeout=5)
+        if wait:
+            self.wait_ann(timeout=5)

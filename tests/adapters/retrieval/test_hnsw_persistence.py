@@ -188,6 +188,9 @@ class TestRestart:
         await eng.index(rows(400, extra))
         assert await top1(eng, extra[2]) == ["c402"]
         assert len(vs._ann) == len(vs) == 304
+        dirty = vs._dirty
+        await eng.set_enabled(["c20"], False)  # a flag, not a vector: the graph is left alone
+        assert await top1(eng, data[20]) != ["c20"] and vs._dirty == dirty
         await eng.close()  # changed since the last save: close saves
         meta = hnsw_file.read_meta(graph_file(tmp_path))
         assert meta is not None and meta.seq == head(tmp_path) and meta.count == 304
