@@ -16,7 +16,6 @@ query's weighted terms matched" (idf as FTS5 computes it, from the fts5vocab tab
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import sqlite3
 import threading
@@ -38,8 +37,6 @@ PRUNE_MIN_ROWS = 20_000
 PRUNE_DF = 0.05
 _LOG_KEEP = 200_000  # change-log entries kept; a reader further behind reloads its sets
 _LOAD_BATCH = 20_000  # rows per fetch when loading a vector set
-
-log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS knora_ret_rows (
@@ -275,6 +272,8 @@ class SqliteEngine:
                 first = conn.execute("SELECT seq FROM knora_ret_log ORDER BY seq LIMIT 1").fetchone()
                 if first is None or first[0] > after + 1:
                     return None  # trimmed: the entries after ``after`` are gone
+                if upto > self._head(conn):
+                    return None  # a sequence this database never reached (say, a file newer than a restored backup)
                 rows = conn.execute("SELECT row_id FROM knora_ret_log WHERE kb_id = ? AND seq > ? AND seq <= ?",
                                     (kb_id, after, upto)).fetchall()
             return {r[0] for r in rows}

@@ -294,6 +294,15 @@ class TestFallbacks:
         hnsw_file.save(got[0], path, hnsw_file.GraphMeta(**{**meta.__dict__, "db_id": "another-db"}))
         await self._rebuilt(tmp_path, data)
 
+    async def test_file_from_a_later_state_than_the_database_rebuilds(self, tmp_path: Path) -> None:
+        data = await self._saved(tmp_path)
+        path = graph_file(tmp_path)
+        got = hnsw_file.load(path, {})
+        assert got is not None
+        # the database was restored from an older backup: same db id, but the file claims a sequence it never had
+        hnsw_file.save(got[0], path, hnsw_file.GraphMeta(**{**got[1].__dict__, "seq": head(tmp_path) + 50}))
+        await self._rebuilt(tmp_path, data)
+
     @pytest.mark.parametrize("damage", ["wrong_key", "wrong_vector"])
     async def test_file_that_disagrees_with_the_rows_rebuilds(self, tmp_path: Path, damage: str) -> None:
         data = await self._saved(tmp_path)
