@@ -427,7 +427,8 @@ class VectorSet:
         lo, hi = min(valid, self._job_seq), max(meta.seq, self._job_seq)
         touched = self.store.changed(lo, hi)
         if touched is None:
-            log.warning("HNSW file at seq %d is older than the change log's start; rebuilding", meta.seq)
+            log.warning("HNSW file at seq %d cannot be brought up to date from the change log (trimmed past it, or a"
+                        " sequence this database never reached); rebuilding", meta.seq)
             return None
         stats["replayed_rows"] = float(len(touched))
         self.ann_expansion = int(meta.expansion_search)
