@@ -7,14 +7,20 @@ Measured on ``SqliteEngine`` (the real engine: FTS5 + vector sets), per size:
 - keyword / dense / hybrid p50 and p95 (hybrid = both engine queries concurrently + fusion, as HybridSearch does;
   hydration of the final ≤ match_count chunks by primary key is not included),
 - exact numpy vs HNSW (usearch) dense latency and HNSW recall@10 against exact, and which one the engine chose,
-- resident memory after loading.
+- resident memory after loading,
+- above ``--ann-min-rows``: HNSW build, recall check and save time, the saved file's size, and — for the largest
+  size, after closing the engine and writing ``--replay`` more rows through a second engine ("the CLI") — a
+  restart in a fresh process: vector-set load from SQLite, graph restore from disk + log replay, the first
+  query's latency (exact, while the restore runs), then keyword/dense/hybrid latency and RSS.
 
     nice python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 200] [--paths keyword]
-        [--db PATH] [--no-keyword-index]
+        [--db PATH] [--keep-index] [--replay 2000] [--no-keyword-index]
 
-``--paths keyword`` measures keyword search only (no vector set, no HNSW build); ``--db PATH`` keeps the built
-database there and reuses it on the next run (one size per run then); ``--no-keyword-index`` measures the FTS5
-path instead of the in-memory BM25 postings.
+``--paths keyword`` measures keyword search only (no vector set, no HNSW build); ``--db PATH`` keeps the database
+(and its ``<name>-index`` graph directory) and reuses rows already in it, so a 1M corpus is indexed once; the graph
+directory is emptied first unless ``--keep-index``; ``--no-keyword-index`` measures the FTS5 path instead of the
+in-memory BM25 postings. Unless ``--no-restart``, a fresh process then restarts on the same files after another
+engine has written ``--replay`` rows, and reports the restore and the latency after it.
 
 Prints one JSON line.
 """
@@ -26,6 +32,9 @@ import asyncio
 import gc
 import json
 import resource
+import shutil
+import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -108,22 +117,6 @@ def cpu_pct(path: str) -> dict[str, float]:
     return {"cpu_p50_ms": pct(v, 50), "cpu_p95_ms": pct(v, 95)} if v else {}
 
 
-def sample_existing(path: Path, keep: dict[str, Any]) -> int:
-    """Rows already in a kept database, and the same query sample build() keeps (50 rows of each 5000)."""
-    import sqlite3
-
-    conn = sqlite3.connect(path)
-    try:
-        n = conn.execute("SELECT count(*) FROM knora_ret_rows").fetchone()[0]
-        for content, emb in conn.execute("SELECT content, embedding FROM knora_ret_rows WHERE (id - 1) % 5000 < 50"
-                                         " ORDER BY id LIMIT 2000"):
-            keep["texts"].append(content)
-            keep["vecs"].append(np.frombuffer(emb, dtype=np.float32))
-    finally:
-        conn.close()
-    return int(n)
-
-
 async def measure(engine: SqliteEngine, keep: dict[str, Any], nq: int, rng: np.random.Generator,
                   paths: str = "all") -> dict[str, Any]:
     if paths == "keyword":
@@ -181,11 +174,13 @@ def exact_vs_ann(engine: SqliteEngine, keep: dict[str, Any], rng: np.random.Gene
         exact_t.append((time.perf_counter() - t0) * 1000)
     out: dict[str, Any] = {"exact_p50_ms": pct(exact_t, 50), "exact_p95_ms": pct(exact_t, 95)}
     t0 = time.perf_counter()
-    if ann is None:
+    store = vs.store
+    if ann is None:  # a throwaway graph for the comparison: not saved, dropped afterwards
+        vs.store = None
         vs.build_ann_now()
+        out["hnsw_build_s"] = round(time.perf_counter() - t0, 1)
     else:
         vs._ann = ann
-    out["hnsw_build_s"] = round(time.perf_counter() - t0, 1)
     ann_t, hit = [], 0
     for q, t in zip(qs, truth, strict=True):
         t0 = time.perf_counter()
@@ -194,19 +189,21 @@ def exact_vs_ann(engine: SqliteEngine, keep: dict[str, Any], rng: np.random.Gene
         hit += len(got & t)
     out.update({"hnsw_p50_ms": pct(ann_t, 50), "hnsw_p95_ms": pct(ann_t, 95), "hnsw_recall@10": hit / 1000,
                 "hnsw_ef": vs.ann_expansion, "hnsw_self_check_recall": vs.ann_recall})
-    vs._ann = None
+    if ann is None and store is not None:
+        vs._ann = None
+    vs.store = store
     vs.ann_min_rows = engine._ann_min_rows
     return out
 
 
-def vectors_only(size: int, nq: int) -> dict[str, Any]:
+def vectors_only(size: int, nq: int, dtype: str = "i8") -> dict[str, Any]:
     """Dense search alone on a VectorSet of ``size`` rows (no SQLite): exact numpy vs HNSW, and memory."""
     from knora.adapters.retrieval.vectors import RowMeta, VectorSet
 
     corpus = Corpus()
     rng = np.random.default_rng(3)
     base = rss_mb()
-    vs = VectorSet(DIM, ann_min_rows=1 << 60)
+    vs = VectorSet(DIM, ann_min_rows=1 << 60, ann_dtype=dtype)
     meta = RowMeta(knowledge_id="k", tag_id=None, is_enabled=True, is_recommended=True, knowledge_type="document")
     keep: list[np.ndarray] = []
     step = 50_000
@@ -224,39 +221,121 @@ def vectors_only(size: int, nq: int) -> dict[str, Any]:
     return out
 
 
+def keep_from_db(db: Path, size: int) -> dict[str, Any]:
+    """The query material ``build`` keeps (first 50 rows of each of the first 40 batches), read back from ``db``."""
+    ids = [start + i + 1 for start in range(0, min(size, 200_000), 5000) for i in range(50)][:2000]
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute(f"SELECT id, content, embedding FROM knora_ret_rows WHERE id IN ({','.join('?' * len(ids))})"
+                            " ORDER BY id", ids).fetchall()
+    finally:
+        conn.close()
+    return {"texts": [r[1] for r in rows], "vecs": [np.frombuffer(r[2], dtype=np.float32) for r in rows]}
+
+
+def rows_in(db: Path) -> int:
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT count(*) FROM knora_ret_rows").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        conn.close()
+
+
+async def wait_graph(vs: Any) -> None:
+    while vs._ann is None and not vs._ann_gave_up and vs._ann_busy:
+        await asyncio.sleep(0.2)
+    await asyncio.to_thread(vs.wait_ann)  # the save that follows a build
+
+
+async def restart(args: argparse.Namespace) -> dict[str, Any]:
+    """A fresh engine on an existing database and graph directory (run in its own process for a clean RSS)."""
+    db = Path(args.restart)
+    base = rss_mb()
+    engine = SqliteEngine(db, ann_min_rows=args.ann_min_rows, index_dir=Path(args.index_dir),
+                          ann_dtype=args.ann_dtype, keyword_index=not args.no_keyword_index)
+    await engine.start()
+    keep = keep_from_db(db, rows_in(db))
+    kw_s = None
+    if not args.no_keyword_index:
+        t0 = time.perf_counter()
+        await engine.warm_keyword()
+        kw_s = round(time.perf_counter() - t0, 1)
+    t0 = time.perf_counter()
+    await engine.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=keep["vecs"][0].tolist(),
+                                    top_k=POOL))
+    first_s = time.perf_counter() - t0
+    vs = next(iter(engine._sets.values()))
+    t1 = time.perf_counter()
+    await wait_graph(vs)
+    out: dict[str, Any] = {"rows": len(vs), "set_load_and_first_query_s": round(first_s, 1),
+                           "graph_ready_after_first_query_s": round(time.perf_counter() - t1, 1),
+                           "graph_source": vs.ann_source, "hnsw_ef": vs.ann_expansion,
+                           "recall_check": vs.ann_recall, "kw_load_s": kw_s,
+                           **{k: round(v, 2) for k, v in vs.ann_stats.items()}}
+    res = await measure(engine, keep, args.queries, np.random.default_rng(5))
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    out.update(res)
+    out.update({"rss_mb": round(rss_mb()), "rss_base_mb": round(base), "cpu_s": round(cpu.ru_utime + cpu.ru_stime, 1)})
+    await engine.close()
+    return out
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--ann-min-rows", type=int, default=200_000)
+    ap.add_argument("--ann-dtype", default="i8", help="usearch scalar type of the graph's vectors (i8, f16, f32)")
     ap.add_argument("--vectors-only", type=int, default=0, help="only dense search on N rows, no SQLite")
     ap.add_argument("--paths", choices=["all", "keyword"], default="all")
-    ap.add_argument("--db", default="", help="keep the database at this path and reuse it")
+    ap.add_argument("--db", default="", help="keep the database here and reuse rows already in it")
     ap.add_argument("--no-keyword-index", action="store_true", help="keyword search on FTS5 only")
+    ap.add_argument("--keep-index", action="store_true", help="do not empty the graph directory first")
+    ap.add_argument("--replay", type=int, default=2000, help="rows written by another engine before the restart")
+    ap.add_argument("--no-restart", action="store_true")
+    ap.add_argument("--restart", default="", help=argparse.SUPPRESS)  # internal: the restarted process
+    ap.add_argument("--index-dir", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.restart:
+        print(json.dumps(await restart(args)))
+        return
     if args.vectors_only:
-        print(json.dumps({"benchmark": "scale-vectors", **vectors_only(args.vectors_only, args.queries)}))
+        print(json.dumps({"benchmark": "scale-vectors", **vectors_only(args.vectors_only, args.queries,
+                                                                       args.ann_dtype)}))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     out: dict[str, Any] = {"benchmark": "scale", "dim": DIM, "pool": POOL, "ann_min_rows": args.ann_min_rows,
-                           "paths": args.paths, "keyword_index": not args.no_keyword_index}
+                           "ann_dtype": args.ann_dtype, "paths": args.paths,
+                           "keyword_index": not args.no_keyword_index}
     rng = np.random.default_rng(1)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(args.db) if args.db else Path(tmp) / "knora.db"
-        existed = db.exists()
-        engine = SqliteEngine(db, ann_min_rows=args.ann_min_rows, keyword_index=not args.no_keyword_index)
+        index_dir = db.with_name(db.stem + "-index")
+        if index_dir.exists() and not args.keep_index:
+            shutil.rmtree(index_dir)
+        have = rows_in(db)
+        engine = SqliteEngine(db, ann_min_rows=args.ann_min_rows, index_dir=index_dir, ann_dtype=args.ann_dtype,
+                              keyword_index=not args.no_keyword_index)
         await engine.start()
         corpus = Corpus()
         keep: dict[str, Any] = {"texts": [], "vecs": []}
-        have = sample_existing(db, keep) if existed else 0
+        if have:
+            keep = keep_from_db(db, have)
         for size in sizes:
             t0 = time.perf_counter()
             cpu0 = time.process_time()
-            await build(engine, corpus, size, have, keep)
-            built = size - have
-            have = max(have, size)
+            built = max(0, size - have)
+            if built:
+                await build(engine, corpus, size, have, keep)
+                have = size
             build_s = time.perf_counter() - t0
             build_cpu = time.process_time() - cpu0
+            indexed = {"index_s": round(build_s, 1) if built else None, "rows_indexed": built,
+                       "index_cpu_ms_per_row": round(build_cpu * 1000 / built, 3) if built else None}
             gc.collect()
             base = rss_mb()
             kw: dict[str, Any] = {}
@@ -268,35 +347,49 @@ async def main() -> None:
                       "kw_index": engine.keyword_index_info()}
             if args.paths == "keyword":
                 res = await measure(engine, keep, args.queries, rng, "keyword")
-                res.update({"index_s": round(build_s, 1), "rows_indexed": built,
-                            "index_cpu_ms_per_row": round(build_cpu * 1000 / built, 3) if built else None,
-                            "rss_mb": round(rss_mb()), "db_mb": round(db.stat().st_size / 2**20), **kw})
+                res.update({**indexed, "rss_mb": round(rss_mb()), "db_mb": round(db.stat().st_size / 2**20), **kw})
                 out[str(size)] = res
                 print(json.dumps({str(size): res}), file=sys.stderr)
                 continue
             base = rss_mb()
-            # first dense query loads the vector set (and, above ann_min_rows, builds HNSW synchronously here)
+            # the first dense query loads the vector set; above ann_min_rows it starts the HNSW build (or restore)
             t0 = time.perf_counter()
             await engine.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=keep["vecs"][0].tolist(),
                                             top_k=10))
-            vs = next(iter(engine._sets.values()))
-            if len(vs) >= args.ann_min_rows and vs._ann is None:
-                while vs._ann_building:
-                    await asyncio.sleep(0.5)
             load_s = time.perf_counter() - t0
+            vs = next(iter(engine._sets.values()))
+            t0 = time.perf_counter()
+            await wait_graph(vs)
+            graph_s = time.perf_counter() - t0
             res = await measure(engine, keep, args.queries, rng)
-            res.update({"index_s": round(build_s, 1), "rows_indexed": built,
-                        "index_cpu_ms_per_row": round(build_cpu * 1000 / built, 3) if built else None, **kw,
-                        "load_s": round(load_s, 1), "rss_mb": round(rss_mb()),
+            res.update({**indexed, **kw, "set_load_s": round(load_s, 1), "rows": len(vs), "rss_mb": round(rss_mb()),
                         "rss_before_load_mb": round(base), "vector_index": "hnsw" if vs._ann is not None else "exact",
                         "db_mb": round(db.stat().st_size / 2**20)})
+            if vs._ann is not None:
+                files = list(index_dir.glob("*.hnsw"))
+                res["hnsw"] = {"ready_s": round(graph_s, 1), "source": vs.ann_source, "ef": vs.ann_expansion,
+                               "recall_check": vs.ann_recall, "graph_memory_mb": round(vs._ann.memory_usage / 2**20),
+                               "file_mb": round(sum(f.stat().st_size for f in files) / 2**20),
+                               **{k: round(v, 2) for k, v in vs.ann_stats.items()}}
             if size >= 100_000:
                 res["exact_vs_hnsw"] = exact_vs_ann(engine, keep, rng)
-                if len(vs) >= args.ann_min_rows and vs._ann is None:
-                    vs.build_ann_now()
             out[str(size)] = res
             print(json.dumps({str(size): res}), file=sys.stderr)
         await engine.close()
+        if (args.paths == "all" and not args.no_restart and index_dir.exists()
+                and any(index_dir.glob("*.hnsw"))):
+            writer = SqliteEngine(db)  # "the CLI": writes while the graph file exists, no graph of its own
+            await writer.start()
+            await build(writer, corpus, have + args.replay, have, {"texts": [2] * 2000, "vecs": []})
+            await writer.close()
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--restart", str(db), "--index-dir", str(index_dir),
+                   "--queries", str(args.queries), "--ann-min-rows", str(args.ann_min_rows),
+                   "--ann-dtype", args.ann_dtype]
+            if args.no_keyword_index:
+                cmd.append("--no-keyword-index")
+            proc = await asyncio.to_thread(subprocess.run, cmd, capture_output=True, text=True, check=True)
+            out["after_restart"] = {"replayed_writes": args.replay, **json.loads(proc.stdout.strip().splitlines()[-1])}
+            print(json.dumps({"after_restart": out["after_restart"]}), file=sys.stderr)
     print(json.dumps(out))
 
 

@@ -27,6 +27,7 @@ import math
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
@@ -36,6 +37,7 @@ import numpy as np
 
 from knora.adapters.retrieval import postings
 from knora.adapters.retrieval import tokenize as tok
+from knora.adapters.retrieval.hnsw_file import FileGraphStore, file_for
 from knora.adapters.retrieval.postings import KeywordFilter, KeywordIndex
 from knora.adapters.retrieval.vectors import Filter, RowMeta, VectorSet
 from knora.domain.search import EngineHit, IndexRow, MatchType
@@ -49,6 +51,7 @@ log = logging.getLogger(__name__)
 PRUNE_MIN_ROWS = 20_000
 PRUNE_DF = 0.05
 _LOG_KEEP = 200_000  # change-log entries kept; a reader further behind reloads its sets
+_LOAD_BATCH = 20_000  # rows per fetch when loading a vector set
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS knora_ret_rows (
@@ -86,6 +89,7 @@ CREATE TABLE IF NOT EXISTS knora_ret_terms (
   id INTEGER PRIMARY KEY,
   term TEXT NOT NULL UNIQUE
 );
+CREATE TABLE IF NOT EXISTS knora_ret_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _UPSERT, _DELETE = 1, 2
 # What the keyword index reads per row (postings.Row): filter columns and the token-id blob (NULL: not yet written)
@@ -106,9 +110,12 @@ class SqliteEngine:
     """Keyword (FTS5) and vector (numpy / HNSW) search in the metadata store's SQLite file."""
 
     def __init__(self, path: Path, *, ann_min_rows: int = 200_000, keyword_index: bool = True,
-                 kw_sync_rows: int = 50_000) -> None:
+                 kw_sync_rows: int = 50_000, index_dir: Path | None = None, ann_dtype: str = "i8") -> None:
         self._path = path
         self._ann_min_rows = ann_min_rows
+        self._index_dir = index_dir  # where HNSW graphs are saved; None: rebuilt at every start
+        self._ann_dtype = ann_dtype
+        self._db_id = ""
         self._conn: sqlite3.Connection | None = None
         self._db_lock = threading.Lock()
         self._sets: dict[tuple[str, int], VectorSet] = {}
@@ -149,6 +156,9 @@ class SqliteEngine:
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_SCHEMA)
+        # A random id for this database, so that a saved graph is never applied to another database's rows.
+        conn.execute("INSERT OR IGNORE INTO knora_ret_meta(key, value) VALUES ('db_id', ?)", (uuid.uuid4().hex,))
+        self._db_id = conn.execute("SELECT value FROM knora_ret_meta WHERE key = 'db_id'").fetchone()[0]
         self._conn = conn
         kw = sqlite3.connect(self._path, timeout=30, check_same_thread=False, isolation_level=None)
         kw.execute("PRAGMA busy_timeout=30000")
@@ -156,6 +166,10 @@ class SqliteEngine:
         self._kw_conn = kw
 
     async def close(self) -> None:
+        with self._sets_lock:
+            sets = list(self._sets.values())
+        for vs in sets:  # leave each graph file exact at the set's sequence (saves only what changed)
+            await asyncio.to_thread(vs.close)
         if self._kw_conn is not None:
             kw, self._kw_conn = self._kw_conn, None
             await asyncio.to_thread(kw.close)
@@ -311,20 +325,46 @@ class SqliteEngine:
         return RowMeta(knowledge_id=row[2], tag_id=row[3], is_enabled=bool(row[4]), is_recommended=bool(row[5]),
                        knowledge_type=row[6])
 
+    def _store(self, kb_id: str, dim: int) -> FileGraphStore | None:
+        if self._index_dir is None:
+            return None
+
+        def changed(after: int, upto: int) -> set[int] | None:
+            if upto <= after:
+                return set()
+            with self._db_lock:
+                conn = self._db()
+                first = conn.execute("SELECT seq FROM knora_ret_log ORDER BY seq LIMIT 1").fetchone()
+                if first is None or first[0] > after + 1:
+                    return None  # trimmed: the entries after ``after`` are gone
+                if upto > self._head(conn):
+                    return None  # a sequence this database never reached (say, a file newer than a restored backup)
+                rows = conn.execute("SELECT row_id FROM knora_ret_log WHERE kb_id = ? AND seq > ? AND seq <= ?",
+                                    (kb_id, after, upto)).fetchall()
+            return {r[0] for r in rows}
+
+        expect = {"db_id": self._db_id, "kb_id": kb_id, "dim": dim, "metric": "cos", "dtype": self._ann_dtype}
+        return FileGraphStore(file_for(self._index_dir, self._db_id, kb_id, dim), expect, changed)
+
     def _load_set(self, kb_id: str, dim: int) -> VectorSet:
-        vs = VectorSet(dim, ann_min_rows=self._ann_min_rows)
+        vs = VectorSet(dim, ann_min_rows=self._ann_min_rows, ann_dtype=self._ann_dtype,
+                       store=self._store(kb_id, dim))
         with self._db_lock:
             conn = self._db()
             conn.execute("BEGIN")
             try:
                 vs.seq = self._head(conn)
-                rows = conn.execute(f"SELECT {_COLS} FROM knora_ret_rows WHERE kb_id = ? AND dim = ?",
-                                    (kb_id, dim)).fetchall()
+                total = conn.execute("SELECT count(*) FROM knora_ret_rows WHERE kb_id = ? AND dim = ?",
+                                     (kb_id, dim)).fetchone()[0]
+                vs.reserve(int(total))
+                cur = conn.execute(f"SELECT {_COLS} FROM knora_ret_rows WHERE kb_id = ? AND dim = ?", (kb_id, dim))
+                while rows := cur.fetchmany(_LOAD_BATCH):  # in batches: no second copy of every blob at once
+                    mat = np.frombuffer(b"".join(r[8] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+                    vs.upsert([r[0] for r in rows], mat, [self._meta(r) for r in rows])
             finally:
                 conn.execute("COMMIT")
-        if rows:
-            mat = np.frombuffer(b"".join(r[8] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-            vs.upsert([r[0] for r in rows], mat, [self._meta(r) for r in rows])
+        if len(vs) >= self._ann_min_rows:
+            vs.start_ann()  # restore the saved graph (or build one) in the background; exact search meanwhile
         return vs
 
     def _refresh(self, kb_id: str, dim: int, head: int) -> VectorSet:
@@ -355,6 +395,7 @@ class SqliteEngine:
                 fresh = self._load_set(kb_id, dim)
                 with self._sets_lock:
                     self._sets[key] = fresh
+                vs.close(save=False, wait=False)  # its job (if any) stops at its next step
                 return fresh
             last: dict[int, int] = {}
             for rid, op in log:
@@ -369,9 +410,10 @@ class SqliteEngine:
                     rows = self._db().execute(
                         f"SELECT {_COLS} FROM knora_ret_rows WHERE id IN ({','.join('?' * len(part))})", part
                     ).fetchall()
+                # gone, or no longer a vector of this dimension (re-embedded under a reused row id)
+                rows = [r for r in rows if r[7] == dim and r[8] is not None]
                 present = {r[0] for r in rows}
                 vs.remove([r for r in part if r not in present])
-                rows = [r for r in rows if r[7] == dim and r[8] is not None]
                 if rows:
                     mat = np.frombuffer(b"".join(r[8] for r in rows), dtype=np.float32).reshape(len(rows), dim)
                     vs.upsert([r[0] for r in rows], mat, [self._meta(r) for r in rows])
@@ -675,4 +717,4 @@ class SqliteEngine:
 
 def build(settings: Settings) -> SqliteEngine:
     tok.configure(settings.data_dir / "cache")
-    return SqliteEngine(sqlite_path(settings.effective_database_url))
+    return SqliteEngine(sqlite_path(settings.effective_database_url), index_dir=settings.data_dir / "index")
