@@ -16,7 +16,7 @@ from knora.domain.common import utcnow
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: DateTime(timezone=True)}
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: DateTime(timezone=True)}  # noqa: RUF012 - read once by SQLAlchemy
 
 
 def _id() -> Mapped[str]:
