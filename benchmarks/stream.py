@@ -283,4 +283,21 @@ if __name__ == "__main__":
     parser.add_argument("--sweep", default="", help="comma-separated concurrency levels, e.g. 100,200,400,1000")
     parser.add_argument("--database-url", default=None, help="e.g. postgresql+asyncpg://postgres@127.0.0.1/x "
                         "(an empty database; default: a temporary SQLite file)")
-    print(json.dumps(asyncio.run(main(parser.parse_args()))))
+    parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
+                        help="event loop: auto = uvloop when installed, as `knora serve` (uvicorn) picks it")
+    ns = parser.parse_args()
+    use_uvloop = ns.loop == "uvloop"
+    if ns.loop == "auto":
+        try:
+            import uvloop  # noqa: F401
+
+            use_uvloop = True
+        except ImportError:
+            use_uvloop = False
+    if use_uvloop:
+        import uvloop
+
+        result = uvloop.run(main(ns))
+    else:
+        result = asyncio.run(main(ns))
+    print(json.dumps({**result, "loop": "uvloop" if use_uvloop else "asyncio"}))
