@@ -289,7 +289,7 @@ if __name__ == "__main__":
     use_uvloop = ns.loop == "uvloop"
     if ns.loop == "auto":
         try:
-            import uvloop  # noqa: F401
+            import uvloop
 
             use_uvloop = True
         except ImportError:

@@ -277,6 +277,19 @@ class SqliteEngine:
 
     async def delete_knowledge_base(self, knowledge_base_id: str) -> None:
         await self._delete_in("kb_id", [knowledge_base_id])
+        await asyncio.to_thread(self._drop_graphs, knowledge_base_id)
+
+    def _drop_graphs(self, kb_id: str) -> None:
+        """A deleted KB's vector sets stop their background work and their saved graph files leave the disk."""
+        with self._sets_lock:
+            gone = [self._sets.pop(key) for key in [k for k in self._sets if k[0] == kb_id]]
+        for vs in gone:
+            vs.close(save=False, wait=True)
+        if self._index_dir is None or not self._db_id:
+            return
+        stem = file_for(self._index_dir, self._db_id, kb_id, 0).name.rsplit("-d", 1)[0]
+        for path in self._index_dir.glob(f"{stem}-d*"):
+            path.unlink(missing_ok=True)
 
     async def _delete_in(self, column: str, values: Sequence[str]) -> None:
         vals = list(values)

@@ -167,6 +167,31 @@ class TestRestart:
         finally:
             await again.close()
 
+    async def test_deleting_a_kb_removes_its_graph_file_only(self, tmp_path: Path) -> None:
+        rng = np.random.default_rng(4)
+        data, other = unit(rng, 200), unit(rng, 200)
+        eng = engine(tmp_path)
+        await eng.start()
+        try:
+            await eng.index(rows(0, data) + rows(1000, other, kb="kb2"))
+            await graph(eng, data[0])
+            await eng.search(EngineQuery(mode="vector", knowledge_base_ids=["kb2"], embedding=other[0].tolist(),
+                                         top_k=1, threshold=-1))
+            assert eng._sets[("kb2", DIM)].wait_ann(timeout=60)
+            assert len(list((tmp_path / "index").glob("*.hnsw"))) == 2
+            kb_file = hnsw_file.file_for(tmp_path / "index", eng._db_id, "kb", DIM)
+            assert kb_file.exists()
+            await eng.delete_knowledge_base("kb")
+            assert not kb_file.exists() and not kb_file.with_suffix(".seq").exists()
+            assert await top1(eng, data[0]) == []
+            assert [h.chunk_id for h in await eng.search(EngineQuery(
+                mode="vector", knowledge_base_ids=["kb2"], embedding=other[7].tolist(), top_k=1,
+                threshold=-1))] == ["c1007"]
+        finally:
+            await eng.close()
+        assert not kb_file.exists()  # closing does not write the deleted KB's graph back
+        assert len(list((tmp_path / "index").glob("*.hnsw"))) == 1
+
     async def test_deletes_and_upserts_after_restore_follow_the_graph_and_are_saved(self, tmp_path: Path) -> None:
         rng = np.random.default_rng(2)
         data = unit(rng, 300)
