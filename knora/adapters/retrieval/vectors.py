@@ -94,7 +94,8 @@ class VectorSet:
     """
 
     def __init__(self, dim: int, *, ann_min_rows: int = 200_000, recall_target: float = 0.95,
-                 ann_dtype: str = "i8", store: GraphStore | None = None, save_every: int | None = None) -> None:
+                 ann_dtype: str = "i8", store: GraphStore | None = None, save_every: int | None = None,
+                 rebuild_share: float = 0.3, rebuild_min: int = 1000) -> None:
         self.dim = dim
         self.ann_min_rows = ann_min_rows
         self.recall_target = recall_target
@@ -123,6 +124,12 @@ class VectorSet:
         self._job: threading.Thread | None = None
         self._closed = False
         self._dirty = 0  # graph changes not in the saved file
+        # usearch removals leave tombstones in the graph (memory, and hops that lead nowhere): once the removals since
+        # the graph was built exceed rebuild_share of the rows (and rebuild_min), a fresh graph is built in the
+        # background while the old one keeps serving (re-parsing documents replaces all their rows).
+        self.rebuild_share = rebuild_share
+        self.rebuild_min = rebuild_min
+        self._graph_removed = 0
         self.ann_recall: float | None = None
         self.ann_expansion: int = 64
         self.ann_source: str | None = None  # "restored" or "built"
@@ -221,7 +228,19 @@ class VectorSet:
             self._pending.update(rowids)
         elif self._ann is not None:
             self._apply(self._ann, *self._snapshot(rowids))
-            self._maybe_save()
+            if not self._maybe_rebuild():
+                self._maybe_save()
+
+    def _maybe_rebuild(self) -> bool:
+        """Start a background rebuild when tombstones have piled up (lock held); True if one started."""
+        if (self._ann is None or self._ann_busy or self._closed
+                or self._graph_removed <= max(self.rebuild_min, self.rebuild_share * len(self._slot))):
+            return False
+        log.info("rebuilding an HNSW graph after %d removals (%d rows)", self._graph_removed, len(self._slot))
+        self._begin_job()
+        self._job = threading.Thread(target=self._ann_job, kwargs={"restore": False}, name="knora-hnsw", daemon=True)
+        self._job.start()
+        return True
 
     def _snapshot(self, rowids: list[int]) -> tuple[list[int], list[int], F32]:
         """(all ids, ids still present, their vectors) — taken under the lock, applied with or without it."""
@@ -236,6 +255,7 @@ class VectorSet:
         present = np.atleast_1d(np.asarray(index.contains(keys), dtype=bool))
         if present.any():
             index.remove(keys[present])
+            self._graph_removed += int(present.sum())
         if alive:
             index.add(np.asarray(alive, dtype=np.uint64), vecs)
         self._dirty += len(rowids)
@@ -376,6 +396,13 @@ class VectorSet:
                 if not ok and not self._closed:
                     self._ann_gave_up = True
             elif not self._closed:
+                if self._ann_busy:  # a rebuild that did not publish: the old graph serves on, with what changed
+                    rest = list(self._pending)
+                    self._pending.clear()
+                    self._ann_busy = False
+                    self._graph_removed = 0  # do not retry at once
+                    if rest:
+                        self._apply(self._ann, *self._snapshot(rest))
                 self._maybe_save(force=self.ann_source == "built")
 
     def _run_ann_job(self, restore: bool) -> bool:
@@ -410,6 +437,7 @@ class VectorSet:
             stats["total_s"] = time.perf_counter() - t0
             self._ann, self.ann_recall, self.ann_source, self.ann_stats = (index, recall,
                                                                            "restored" if restore else "built", stats)
+            self._graph_removed = 0
             self._ann_busy = False  # from here on changes go straight to the graph
         log.info("HNSW index over %d vectors %s in %.1f s (recall@10 %.3f, ef %d)", len(index), self.ann_source,
                  stats["total_s"], recall, index.expansion_search)

@@ -410,3 +410,23 @@ class TestChangesDuringAJob:
         vs.build_ann_now()
         assert vs._ann is not None and str(vs._ann.dtype).endswith("F16")
         assert vs.search(data[11], 1, -1.0, Filter())[0][0] == 11
+
+    def test_removals_past_the_share_rebuild_the_graph_while_the_old_one_serves(self) -> None:
+        rng = np.random.default_rng(9)
+        data = unit(rng, 400)
+        meta = [RowMeta("k", None, True, True, "document")] * 400
+        vs = VectorSet(DIM, ann_min_rows=10**9, rebuild_share=0.3, rebuild_min=50)
+        vs.upsert(list(range(400)), data, meta)
+        vs.build_ann_now()
+        first = vs._ann
+        # re-embedding 100 rows (new row ids, old ones removed): 100 removals ≤ 0.3 × 400, no rebuild yet
+        vs.upsert(list(range(1000, 1100)), data[:100], meta[:100])
+        vs.remove(list(range(100)))
+        assert vs._ann is first and not vs._ann_busy
+        vs.upsert(list(range(2000, 2100)), data[100:200], meta[:100])
+        vs.remove(list(range(100, 200)))  # 200 removals > 0.3 × 400: a rebuild starts in the background
+        assert vs.wait_ann(timeout=60)
+        assert vs._ann is not first and not vs._ann_busy and vs._graph_removed == 0
+        assert len(vs._ann) == len(vs) == 400
+        assert vs.search(data[150], 1, -1.0, Filter())[0][0] == 2050
+        assert vs.search(data[300], 1, -1.0, Filter())[0][0] == 300
