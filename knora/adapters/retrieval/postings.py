@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from knora.adapters.retrieval.codes import Codes
+
 K1 = 1.2
 B = 0.75
 _SLACK = 1e-9  # relative slack on pruning bounds (rounding is ~1e-16; bounds are never tight)
@@ -157,7 +159,7 @@ class KeywordIndex:
         self._rowid = np.zeros(0, dtype=np.int64)
         self._sig = np.zeros(0, dtype=np.int64)  # hash of the row's blob: a meta-only update keeps the slot
         self._slot_of = np.full(0, -1, dtype=np.int32)  # row id → slot (row ids are dense: max(id) + 1)
-        self._codes: dict[str, int] = {}
+        self._codes = Codes()
         self._segments: list[_Segment] = []
         self._seg_lo: list[int] = []
         self._live = 0
@@ -190,15 +192,6 @@ class KeywordIndex:
         return self._n > 50_000 and self._live < self._n * 0.6
 
     # --- maintenance ----------------------------------------------------------------------------------------
-    def _code(self, s: str | None) -> int:
-        if s is None:
-            return -1
-        c = self._codes.get(s)
-        if c is None:
-            c = len(self._codes)
-            self._codes[s] = c
-        return c
-
     def _grow(self, need: int) -> None:
         if need <= self._cap:
             return
@@ -223,7 +216,7 @@ class KeywordIndex:
         return int(self._slot_of[rowid]) if 0 <= rowid < self._slot_of.shape[0] else -1
 
     def _set_meta(self, slot: int | I64, rows: Sequence[Row]) -> None:
-        code = self._code
+        code = self._codes.code
         self._kb[slot] = [code(r[1]) for r in rows]
         self._kn[slot] = [code(r[2]) for r in rows]
         self._tag[slot] = [code(r[3] or None) for r in rows]
@@ -341,7 +334,7 @@ class KeywordIndex:
         else:
             base = self._alive[:n] & self._enabled[:n]
             base &= self._type[:n] == self._codes.get(flt.knowledge_type, -2)
-            kbs = [self._codes[k] for k in flt.knowledge_base_ids if k in self._codes]
+            kbs = self._codes.known(flt.knowledge_base_ids)
             base &= np.isin(self._kb[:n], np.asarray(kbs, dtype=np.int32))
             if flt.only_recommended:
                 base &= self._recommended[:n]
@@ -353,7 +346,7 @@ class KeywordIndex:
         mask = base.copy()
         for col, vals in ((self._kn, flt.knowledge_ids), (self._tag, flt.tag_ids)):
             if vals:
-                codes = [self._codes[v] for v in vals if v in self._codes]
+                codes = self._codes.known(vals)
                 mask &= np.isin(col[:n], np.asarray(codes, dtype=np.int32))
         return mask
 

@@ -22,6 +22,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from knora.adapters.retrieval.codes import Codes
+
 log = logging.getLogger(__name__)
 
 F32 = npt.NDArray[np.float32]
@@ -115,7 +117,7 @@ class VectorSet:
         self._rowid = np.zeros(cap, dtype=np.int64)
         self._n = 0  # slots used
         self._slot: dict[int, int] = {}
-        self._codes: dict[str, int] = {}
+        self._codes = Codes(empty_is_none=True)  # a knowledge or tag id of "" is no id
         self._ann: Any = None
         self._ann_busy = False  # a job owns the graph's write side (changes go to _pending)
         self._ann_gave_up = False
@@ -143,15 +145,6 @@ class VectorSet:
         """Size the arrays for ``rows`` more rows at once (a bulk load then copies nothing)."""
         with self.lock:
             self._grow(self._n + rows, exact=True)
-
-    def _code(self, s: str | None) -> int:
-        if s is None or s == "":
-            return -1
-        c = self._codes.get(s)
-        if c is None:
-            c = len(self._codes)
-            self._codes[s] = c
-        return c
 
     def _grow(self, need: int, exact: bool = False) -> None:
         cap = self._m.shape[0]
@@ -190,8 +183,8 @@ class VectorSet:
                 self._enabled[slot] = meta.is_enabled
                 self._recommended[slot] = meta.is_recommended
                 self._faq[slot] = meta.knowledge_type == "faq"
-                self._kcode[slot] = self._code(meta.knowledge_id)
-                self._tcode[slot] = self._code(meta.tag_id)
+                self._kcode[slot] = self._codes.code(meta.knowledge_id)
+                self._tcode[slot] = self._codes.code(meta.tag_id)
                 self._rowid[slot] = rid
             self._graph_changed(moved)
 
@@ -202,8 +195,8 @@ class VectorSet:
         self._enabled[lo:hi] = [m.is_enabled for m in metas]
         self._recommended[lo:hi] = [m.is_recommended for m in metas]
         self._faq[lo:hi] = [m.knowledge_type == "faq" for m in metas]
-        self._kcode[lo:hi] = [self._code(m.knowledge_id) for m in metas]
-        self._tcode[lo:hi] = [self._code(m.tag_id) for m in metas]
+        self._kcode[lo:hi] = [self._codes.code(m.knowledge_id) for m in metas]
+        self._tcode[lo:hi] = [self._codes.code(m.tag_id) for m in metas]
         self._rowid[lo:hi] = rowids
         self._slot.update(zip(rowids, range(lo, hi), strict=True))
         self._n = hi
@@ -277,10 +270,10 @@ class VectorSet:
         if flt.only_recommended:
             mask &= self._recommended[sel]
         if flt.knowledge_ids:
-            codes = [self._codes[k] for k in flt.knowledge_ids if k in self._codes]
+            codes = self._codes.known(flt.knowledge_ids)
             mask &= np.isin(self._kcode[sel], np.asarray(codes, dtype=np.int32))
         if flt.tag_ids:
-            codes = [self._codes[t] for t in flt.tag_ids if t in self._codes]
+            codes = self._codes.known(flt.tag_ids)
             mask &= np.isin(self._tcode[sel], np.asarray(codes, dtype=np.int32))
         return mask
 

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from knora.adapters.stream.follow import Heartbeat, Waiters
 from knora.domain.stream import StreamEvent, stream_event
 
 TERMINAL = frozenset({"complete", "stop"})
@@ -42,14 +43,11 @@ async def _wait(event: asyncio.Event, timeout: float | None) -> bool:
 @dataclass
 class _Stream:
     events: list[StreamEvent] = field(default_factory=list)
-    waiters: list[asyncio.Future[bool]] = field(default_factory=list)  # followers waiting for the next append
+    waiters: Waiters = field(default_factory=Waiters)  # followers waiting for the next append
     touched: float = field(default_factory=time.monotonic)
 
     def wake(self) -> None:
-        waiters, self.waiters = self.waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(True)
+        self.waiters.wake()
 
 
 class MemoryStreamLog:
@@ -112,22 +110,7 @@ class MemoryStreamLog:
         key = (session_id, message_id)
         cursor = after
         seen_stream = False
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[bool] | None = None
-        timer: asyncio.TimerHandle | None = None
-        last_out = loop.time()  # when the follower last yielded anything (an event or a keep-alive)
-
-        def beat() -> None:  # one timer per heartbeat period; it re-arms itself while events keep flowing
-            nonlocal timer
-            assert heartbeat is not None
-            due = last_out + heartbeat
-            if loop.time() < due:
-                timer = loop.call_at(due, beat)
-                return
-            timer = None
-            if waiter is not None and not waiter.done():
-                waiter.set_result(False)
-
+        beat = Heartbeat(heartbeat)
         try:
             while not self._closed:
                 stream = self._live(key)
@@ -137,7 +120,7 @@ class MemoryStreamLog:
                     created = self._creation.setdefault(key, asyncio.Event())
                     try:
                         if not await _wait(created, heartbeat):
-                            last_out = loop.time()
+                            beat.sent()
                             yield None
                     finally:
                         if self._creation.get(key) is created and created.is_set():
@@ -151,22 +134,13 @@ class MemoryStreamLog:
                         yield event
                         if is_terminal(event):
                             return
-                    last_out = loop.time()
+                    beat.sent()
                     continue
-                waiter = loop.create_future()
-                stream.waiters.append(waiter)
-                if heartbeat is not None and timer is None:
-                    timer = loop.call_at(last_out + heartbeat, beat)
-                woken = await waiter
-                waiter = None
-                if not woken:
-                    last_out = loop.time()
+                if not await beat.wait(stream.waiters):
+                    beat.sent()
                     yield None
         finally:
-            if timer is not None:
-                timer.cancel()
-            if waiter is not None and not waiter.done():
-                waiter.cancel()
+            beat.close()
 
     async def exists(self, session_id: str, message_id: str) -> bool:
         return self._live((session_id, message_id)) is not None

@@ -32,6 +32,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from knora.adapters.stream.follow import Heartbeat, Waiters
 from knora.adapters.stream.memory import is_terminal
 from knora.domain.stream import StreamEvent
 
@@ -78,15 +79,12 @@ class _Watch:
     cursor: int  # the last seq fetched
     base: int  # entries[0] has seq base + 1
     entries: list[StreamEvent | None] = field(default_factory=list)  # None: an unparsable entry (keeps its seq)
-    waiters: list[asyncio.Future[bool]] = field(default_factory=list)
+    waiters: Waiters = field(default_factory=Waiters)
     followers: int = 0
     gone: bool = False  # the key expired while followed
 
     def wake(self) -> None:
-        waiters, self.waiters = self.waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(True)
+        self.waiters.wake()
 
 
 class RedisStreamLog:
@@ -157,27 +155,12 @@ class RedisStreamLog:
             yield event
             if is_terminal(event):
                 return
-        loop = asyncio.get_running_loop()
         watch = self._watches.get(key)
         if watch is None:
             watch = self._watches[key] = _Watch(cursor=cursor, base=cursor)
             await self._kick()
         watch.followers += 1
-        waiter: asyncio.Future[bool] | None = None
-        timer: asyncio.TimerHandle | None = None
-        last_out = loop.time()
-
-        def beat() -> None:  # one timer per heartbeat period, as in the memory log
-            nonlocal timer
-            assert heartbeat is not None
-            due = last_out + heartbeat
-            if loop.time() < due:
-                timer = loop.call_at(due, beat)
-                return
-            timer = None
-            if waiter is not None and not waiter.done():
-                waiter.set_result(False)
-
+        beat = Heartbeat(heartbeat)
         try:
             while True:
                 if cursor < watch.base:  # joined a watch that began after our cursor: read the gap ourselves
@@ -197,24 +180,15 @@ class RedisStreamLog:
                         yield entry
                         if is_terminal(entry):
                             return
-                    last_out = loop.time()
+                    beat.sent()
                     continue
                 if watch.gone and seen:
                     return  # expired while followed
-                waiter = loop.create_future()
-                watch.waiters.append(waiter)
-                if heartbeat is not None and timer is None:
-                    timer = loop.call_at(last_out + heartbeat, beat)
-                woken = await waiter
-                waiter = None
-                if not woken:
-                    last_out = loop.time()
+                if not await beat.wait(watch.waiters):
+                    beat.sent()
                     yield None
         finally:
-            if timer is not None:
-                timer.cancel()
-            if waiter is not None and not waiter.done():
-                waiter.cancel()
+            beat.close()
             watch.followers -= 1
             if watch.followers <= 0 and self._watches.get(key) is watch:
                 del self._watches[key]
