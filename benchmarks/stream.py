@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import gc
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -46,6 +47,7 @@ from knora.domain.stream import BusEvent, StreamEvent
 from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
 
 ANSWER_FRAME = b'"response_type":"answer","content":"'  # an answer frame with text (empty: the done frame)
+KB_TAG = re.compile(r"<kb\b[^>]*>")
 KEEP_UP = 0.9  # a chat keeps up when it ends within 1/0.9 of the time the model alone needs
 
 
@@ -90,11 +92,16 @@ class TokenRateModel:
         parts = []
         for i in range(self.tokens):
             await asyncio.sleep(self.interval)
-            delta = 'tok<ref id="c1"/> ' if i % 10 == 9 else "tok "
+            delta = 'tok<ref id="c1"/> ' if i % 10 == 9 else "tok "  # each delta holds one "tok"
             parts.append(delta)
             await ctx.bus.emit(BusEvent.FINAL_ANSWER, {"content": delta, "done": False, "event_id": "a"})
         await ctx.bus.emit(BusEvent.FINAL_ANSWER, {"content": "", "done": True, "event_id": "a"})
         return TurnOutcome(answer="".join(parts), references=refs, model_id="fake:token-rate")
+
+
+def expected_answer(tokens: int) -> str:
+    """What a client must see of the fake's answer: its deltas, each ``<ref id="c1"/>`` expanded to a kb tag."""
+    return "".join("tok<kb/> " if i % 10 == 9 else "tok " for i in range(tokens))
 
 
 def _check(frames: list[dict[str, Any]], log_events: list[Any], tokens: int) -> tuple[int, int, bool]:
@@ -116,15 +123,20 @@ def _check(frames: list[dict[str, Any]], log_events: list[Any], tokens: int) -> 
     lost += len(want) - i
     dup += len(got) - j
     types = [g[0] for g in got]
+    answer = "".join(g[1] for g in got if g[0] == "answer")
+    # Under load the stream handler merges a stream's deltas into fewer frames (pacing.py): the text must be
+    # whole and in order, and exactly one answer frame is the done mark.
     well_formed = (bool(types) and types[0] == "agent_query" and types[-1] == "complete"
                    and "references" in types and "answer" in types
                    and types.index("references") < types.index("answer")
-                   and types.count("answer") == tokens + 1)
+                   and KB_TAG.sub("<kb/>", answer) == expected_answer(tokens)
+                   and sum(1 for g in got if g[0] == "answer" and g[2]) == 1)
     return lost, dup, well_formed
 
 
 async def concurrency(chats: int, tokens: int, interval: float, database_url: str | None = None,
-                      stream_log: str = "memory", redis_url: str = "redis://127.0.0.1:6379/0") -> dict[str, Any]:
+                      stream_log: str = "memory", redis_url: str = "redis://127.0.0.1:6379/0",
+                      frame_budget: int | None = None) -> dict[str, Any]:
     """``chats`` turns started at once; each consumed through the SSE frame generator of the HTTP route."""
     from knora.container import Container
     from knora.services.streaming.intake import ChatBody
@@ -135,7 +147,8 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
     with tempfile.TemporaryDirectory() as tmp:
         c: Any = Container(Settings(data_dir=Path(tmp), api_key="sk-bench", embedder="local:hash", sample_kb=False,
                                     database_url=database_url, stream_log=stream_log,  # type: ignore[arg-type]
-                                    redis_url=redis_url, redis_prefix=prefix))
+                                    redis_url=redis_url, redis_prefix=prefix,
+                                    **({} if frame_budget is None else {"stream_frame_budget": frame_budget})))
         await c.start(wiring=("knora.services.streaming.wiring",))
         c.quick_answer = TokenRateModel(tokens, interval)
         tenant = c.default_tenant_id
@@ -147,6 +160,7 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
         first_ms: list[float] = []
         ratio: list[float] = []
         stream_rate: list[float] = []
+        frames_per_chat: list[int] = []
         ideal = tokens * interval
 
         async def one(sid: str) -> tuple[str, str, list[bytes], list[float], float]:
@@ -160,7 +174,7 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
                                            live=True):
                 frames.append(raw)
                 if ANSWER_FRAME in raw:
-                    answer_at.append(time.perf_counter())
+                    answer_at.append((time.perf_counter(), raw.count(b"tok")))
             t_end = time.perf_counter()
             ratio.append(ideal / (t_end - t_req))
             return sid, turn.assistant_message_id, frames, answer_at, t_req
@@ -186,9 +200,11 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             lost, dup, malformed = lost + a, dup + b, malformed + (not ok)
             text = "".join(f["content"] for f in frames if f["response_type"] == "answer")
             # the fake sleeps one interval before its first token: what is left is the process's overhead
-            first_ms.append((answer_at[0] - t_req - interval) * 1000 if answer_at else float("inf"))
-            if len(answer_at) > 1:
-                stream_rate.append((len(answer_at) - 1) / (answer_at[-1] - answer_at[0]))
+            first_ms.append((answer_at[0][0] - t_req - interval) * 1000 if answer_at else float("inf"))
+            if len(answer_at) > 1:  # model tokens a client got per second after its first frame (merged or not)
+                later = sum(n for _, n in answer_at[1:])
+                stream_rate.append(later / (answer_at[-1][0] - answer_at[0][0]))
+            frames_per_chat.append(len(answer_at))
             m = await c.session_service.get_message(tenant, mid)
             saved_ok += bool(m and m.is_completed and m.content == text and m.content.count("<kb ") == tokens // 10
                              and len(m.knowledge_references) == 1)
@@ -201,6 +217,7 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
     gc.unfreeze()
     rate = 1 / interval
     return {"database": "postgresql" if database_url else "sqlite", "stream_log": stream_log, "chats": chats,
+            "frame_budget": c.settings.stream_frame_budget,
             "tokens_per_chat": tokens, "token_interval_s": interval, "model_time_s": ideal,
             "wall_s": round(wall, 3), "slowdown": round(wall / ideal, 3),
             "cpu_s": round(cpu, 3), "cpu_us_per_event": round(cpu * 1e6 / max(events_total, 1), 1),
@@ -210,6 +227,7 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             "first_token_overhead_ms_p50": round(statistics.median(first_ms), 1),
             "first_token_overhead_ms_p99": round(pct(first_ms, .99), 1),
             "fake_tokens_per_s": rate,
+            "answer_frames_per_chat_p50": statistics.median(frames_per_chat) if frames_per_chat else None,
             "chat_tokens_per_s_p50": round(statistics.median(stream_rate), 1) if stream_rate else None,
             "chat_tokens_per_s_p10": round(pct(stream_rate, .10), 1) if stream_rate else None,
             "keep_up_ratio_p50": round(statistics.median(ratio), 3), "keep_up_ratio_p10": round(pct(ratio, .10), 3),
@@ -229,7 +247,7 @@ async def sweep(levels: list[int], args: argparse.Namespace) -> dict[str, Any]:
     best = best_relative = 0
     for n in levels:
         row = await concurrency(n, args.tokens, args.token_interval, args.database_url, args.stream_log,
-                                args.redis_url)
+                                args.redis_url, args.frame_budget)
         rows.append({k: row[k] for k in ("chats", "keep_up_ratio_p50", "keep_up_ratio_p10", "chat_tokens_per_s_p10",
                                          "turn_start_ms_p50", "turn_start_ms_p99", "first_token_overhead_ms_p50",
                                          "first_token_overhead_ms_p99", "cpu_s", "cpu_us_per_event",
@@ -266,7 +284,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         out["sweep"] = await sweep([int(x) for x in args.sweep.split(",")], args)
     elif args.chats:
         out["concurrency"] = await concurrency(args.chats, args.tokens, args.token_interval, args.database_url,
-                                               args.stream_log, args.redis_url)
+                                               args.stream_log, args.redis_url, args.frame_budget)
     return out
 
 
@@ -280,6 +298,8 @@ if __name__ == "__main__":
     parser.add_argument("--no-redis", action="store_true", help="skip the Redis latency measurement")
     parser.add_argument("--stream-log", choices=("memory", "redis"), default="memory",
                         help="the stream log of the concurrency run")
+    parser.add_argument("--frame-budget", type=int, default=None,
+                        help="settings.stream_frame_budget (text events/s per process; 0 = one event per delta)")
     parser.add_argument("--sweep", default="", help="comma-separated concurrency levels, e.g. 100,200,400,1000")
     parser.add_argument("--database-url", default=None, help="e.g. postgresql+asyncpg://postgres@127.0.0.1/x "
                         "(an empty database; default: a temporary SQLite file)")

@@ -30,6 +30,7 @@ from knora.services.sessions.service import DEFAULT_HISTORY_ROUNDS, SessionServi
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.handler import StreamHandler
 from knora.services.streaming.intake import ChatBody, merge_targets
+from knora.services.streaming.pacing import DeltaPacer
 from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest, TurnRunner
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,8 @@ class StartedTurn:
 class ChatService:
     def __init__(self, sessions: SessionService, stream_log: StreamLog, stop_signals: StopSignals,
                  runners: RunnerResolver, agents: AgentResolver | None = None, *,
-                 max_query_chars: int = 16384, stop_grace_seconds: float = 5.0) -> None:
+                 max_query_chars: int = 16384, stop_grace_seconds: float = 5.0,
+                 pacer: DeltaPacer | None = None) -> None:
         self.sessions = sessions
         self.log = stream_log
         self.stops = stop_signals
@@ -68,6 +70,7 @@ class ChatService:
         self._agents = agents
         self.max_query_chars = max_query_chars
         self.stop_grace_seconds = stop_grace_seconds
+        self.pacer = pacer or DeltaPacer()  # one per process: text deltas of all its turns share a frame budget
         self._tasks: dict[str, asyncio.Task[None]] = {}  # assistant message id -> running turn
 
     # --- intake -------------------------------------------------------------------------------------------------
@@ -151,7 +154,7 @@ class ChatService:
             log.warning("history of session %s not loaded", sid, exc_info=True)
         registry = ReferenceRegistry(req.citations_enabled)
         bus = EventBus()
-        handler = StreamHandler(self.log, sid, mid, registry)
+        handler = StreamHandler(self.log, sid, mid, registry, self.pacer)
         handler.subscribe(bus)
         ctx = TurnContext(bus=bus, references=registry)
         title_task = (asyncio.create_task(self.sessions.generate_title(req.tenant_id, sid, req.query,

@@ -16,6 +16,7 @@ from knora.adapters.stream.registry import build
 from knora.domain.models import AgentConfig
 from knora.ports.chat import ChatModel
 from knora.services.sessions.service import SessionService
+from knora.services.streaming.pacing import DeltaPacer
 from knora.services.streaming.service import ChatService
 from knora.services.streaming.turn import TurnRunner
 
@@ -53,7 +54,9 @@ async def wire(c: Any) -> None:
         return await service.get(tenant_id, agent_id)  # type: ignore[no-any-return]
 
     c.chat_service = ChatService(c.session_service, stream_log, stop_signals, runners, agents,
-                                 max_query_chars=c.settings.max_query_chars)
+                                 max_query_chars=c.settings.max_query_chars,
+                                 pacer=DeltaPacer(c.settings.stream_frame_budget,
+                                                  c.settings.stream_max_hold_ms / 1000))
     c.on_close(c.chat_service.close)
     if c.settings.stream_log == "memory":
         await c.chat_service.close_interrupted(c.settings.stream_ttl_seconds)
