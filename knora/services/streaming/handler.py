@@ -5,8 +5,7 @@ one streaming decoder per (channel, event id), accumulates references and re-sen
 marks pre-tool "preamble" answer segments superseded, times thinking/answer/tool spans, and records the
 quick-answer timeline so the saved message carries ``agent_steps`` even when the runner returns none.
 Appends are serialised by a lock, so concurrent producers (parallel tools, the title task) never reorder the
-deltas of one event id. Text deltas are paced (``pacing.py``): under load, deltas of one event id that arrive
-within the process's hold are merged into one log entry; any other entry first releases what is held.
+deltas of one event id.
 """
 
 from __future__ import annotations
@@ -22,10 +21,6 @@ from knora.ports.stream_log import StreamLog
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.citations.stream import CitationStreamDecoder
 from knora.services.streaming.bus import EventBus
-from knora.services.streaming.pacing import DeltaPacer
-
-_UNPACED = DeltaPacer(frame_budget=0)
-TIMER_SLACK = 1.5  # the release timer fires half a hold late, so the next delta usually releases held text first
 
 
 def _plain(value: Any) -> Any:
@@ -54,8 +49,7 @@ _FIXED_TEXT = {
 
 
 class StreamHandler:
-    def __init__(self, log: StreamLog, session_id: str, message_id: str, registry: ReferenceRegistry,
-                 pacer: DeltaPacer | None = None) -> None:
+    def __init__(self, log: StreamLog, session_id: str, message_id: str, registry: ReferenceRegistry) -> None:
         self.log = log
         self.session_id = session_id
         self.message_id = message_id
@@ -73,14 +67,6 @@ class StreamHandler:
         self._decoders: dict[tuple[str, str], CitationStreamDecoder] = {}
         self._span_start: dict[str, float] = {}
         self._lock = asyncio.Lock()
-        self._pacer = pacer or _UNPACED
-        self._paced = False  # counted by the pacer as a stream writing text
-        self._held: list[str] = []  # text deltas waiting for the pacer's hold to pass
-        self._held_key: tuple[str, str, bool] = ("", "", False)  # channel, event id, is_fallback of what is held
-        self._held_data: dict[str, Any] = {}
-        self._last_text = float("-inf")  # loop time of the last text append
-        self._timer: asyncio.TimerHandle | None = None
-        self._releases: set[asyncio.Task[None]] = set()
 
     def subscribe(self, bus: EventBus) -> None:
         bus.subscribe(None, self.on_event)
@@ -100,67 +86,10 @@ class StreamHandler:
 
     async def append(self, type_: str, content: str = "", done: bool = False,
                      data: Mapping[str, Any] | None = None, event_id: str = "") -> int:
-        """Appends one entry after any held text, so the log keeps the order events happened in."""
-        if self._held:
-            await self._release()
-        return await self._write(type_, content, done, data, event_id)
-
-    async def _write(self, type_: str, content: str, done: bool, data: Mapping[str, Any] | None,
-                     event_id: str) -> int:
         # Built from values this handler produced itself, so validation is skipped on the hot path.
         event = stream_event(type_, content, done, dict(data) if data else {}, event_id)
         self.last_seq = await self.log.append(self.session_id, self.message_id, event)
         return self.last_seq
-
-    # --- pacing of text deltas (pacing.py) ----------------------------------------------------------------------
-    async def _text(self, channel: str, text: str, data: dict[str, Any], event_id: str) -> None:
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        hold = self._pacer.hold
-        if not self._paced:
-            self._paced = True
-            self._pacer.enter()
-        key = (channel, event_id, "is_fallback" in data)
-        if self._held:
-            if key == self._held_key:
-                self._held.append(text)
-                if now >= self._last_text + hold:
-                    await self._release()
-                return
-            await self._release()
-        if now >= self._last_text + hold:
-            self._last_text = now
-            await self._write(channel, text, False, data, event_id)
-            return
-        self._held, self._held_key, self._held_data = [text], key, data
-        if self._timer is None:  # a model still streaming releases it inline; the timer is for one that paused
-            self._timer = loop.call_at(self._last_text + hold * TIMER_SLACK, self._due)
-
-    async def _release(self) -> None:
-        held, self._held = self._held, []
-        if not held:
-            return
-        self._last_text = asyncio.get_running_loop().time()
-        channel, event_id, _ = self._held_key
-        await self._write(channel, "".join(held), False, self._held_data, event_id)
-
-    def _due(self) -> None:
-        """The hold passed with no further delta (the model paused): release what is held."""
-        self._timer = None
-        if not self._held:
-            return
-        loop = asyncio.get_running_loop()
-        due = self._last_text + self._pacer.hold
-        if loop.time() < due:
-            self._timer = loop.call_at(due, self._due)
-            return
-        task = loop.create_task(self._release_locked())
-        self._releases.add(task)
-        task.add_done_callback(self._releases.discard)
-
-    async def _release_locked(self) -> None:
-        async with self._lock:
-            await self._release()
 
     # --- dispatch -----------------------------------------------------------------------------------------------
     async def on_event(self, ev: Event) -> None:
@@ -193,9 +122,7 @@ class StreamHandler:
                 self.segments.setdefault(event_id, _Segment()).parts.append(text)
         elif channel == "thinking" and text:
             self._reasoning.append(text)
-        if text and not done and self._pacer.frame_budget:
-            await self._text(channel, text, data, event_id)
-        elif text or done:
+        if text or done:
             await self.append(channel, text, done, data, event_id)
 
     async def _on_answer(self, ev: Event) -> None:
@@ -275,27 +202,17 @@ class StreamHandler:
 
     # --- ending -------------------------------------------------------------------------------------------------
     async def flush_all(self) -> None:
-        """Release text still held by the pacer and the decoders (end of turn, stop, shutdown): a partial tag is
-        dropped. The turn's text ends here: it stops counting as a paced stream."""
-        try:
-            async with self._lock:
-                await self._release()
-                for (channel, event_id), decoder in list(self._decoders.items()):
-                    tail = decoder.flush()
-                    if tail:
-                        if channel == "answer":
-                            self.segments.setdefault(event_id, _Segment()).parts.append(tail)
-                        else:
-                            self._reasoning.append(tail)
-                        await self.append(channel, tail, False, {"event_id": event_id}, event_id)
-                self._decoders.clear()
-        finally:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            if self._paced:
-                self._paced = False
-                self._pacer.leave()
+        """Release text still held by the decoders (end of turn, stop, shutdown): a partial tag is dropped."""
+        async with self._lock:
+            for (channel, event_id), decoder in list(self._decoders.items()):
+                tail = decoder.flush()
+                if tail:
+                    if channel == "answer":
+                        self.segments.setdefault(event_id, _Segment()).parts.append(tail)
+                    else:
+                        self._reasoning.append(tail)
+                    await self.append(channel, tail, False, {"event_id": event_id}, event_id)
+            self._decoders.clear()
 
     async def fallback_answer(self, text: str) -> None:
         """A final answer the runner returned without streaming it: sent once, as WeKnora's fallback pair."""

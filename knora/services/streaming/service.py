@@ -153,8 +153,8 @@ class ChatService:
         except Exception:  # as WeKnora's load_history: logged, and the turn goes on without it
             log.warning("history of session %s not loaded", sid, exc_info=True)
         registry = ReferenceRegistry(req.citations_enabled)
-        bus = EventBus()
-        handler = StreamHandler(self.log, sid, mid, registry, self.pacer)
+        bus = EventBus(self.pacer)
+        handler = StreamHandler(self.log, sid, mid, registry)
         handler.subscribe(bus)
         ctx = TurnContext(bus=bus, references=registry)
         title_task = (asyncio.create_task(self.sessions.generate_title(req.tenant_id, sid, req.query,
@@ -194,6 +194,7 @@ class ChatService:
                       reason: str, started: float, title_task: asyncio.Task[str] | None) -> None:
         sid, mid = req.session_id, req.assistant_message_id
         try:
+            await ctx.bus.close()  # text the pacer still holds goes out before anything that ends the turn
             if failure is not None:
                 stage = "agent_execution" if kind == "smart" else "knowledge_qa_execution"
                 await ctx.bus.emit(BusEvent.ERROR, {"error": str(failure) or type(failure).__name__, "stage": stage})

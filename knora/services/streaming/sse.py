@@ -18,6 +18,7 @@ from knora.ports.stream_log import StreamLog
 KEEPALIVE = b": keep-alive\n\n"
 TITLE_WAIT_S = 3.0
 LIVE_STOP_TEXT = "Generation stopped by user"
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one-line JSON, built once
 
 
 def frame(event: StreamEvent, request_id: str, *, live: bool = False) -> bytes:
@@ -36,7 +37,7 @@ def frame(event: StreamEvent, request_id: str, *, live: bool = False) -> bytes:
         data = {}
     if data:
         payload["data"] = data
-    return b"event:message\ndata:" + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+    return b"event:message\ndata:" + _encode(payload).encode() + b"\n\n"
 
 
 async def stream_frames(log: StreamLog, session_id: str, message_id: str, request_id: str, *, after: int = -1,
