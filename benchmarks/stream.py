@@ -39,6 +39,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -77,11 +78,28 @@ async def latency(log: Any, events: int) -> dict[str, float]:
             "max_ms": round(max(samples), 3), "events": events}
 
 
+async def paced(tokens: int, interval: float, closed_loop: bool) -> AsyncIterator[int]:
+    """Token numbers at the fake's rate. A model server sends on its own clock (token ``i`` is due ``i + 1``
+    intervals after the first request byte) and what the client did not read yet waits in the socket, so a late
+    reader gets the overdue tokens at once. ``closed_loop`` instead sleeps one interval after each token is
+    handled: any delay of the process then lowers the model's own rate (the benchmark's behaviour before 2026-12)."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for i in range(tokens):
+        if closed_loop:
+            await asyncio.sleep(interval)
+        else:
+            wait = start + (i + 1) * interval - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+        yield i
+
+
 class TokenRateModel:
     """A fake model as a TurnRunner: ``tokens`` answer deltas at a fixed rate, with citations."""
 
-    def __init__(self, tokens: int, interval: float) -> None:
-        self.tokens, self.interval = tokens, interval
+    def __init__(self, tokens: int, interval: float, closed_loop: bool = False) -> None:
+        self.tokens, self.interval, self.closed_loop = tokens, interval, closed_loop
 
     async def run(self, req: TurnRequest, ctx: TurnContext) -> TurnOutcome:
         from knora.domain.search import SearchResult
@@ -90,8 +108,7 @@ class TokenRateModel:
         ctx.references.register_search_results(refs)
         await ctx.bus.emit(BusEvent.REFERENCES, {"references": [r.model_dump() for r in refs]})
         parts = []
-        for i in range(self.tokens):
-            await asyncio.sleep(self.interval)
+        async for i in paced(self.tokens, self.interval, self.closed_loop):
             delta = 'tok<ref id="c1"/> ' if i % 10 == 9 else "tok "  # each delta holds one "tok"
             parts.append(delta)
             await ctx.bus.emit(BusEvent.FINAL_ANSWER, {"content": delta, "done": False, "event_id": "a"})
@@ -136,7 +153,8 @@ def _check(frames: list[dict[str, Any]], log_events: list[Any], tokens: int) -> 
 
 async def concurrency(chats: int, tokens: int, interval: float, database_url: str | None = None,
                       stream_log: str = "memory", redis_url: str = "redis://127.0.0.1:6379/0",
-                      frame_budget: int | None = None) -> dict[str, Any]:
+                      frame_budget: int | None = None, ramp: float = 0.0,
+                      closed_loop: bool = False) -> dict[str, Any]:
     """``chats`` turns started at once; each consumed through the SSE frame generator of the HTTP route."""
     from knora.container import Container
     from knora.services.streaming.intake import ChatBody
@@ -150,7 +168,7 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
                                     redis_url=redis_url, redis_prefix=prefix,
                                     **({} if frame_budget is None else {"stream_frame_budget": frame_budget})))
         await c.start(wiring=("knora.services.streaming.wiring",))
-        c.quick_answer = TokenRateModel(tokens, interval)
+        c.quick_answer = TokenRateModel(tokens, interval, closed_loop)
         tenant = c.default_tenant_id
         sessions = [await c.session_service.create(tenant, title="bench") for _ in range(chats)]
         gc.collect()
@@ -163,8 +181,10 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
         frames_per_chat: list[int] = []
         ideal = tokens * interval
 
-        async def one(sid: str) -> tuple[str, str, list[bytes], list[float], float]:
+        async def one(sid: str, delay: float) -> tuple[str, str, list[bytes], list[tuple[float, int]], float]:
             # The client side does as little as possible while the clock runs: frames are kept, checked later.
+            if delay:
+                await asyncio.sleep(delay)
             t_req = time.perf_counter()
             turn = await c.chat_service.start(tenant, sid, ChatBody(query="q"), str(uuid.uuid4()))
             start_ms.append((time.perf_counter() - t_req) * 1000)
@@ -179,18 +199,29 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             ratio.append(ideal / (t_end - t_req))
             return sid, turn.assistant_message_id, frames, answer_at, t_req
 
-        async def fake_alone() -> None:  # the fake's own pace on this machine right now, without Knora
-            for _ in range(tokens):
-                await asyncio.sleep(interval)
+        async def fake_alone(delay: float) -> None:  # the fake's own pace on this machine now, without Knora
+            if delay:
+                await asyncio.sleep(delay)
+            async for _ in paced(tokens, interval, closed_loop):
+                pass
 
         t_fake = time.perf_counter()
-        await asyncio.gather(*(fake_alone() for _ in range(chats)))
+        await asyncio.gather(*(fake_alone(ramp * i / chats) for i in range(chats)))
         fake_wall = time.perf_counter() - t_fake
 
+        holds: list[float] = []
+
+        async def sample_hold() -> None:  # the pacer's hold while the chats run (pacing.py)
+            while True:
+                await asyncio.sleep(0.1)
+                holds.append(c.chat_service.pacer.hold * 1000)
+
+        sampler = asyncio.create_task(sample_hold())
         t0, cpu0 = time.perf_counter(), time.process_time()
-        done = await asyncio.gather(*(one(s.id) for s in sessions))
+        done = await asyncio.gather(*(one(s.id, ramp * i / chats) for i, s in enumerate(sessions)))
         await c.chat_service.wait_idle()
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        sampler.cancel()
         saved_ok = events_total = 0
         for sid, mid, raws, answer_at, t_req in done:
             frames = [json.loads(r.split(b"data:", 1)[1]) for r in raws if not r.startswith(b":")]
@@ -217,9 +248,10 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
     gc.unfreeze()
     rate = 1 / interval
     return {"database": "postgresql" if database_url else "sqlite", "stream_log": stream_log, "chats": chats,
-            "frame_budget": c.settings.stream_frame_budget,
+            "frame_budget": c.settings.stream_frame_budget, "ramp_s": ramp,
+            "fake": "closed-loop" if closed_loop else "open-loop",
             "tokens_per_chat": tokens, "token_interval_s": interval, "model_time_s": ideal,
-            "wall_s": round(wall, 3), "slowdown": round(wall / ideal, 3),
+            "wall_s": round(wall, 3), "slowdown": round(wall / (ideal + ramp), 3),
             "cpu_s": round(cpu, 3), "cpu_us_per_event": round(cpu * 1e6 / max(events_total, 1), 1),
             # chats a whole free core keeps up with at this CPU cost (the process's CPU seconds per model second)
             "cpu_bound_chats_per_core": int(chats * ideal / cpu) if cpu else None,
@@ -228,6 +260,8 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             "first_token_overhead_ms_p99": round(pct(first_ms, .99), 1),
             "fake_tokens_per_s": rate,
             "answer_frames_per_chat_p50": statistics.median(frames_per_chat) if frames_per_chat else None,
+            "hold_ms_p50": round(statistics.median(holds), 1) if holds else 0.0,
+            "hold_ms_max": round(max(holds), 1) if holds else 0.0,
             "chat_tokens_per_s_p50": round(statistics.median(stream_rate), 1) if stream_rate else None,
             "chat_tokens_per_s_p10": round(pct(stream_rate, .10), 1) if stream_rate else None,
             "keep_up_ratio_p50": round(statistics.median(ratio), 3), "keep_up_ratio_p10": round(pct(ratio, .10), 3),
@@ -247,7 +281,7 @@ async def sweep(levels: list[int], args: argparse.Namespace) -> dict[str, Any]:
     best = best_relative = 0
     for n in levels:
         row = await concurrency(n, args.tokens, args.token_interval, args.database_url, args.stream_log,
-                                args.redis_url, args.frame_budget)
+                                args.redis_url, args.frame_budget, args.ramp, args.closed_loop)
         rows.append({k: row[k] for k in ("chats", "keep_up_ratio_p50", "keep_up_ratio_p10", "chat_tokens_per_s_p10",
                                          "turn_start_ms_p50", "turn_start_ms_p99", "first_token_overhead_ms_p50",
                                          "first_token_overhead_ms_p99", "cpu_s", "cpu_us_per_event",
@@ -284,7 +318,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         out["sweep"] = await sweep([int(x) for x in args.sweep.split(",")], args)
     elif args.chats:
         out["concurrency"] = await concurrency(args.chats, args.tokens, args.token_interval, args.database_url,
-                                               args.stream_log, args.redis_url, args.frame_budget)
+                                               args.stream_log, args.redis_url, args.frame_budget, args.ramp,
+                                               args.closed_loop)
     return out
 
 
@@ -300,6 +335,11 @@ if __name__ == "__main__":
                         help="the stream log of the concurrency run")
     parser.add_argument("--frame-budget", type=int, default=None,
                         help="settings.stream_frame_budget (text events/s per process; 0 = one event per delta)")
+    parser.add_argument("--ramp", type=float, default=0.0,
+                        help="seconds over which the chats arrive, evenly (0: all at the same instant)")
+    parser.add_argument("--closed-loop", action="store_true",
+                        help="the fake sleeps one interval after each token is handled (its rate drops with any "
+                        "delay of the process) instead of sending on its own clock like a model server")
     parser.add_argument("--sweep", default="", help="comma-separated concurrency levels, e.g. 100,200,400,1000")
     parser.add_argument("--database-url", default=None, help="e.g. postgresql+asyncpg://postgres@127.0.0.1/x "
                         "(an empty database; default: a temporary SQLite file)")

@@ -50,10 +50,10 @@ class Settings(BaseSettings):
     sse_keepalive_seconds: float = Field(default=15.0, gt=0, description="SSE keep-alive comment interval")
     stream_frame_budget: int = Field(
         default=10_000, ge=0, description="Answer/reasoning text events per second one process appends for all its "
-        "streams together; past it, deltas of a stream are merged (each stream appends at most once per "
-        "streams/budget seconds). 0 = every model delta is its own event")
-    stream_max_hold_ms: float = Field(default=100.0, ge=0, description="The longest a text delta is held back "
-                                      "for merging under load")
+        "streams together; past it, a stream's deltas are merged (each stream appends at most once per "
+        "streams/budget seconds, longer while the event loop lags). 0 = every model delta is its own event")
+    stream_max_hold_ms: float = Field(default=250.0, ge=0, description="The longest a text delta is held back "
+                                      "for merging, under any load")
     max_query_chars: int = Field(default=16384, description="Longer chat queries are rejected with 413")
     max_chat_body_bytes: int = Field(default=20 * 1024 * 1024, description="Chat request bodies (with images)")
 

@@ -1,15 +1,19 @@
-"""The process-wide delta pacer: the hold grows with the streams writing text, up to its cap."""
+"""The process-wide delta pacer: the hold grows with the streams writing text and with the loop's lag, up to a cap."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
+from knora.services.streaming import pacing
 from knora.services.streaming.pacing import DeltaPacer
 
 pytestmark = pytest.mark.unit
 
 
-def test_hold_is_streams_over_budget_capped() -> None:
+async def test_hold_is_streams_over_budget_capped() -> None:
     pacer = DeltaPacer(frame_budget=1000, max_hold_s=0.1)
     assert pacer.hold == 0.0
     for _ in range(50):
@@ -26,15 +30,58 @@ def test_hold_is_streams_over_budget_capped() -> None:
     assert pacer.streams == 0 and pacer.hold == 0.0
 
 
-def test_budget_zero_never_holds() -> None:
+async def test_budget_zero_never_holds_and_runs_no_timer() -> None:
     pacer = DeltaPacer(frame_budget=0)
     for _ in range(10_000):
         pacer.enter()
-    assert pacer.hold == 0.0
+    pacer.observe_lag(1.0)
+    assert pacer.hold == 0.0 and pacer._timer is None
 
 
-def test_negative_settings_are_rejected() -> None:
+async def test_loop_lag_grows_the_hold_and_its_end_lets_it_decay() -> None:
+    pacer = DeltaPacer(frame_budget=1000, max_hold_s=0.25, lag_target_s=0.01)
+    for _ in range(10):
+        pacer.enter()
+    base = pacer.hold
+    assert base == pytest.approx(0.01)
+    pacer.observe_lag(0.007)  # between half the target and the target: unchanged
+    assert pacer.hold == pytest.approx(base)
+    for _ in range(3):
+        pacer.observe_lag(0.05)
+    assert pacer.hold == pytest.approx(base * 1.5 ** 3)
+    for _ in range(40):
+        pacer.observe_lag(0.5)
+    assert pacer.hold == pytest.approx(0.25)  # never past the cap
+    for _ in range(200):
+        pacer.observe_lag(0.0)
+    assert pacer.factor == 1.0 and pacer.hold == pytest.approx(base)
+    for _ in range(10):
+        pacer.leave()
+
+
+async def test_the_lag_timer_runs_only_while_streams_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pacing, "TICK_S", 0.01)
+    pacer = DeltaPacer(frame_budget=1000, lag_target_s=0.005)
+    assert pacer._timer is None
+    pacer.enter()
+    assert pacer._timer is not None
+    time.sleep(0.05)  # the loop is blocked: the next tick sees it late
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if pacer.factor > 1:
+            break
+    assert pacer.factor > 1
+    pacer.leave()
+    assert pacer._timer is None and pacer.factor == 1.0 and pacer.hold == 0.0
+    pacer.enter()
+    pacer.close()
+    assert pacer._timer is None
+
+
+def test_bad_settings_are_rejected() -> None:
     with pytest.raises(ValueError):
         DeltaPacer(frame_budget=-1)
     with pytest.raises(ValueError):
         DeltaPacer(max_hold_s=-0.5)
+    with pytest.raises(ValueError):
+        DeltaPacer(lag_target_s=0)
