@@ -38,8 +38,8 @@ import sys
 import tempfile
 import time
 import uuid
-from pathlib import Path
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

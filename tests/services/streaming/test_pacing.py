@@ -65,7 +65,7 @@ async def test_the_lag_timer_runs_only_while_streams_write(monkeypatch: pytest.M
     assert pacer._timer is None
     pacer.enter()
     assert pacer._timer is not None
-    time.sleep(0.05)  # the loop is blocked: the next tick sees it late
+    time.sleep(0.05)  # noqa: ASYNC251 - the loop is blocked on purpose: the next tick sees it late
     for _ in range(100):
         await asyncio.sleep(0.01)
         if pacer.factor > 1:
