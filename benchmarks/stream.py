@@ -179,6 +179,7 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
         ratio: list[float] = []
         stream_rate: list[float] = []
         frames_per_chat: list[int] = []
+        tail_ms: list[float] = []
         ideal = tokens * interval
 
         async def one(sid: str, delay: float) -> tuple[str, str, list[bytes], list[tuple[float, int]], float]:
@@ -189,13 +190,15 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             turn = await c.chat_service.start(tenant, sid, ChatBody(query="q"), str(uuid.uuid4()))
             start_ms.append((time.perf_counter() - t_req) * 1000)
             frames: list[bytes] = []
-            answer_at: list[float] = []
+            answer_at: list[tuple[float, int]] = []
             async for raw in stream_frames(c.stream_log, sid, turn.assistant_message_id, turn.request_id,
                                            live=True):
                 frames.append(raw)
                 if ANSWER_FRAME in raw:
                     answer_at.append((time.perf_counter(), raw.count(b"tok")))
             t_end = time.perf_counter()
+            if answer_at:  # the last answer text → ``complete`` (done mark, completion write, complete entry)
+                tail_ms.append((t_end - answer_at[-1][0]) * 1000)
             ratio.append(ideal / (t_end - t_req))
             return sid, turn.assistant_message_id, frames, answer_at, t_req
 
@@ -260,6 +263,8 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             "first_token_overhead_ms_p99": round(pct(first_ms, .99), 1),
             "fake_tokens_per_s": rate,
             "answer_frames_per_chat_p50": statistics.median(frames_per_chat) if frames_per_chat else None,
+            "end_ms_p50": round(statistics.median(tail_ms), 1) if tail_ms else None,
+            "end_ms_p99": round(pct(tail_ms, .99), 1) if tail_ms else None,
             "hold_ms_p50": round(statistics.median(holds), 1) if holds else 0.0,
             "hold_ms_max": round(max(holds), 1) if holds else 0.0,
             "chat_tokens_per_s_p50": round(statistics.median(stream_rate), 1) if stream_rate else None,

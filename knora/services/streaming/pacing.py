@@ -10,10 +10,12 @@ The hold has two parts:
 - a **frame budget** (text events per second, all streams together): with ``n`` streams writing text, each may
   append at most once per ``n / budget`` seconds. Below the budget the hold is shorter than the gap between two
   model deltas, so nothing is merged and every delta goes out the moment it arrives;
-- a **load factor** from the event loop's own lag: a timer checks every ``TICK_S`` how late the loop runs it.
-  While the loop is late by more than ``lag_target_s`` the factor grows (×1.5 per tick), when it is back under half
-  the target it decays (×0.8 per tick) to 1. So a slower machine, or one busy with other work, merges more instead
-  of delivering the same text late; the budget does not have to be tuned per machine.
+- a **load factor** from the event loop itself: a timer looks every ``TICK_S`` at how late the loop ran it and at
+  the share of that time the loop's thread was on the CPU. While the loop is late by more than ``lag_target_s`` or
+  busy more than ``BUSY_HIGH`` of the time, the factor grows (×1.5 per tick); once it is back under half the lag
+  target and under ``BUSY_LOW``, it decays (×0.8 per tick) to 1. So a slower machine, a costlier stream log
+  (Redis) or a process busy with other work merges more instead of delivering the same text late; the budget does
+  not have to be tuned per machine. (Lag alone misses a loop that is saturated by many short callbacks.)
 
 The hold never exceeds ``max_hold_s``. Text is never dropped or reordered: see ``bus.py``.
 """
@@ -21,9 +23,11 @@ The hold never exceeds ``max_hold_s``. Text is never dropped or reordered: see `
 from __future__ import annotations
 
 import asyncio
+import time
 
 TICK_S = 0.05  # how often the loop's lag is sampled while any stream writes text
 GROW, DECAY = 1.5, 0.8
+BUSY_HIGH, BUSY_LOW = 0.85, 0.6  # share of wall time the loop's thread used the CPU
 MAX_FACTOR = 64.0
 
 
@@ -41,6 +45,8 @@ class DeltaPacer:
         self.hold = 0.0  # seconds a stream waits after a text event before the next (0: every delta at once)
         self._timer: asyncio.TimerHandle | None = None
         self._due = 0.0
+        self._tick_at = 0.0  # loop time and loop-thread CPU time of the last tick
+        self._tick_cpu = 0.0
 
     def _update(self) -> None:
         if not self.frame_budget:
@@ -53,7 +59,8 @@ class DeltaPacer:
         self._update()
         if self._timer is None and self.frame_budget:
             loop = asyncio.get_running_loop()
-            self._due = loop.time() + TICK_S
+            self._tick_at, self._tick_cpu = loop.time(), time.thread_time()
+            self._due = self._tick_at + TICK_S
             self._timer = loop.call_at(self._due, self._tick)
 
     def leave(self) -> None:
@@ -65,18 +72,19 @@ class DeltaPacer:
             self.factor = 1.0
         self._update()
 
-    def observe_lag(self, lag: float) -> None:
-        """One sample of how late the loop ran a timer."""
-        if lag > self.lag_target_s:
+    def observe(self, lag: float, busy: float = 0.0) -> None:
+        """One sample: how late the loop ran a timer (s), and the share of time its thread was on the CPU."""
+        if lag > self.lag_target_s or busy > BUSY_HIGH:
             self.factor = min(MAX_FACTOR, self.factor * GROW)
-        elif lag < self.lag_target_s / 2:
+        elif lag < self.lag_target_s / 2 and busy < BUSY_LOW:
             self.factor = max(1.0, self.factor * DECAY)
         self._update()
 
     def _tick(self) -> None:
         loop = asyncio.get_running_loop()
-        now = loop.time()
-        self.observe_lag(now - self._due)
+        now, cpu = loop.time(), time.thread_time()
+        self.observe(now - self._due, (cpu - self._tick_cpu) / max(now - self._tick_at, 1e-6))
+        self._tick_at, self._tick_cpu = now, cpu
         self._due = now + TICK_S
         self._timer = loop.call_at(self._due, self._tick) if self.streams else None
 

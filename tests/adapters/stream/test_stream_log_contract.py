@@ -236,6 +236,27 @@ class TestRedisSpecifics:
             await raw.aclose()
             await log.close()
 
+    async def test_a_stream_that_expires_while_followed_ends_its_followers(self, redis_prefix: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+        from knora.adapters.stream import redis as redis_log
+
+        monkeypatch.setattr(redis_log, "BLOCK_MS", 100)  # the reader notices expiry at its next empty read
+        log = RedisStreamLog(REDIS_URL, prefix=redis_prefix, ttl_seconds=100)
+        try:
+            await log.append("s", "gone", ev("answer", "a"))
+            await log.append("s", "kept", ev("answer", "k"))
+            gone = asyncio.create_task(collect(log.follow("s", "gone")))
+            kept = asyncio.create_task(collect(log.follow("s", "kept")))
+            await asyncio.sleep(0.3)
+            await log._client.pexpire(f"{redis_prefix}:stream:events:s:gone", 50)  # as its TTL running out
+            assert [e.content for e in await asyncio.wait_for(gone, 10)] == ["a"]
+            assert not kept.done()  # the other stream is still followed
+            await log.append("s", "kept", ev("complete", done=True))
+            assert [e.type for e in await asyncio.wait_for(kept, 10)] == ["answer", "complete"]
+            assert not await log.exists("s", "gone") and await log.read("s", "gone") == []
+        finally:
+            await log.close()
+
     async def test_two_clients_share_one_log(self, redis_prefix: str) -> None:
         a = RedisStreamLog(REDIS_URL, prefix=redis_prefix)
         b = RedisStreamLog(REDIS_URL, prefix=redis_prefix)

@@ -34,27 +34,32 @@ async def test_budget_zero_never_holds_and_runs_no_timer() -> None:
     pacer = DeltaPacer(frame_budget=0)
     for _ in range(10_000):
         pacer.enter()
-    pacer.observe_lag(1.0)
+    pacer.observe(1.0)
     assert pacer.hold == 0.0 and pacer._timer is None
 
 
-async def test_loop_lag_grows_the_hold_and_its_end_lets_it_decay() -> None:
+async def test_loop_lag_or_saturation_grows_the_hold_and_their_end_lets_it_decay() -> None:
     pacer = DeltaPacer(frame_budget=1000, max_hold_s=0.25, lag_target_s=0.01)
     for _ in range(10):
         pacer.enter()
     base = pacer.hold
     assert base == pytest.approx(0.01)
-    pacer.observe_lag(0.007)  # between half the target and the target: unchanged
+    pacer.observe(0.007)  # between half the target and the target: unchanged
     assert pacer.hold == pytest.approx(base)
     for _ in range(3):
-        pacer.observe_lag(0.05)
+        pacer.observe(0.05)
     assert pacer.hold == pytest.approx(base * 1.5 ** 3)
     for _ in range(40):
-        pacer.observe_lag(0.5)
+        pacer.observe(0.5)
     assert pacer.hold == pytest.approx(0.25)  # never past the cap
     for _ in range(200):
-        pacer.observe_lag(0.0)
+        pacer.observe(0.0, busy=0.7)  # between the busy bounds: unchanged
+    assert pacer.hold == pytest.approx(0.25)
+    for _ in range(200):
+        pacer.observe(0.0, busy=0.2)
     assert pacer.factor == 1.0 and pacer.hold == pytest.approx(base)
+    pacer.observe(0.0, busy=0.95)  # a saturated loop grows it too, even when it runs its timers on time
+    assert pacer.hold == pytest.approx(base * 1.5)
     for _ in range(10):
         pacer.leave()
 
