@@ -11,11 +11,14 @@ import argparse
 import asyncio
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
 
 from knora.cli import ingest as ingest_cmd
 from knora.cli import kb as kb_cmd
 from knora.cli import serve as serve_cmd
+
+T = TypeVar("T")
 
 EXTENSIONS: tuple[str, ...] = ("knora.cli.search", "knora.cli.ask", "knora.cli.eval")
 
@@ -37,6 +40,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Runs a command on uvloop when it is installed (a dependency off Windows): ``knora serve`` runs uvicorn with
+    ``Server.serve()`` on the loop it is given, so the loop is chosen here — about 1.6x less CPU per streamed event
+    than asyncio's own loop (docs/streaming.md)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
@@ -47,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = handler(args)
         if asyncio.iscoroutine(result):
-            result = asyncio.run(result)
+            result = run(result)
     except KeyboardInterrupt:
         return 130
     return int(result or 0)
