@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import importlib
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from knora import __version__
 from knora.api import errors
+from knora.api.request_id import RequestIdMiddleware
 from knora.container import Container
 from knora.settings import Settings
 
@@ -62,13 +62,7 @@ def create_app(settings: Settings | None = None, *, container: Container | None 
         expose_headers=["X-Request-ID"],
     )
 
-    @app.middleware("http")
-    async def request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        rid = request.headers.get("x-request-id") or str(uuid.uuid4())
-        request.state.request_id = rid
-        response = await call_next(request)
-        response.headers["X-Request-ID"] = rid
-        return response
+    app.add_middleware(RequestIdMiddleware)  # outermost: error responses get the id too
 
     @app.get("/health", include_in_schema=False)
     async def health() -> dict[str, str]:
