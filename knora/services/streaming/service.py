@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -131,13 +132,12 @@ class ChatService:
         task = asyncio.create_task(self._run(runner, req, kind, wants_title, max_rounds),
                                    name=f"turn-{assistant.id}")
         self._tasks[assistant.id] = task
-        task.add_done_callback(self._forget)
+        task.add_done_callback(functools.partial(self._forget, assistant.id))
         return StartedTurn(session_id, request_id, user.id, assistant.id, wants_title)
 
-    def _forget(self, task: asyncio.Task[None]) -> None:
-        for mid, running in list(self._tasks.items()):
-            if running is task:
-                del self._tasks[mid]
+    def _forget(self, message_id: str, task: asyncio.Task[None]) -> None:
+        if self._tasks.get(message_id) is task:  # by key: a scan of every running turn per turn is O(n²)
+            del self._tasks[message_id]
 
     # --- the background run -------------------------------------------------------------------------------------
     async def _run(self, runner: TurnRunner, req: TurnRequest, kind: str, wants_title: bool,
