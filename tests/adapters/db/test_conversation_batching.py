@@ -243,3 +243,22 @@ async def test_history_leaves_out_the_excluded_request_but_still_counts_it(c: An
     assert "r2" not in {m.request_id for m in theirs} and "r3" in {m.request_id for m in theirs}
     turns = await svc.history(s.id, 5, exclude_request_id="r3")
     assert [(t.query, t.answer) for t in turns] == [("q0", "a0"), ("q1", "a1"), ("q2", "a2")]
+
+
+async def test_a_cancelled_loader_caller_does_not_cancel_the_shared_read() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def fetch(keys: list[int]) -> dict[int, str]:
+        started.set()
+        await release.wait()
+        return {k: str(k) for k in keys}
+
+    loader: BatchLoader[int, str] = BatchLoader(fetch)
+    gone, kept, other = (asyncio.create_task(loader.load(k)) for k in (1, 1, 2))
+    await started.wait()
+    gone.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    assert await kept == "1" and await other == "2"
+    assert gone.cancelled()
+    assert await loader.load(1) == "1"  # the loader goes on serving

@@ -45,7 +45,7 @@ class BatchLoader(Generic[K, V]):
         self._waiting.setdefault(key, []).append(fut)
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="knora-batch-loader")
-        return await asyncio.shield(fut)  # a cancelled caller does not cancel a read others share
+        return await fut  # each caller has its own future: a cancelled caller cancels no read others share
 
     async def _run(self) -> None:
         await asyncio.sleep(0)  # let the loads requested in this loop iteration join the first query
@@ -109,7 +109,7 @@ def _plan(items: Iterable[_Pending]) -> list[_Group | _Pending]:
             at = open_groups.get(w.key)
             if at is not None and w.targets:
                 later = plan[at + 1:]
-                if any(isinstance(g, _Group) and g.targets.intersection(w.targets) for g in later):
+                if any(isinstance(g, _Group) and not g.targets.isdisjoint(w.targets) for g in later):
                     at = None
             if at is None:
                 plan.append(_Group(w.key, w.statement))
@@ -141,7 +141,7 @@ class GroupCommit:
         self._queue.append(item)
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._writer(), name="knora-group-commit")
-        return await asyncio.shield(item.future)  # a cancelled caller does not cancel a write others share
+        return await item.future  # the caller's own future: a cancelled caller's write still commits
 
     async def _writer(self) -> None:
         await asyncio.sleep(0)  # writes requested in this loop iteration join the first transaction
