@@ -93,13 +93,13 @@ class _Group:
     key: str
     statement: Executable
     params: list[dict[str, Any]] = field(default_factory=list)
-    targets: set[str] = field(default_factory=set)
 
 
 def _plan(items: Iterable[_Pending]) -> list[_Group | _Pending]:
     """The batch's statements in queue order, equal statements merged unless a row in between forbids it."""
     plan: list[_Group | _Pending] = []
     open_groups: dict[str, int] = {}  # statement key -> index in plan of its newest group
+    touched: dict[str, int] = {}  # row -> index in plan of the last group that writes it
     for item in items:
         if item.op is not None:
             plan.append(item)
@@ -107,17 +107,16 @@ def _plan(items: Iterable[_Pending]) -> list[_Group | _Pending]:
             continue
         for w in item.writes or ():
             at = open_groups.get(w.key)
-            if at is not None and w.targets:
-                later = plan[at + 1:]
-                if any(isinstance(g, _Group) and not g.targets.isdisjoint(w.targets) for g in later):
-                    at = None
+            if at is not None and any(touched.get(t, -1) > at for t in w.targets):
+                at = None  # a later group writes one of its rows: merging would reorder the two writes
             if at is None:
                 plan.append(_Group(w.key, w.statement))
                 at = open_groups[w.key] = len(plan) - 1
             group = plan[at]
             assert isinstance(group, _Group)
             group.params.append(w.params)
-            group.targets.update(w.targets)
+            for t in w.targets:
+                touched[t] = max(touched.get(t, -1), at)
     return plan
 
 
