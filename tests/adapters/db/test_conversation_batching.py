@@ -264,14 +264,14 @@ async def test_a_cancelled_loader_caller_does_not_cancel_the_shared_read() -> No
     assert await loader.load(1) == "1"  # the loader goes on serving
 
 
-def test_group_plan_merges_equal_statements_unless_a_row_in_between_forbids_it() -> None:
+async def test_group_plan_merges_equal_statements_unless_a_row_in_between_forbids_it() -> None:
     from sqlalchemy import text
 
     from knora.adapters.db.repos._batch import Write, _Group, _Pending, _plan
 
     def item(*writes: tuple[str, str]) -> _Pending:
         return _Pending([Write(key, text("select 1"), {"row": row}, (row,)) for key, row in writes], None,
-                        asyncio.Future())
+                        asyncio.get_running_loop().create_future())
 
     plan = _plan([item(("ins", "a"), ("ins", "b"), ("upd", "s")), item(("ins", "c"), ("upd", "t")),
                   item(("upd", "a")), item(("ins", "a"), ("ins", "d"))])

@@ -107,8 +107,11 @@ def _plan(items: Iterable[_Pending]) -> list[_Group | _Pending]:
             continue
         for w in item.writes or ():
             at = open_groups.get(w.key)
-            if at is not None and any(touched.get(t, -1) > at for t in w.targets):
-                at = None  # a later group writes one of its rows: merging would reorder the two writes
+            if at is not None:
+                for t in w.targets:
+                    if touched.get(t, -1) > at:  # a later group writes this row: merging would reorder the two
+                        at = None
+                        break
             if at is None:
                 plan.append(_Group(w.key, w.statement))
                 at = open_groups[w.key] = len(plan) - 1
