@@ -146,7 +146,8 @@ class ChatService:
         started = time.monotonic()
         try:  # loaded here, off the request path: the response starts streaming without waiting for it
             history = await self.sessions.history(sid, max_rounds, exclude_request_id=req.request_id)
-            req = req.model_copy(update={"history": history})
+            if history:  # a first turn has none: keep the request as it is
+                req = req.model_copy(update={"history": history})
         except Exception:  # as WeKnora's load_history: logged, and the turn goes on without it
             log.warning("history of session %s not loaded", sid, exc_info=True)
         registry = ReferenceRegistry(req.citations_enabled)
