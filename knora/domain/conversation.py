@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -46,3 +46,14 @@ class Message(BaseModel):
     debug: dict[str, Any] = Field(default_factory=dict)  # Knora: stage timings and what each stage kept
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class HistoryMessage(NamedTuple):
+    """What the next turn's history reads of a message (a plain tuple: every turn loads up to 20 of them)."""
+
+    request_id: str
+    role: str
+    content: str
+    images: list[dict[str, Any]]
+    knowledge_references: list[dict[str, Any]]
+    created_at: datetime

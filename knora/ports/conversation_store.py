@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from knora.domain.conversation import Message, Session
+from knora.domain.conversation import HistoryMessage, Message, Session
 
 
 @runtime_checkable
@@ -57,6 +57,11 @@ class MessageRepo(Protocol):
 
     async def recent(self, session_id: str, limit: int, before: datetime | None = None) -> list[Message]:
         """The last ``limit`` messages (before ``before``), oldest first; user before assistant on equal times."""
+        ...
+
+    async def history(self, session_id: str, limit: int, exclude_request_id: str = "") -> list[HistoryMessage]:
+        """Of the last ``limit`` messages (as ``recent`` counts them), those with a request id other than
+        ``exclude_request_id``, oldest first: what the history of the next turn is built from."""
         ...
 
     async def by_request(self, session_id: str, request_id: str) -> list[Message]: ...

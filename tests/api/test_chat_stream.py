@@ -194,6 +194,7 @@ class TestConnection:
         assert app_container.chat_service.is_running(mid)
         gate.set()
         await app_container.chat_service.wait_idle()
+        assert not app_container.chat_service.is_running(mid)  # a finished turn is forgotten
         bot = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
         assert bot["is_completed"] and bot["content"] == EXPANDED
         replay = parse_sse((await http.get(f"/api/v1/sessions/continue-stream/{sid}?message_id={mid}")).content)

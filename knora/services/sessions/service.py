@@ -133,11 +133,9 @@ class SessionService:
         """
         if max_rounds <= 0:
             return []
-        rows = await self.messages.recent(session_id, max_rounds * 2 + 10)
+        rows = await self.messages.history(session_id, max_rounds * 2 + 10, exclude_request_id)
         turns: dict[str, dict[str, Any]] = {}
         for m in rows:
-            if not m.request_id or m.request_id == exclude_request_id:
-                continue
             turn = turns.setdefault(m.request_id, {"query": "", "answer": "", "references": [], "at": None})
             if m.role == "user":
                 turn["query"] = m.content

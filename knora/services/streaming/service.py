@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -134,13 +135,12 @@ class ChatService:
         task = asyncio.create_task(self._run(runner, req, kind, wants_title, max_rounds),
                                    name=f"turn-{assistant.id}")
         self._tasks[assistant.id] = task
-        task.add_done_callback(self._forget)
+        task.add_done_callback(functools.partial(self._forget, assistant.id))
         return StartedTurn(session_id, request_id, user.id, assistant.id, wants_title)
 
-    def _forget(self, task: asyncio.Task[None]) -> None:
-        for mid, running in list(self._tasks.items()):
-            if running is task:
-                del self._tasks[mid]
+    def _forget(self, message_id: str, task: asyncio.Task[None]) -> None:
+        if self._tasks.get(message_id) is task:  # by key: a scan of every running turn per turn is O(n²)
+            del self._tasks[message_id]
 
     # --- the background run -------------------------------------------------------------------------------------
     async def _run(self, runner: TurnRunner, req: TurnRequest, kind: str, wants_title: bool,
@@ -149,7 +149,8 @@ class ChatService:
         started = time.monotonic()
         try:  # loaded here, off the request path: the response starts streaming without waiting for it
             history = await self.sessions.history(sid, max_rounds, exclude_request_id=req.request_id)
-            req = req.model_copy(update={"history": history})
+            if history:  # a first turn has none: keep the request as it is
+                req = req.model_copy(update={"history": history})
         except Exception:  # as WeKnora's load_history: logged, and the turn goes on without it
             log.warning("history of session %s not loaded", sid, exc_info=True)
         registry = ReferenceRegistry(req.citations_enabled)

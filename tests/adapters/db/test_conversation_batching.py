@@ -216,3 +216,66 @@ async def test_group_commit_close_waits_for_queued_writes(c: Any) -> None:
     await writer.close()
     assert await task == 7 and done == [1]
     assert (await svc.get(tenant, s.id)).id == s.id
+
+
+async def test_history_leaves_out_the_excluded_request_but_still_counts_it(c: Any) -> None:
+    """``history`` = ``recent`` minus the turn's own request and rows without one; the excluded rows still take
+    their place among the last ``limit``, and two turns of one session asking at once each skip only their own."""
+    svc = c.session_service
+    tenant = c.default_tenant_id
+    s = await svc.create(tenant)
+    now = utcnow()
+    for i in range(4):
+        u, a = pair(s.id, tenant, f"r{i}", f"q{i}", f"a{i}", at=now - timedelta(minutes=10 - i))
+        await svc.messages.create_pair(u, a)
+    await svc.messages.create(Message(session_id=s.id, tenant_id=tenant, role="user", content="no request",
+                                      created_at=now - timedelta(minutes=1)))
+    for limit in (3, 4, 9, 20):
+        want = [m for m in await svc.messages.recent(s.id, limit) if m.request_id not in ("", "r3")]
+        got = await svc.messages.history(s.id, limit, "r3")
+        assert [(m.request_id, m.role, m.content) for m in got] == [(m.request_id, m.role, m.content)
+                                                                   for m in want]
+        assert all(g.created_at == w.created_at and g.created_at.tzinfo is not None for g, w in zip(got, want))
+    # the last 6: r1 (assistant), r2, r3 and the row without a request (newest)
+    assert [m.request_id for m in await svc.messages.history(s.id, 6, "r3")] == ["r1", "r2", "r2"]
+    mine, theirs = await asyncio.gather(svc.messages.history(s.id, 20, "r3"), svc.messages.history(s.id, 20, "r2"))
+    assert "r3" not in {m.request_id for m in mine} and "r2" in {m.request_id for m in mine}
+    assert "r2" not in {m.request_id for m in theirs} and "r3" in {m.request_id for m in theirs}
+    turns = await svc.history(s.id, 5, exclude_request_id="r3")
+    assert [(t.query, t.answer) for t in turns] == [("q0", "a0"), ("q1", "a1"), ("q2", "a2")]
+
+
+async def test_a_cancelled_loader_caller_does_not_cancel_the_shared_read() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def fetch(keys: list[int]) -> dict[int, str]:
+        started.set()
+        await release.wait()
+        return {k: str(k) for k in keys}
+
+    loader: BatchLoader[int, str] = BatchLoader(fetch)
+    gone, kept, other = (asyncio.create_task(loader.load(k)) for k in (1, 1, 2))
+    await started.wait()
+    gone.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    assert await kept == "1" and await other == "2"
+    assert gone.cancelled()
+    assert await loader.load(1) == "1"  # the loader goes on serving
+
+
+async def test_group_plan_merges_equal_statements_unless_a_row_in_between_forbids_it() -> None:
+    from sqlalchemy import text
+
+    from knora.adapters.db.repos._batch import Write, _Group, _Pending, _plan
+
+    def item(*writes: tuple[str, str]) -> _Pending:
+        return _Pending([Write(key, text("select 1"), {"row": row}, (row,)) for key, row in writes], None,
+                        asyncio.get_running_loop().create_future())
+
+    plan = _plan([item(("ins", "a"), ("ins", "b"), ("upd", "s")), item(("ins", "c"), ("upd", "t")),
+                  item(("upd", "a")), item(("ins", "a"), ("ins", "d"))])
+    # "ins a" again comes after "upd a": it may not join the first insert group (it would run before the update),
+    # while "ins d", whose row nothing in between wrote, may — but only into the newest insert group.
+    assert [(g.key, [p["row"] for p in g.params]) for g in plan if isinstance(g, _Group)] == [
+        ("ins", ["a", "b", "c"]), ("upd", ["s", "t", "a"]), ("ins", ["a", "d"])]

@@ -45,7 +45,7 @@ class BatchLoader(Generic[K, V]):
         self._waiting.setdefault(key, []).append(fut)
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="knora-batch-loader")
-        return await asyncio.shield(fut)  # a cancelled caller does not cancel a read others share
+        return await fut  # each caller has its own future: a cancelled caller cancels no read others share
 
     async def _run(self) -> None:
         await asyncio.sleep(0)  # let the loads requested in this loop iteration join the first query
@@ -93,13 +93,13 @@ class _Group:
     key: str
     statement: Executable
     params: list[dict[str, Any]] = field(default_factory=list)
-    targets: set[str] = field(default_factory=set)
 
 
 def _plan(items: Iterable[_Pending]) -> list[_Group | _Pending]:
     """The batch's statements in queue order, equal statements merged unless a row in between forbids it."""
     plan: list[_Group | _Pending] = []
     open_groups: dict[str, int] = {}  # statement key -> index in plan of its newest group
+    touched: dict[str, int] = {}  # row -> index in plan of the last group that writes it
     for item in items:
         if item.op is not None:
             plan.append(item)
@@ -107,17 +107,19 @@ def _plan(items: Iterable[_Pending]) -> list[_Group | _Pending]:
             continue
         for w in item.writes or ():
             at = open_groups.get(w.key)
-            if at is not None and w.targets:
-                later = plan[at + 1:]
-                if any(isinstance(g, _Group) and g.targets.intersection(w.targets) for g in later):
-                    at = None
+            if at is not None:
+                for t in w.targets:
+                    if touched.get(t, -1) > at:  # a later group writes this row: merging would reorder the two
+                        at = None
+                        break
             if at is None:
                 plan.append(_Group(w.key, w.statement))
                 at = open_groups[w.key] = len(plan) - 1
             group = plan[at]
             assert isinstance(group, _Group)
             group.params.append(w.params)
-            group.targets.update(w.targets)
+            for t in w.targets:
+                touched[t] = max(touched.get(t, -1), at)
     return plan
 
 
@@ -141,7 +143,7 @@ class GroupCommit:
         self._queue.append(item)
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._writer(), name="knora-group-commit")
-        return await asyncio.shield(item.future)  # a cancelled caller does not cancel a write others share
+        return await item.future  # the caller's own future: a cancelled caller's write still commits
 
     async def _writer(self) -> None:
         await asyncio.sleep(0)  # writes requested in this loop iteration join the first transaction

@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import inspect
+from sqlalchemy import DateTime, inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from knora.adapters.db.tables import Base
@@ -21,25 +21,42 @@ M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R", bound=Base)
 
 
-def _aware(value: Any) -> Any:
+def aware(value: Any) -> Any:
+    """A timestamp read back naive (SQLite) is UTC: the zone is put back."""
     if isinstance(value, datetime) and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value
 
 
+def _field_name(key: str) -> str:
+    return "metadata" if key == "metadata_" else key
+
+
 @cache
-def _row_fields(model: type[BaseModel], row_cls: type[Base]) -> tuple[tuple[str, str], ...]:
-    """(row attribute, record field) pairs the two share; computed once per pair of classes."""
+def _columns(row_cls: type[Base]) -> tuple[tuple[str, str, bool], ...]:
+    """(row attribute, record field, is a timestamp) per column of ``row_cls``; computed once per class."""
     out = []
     for attr in inspect(row_cls).column_attrs:
-        name = "metadata" if attr.key == "metadata_" else attr.key
-        if name in model.model_fields:
-            out.append((attr.key, name))
+        is_time = any(isinstance(getattr(c, "type", None), DateTime) for c in attr.columns)
+        out.append((attr.key, _field_name(attr.key), is_time))
     return tuple(out)
 
 
+@cache
+def _row_fields(model: type[BaseModel], row_cls: type[Base]) -> tuple[tuple[str, str], ...]:
+    """(row attribute, record field) pairs the two share; computed once per pair of classes."""
+    return tuple((key, name) for key, name, _ in _columns(row_cls) if name in model.model_fields)
+
+
+@cache
+def _time_positions(model: type[BaseModel], row_cls: type[Base]) -> frozenset[int]:
+    """Positions in ``_row_fields`` of the timestamp columns: the only values ``aware`` can change."""
+    times = {key for key, _, is_time in _columns(row_cls) if is_time}
+    return frozenset(i for i, (key, _) in enumerate(_row_fields(model, row_cls)) if key in times)
+
+
 def row_to(model: type[M], row: Base) -> M:
-    data: dict[str, Any] = {name: _aware(getattr(row, key)) for key, name in _row_fields(model, type(row))}
+    data: dict[str, Any] = {name: aware(getattr(row, key)) for key, name in _row_fields(model, type(row))}
     return model.model_validate(data)
 
 
@@ -51,7 +68,12 @@ def select_columns(model: type[BaseModel], row_cls: type[Base]) -> list[Any]:
 def values_to(model: type[M], row_cls: type[Base], values: Sequence[Any]) -> M:
     """``row_to`` for a result tuple of ``select(*select_columns(model, row_cls))``."""
     names = _row_fields(model, row_cls)
-    return model.model_validate({name: _aware(v) for (_, name), v in zip(names, values, strict=True)})
+    times = _time_positions(model, row_cls)
+    data = {name: v for (_, name), v in zip(names, values, strict=True)}
+    for i in times:
+        name = names[i][1]
+        data[name] = aware(data[name])
+    return model.model_validate(data)
 
 
 def to_row(row_cls: type[R], record: BaseModel, **overrides: Any) -> R:
@@ -61,13 +83,14 @@ def to_row(row_cls: type[R], record: BaseModel, **overrides: Any) -> R:
 def row_values(row_cls: type[Base], record: BaseModel, **overrides: Any) -> dict[str, Any]:
     dumped = record.model_dump(mode="python")
     values: dict[str, Any] = {}
-    for attr in inspect(row_cls).column_attrs:
-        name = "metadata" if attr.key == "metadata_" else attr.key
+    for key, name, _ in _columns(row_cls):
         if name in dumped:
             value = dumped[name]
-            if isinstance(getattr(record, name, None), BaseModel):
-                value = getattr(record, name).model_dump(mode="json")
-            values[attr.key] = value
+            if type(value) is dict:  # a nested record dumps to a dict: it is stored in its JSON form
+                nested = getattr(record, name, None)
+                if isinstance(nested, BaseModel):
+                    value = nested.model_dump(mode="json")
+            values[key] = value
     values.update(overrides)
     return values
 

@@ -13,15 +13,23 @@ from datetime import datetime
 from functools import cache
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, case, delete, func, insert, select, update
+from sqlalchemy import Select, Table, bindparam, case, delete, func, insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.sql import Executable
 
 from knora.adapters.db.repos._batch import BatchLoader, GroupCommit, Write
-from knora.adapters.db.repos._mapping import apply, row_to, row_values, select_columns, to_row, values_to
+from knora.adapters.db.repos._mapping import (
+    apply,
+    aware,
+    row_to,
+    row_values,
+    select_columns,
+    to_row,
+    values_to,
+)
 from knora.adapters.db.tables import MessageRow, SessionRow
 from knora.domain.common import utcnow
-from knora.domain.conversation import Message
+from knora.domain.conversation import HistoryMessage, Message
 
 _MESSAGES = cast(Table, MessageRow.__table__)
 _SESSIONS = cast(Table, SessionRow.__table__)
@@ -58,6 +66,24 @@ def session_update(tenant_id: int, session_id: str, fields: dict[str, Any]) -> W
 _ROLE_RANK = case((MessageRow.role == "user", 0), else_=1)
 _NEWEST_FIRST = (MessageRow.created_at.desc(), _ROLE_RANK.desc(), MessageRow.id.desc())
 _COLUMNS = select_columns(Message, MessageRow)
+# What a turn's history reads: no agent steps, debug or rendered content to decode for every turn.
+_HISTORY_COLUMNS = (MessageRow.session_id, MessageRow.request_id, MessageRow.role, MessageRow.content,
+                    MessageRow.images, MessageRow.knowledge_references, MessageRow.created_at)
+
+
+def _last_of_sessions(columns: Any, session_ids: list[str], limit: int,
+                      skip_requests: list[tuple[str, str]] | None = None) -> Select[Any]:
+    """The last ``limit`` messages of each session, each session's oldest first (a window function). With
+    ``skip_requests`` ((session, request id) pairs), those and messages without a request id are left out of the
+    result, though they still count among the last ``limit``."""
+    rn = func.row_number().over(partition_by=MessageRow.session_id, order_by=_NEWEST_FIRST)
+    ranked = select(*columns, rn.label("rn")).where(MessageRow.session_id.in_(session_ids)).subquery()
+    where = [ranked.c.rn <= limit]
+    if skip_requests is not None:
+        where += [ranked.c.request_id != "",
+                  tuple_(ranked.c.session_id, ranked.c.request_id).not_in(skip_requests)]
+    return (select(*(ranked.c[c.key] for c in columns)).where(*where)
+            .order_by(ranked.c.session_id, ranked.c.rn.desc()))
 
 
 class SqlMessageRepo:
@@ -67,6 +93,7 @@ class SqlMessageRepo:
         self._writes = writer if writer is not None else GroupCommit(sessions)
         self._by_id: BatchLoader[str, Message] = BatchLoader(self._fetch_by_id)
         self._recent: BatchLoader[tuple[str, int], list[Message]] = BatchLoader(self._fetch_recent)
+        self._history: BatchLoader[tuple[str, int, str], list[HistoryMessage]] = BatchLoader(self._fetch_history)
 
     async def close(self) -> None:
         if self._own_writer:
@@ -101,7 +128,7 @@ class SqlMessageRepo:
         return {m.id: m for m in (values_to(Message, MessageRow, r) for r in rows)}
 
     async def _fetch_recent(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], list[Message]]:
-        """The last ``limit`` messages of many sessions in one query per distinct limit (a window function)."""
+        """The last ``limit`` messages of many sessions in one query per distinct limit."""
         by_limit: dict[int, list[str]] = defaultdict(list)
         for session_id, limit in keys:
             by_limit[limit].append(session_id)
@@ -110,13 +137,28 @@ class SqlMessageRepo:
             for limit, session_ids in by_limit.items():
                 if limit <= 0:
                     continue
-                rn = func.row_number().over(partition_by=MessageRow.session_id, order_by=_NEWEST_FIRST)
-                ranked = select(*_COLUMNS, rn.label("rn")).where(MessageRow.session_id.in_(session_ids)).subquery()
-                rows = (await s.execute(select(ranked).where(ranked.c.rn <= limit)
-                                        .order_by(ranked.c.session_id, ranked.c.rn.desc()))).all()
-                for r in rows:
-                    m = values_to(Message, MessageRow, r[:-1])
+                for r in (await s.execute(_last_of_sessions(_COLUMNS, session_ids, limit))).all():
+                    m = values_to(Message, MessageRow, r)
                     out[(m.session_id, limit)].append(m)
+        return out
+
+    async def _fetch_history(self, keys: list[tuple[str, int, str]]
+                             ) -> dict[tuple[str, int, str], list[HistoryMessage]]:
+        """``history`` of many sessions: one query per distinct limit, each excluding its turns' own requests
+        (a session asked for with two different exclusions at once goes to a second query)."""
+        queries: dict[tuple[int, int], list[tuple[str, str]]] = defaultdict(list)
+        asked: dict[tuple[str, int], int] = defaultdict(int)
+        for session_id, limit, exclude in keys:
+            if limit > 0:
+                queries[(limit, asked[(session_id, limit)])].append((session_id, exclude))
+                asked[(session_id, limit)] += 1
+        out: dict[tuple[str, int, str], list[HistoryMessage]] = {k: [] for k in keys}
+        async with self._sessions() as s:
+            for (limit, _), targets in queries.items():
+                into = {session_id: out[(session_id, limit, exclude)] for session_id, exclude in targets}
+                statement = _last_of_sessions(_HISTORY_COLUMNS, list(into), limit, targets)
+                for r in (await s.execute(statement)).all():
+                    into[r[0]].append(HistoryMessage(r[1], r[2], r[3], r[4], r[5], aware(r[6])))
         return out
 
     async def get(self, tenant_id: int, message_id: str) -> Message | None:
@@ -146,6 +188,9 @@ class SqlMessageRepo:
                 select(MessageRow).where(MessageRow.session_id == session_id, MessageRow.created_at < before)
                 .order_by(*_NEWEST_FIRST).limit(max(limit, 0)))).scalars().all()
             return [row_to(Message, r) for r in reversed(rows)]
+
+    async def history(self, session_id: str, limit: int, exclude_request_id: str = "") -> list[HistoryMessage]:
+        return list(await self._history.load((session_id, max(limit, 0), exclude_request_id)) or [])
 
     async def by_request(self, session_id: str, request_id: str) -> list[Message]:
         async with self._sessions() as s:
