@@ -10,7 +10,9 @@ from knora.container import Container
 from knora.domain.errors import Unauthorized
 
 
-def get_container(request: Request) -> Container:
+# Dependencies are coroutines even when they do not await: FastAPI runs a plain ``def`` dependency in its thread
+# pool, a thread hop per request for a dictionary lookup.
+async def get_container(request: Request) -> Container:
     return request.app.state.container  # type: ignore[no-any-return]
 
 
@@ -37,7 +39,7 @@ async def get_tenant_id(request: Request, container: ContainerDep) -> int:
 TenantDep = Annotated[int, Depends(get_tenant_id)]
 
 
-def get_request_id(request: Request) -> str:
+async def get_request_id(request: Request) -> str:
     return request.state.request_id  # type: ignore[no-any-return]
 
 
