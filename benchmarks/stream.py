@@ -3,13 +3,17 @@
 1. ``latency``: append → follower delivery through the StreamLog port, one event at a time (no queueing), for the
    memory log and the Redis log (goals: p50 ≤ 2 ms memory, ≤ 5 ms Redis). The follower is a separate task
    reading with ``follow()`` exactly as the SSE route does; for Redis every hop goes through the server.
-2. ``concurrency``: N chat turns started at once in one process (``ChatService.start``: session lookup, message
-   pair, request state — the HTTP route's work minus HTTP parsing), each streamed by a token-rate fake model
-   (``--tokens`` deltas, ``--token-interval`` seconds apart, with citations) and consumed through the SSE frame
+2. ``concurrency``: N chat turns started at once (or arriving evenly over ``--ramp`` seconds) in one process
+   (``ChatService.start``: session lookup, message pair, request state — the HTTP route's work minus HTTP
+   parsing), each streamed by a token-rate fake model (``--tokens`` deltas, default 300 — a typical answer's
+   length — ``--token-interval`` seconds apart, with citations; open-loop: it sends on its own clock as a model
+   server does, ``--closed-loop`` for the older fake whose rate drops with any delay) and consumed through the SSE frame
    generator the HTTP route returns (``stream_frames``; the frames are parsed, not sent over a socket). Every
    consumer compares the frames it got with the turn's log entry by entry (``lost_events``,
    ``duplicated_events``), checks the frame order (agent_query first, references before answer, complete last),
-   and the saved message must hold exactly the streamed answer with its references (``saved_complete``).
+   and the saved message must hold exactly the streamed answer with its references (``saved_complete``). Under
+   load the bus merges a stream's deltas (``knora/services/streaming/pacing.py``): the check is on the whole text,
+   the token rate counts model tokens, and ``answer_frames_per_chat_p50`` / ``hold_ms_*`` show the merging.
    Reported: turn start latency, first-token overhead (time to the first answer frame minus the fake's own
    first interval), each chat's delivered token rate against the fake's, ``keep_up_ratio`` per chat = model
    time / (request → complete) — p10 ≥ 0.9 means nine chats in ten finished within 1/0.9 of the model's own
@@ -21,8 +25,9 @@
    keeps up with no lost or duplicated event and every answer saved (``…_vs_fake_alone``: against the fakes'
    own pace).
 
-    python benchmarks/stream.py [--events 2000] [--chats 1000 | --sweep 100,200,400] [--tokens 50]
+    python benchmarks/stream.py [--events 2000] [--chats 1000 | --sweep 100,200,400] [--tokens 300]
                                 [--token-interval 0.02] [--no-redis] [--stream-log memory|redis]
+                                [--ramp 0] [--frame-budget N] [--closed-loop]
                                 [--database-url postgresql+asyncpg://…]
 """
 
@@ -332,7 +337,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--chats", type=int, default=1000)
-    parser.add_argument("--tokens", type=int, default=50)
+    parser.add_argument("--tokens", type=int, default=300)
     parser.add_argument("--token-interval", type=float, default=0.02)
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--no-redis", action="store_true", help="skip the Redis latency measurement")
