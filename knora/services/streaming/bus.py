@@ -56,6 +56,8 @@ class EventBus:
         if type(event_type) is not BusEvent:
             event_type = BusEvent(event_type)
         if self._pacer is not None:
+            if self._releasing is not None:
+                await asyncio.shield(self._releasing)  # a timer's release goes out before anything after it
             if event_type in PACED and data and data.get("content") and not data.get("done"):
                 action = self._hold(event_type, data, event_id)
                 if action is _SWITCH:  # another event id's text is held: it goes first
@@ -68,8 +70,6 @@ class EventBus:
                     return
             elif self._held:
                 await self._release()
-            if self._releasing is not None:
-                await asyncio.shield(self._releasing)  # a timer's release goes out before this event
         await self._dispatch(event_type, data, event_id)
 
     async def _dispatch(self, event_type: BusEvent, data: dict[str, Any] | None, event_id: str) -> None:

@@ -226,3 +226,26 @@ async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: C
         assert saved.is_completed and saved.content == streamed and not saved.is_fallback
     finally:
         await c.close()
+
+
+async def test_an_event_waits_for_a_timer_release_still_in_the_handlers() -> None:
+    """A handler that awaits (a Redis append, say) while the timer releases held text: what the producer emits
+    next reaches the handlers only after that release is through, even without a lock in the handler."""
+    bus = EventBus(held_for(0.01))
+    calls: list[str] = []
+
+    async def slow(ev: Event) -> None:
+        calls.append(f"start {ev.data.get('content') or ev.type}")
+        if ev.data.get("content") == "two":
+            await asyncio.sleep(0.05)
+        calls.append(f"end {ev.data.get('content') or ev.type}")
+
+    bus.subscribe(None, slow)
+    await answer(bus, "one")
+    await answer(bus, "two")  # held; the timer releases it 15 ms later, in a task
+    for _ in range(100):
+        if "start two" in calls:
+            break
+        await asyncio.sleep(0.005)
+    await bus.emit(BusEvent.TOOL_CALL, {"tool_call_id": "t"})
+    assert calls == ["start one", "end one", "start two", "end two", "start tool_call", "end tool_call"]
