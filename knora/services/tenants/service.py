@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 
@@ -27,19 +28,35 @@ class TenantService:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
         self._cache: dict[str, int] = {}
+        self._lookups: dict[str, asyncio.Future[int | None]] = {}  # keys being looked up: later askers wait
 
     async def authenticate(self, key: str) -> int | None:
+        """The tenant of an API key. Known keys are answered from memory; concurrent first requests with one key
+        share a single lookup (a thousand clients connecting at once are one query, not a thousand)."""
         if not key:
             return None
         digest = hash_key(key)
         if digest in self._cache:
             return self._cache[digest]
-        async with self._sessions() as s:
-            row = (await s.execute(select(ApiKeyRow.tenant_id).where(ApiKeyRow.key_hash == digest))).first()
-        if row is None:
-            return None
-        self._cache[digest] = int(row[0])
-        return int(row[0])
+        pending = self._lookups.get(digest)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        self._lookups[digest] = fut
+        try:
+            async with self._sessions() as s:
+                row = (await s.execute(select(ApiKeyRow.tenant_id).where(ApiKeyRow.key_hash == digest))).first()
+            tenant_id = None if row is None else int(row[0])
+            if tenant_id is not None:
+                self._cache[digest] = tenant_id
+            fut.set_result(tenant_id)
+            return tenant_id
+        except BaseException as exc:
+            fut.set_exception(exc if isinstance(exc, Exception) else RuntimeError("lookup cancelled"))
+            fut.exception()  # retrieved here, so an unawaited failure is not logged as never retrieved
+            raise
+        finally:
+            self._lookups.pop(digest, None)
 
     async def get(self, tenant_id: int) -> Tenant | None:
         async with self._sessions() as s:
