@@ -17,6 +17,7 @@ from knora.settings import Settings
 
 # Each module exposes ``router`` (an APIRouter mounted under /api/v1). Missing modules are skipped.
 ROUTERS: tuple[str, ...] = (
+    "knora.api.routes.chat",  # first: a chat request is matched before the other routers' routes are tried
     "knora.api.routes.system",
     "knora.api.routes.knowledge_bases",
     "knora.api.routes.knowledge",
@@ -27,7 +28,6 @@ ROUTERS: tuple[str, ...] = (
     "knora.api.routes.faq",
     "knora.api.routes.sessions",
     "knora.api.routes.messages",
-    "knora.api.routes.chat",
     "knora.api.routes.agents",
     "knora.api.routes.mcp_services",
 )
