@@ -144,16 +144,21 @@ def _check(frames: list[dict[str, Any]], log_events: list[Any], tokens: int) -> 
             j += 1
     lost += len(want) - i
     dup += len(got) - j
-    types = [g[0] for g in got]
-    answer = "".join(g[1] for g in got if g[0] == "answer")
-    # Under load the stream handler merges a stream's deltas into fewer frames (pacing.py): the text must be
-    # whole and in order, and exactly one answer frame is the done mark.
-    well_formed = (bool(types) and types[0] == "agent_query" and types[-1] == "complete"
-                   and "references" in types and "answer" in types
-                   and types.index("references") < types.index("answer")
-                   and KB_TAG.sub("<kb/>", answer) == expected_answer(tokens)
-                   and sum(1 for g in got if g[0] == "answer" and g[2]) == 1)
-    return lost, dup, well_formed
+    return lost, dup, well_formed(frames, tokens)
+
+
+def well_formed(frames: list[dict[str, Any]], tokens: int) -> bool:
+    """agent_query first, references before the answer, complete last, the fake's whole answer in order.
+
+    Under load the stream handler merges a stream's deltas into fewer frames (pacing.py): the text must be whole
+    and in order, and exactly one answer frame is the done mark."""
+    types = [f["response_type"] for f in frames]
+    answers = [f for f in frames if f["response_type"] == "answer"]
+    return (bool(types) and types[0] == "agent_query" and types[-1] == "complete"
+            and "references" in types and bool(answers)
+            and types.index("references") < types.index("answer")
+            and KB_TAG.sub("<kb/>", "".join(f["content"] for f in answers)) == expected_answer(tokens)
+            and sum(1 for f in answers if f["done"]) == 1)
 
 
 async def concurrency(chats: int, tokens: int, interval: float, database_url: str | None = None,

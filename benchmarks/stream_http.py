@@ -32,14 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from stream import KEEP_UP, TokenRateModel, pct, well_formed  # benchmarks/stream.py, on the path set above
+
 API_KEY = "sk-bench-http"
 TOK = re.compile(rb"tok")
-KEEP_UP = 0.9
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -47,7 +43,6 @@ def serve(args: argparse.Namespace) -> None:
     import gc
 
     import uvicorn
-    from stream import TokenRateModel  # benchmarks/stream.py
 
     from knora.api.app import create_app
     from knora.cli.main import run
@@ -114,8 +109,6 @@ async def chat(port: int, sid: str, delay: float, query: str) -> dict[str, Any]:
 
 
 def analyse(result: dict[str, Any], tokens: int) -> dict[str, Any]:
-    from stream import KB_TAG, expected_answer
-
     raw: bytes = result["raw"]
     head, _, rest = raw.partition(b"\r\n\r\n")
     ok = head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
@@ -125,11 +118,7 @@ def analyse(result: dict[str, Any], tokens: int) -> dict[str, Any]:
         for block in body.split(b"\n\n"):
             if block.startswith(b"event:message\ndata:"):
                 frames.append(json.loads(block.split(b"data:", 1)[1]))
-    types = [f["response_type"] for f in frames]
     answer = "".join(f["content"] for f in frames if f["response_type"] == "answer")
-    well_formed = (ok and bool(types) and types[0] == "agent_query" and types[-1] == "complete"
-                   and "references" in types and types.index("references") < types.index("answer")
-                   and KB_TAG.sub("<kb/>", answer) == expected_answer(tokens))
     # when each model token reached the client: the read whose data holds the end of the token's text
     ends = [m.end() for m in TOK.finditer(raw)]
     times, k = [], 0
@@ -139,8 +128,8 @@ def analyse(result: dict[str, Any], tokens: int) -> dict[str, Any]:
             k += 1
     first = times[0] if times else None
     rate = (len(times) - 1) / (times[-1] - first) if len(times) > 1 and times[-1] > first else None
-    return {"well_formed": well_formed, "answer": answer, "first": first, "rate": rate,
-            "frames": types.count("answer"), "message_id": frames[0].get("assistant_message_id") if frames else ""}
+    return {"well_formed": ok and well_formed(frames, tokens), "answer": answer, "first": first, "rate": rate,
+            "frames": sum(f["response_type"] == "answer" for f in frames), "message_id": frames[0].get("assistant_message_id") if frames else ""}
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:

@@ -51,6 +51,14 @@ class StatementLog:
         event.remove(self._engine, "before_cursor_execute", self._record)
 
 
+async def one_turn(c: Any) -> Message:
+    """A session with one saved turn; its assistant message."""
+    s = await c.session_service.create(c.default_tenant_id)
+    u, a = pair(s.id, c.default_tenant_id, "r")
+    await c.session_service.messages.create_pair(u, a)
+    return a
+
+
 def pair(sid: str, tenant: int, request_id: str, query: str = "q", answer: str = "",
          at: Any = None) -> tuple[Message, Message]:
     at = at or utcnow()
@@ -116,11 +124,8 @@ async def test_a_failing_write_fails_alone(c: Any) -> None:
 
 
 async def test_two_updates_of_one_message_keep_their_order(c: Any) -> None:
-    svc = c.session_service
-    tenant = c.default_tenant_id
-    s = await svc.create(tenant)
-    u, a = pair(s.id, tenant, "r")
-    await svc.messages.create_pair(u, a)
+    svc, tenant = c.session_service, c.default_tenant_id
+    a = await one_turn(c)
     # Different column sets between two writes of the same row: they must not be merged past each other.
     await asyncio.gather(svc.messages.complete(a.id, {"content": "first", "is_completed": False}),
                          svc.messages.complete(a.id, {"is_fallback": True}),
@@ -150,11 +155,8 @@ async def test_batched_history_equals_one_session_at_a_time(c: Any) -> None:
 
 
 async def test_a_read_sees_every_write_awaited_before_it(c: Any) -> None:
-    svc = c.session_service
-    tenant = c.default_tenant_id
-    s = await svc.create(tenant)
-    u, a = pair(s.id, tenant, "r")
-    await svc.messages.create_pair(u, a)
+    svc, tenant = c.session_service, c.default_tenant_id
+    a = await one_turn(c)
     for i in range(5):
         await svc.messages.complete(a.id, {"content": f"v{i}"})
         got = await svc.get_message(tenant, a.id)
