@@ -34,6 +34,15 @@ def engine(tmp_path: Path, index: bool = True) -> SqliteEngine:
     return SqliteEngine(tmp_path / "k.db", ann_min_rows=ANN_MIN, index_dir=tmp_path / "index" if index else None)
 
 
+async def started(tmp_path: Path, data: np.ndarray | None = None) -> SqliteEngine:
+    """A started engine on the test's database and index directory; with ``data``, its rows indexed first."""
+    eng = engine(tmp_path)
+    await eng.start()
+    if data is not None:
+        await eng.index(rows(0, data))
+    return eng
+
+
 async def top1(eng: SqliteEngine, vec: np.ndarray, k: int = 1) -> list[str]:
     hits = await eng.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=vec.tolist(), top_k=k,
                                         threshold=-1))
@@ -134,9 +143,7 @@ class TestRestart:
     async def test_restart_restores_the_file_and_replays_later_writes(self, tmp_path: Path) -> None:
         rng = np.random.default_rng(1)
         data = unit(rng, 300)
-        eng = engine(tmp_path)
-        await eng.start()
-        await eng.index(rows(0, data))
+        eng = await started(tmp_path, data)
         vs = await graph(eng, data[0])
         assert vs.ann_source == "built" and vs.ann_recall is not None and vs.ann_recall >= 0.9
         saved = hnsw_file.read_meta(graph_file(tmp_path))
@@ -152,8 +159,7 @@ class TestRestart:
         await cli.index(rows(5, moved))  # c5 re-embedded: a new row id, the old one deleted
         await cli.close()
 
-        again = engine(tmp_path)
-        await again.start()
+        again = await started(tmp_path)
         try:
             vs = await graph(again, data[0])
             assert vs.ann_source == "restored"
@@ -170,8 +176,7 @@ class TestRestart:
     async def test_deleting_a_kb_removes_its_graph_file_only(self, tmp_path: Path) -> None:
         rng = np.random.default_rng(4)
         data, other = unit(rng, 200), unit(rng, 200)
-        eng = engine(tmp_path)
-        await eng.start()
+        eng = await started(tmp_path)
         try:
             await eng.index(rows(0, data) + rows(1000, other, kb="kb2"))
             await graph(eng, data[0])
@@ -195,14 +200,11 @@ class TestRestart:
     async def test_deletes_and_upserts_after_restore_follow_the_graph_and_are_saved(self, tmp_path: Path) -> None:
         rng = np.random.default_rng(2)
         data = unit(rng, 300)
-        eng = engine(tmp_path)
-        await eng.start()
-        await eng.index(rows(0, data))
+        eng = await started(tmp_path, data)
         await graph(eng, data[0])
         await eng.close()
 
-        eng = engine(tmp_path)
-        await eng.start()
+        eng = await started(tmp_path)
         vs = await graph(eng, data[0])
         assert vs.ann_source == "restored" and vs.ann_stats["replayed_rows"] == 0
         rid = 8  # c7's row id (ids start at 1)
@@ -220,8 +222,7 @@ class TestRestart:
         meta = hnsw_file.read_meta(graph_file(tmp_path))
         assert meta is not None and meta.seq == head(tmp_path) and meta.count == 304
 
-        eng = engine(tmp_path)
-        await eng.start()
+        eng = await started(tmp_path)
         try:
             vs = await graph(eng, data[0])
             assert vs.ann_source == "restored" and vs.ann_stats["replayed_rows"] == 0
@@ -233,9 +234,7 @@ class TestRestart:
     async def test_close_vouches_for_an_unchanged_file_when_other_kbs_move_the_log(self, tmp_path: Path) -> None:
         rng = np.random.default_rng(3)
         data = unit(rng, 200)
-        eng = engine(tmp_path)
-        await eng.start()
-        await eng.index(rows(0, data))
+        eng = await started(tmp_path, data)
         await graph(eng, data[0])
         await eng.index(rows(1000, unit(rng, 10), kb="other"))  # another KB's writes move the log head
         await top1(eng, data[0])  # the set catches up (nothing of its own changed)
@@ -246,8 +245,7 @@ class TestRestart:
         assert hnsw_file.valid_through(path, meta) == head(tmp_path)
         _trim_log(tmp_path, keep_after=head(tmp_path))  # the log no longer reaches back to the file's own seq
 
-        eng = engine(tmp_path)
-        await eng.start()
+        eng = await started(tmp_path)
         try:
             vs = await graph(eng, data[0])
             assert vs.ann_source == "restored"  # the sidecar vouched for it
@@ -269,16 +267,13 @@ class TestFallbacks:
     async def _saved(self, tmp_path: Path) -> np.ndarray:
         rng = np.random.default_rng(4)
         data = unit(rng, 300)
-        eng = engine(tmp_path)
-        await eng.start()
-        await eng.index(rows(0, data))
+        eng = await started(tmp_path, data)
         await graph(eng, data[0])
         await eng.close()
         return data
 
     async def _rebuilt(self, tmp_path: Path, data: np.ndarray, rows_expected: int = 300) -> VectorSet:
-        eng = engine(tmp_path)
-        await eng.start()
+        eng = await started(tmp_path)
         try:
             first = await top1(eng, data[9])  # exact while the graph is rebuilt: the right answer regardless
             assert first == ["c9"]
@@ -346,12 +341,9 @@ class TestTwoProcesses:
     async def test_both_processes_keep_their_graphs_and_files_valid(self, tmp_path: Path) -> None:
         rng = np.random.default_rng(6)
         data = unit(rng, 300)
-        server = engine(tmp_path)
-        await server.start()
-        await server.index(rows(0, data))
+        server = await started(tmp_path, data)
         vs = await graph(server, data[0])
-        cli = engine(tmp_path)  # the CLI: same database, same index directory
-        await cli.start()
+        cli = await started(tmp_path)  # the CLI: same database, same index directory
         try:
             more = unit(rng, 30)
             await cli.index(rows(300, more))
@@ -365,8 +357,7 @@ class TestTwoProcesses:
             assert await top1(server, data[3]) == ["c3"]
         finally:
             await server.close()  # overwrites the CLI's file with its own, equally valid one
-        fresh = engine(tmp_path)
-        await fresh.start()
+        fresh = await started(tmp_path)
         try:
             fvs = await graph(fresh, data[0])
             assert fvs.ann_source == "restored" and len(fvs._ann) == len(fvs) == 332

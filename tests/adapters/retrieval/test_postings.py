@@ -173,13 +173,19 @@ class TestExactAgainstFTS5:
             await eng.close()
 
 
+async def two_processes(path: Path) -> tuple[SqliteEngine, SqliteEngine]:
+    """The server's engine and the CLI's, started on one database file."""
+    server, cli = SqliteEngine(path), SqliteEngine(path)
+    await server.start()
+    await cli.start()
+    return server, cli
+
+
 class TestFollowsTheLog:
     async def test_other_writer_upserts_deletes_disables(self, tmp_path: Path) -> None:
         rng = np.random.default_rng(3)
         path = tmp_path / "k.db"
-        server, cli = SqliteEngine(path), SqliteEngine(path)
-        await server.start()
-        await cli.start()
+        server, cli = await two_processes(path)
         try:
             await cli.index(make_rows(rng, 600))
             await check_against_fts(server, path, rng, 10)
@@ -226,9 +232,7 @@ class TestFollowsTheLog:
     async def test_trimmed_log_reloads(self, tmp_path: Path) -> None:
         rng = np.random.default_rng(6)
         path = tmp_path / "k.db"
-        server, cli = SqliteEngine(path), SqliteEngine(path)
-        await server.start()
-        await cli.start()
+        server, cli = await two_processes(path)
         try:
             await cli.index(make_rows(rng, 200))
             await check_against_fts(server, path, rng, 3)
