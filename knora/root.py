@@ -49,6 +49,7 @@ from knora.adapters.websearch.registry import build_web_search
 from knora.domain.knowledge import Knowledge
 from knora.domain.models import AgentConfig
 from knora.ports.chat import ChatModel, ChatModels
+from knora.ports.blobs import BlobStore
 from knora.ports.graph import GraphStore
 from knora.ports.jobs import JobQueue
 from knora.ports.reranker import Rerankers
@@ -104,7 +105,7 @@ class Services:
     default_tenant_id: int
     generated_api_key: str | None
     # knowledge: documents in, chunks out
-    blobs: LocalBlobStore
+    blobs: BlobStore
     embedders: EmbedderRegistry
     parsers: ParserRegistry
     repos: Repositories
@@ -154,7 +155,7 @@ class Services:
 
 @dataclass(frozen=True)
 class _Store:
-    blobs: LocalBlobStore
+    blobs: BlobStore
     embedders: EmbedderRegistry
     parsers: ParserRegistry
     repos: Repositories
