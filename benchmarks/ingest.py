@@ -40,7 +40,7 @@ def load_passages(dataset: str, limit: int | None) -> list[str]:
 async def run_dataset(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
     from knora.adapters.retrieval import tokenize
     from knora.api.app import create_app
-    from knora.container import Container
+    from knora.root import build_services
     from knora.settings import Settings
 
     passages = load_passages(dataset, args.limit)
@@ -51,13 +51,12 @@ async def run_dataset(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="knora-bench-") as tmp:
         settings = Settings(data_dir=Path(tmp), api_key="sk-bench", embedder=args.embedder, sample_kb=False,
                             embed_batch_size=args.batch_size)
-        c = Container(settings)
-        await c.start()
+        c = await build_services(settings)
         try:
             embedder = c.embedders.default
             await embedder.embed_passages(["warm-up text"] * 4)  # model load is not ingestion time
             await asyncio.to_thread(tokenize.index_text, "预热 warm-up")  # nor is loading jieba's dictionary
-            app = create_app(container=c)
+            app = create_app(services=c)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench",
                                          headers={"X-API-Key": "sk-bench"}, timeout=600) as http:
                 # Rounds alternate an end-to-end slice with the raw embedder on exactly that slice's texts, so a
@@ -77,7 +76,7 @@ async def run_dataset(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
                     raw_cpu += time.process_time() - cpu0
                     raw_texts += len(texts)
         finally:
-            await c.close()
+            await c.aclose()
     e2e = chunks / e2e_s if e2e_s else 0.0
     raw = raw_texts / raw_s if raw_s else 0.0
     return {"documents": len(passages), "chunks": chunks, "failed": failed, "rounds": rounds,

@@ -38,12 +38,12 @@ import itertools
 from knora.adapters.db.repos._mapping import to_row
 from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow
 from knora.adapters.llm.extractive import Passage, compose_answer
-from knora.container import Container
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus
 from knora.domain.models import AgentConfig
 from knora.domain.search import IndexRow
 from knora.domain.stream import BusEvent, Event
 from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ChatResponse
+from knora.root import Services, build_services
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.pipeline.runner import QuickAnswerRunner
 from knora.services.streaming.bus import EventBus
@@ -110,14 +110,12 @@ def pct(values: list[float], p: float) -> float:
     return round(s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))], 3) if s else 0.0
 
 
-async def start(embedder: str) -> Container:
-    c = Container(Settings(data_dir=Path(tempfile.mkdtemp(prefix="knora-bench-")), embedder=embedder,
-                           sample_kb=False, api_key="sk-bench"))
-    await c.start()
-    return c
+async def start(embedder: str) -> Services:
+    return await build_services(Settings(data_dir=Path(tempfile.mkdtemp(prefix="knora-bench-")),
+                                         embedder=embedder, sample_kb=False, api_key="sk-bench"))
 
 
-async def seed(c: Container, docs: list[tuple[str, list[str]]]) -> tuple[str, list[Chunk]]:
+async def seed(c: Services, docs: list[tuple[str, list[str]]]) -> tuple[str, list[Chunk]]:
     """One KB; each document's chunks linked pre/next like the chunker links them."""
     tenant = c.default_tenant_id
     kb = KnowledgeBase(tenant_id=tenant, name=f"bench-{uuid.uuid4().hex[:6]}")
@@ -160,7 +158,7 @@ def synthetic_docs(n_chunks: int, rng: random.Random) -> list[tuple[str, list[st
     return docs
 
 
-def turn(c: Container, query: str, kb_id: str, agent: AgentConfig | None = None) -> TurnRequest:
+def turn(c: Services, query: str, kb_id: str, agent: AgentConfig | None = None) -> TurnRequest:
     return TurnRequest(tenant_id=c.default_tenant_id, session_id=str(uuid.uuid4()), request_id=str(uuid.uuid4()),
                        user_message_id=str(uuid.uuid4()), assistant_message_id=str(uuid.uuid4()), query=query,
                        knowledge_base_ids=[kb_id], agent=agent)
@@ -236,7 +234,7 @@ async def overhead(size: int, turns: int, rng: random.Random) -> dict[str, Any]:
                 "excluding_keyword": {"first_token_overhead_ms_p50": pct(wall_ex, 50),
                                       "turn_cpu_ms_p50": pct(cpu_ex, 50)}}
     finally:
-        await c.close()
+        await c.aclose()
         shutil.rmtree(c.settings.data_dir, ignore_errors=True)  # a 100k run leaves ~0.6 GB otherwise
 
 
@@ -279,7 +277,7 @@ async def accuracy(name: str, limit: int, embedder: str) -> dict[str, Any]:
                 "answer_contains_gold_given_gold_passage": round(gold_hits / n, 4),
                 "turn_ms_p50": pct(latencies, 50)}
     finally:
-        await c.close()
+        await c.aclose()
         shutil.rmtree(c.settings.data_dir, ignore_errors=True)  # a 100k run leaves ~0.6 GB otherwise
 
 

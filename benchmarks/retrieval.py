@@ -146,17 +146,15 @@ class CachedRegistry:
     def get(self, model_id: str | None) -> Any:
         return self.default
 
+    def __getattr__(self, name: str) -> Any:  # everything else (batchers, model rows) from the real registry
+        return getattr(self.inner, name)
+
 
 async def start_container(settings: Any) -> Any:
-    """Only what search needs (the embedder registry and the retrieval area), so the figures are about search."""
-    from knora.adapters.embedders.registry import build_embedder
-    from knora.container import Container
-    from knora.services.ingest.embedders import EmbedderRegistry
+    """Running services whose embedders cache query vectors, so the figures are about search."""
+    from knora.root import Overrides, build_services
 
-    c = Container(settings)
-    c.embedders = CachedRegistry(EmbedderRegistry(settings, build_embedder))
-    await c.start(wiring=("knora.services.retrieval.wiring",))
-    return c
+    return await build_services(settings, Overrides(wrap_embedders=CachedRegistry))
 
 
 async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: dict[str, float],
@@ -175,7 +173,7 @@ async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: di
             kb_id, mapping = await seed(c, corpus)
             print(f"{path.name} {embedder}: indexed {len(corpus)} passages in {time.perf_counter() - t0:.1f}s",
                   file=sys.stderr)
-            app = create_app(container=c)
+            app = create_app(services=c)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench",
                                          headers={"X-API-Key": API_KEY}, timeout=120) as http:
                 common = {"match_count": 100, "skip_context_enrichment": True, **thresholds}
@@ -196,7 +194,7 @@ async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: di
                     res[f"hybrid_{mode}"] = await run_path(http, kb_id, queries, qrels, mapping, common)
                 return res
         finally:
-            await c.close()
+            await c.aclose()
 
 
 async def main() -> None:

@@ -166,19 +166,22 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
                       frame_budget: int | None = None, ramp: float = 0.0,
                       closed_loop: bool = False) -> dict[str, Any]:
     """``chats`` turns started at once; each consumed through the SSE frame generator of the HTTP route."""
-    from knora.container import Container
+    from knora.root import Overrides, build_services
     from knora.services.streaming.intake import ChatBody
     from knora.services.streaming.sse import stream_frames
     from knora.settings import Settings
+    from tests.fakes.retrieval import RecordingRetrieval
 
     prefix = f"knora-bench-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as tmp:
-        c: Any = Container(Settings(data_dir=Path(tmp), api_key="sk-bench", embedder="local:hash", sample_kb=False,
-                                    database_url=database_url, stream_log=stream_log,  # type: ignore[arg-type]
-                                    redis_url=redis_url, redis_prefix=prefix,
-                                    **({} if frame_budget is None else {"stream_frame_budget": frame_budget})))
-        await c.start(wiring=("knora.services.streaming.wiring",))
-        c.quick_answer = TokenRateModel(tokens, interval, closed_loop)
+        # streams are what is measured: an engine that only records (no pgvector needed on PostgreSQL)
+        no_retrieval = Overrides(engine=lambda _s: RecordingRetrieval())
+        c: Any = await build_services(Settings(
+            data_dir=Path(tmp), api_key="sk-bench", embedder="local:hash", sample_kb=False,
+            database_url=database_url, stream_log=stream_log,  # type: ignore[arg-type]
+            redis_url=redis_url, redis_prefix=prefix,
+            **({} if frame_budget is None else {"stream_frame_budget": frame_budget})), no_retrieval)
+        c.runners.quick = TokenRateModel(tokens, interval, closed_loop)
         tenant = c.default_tenant_id
         sessions = [await c.session_service.create(tenant, title="bench") for _ in range(chats)]
         gc.collect()
@@ -257,7 +260,7 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             keys = [k async for k in client.scan_iter(f"{prefix}*")]
             for i in range(0, len(keys), 500):
                 await client.delete(*keys[i:i + 500])
-        await c.close()
+        await c.aclose()
     gc.unfreeze()
     rate = 1 / interval
     return {"database": "postgresql" if database_url else "sqlite", "stream_log": stream_log, "chats": chats,

@@ -46,24 +46,27 @@ def serve(args: argparse.Namespace) -> None:
 
     from knora.api.app import create_app
     from knora.cli.main import run
-    from knora.container import Container
+    from knora.root import Overrides, build_services
     from knora.settings import Settings
+    from tests.fakes.retrieval import RecordingRetrieval
 
     async def main() -> None:
         extra = {} if args.frame_budget is None else {"stream_frame_budget": args.frame_budget}
-        c: Any = Container(Settings(data_dir=Path(args.data_dir), api_key=API_KEY, embedder="local:hash",
-                                    sample_kb=False, stream_log=args.stream_log, redis_url=args.redis_url,
-                                    redis_prefix=args.redis_prefix, log_level="WARNING", **extra))
-        await c.start(wiring=("knora.services.streaming.wiring",))
-        c.quick_answer = TokenRateModel(args.tokens, args.token_interval)
+        # streams are what is measured: an engine that only records (no pgvector needed on PostgreSQL)
+        no_retrieval = Overrides(engine=lambda _s: RecordingRetrieval())
+        c: Any = await build_services(Settings(
+            data_dir=Path(args.data_dir), api_key=API_KEY, embedder="local:hash", sample_kb=False,
+            stream_log=args.stream_log, redis_url=args.redis_url, redis_prefix=args.redis_prefix,
+            log_level="WARNING", **extra), no_retrieval)
+        c.runners.quick = TokenRateModel(args.tokens, args.token_interval)
         gc.collect()
         gc.freeze()
-        config = uvicorn.Config(create_app(container=c), host="127.0.0.1", port=args.port, log_level="warning",
+        config = uvicorn.Config(create_app(services=c), host="127.0.0.1", port=args.port, log_level="warning",
                                 lifespan="on", backlog=4096)
         try:
             await uvicorn.Server(config).serve()
         finally:
-            await c.close()
+            await c.aclose()
 
     run(main())
 

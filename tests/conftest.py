@@ -10,13 +10,16 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from knora.root import Overrides, Services, build_services
 from knora.settings import Settings
+from tests.fakes.retrieval import RecordingRetrieval
 
 PG_HOST = os.environ.get("KNORA_TEST_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("KNORA_TEST_PG_PORT", "5432"))
@@ -115,116 +118,56 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     return _make
 
 
-@pytest.fixture
-async def container(make_settings: Callable[..., Settings], db_url: str) -> AsyncIterator[Any]:
-    """A started container on each database backend."""
-    from knora.container import Container
-
-    c = Container(make_settings(database_url=db_url))
-    await c.start()
+@asynccontextmanager
+async def started(settings: Settings, overrides: Overrides | None = None) -> AsyncIterator[Services]:
+    """Running services for a test (``knora.root.build_services``), closed when the block ends."""
+    services = await build_services(settings, overrides)
     try:
-        yield c
+        yield services
     finally:
-        await c.close()
+        await services.aclose()
 
 
 @pytest.fixture
-async def sqlite_container(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    """A started container on the embedded default only (for tests that are not about the store)."""
-    from knora.container import Container
-
-    c = Container(make_settings())
-    await c.start()
-    try:
+async def container(make_settings: Callable[..., Settings], db_url: str) -> AsyncIterator[Services]:
+    """Running services on each database backend."""
+    async with started(make_settings(database_url=db_url)) as c:
         yield c
-    finally:
-        await c.close()
 
 
-def _client_for(c: Any) -> httpx.AsyncClient:
+@pytest.fixture
+async def sqlite_container(make_settings: Callable[..., Settings]) -> AsyncIterator[Services]:
+    """Running services on the embedded default only (for tests that are not about the store)."""
+    async with started(make_settings()) as c:
+        yield c
+
+
+def _client_for(c: Services) -> httpx.AsyncClient:
     from knora.api.app import create_app
 
-    app = create_app(container=c)
+    app = create_app(services=c)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://knora.test",
                              headers={"X-API-Key": TEST_API_KEY}, timeout=60)
 
 
 @pytest.fixture
-async def client(container: Any) -> AsyncIterator[httpx.AsyncClient]:
+async def client(container: Services) -> AsyncIterator[httpx.AsyncClient]:
     async with _client_for(container) as http:
         yield http
 
 
 @pytest.fixture
-async def sqlite_client(sqlite_container: Any) -> AsyncIterator[httpx.AsyncClient]:
+async def sqlite_client(sqlite_container: Services) -> AsyncIterator[httpx.AsyncClient]:
     async with _client_for(sqlite_container) as http:
         yield http
 
 
-class RecordingRetrieval:
-    """Stands in front of ``c.retrieval`` (or alone, if no engine is wired): forwards every write and keeps the
-    visible index state (``rows`` by source id) and the call log, so ingestion tests can assert what got indexed."""
-
-    def __init__(self, inner: Any = None) -> None:
-        self.inner = inner
-        self.rows: dict[str, Any] = {}
-        self.calls: list[tuple[str, Any]] = []
-        self.fail_next_index: Exception | None = None
-
-    name = "recording"
-    capabilities = frozenset({"vector", "keyword"})
-
-    async def start(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def index(self, rows: Any) -> None:
-        if self.fail_next_index is not None:
-            exc, self.fail_next_index = self.fail_next_index, None
-            raise exc
-        self.calls.append(("index", [r.source_id for r in rows]))
-        if self.inner is not None:
-            await self.inner.index(rows)
-        for r in rows:
-            self.rows[r.source_id] = r
-
-    async def delete_chunks(self, chunk_ids: Any) -> None:
-        self.calls.append(("delete_chunks", list(chunk_ids)))
-        if self.inner is not None:
-            await self.inner.delete_chunks(chunk_ids)
-        for sid in [s for s, r in self.rows.items() if r.chunk_id in set(chunk_ids)]:
-            del self.rows[sid]
-
-    async def delete_knowledge(self, knowledge_ids: Any) -> None:
-        self.calls.append(("delete_knowledge", list(knowledge_ids)))
-        if self.inner is not None:
-            await self.inner.delete_knowledge(knowledge_ids)
-        for sid in [s for s, r in self.rows.items() if r.knowledge_id in set(knowledge_ids)]:
-            del self.rows[sid]
-
-    async def delete_knowledge_base(self, knowledge_base_id: str) -> None:
-        self.calls.append(("delete_knowledge_base", knowledge_base_id))
-        if self.inner is not None:
-            await self.inner.delete_knowledge_base(knowledge_base_id)
-        for sid in [s for s, r in self.rows.items() if r.knowledge_base_id == knowledge_base_id]:
-            del self.rows[sid]
-
-    async def set_enabled(self, chunk_ids: Any, enabled: bool) -> None:
-        self.calls.append(("set_enabled", (list(chunk_ids), enabled)))
-        if self.inner is not None:
-            await self.inner.set_enabled(chunk_ids, enabled)
-        for r in self.rows.values():
-            if r.chunk_id in set(chunk_ids):
-                r.is_enabled = enabled
-
-    async def search(self, query: Any) -> Any:
-        if self.inner is None:
-            return []
-        return await self.inner.search(query)
+# Services whose retrieval engine only records what it is given: for tests about the store and ingestion
+# themselves, on SQLite and on a PostgreSQL without pgvector.
+RECORDING = Overrides(engine=lambda _settings: RecordingRetrieval())
 
 
-def record_retrieval(c: Any) -> RecordingRetrieval:
-    """Put a RecordingRetrieval in front of the container's engine (ingestion resolves ``c.retrieval`` lazily)."""
-    rec = RecordingRetrieval(getattr(c, "retrieval", None))
-    c.retrieval = rec
-    return rec
+def record_retrieval(c: Services) -> RecordingRetrieval:
+    """The ``RecordingRetrieval`` in front of the engine of services built with ``RECORDING``."""
+    assert isinstance(c.retrieval, RecordingRetrieval), "build these services with overrides=RECORDING"
+    return c.retrieval

@@ -2,56 +2,65 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from knora import __version__
 from knora.api import errors
 from knora.api.request_id import RequestIdMiddleware
-from knora.container import Container
+from knora.api.routes import (
+    agents,
+    chat,
+    chunks,
+    faq,
+    knowledge,
+    knowledge_bases,
+    mcp_services,
+    messages,
+    models,
+    search,
+    sessions,
+    system,
+    tags,
+)
+from knora.root import Services, build_services
 from knora.settings import Settings
+from knora.web.mount import mount as mount_web
 
-# Each module exposes ``router`` (an APIRouter mounted under /api/v1). Missing modules are skipped.
-ROUTERS: tuple[str, ...] = (
-    "knora.api.routes.chat",  # first: a chat request is matched before the other routers' routes are tried
-    "knora.api.routes.system",
-    "knora.api.routes.knowledge_bases",
-    "knora.api.routes.knowledge",
-    "knora.api.routes.chunks",
-    "knora.api.routes.tags",
-    "knora.api.routes.models",
-    "knora.api.routes.search",
-    "knora.api.routes.faq",
-    "knora.api.routes.sessions",
-    "knora.api.routes.messages",
-    "knora.api.routes.agents",
-    "knora.api.routes.mcp_services",
+# Mounted under /api/v1, in this order: FastAPI tries routers in order, so the chat router comes first (a chat
+# request is matched before the other routers' routes are tried).
+ROUTERS: tuple[APIRouter, ...] = (
+    chat.router, system.router, knowledge_bases.router, knowledge.router, chunks.router, tags.router,
+    models.router, search.router, faq.router, sessions.router, messages.router, agents.router, mcp_services.router,
 )
 
 API_PREFIX = "/api/v1"
 
 
-def create_app(settings: Settings | None = None, *, container: Container | None = None) -> FastAPI:
-    settings = settings or (container.settings if container else Settings())
-    owned = container is None
-    container = container or Container(settings)
+def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
+    """The app over ``services`` when given (the caller closes them), else over services it builds at start-up
+    from ``settings`` and closes at shutdown."""
+    settings = settings or (services.settings if services else Settings())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await container.start()
+        if services is not None:
+            yield
+            return
+        built = await build_services(settings)
+        app.state.services = built
         try:
             yield
         finally:
-            if owned:
-                await container.close()
+            await built.aclose()
 
     app = FastAPI(title="Knora", version=__version__, lifespan=lifespan, docs_url="/docs",
                   openapi_url="/openapi.json", redirect_slashes=True)
-    app.state.container = container
+    if services is not None:
+        app.state.services = services
     errors.install(app)
     app.add_middleware(
         CORSMiddleware,
@@ -68,20 +77,7 @@ def create_app(settings: Settings | None = None, *, container: Container | None 
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    for module_path in ROUTERS:
-        try:
-            module = importlib.import_module(module_path)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_path:
-                continue
-            raise
-        app.include_router(module.router, prefix=API_PREFIX)
-
-    try:
-        web = importlib.import_module("knora.web.mount")
-    except ModuleNotFoundError as exc:
-        if exc.name != "knora.web.mount":
-            raise
-    else:
-        web.mount(app)
+    for router in ROUTERS:
+        app.include_router(router, prefix=API_PREFIX)
+    mount_web(app)
     return app

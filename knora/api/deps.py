@@ -1,4 +1,8 @@
-"""Dependency aliases for routers: the container, the authenticated tenant, the request id."""
+"""Dependency aliases for routers: one per service, the authenticated tenant, the request id.
+
+A route names the services it uses (``kbs: KBServiceDep``); each alias reads one typed field of the running
+``Services`` (``knora/root.py``), so a reader — and the type checker — can follow a call from the route down.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,142 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from knora.container import Container
+from knora.adapters.db.repos.mcp_services import SqlMCPServiceRepo
+from knora.adapters.mcp.toolset import MCPToolset
+from knora.adapters.parsers.registry import ParserRegistry
 from knora.domain.errors import Unauthorized
+from knora.ports.blobs import BlobStore
+from knora.ports.reranker import Rerankers
+from knora.ports.store import Repositories
+from knora.ports.stream_log import StreamLog
+from knora.root import Services
+from knora.services.agent.approval import ApprovalBroker
+from knora.services.agent.service import AgentService
+from knora.services.ingest.chunk_edit import ChunkService
+from knora.services.ingest.service import IngestService
+from knora.services.kb.models import ModelService
+from knora.services.kb.service import KnowledgeBaseService
+from knora.services.retrieval.faq import FaqService
+from knora.services.retrieval.hybrid import HybridSearch
+from knora.services.sessions.service import SessionService
+from knora.services.streaming.service import ChatService
+from knora.services.tenants.service import TenantService
+from knora.settings import Settings
 
 
 # Dependencies are coroutines even when they do not await: FastAPI runs a plain ``def`` dependency in its thread
-# pool, a thread hop per request for a dictionary lookup.
-async def get_container(request: Request) -> Container:
-    return request.app.state.container  # type: ignore[no-any-return]
+# pool, a thread hop per request for an attribute read.
+async def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
 
 
-ContainerDep = Annotated[Container, Depends(get_container)]
+ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-async def get_tenant_id(request: Request, container: ContainerDep) -> int:
+async def _settings(s: ServicesDep) -> Settings:
+    return s.settings
+
+
+async def _tenants(s: ServicesDep) -> TenantService:
+    return s.tenants
+
+
+async def _repos(s: ServicesDep) -> Repositories:
+    return s.repos
+
+
+async def _kb_service(s: ServicesDep) -> KnowledgeBaseService:
+    return s.kb_service
+
+
+async def _ingest_service(s: ServicesDep) -> IngestService:
+    return s.ingest_service
+
+
+async def _chunk_service(s: ServicesDep) -> ChunkService:
+    return s.chunk_service
+
+
+async def _model_service(s: ServicesDep) -> ModelService:
+    return s.model_service
+
+
+async def _parsers(s: ServicesDep) -> ParserRegistry:
+    return s.parsers
+
+
+async def _search_service(s: ServicesDep) -> HybridSearch:
+    return s.search_service
+
+
+async def _faq_service(s: ServicesDep) -> FaqService:
+    return s.faq_service
+
+
+async def _session_service(s: ServicesDep) -> SessionService:
+    return s.session_service
+
+
+async def _chat_service(s: ServicesDep) -> ChatService:
+    return s.chat_service
+
+
+async def _stream_log(s: ServicesDep) -> StreamLog:
+    return s.stream_log
+
+
+async def _agent_service(s: ServicesDep) -> AgentService:
+    return s.agent_service
+
+
+async def _mcp_service_repo(s: ServicesDep) -> SqlMCPServiceRepo:
+    return s.mcp_service_repo
+
+
+async def _mcp_toolset(s: ServicesDep) -> MCPToolset:
+    return s.mcp_toolset
+
+
+async def _approvals(s: ServicesDep) -> ApprovalBroker:
+    return s.approvals
+
+
+async def _blobs(s: ServicesDep) -> BlobStore:
+    return s.blobs
+
+
+async def _rerankers(s: ServicesDep) -> Rerankers:
+    return s.rerankers
+
+
+async def _default_tenant_id(s: ServicesDep) -> int:
+    return s.default_tenant_id
+
+
+SettingsDep = Annotated[Settings, Depends(_settings)]
+TenantsDep = Annotated[TenantService, Depends(_tenants)]
+DefaultTenantDep = Annotated[int, Depends(_default_tenant_id)]
+ReposDep = Annotated[Repositories, Depends(_repos)]
+KBServiceDep = Annotated[KnowledgeBaseService, Depends(_kb_service)]
+IngestServiceDep = Annotated[IngestService, Depends(_ingest_service)]
+ChunkServiceDep = Annotated[ChunkService, Depends(_chunk_service)]
+ModelServiceDep = Annotated[ModelService, Depends(_model_service)]
+ParsersDep = Annotated[ParserRegistry, Depends(_parsers)]
+SearchServiceDep = Annotated[HybridSearch, Depends(_search_service)]
+FaqServiceDep = Annotated[FaqService, Depends(_faq_service)]
+SessionServiceDep = Annotated[SessionService, Depends(_session_service)]
+ChatServiceDep = Annotated[ChatService, Depends(_chat_service)]
+StreamLogDep = Annotated[StreamLog, Depends(_stream_log)]
+AgentServiceDep = Annotated[AgentService, Depends(_agent_service)]
+MCPServiceRepoDep = Annotated[SqlMCPServiceRepo, Depends(_mcp_service_repo)]
+MCPToolsetDep = Annotated[MCPToolset, Depends(_mcp_toolset)]
+ApprovalsDep = Annotated[ApprovalBroker, Depends(_approvals)]
+BlobsDep = Annotated[BlobStore, Depends(_blobs)]
+RerankersDep = Annotated[Rerankers, Depends(_rerankers)]
+
+
+async def get_tenant_id(request: Request, tenants: TenantsDep) -> int:
     """X-API-Key first, then ``Authorization: Bearer`` (the web UI sends the key as a bearer token)."""
     key = request.headers.get("x-api-key", "").strip()
     bearer = request.headers.get("authorization", "")
@@ -29,7 +155,7 @@ async def get_tenant_id(request: Request, container: ContainerDep) -> int:
     if not candidates:
         raise Unauthorized("Unauthorized: missing authentication")
     for candidate in candidates:
-        tenant_id = await container.tenants.authenticate(candidate)
+        tenant_id = await tenants.authenticate(candidate)
         if tenant_id is not None:
             request.state.tenant_id = tenant_id
             return tenant_id
@@ -40,7 +166,8 @@ TenantDep = Annotated[int, Depends(get_tenant_id)]
 
 
 async def get_request_id(request: Request) -> str:
-    return request.state.request_id  # type: ignore[no-any-return]
+    request_id: str = request.state.request_id
+    return request_id
 
 
 RequestIdDep = Annotated[str, Depends(get_request_id)]

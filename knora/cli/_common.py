@@ -1,4 +1,4 @@
-"""Helpers shared by the CLI commands: a started container, the default tenant, output."""
+"""Helpers shared by the CLI commands: running services, the default tenant, output."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from knora.container import Container
+from knora.domain.knowledge import KnowledgeBase
+from knora.root import Services, build_services
 from knora.settings import Settings
 
 
 @asynccontextmanager
-async def running_container(settings: Settings | None = None) -> AsyncIterator[Container]:
+async def running_services(settings: Settings | None = None) -> AsyncIterator[Services]:
     # The CLI never ingests the sample KB on its own: that is the server's first-start convenience.
-    c = Container((settings or Settings()).model_copy(update={"sample_kb": False}))
-    await c.start()
+    services = await build_services((settings or Settings()).model_copy(update={"sample_kb": False}))
     try:
-        yield c
+        yield services
     finally:
-        await c.close()
+        await services.aclose()
 
 
 def print_json(data: Any) -> None:
@@ -32,7 +32,7 @@ def fail(message: str, code: int = 1) -> int:
     return code
 
 
-async def find_kb(c: Container, name_or_id: str) -> Any:
+async def find_kb(c: Services, name_or_id: str) -> KnowledgeBase | None:
     kb = await c.repos.kbs.get(c.default_tenant_id, name_or_id)
     if kb is None:
         kb = await c.repos.kbs.get_by_name(c.default_tenant_id, name_or_id)

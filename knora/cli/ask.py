@@ -17,6 +17,8 @@ import sys
 import uuid
 from typing import Any, TextIO
 
+from knora.root import Services
+
 _TAG = re.compile(r"<(kb|web)\s([^>]*)/?>")
 _ATTR = re.compile(r'([a-z_]+)="([^"]*)"')
 
@@ -70,10 +72,8 @@ class CitationPrinter:
         return "\n".join(f"[{n}] {label}" for n, label in self.sources.values())
 
 
-async def _resolve_kbs(c: Any, tenant_id: int, refs: list[str]) -> list[str]:
-    kbs = getattr(getattr(c, "repos", None), "kbs", None)
-    if kbs is None:
-        return refs
+async def _resolve_kbs(c: Services, tenant_id: int, refs: list[str]) -> list[str]:
+    kbs = c.repos.kbs
     if not refs:
         return [kb.id for kb in await kbs.list(tenant_id)]
     out = []
@@ -83,8 +83,8 @@ async def _resolve_kbs(c: Any, tenant_id: int, refs: list[str]) -> list[str]:
     return out
 
 
-async def ask(c: Any, args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    """One turn on a started container; returns the exit code (0 ok, 1 error frame, 2 bad input, 130 stopped)."""
+async def ask(c: Services, args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """One turn on running services; returns the exit code (0 ok, 1 error frame, 2 bad input, 130 stopped)."""
     from knora.domain.errors import AppError
     from knora.services.streaming.intake import ChatBody
     from knora.services.streaming.sse import stream_frames
@@ -133,10 +133,9 @@ async def ask(c: Any, args: argparse.Namespace, out: TextIO = sys.stdout, err: T
 
 
 async def _run(args: argparse.Namespace, settings: Any) -> int:
-    from knora.container import Container
+    from knora.root import build_services
 
-    c = Container(settings.model_copy(update={"sample_kb": False}))
-    await c.start()
+    c = await build_services(settings.model_copy(update={"sample_kb": False}))
     try:
         task = asyncio.ensure_future(ask(c, args))
         try:
@@ -145,4 +144,4 @@ async def _run(args: argparse.Namespace, settings: Any) -> int:
             task.cancel()
             return await task
     finally:
-        await c.close()
+        await c.aclose()

@@ -14,9 +14,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from knora.cli._common import fail, find_kb, print_json, running_container
+from knora.cli._common import fail, find_kb, print_json, running_services
 from knora.domain.errors import AppError
 from knora.domain.knowledge import ParseStatus
+from knora.root import Services
 from knora.services.ingest.service import DuplicateKnowledge
 
 _TERMINAL = (ParseStatus.COMPLETED, ParseStatus.FAILED)
@@ -58,7 +59,7 @@ def collect(paths: list[str], extensions: frozenset[str]) -> tuple[list[Path | s
 
 async def _ingest(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
-    async with running_container() as c:
+    async with running_services() as c:
         tenant = c.default_tenant_id
         kb = await find_kb(c, args.kb)
         created = False
@@ -104,7 +105,7 @@ async def _ingest(args: argparse.Namespace) -> int:
     return 0 if summary["failed"] == 0 else 1
 
 
-async def _wait(c: Any, pending: dict[str, dict[str, Any]], args: argparse.Namespace, console: Console) -> None:
+async def _wait(c: Services, pending: dict[str, dict[str, Any]], args: argparse.Namespace, console: Console) -> None:
     if not pending:
         return
     progress = Progress(TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

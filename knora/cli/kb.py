@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from knora.cli._common import fail, find_kb, print_json, running_container
+from knora.cli._common import fail, find_kb, print_json, running_services
 from knora.domain.errors import AppError
 
 
@@ -40,7 +40,7 @@ async def _create(args: argparse.Namespace) -> int:
         chunking["chunk_overlap"] = args.chunk_overlap
     if args.parent_child:
         chunking["enable_parent_child"] = True
-    async with running_container() as c:
+    async with running_services() as c:
         if await c.repos.kbs.get_by_name(c.default_tenant_id, args.name) is not None:
             return fail(f"a knowledge base named {args.name!r} already exists")
         try:
@@ -56,7 +56,7 @@ async def _create(args: argparse.Namespace) -> int:
 
 
 async def _list(args: argparse.Namespace) -> int:
-    async with running_container() as c:
+    async with running_services() as c:
         kbs = await c.kb_service.list(c.default_tenant_id)
         stats = await c.kb_service.stats(c.default_tenant_id, [kb.id for kb in kbs])
     rows = [{"id": kb.id, "name": kb.name, "type": str(kb.type), **stats[kb.id].model_dump(),
@@ -73,7 +73,7 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
-    async with running_container() as c:
+    async with running_services() as c:
         kb = await find_kb(c, args.name)
         if kb is None:
             return fail(f"no knowledge base named {args.name!r}")

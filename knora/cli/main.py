@@ -1,42 +1,30 @@
 """``knora``: one program for serving, managing knowledge bases and ingesting documents.
 
-Sub-commands of other areas live in their own modules (``knora/cli/<area>.py`` exposing
-``register(subparsers)``); they are listed in ``EXTENSIONS`` and skipped when not present. Each command builds an
-in-process container on the configured data dir, so the CLI works next to a running server (SQLite WAL).
+Each sub-command lives in its own module (``knora/cli/<area>.py`` exposing ``register(subparsers)``), listed in
+``COMMANDS``. Each command builds the services in-process on the configured data dir (``knora/root.py``), so the
+CLI works next to a running server (SQLite WAL).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from knora.cli import ingest as ingest_cmd
-from knora.cli import kb as kb_cmd
-from knora.cli import serve as serve_cmd
+from knora.cli import ask, ingest, kb, search, serve
 
 T = TypeVar("T")
 
-EXTENSIONS: tuple[str, ...] = ("knora.cli.search", "knora.cli.ask", "knora.cli.eval")
+COMMANDS = (serve, kb, ingest, search, ask)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="knora", description="Cited, streamed answers over your own documents.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve_cmd.register(subparsers)
-    kb_cmd.register(subparsers)
-    ingest_cmd.register(subparsers)
-    for module_path in EXTENSIONS:
-        try:
-            module = importlib.import_module(module_path)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_path:
-                continue
-            raise
-        module.register(subparsers)
+    for command in COMMANDS:
+        command.register(subparsers)
     return parser
 
 

@@ -28,9 +28,9 @@ def register(subparsers: Any) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from knora.cli._common import fail, find_kb, running_container
+    from knora.cli._common import fail, find_kb, running_services
 
-    async with running_container() as c:
+    async with running_services() as c:
         ids = []
         for ref in args.kb:
             kb = await find_kb(c, ref)

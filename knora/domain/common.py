@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 
@@ -28,3 +29,16 @@ def rfc3339(dt: datetime | None) -> str | None:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.isoformat().replace("+00:00", "Z")
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._\-\u0080-\uffff]+")
+
+
+def safe_name(name: str, *, max_len: int = 200) -> str:
+    """A file name reduced to its last path component with unsafe characters replaced; '' if nothing is left."""
+    base = name.replace("\\", "/").split("/")[-1].replace("\x00", "").strip()
+    base = _SAFE.sub("_", base).strip("._ ")
+    if len(base) > max_len:
+        stem, dot, ext = base.rpartition(".")
+        base = (stem[: max_len - len(ext) - 1] + "." + ext) if dot and len(ext) < 16 else base[:max_len]
+    return base

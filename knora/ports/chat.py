@@ -80,3 +80,13 @@ class ChatModel(Protocol):
 
     def stream(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> AsyncIterator[ChatChunk]:
         ...
+
+
+@runtime_checkable
+class ChatModels(Protocol):
+    """Resolves a chat model by id (a tenant's model row, or a ``provider:model`` spec); ``None`` → the default
+    (the extractive answerer when no generative model is configured)."""
+
+    async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> ChatModel: ...
+
+    async def close(self) -> None: ...

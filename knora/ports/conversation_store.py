@@ -71,3 +71,14 @@ class MessageRepo(Protocol):
     async def clear(self, session_id: str) -> int: ...
 
     async def incomplete(self, *, older_than: datetime | None = None) -> list[Message]: ...
+
+
+@runtime_checkable
+class Conversations(Protocol):
+    """A tenant's stored conversations, read by tools that look back at earlier sessions."""
+
+    @property
+    def sessions(self) -> SessionRepo: ...
+
+    @property
+    def messages(self) -> MessageRepo: ...

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
+from knora.domain.search import SearchParams, SearchResult
 
 
 @runtime_checkable
@@ -29,3 +30,10 @@ class SearchStore(Protocol):
     async def tag_kbs(self, tag_ids: Sequence[str]) -> dict[str, str]:
         """tag id → its knowledge base id (for tag scopes given without a KB)."""
         ...
+
+
+@runtime_checkable
+class SearchService(Protocol):
+    """Hybrid search as the pipeline and the agent's tools see it (``knora/services/retrieval/hybrid.py``)."""
+
+    async def search(self, tenant_id: int, params: SearchParams) -> list[SearchResult]: ...

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -181,3 +182,15 @@ class JobRepo(Protocol):
     async def requeue(self, job_id: str) -> None: ...
 
     async def count_active(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Repositories:
+    """The store-api repositories, one per aggregate (``knora/adapters/db/repos`` implements each)."""
+
+    kbs: KnowledgeBaseRepo
+    knowledge: KnowledgeRepo
+    chunks: ChunkRepo
+    tags: TagRepo
+    models: ModelRepo
+    jobs: JobRepo

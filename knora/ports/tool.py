@@ -13,6 +13,16 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from knora.ports.blobs import BlobStore
+from knora.ports.chat import ChatModels
+from knora.ports.conversation_store import Conversations
+from knora.ports.graph import GraphStore
+from knora.ports.reranker import Rerankers
+from knora.ports.search_store import SearchService
+from knora.ports.store import Repositories
+from knora.ports.websearch import WebSearch
+from knora.settings import Settings
+
 
 class ToolResult(BaseModel):
     success: bool = True
@@ -89,23 +99,20 @@ def tool_output_limit(tool: Tool) -> int | None:
 
 @dataclass
 class ToolDeps:
-    """What tool factories may use, injected by the agent wiring (adapters never import services).
+    """What tool factories may use, injected by the composition root (adapters never import services).
 
-    Fields are typed loosely on purpose: each is another area's service seen through its documented contract
-    (docs/architecture.md "Container attributes"); a missing one is ``None`` and its tools are not offered.
+    Each field is another area seen through its port; a missing one is ``None`` and its tools are not offered.
     """
 
-    settings: Any = None
-    search_service: Any = None  # HybridSearch: async search(tenant_id, SearchParams) -> list[SearchResult]
-    rerankers: Any = None  # async get(model_id | None, tenant_id=…) -> Reranker | None
-    chat_models: Any = None  # async get(model_id | None, tenant_id=…) -> ChatModel
-    repos: Any = None  # namespace with kbs, knowledge, chunks (store-api)
-    web_search: Any = None  # WebSearch | None
-    graph_store: Any = None
-    blobs: Any = None  # BlobStore, for data tools reading the original CSV/XLSX
-    sessions: Any = None  # async_sessionmaker, for read-only SQL over the metadata store
-    conversations: Any = None  # SessionService (streaming): .sessions (SessionRepo), .messages (MessageRepo)
-    extra: dict[str, Any] = field(default_factory=dict)
+    settings: Settings | None = None
+    search_service: SearchService | None = None
+    rerankers: Rerankers | None = None
+    chat_models: ChatModels | None = None
+    repos: Repositories | None = None
+    web_search: WebSearch | None = None
+    graph_store: GraphStore | None = None
+    blobs: BlobStore | None = None  # for data tools reading the original CSV/XLSX
+    conversations: Conversations | None = None
 
 
 ToolFactory = Callable[[ToolDeps], "Tool | None"]

@@ -29,15 +29,14 @@ def fake() -> Iterator[FakeModelServer]:
 
 @pytest.fixture
 async def app(make_settings: Callable[..., Settings], fake: FakeModelServer) -> AsyncIterator[tuple[Any, Any]]:
-    from knora.container import Container
+    from knora.root import build_services
 
-    c = Container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url, chat_api_key="x"))
-    await c.start()
+    c = await build_services(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url, chat_api_key="x"))
     try:
         async with _client_for(c) as http:
             yield c, http
     finally:
-        await c.close()
+        await c.aclose()
 
 
 def tool_messages(body: dict[str, Any]) -> list[str]:

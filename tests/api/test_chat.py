@@ -27,7 +27,7 @@ async def chat(client: httpx.AsyncClient, sid: str, body: dict[str, Any], *, pat
 @pytest.fixture
 def runner(sqlite_container: Any) -> ScriptedRunner:
     r = ScriptedRunner()
-    sqlite_container.quick_answer = r
+    sqlite_container.runners.quick = r
     return r
 
 
@@ -93,7 +93,7 @@ class TestChatStream:
 
     async def test_unstreamed_answer_is_sent_as_fallback_pair(self, sqlite_client: httpx.AsyncClient,
                                                               sqlite_container: Any) -> None:
-        sqlite_container.quick_answer = ScriptedRunner(stream=False)
+        sqlite_container.runners.quick = ScriptedRunner(stream=False)
         sid = await new_session(sqlite_client)
         s = parse_sse((await chat(sqlite_client, sid, {"query": "q", "disable_title": True})).content)
         answers = s.of("answer")
@@ -104,7 +104,7 @@ class TestChatStream:
 
     async def test_runner_failure_sends_error_then_complete(self, sqlite_client: httpx.AsyncClient,
                                                             sqlite_container: Any) -> None:
-        sqlite_container.quick_answer = ScriptedRunner(fail="model exploded")
+        sqlite_container.runners.quick = ScriptedRunner(fail="model exploded")
         sid = await new_session(sqlite_client)
         s = parse_sse((await chat(sqlite_client, sid, {"query": "q", "disable_title": True})).content)
         err = s.of("error")[0]
@@ -117,7 +117,7 @@ class TestChatStream:
 
     async def test_thinking_is_streamed_and_kept(self, sqlite_client: httpx.AsyncClient,
                                                  sqlite_container: Any) -> None:
-        sqlite_container.quick_answer = ScriptedRunner(thinking='reason about <ref id="c1"/>')
+        sqlite_container.runners.quick = ScriptedRunner(thinking='reason about <ref id="c1"/>')
         sid = await new_session(sqlite_client)
         s = parse_sse((await chat(sqlite_client, sid, {"query": "q"})).content)
         thinking = s.of("thinking")
@@ -144,18 +144,8 @@ class TestAgentChat:
 
     async def test_smart_reasoning_agent_uses_that_runner(self, sqlite_client: httpx.AsyncClient,
                                                           sqlite_container: Any, runner: ScriptedRunner) -> None:
-        from knora.domain.models import AgentConfig
-
         smart = ScriptedRunner(answer="smart answer")
-        sqlite_container.smart_reasoning = smart
-
-        class Agents:
-            async def get(self, tenant_id: int, agent_id: str) -> AgentConfig | None:
-                if agent_id == "builtin-smart-reasoning":
-                    return AgentConfig(id=agent_id, name="Smart", config={"agent_mode": "smart-reasoning"})
-                return None
-
-        sqlite_container.agent_service = Agents()
+        sqlite_container.runners.smart = smart  # the built-in smart-reasoning agent runs on this runner
         sid = await new_session(sqlite_client)
         s = parse_sse((await chat(sqlite_client, sid, {"query": "q", "agent_id": "builtin-smart-reasoning",
                                                        "disable_title": True}, path="agent-chat")).content)

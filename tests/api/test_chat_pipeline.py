@@ -32,7 +32,7 @@ async def plain(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
     try:
         yield c
     finally:
-        await c.close()
+        await c.aclose()
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ async def with_model(make_settings: Callable[..., Settings], fake: FakeModelServ
     try:
         yield c
     finally:
-        await c.close()
+        await c.aclose()
 
 
 async def session(http: httpx.AsyncClient, **body: Any) -> str:
@@ -86,7 +86,7 @@ async def test_model_answer_streams_expanded_citations(with_model: Any, fake: Fa
 
 
 async def test_title_comes_from_the_model_when_one_is_configured(with_model: Any, fake: FakeModelServer) -> None:
-    with_model.quick_answer = ScriptedRunner()  # so the title is the only model call
+    with_model.runners.quick = ScriptedRunner()  # so the title is the only model call
     fake.script([Reply(content="Streaming in Knora")])
     async with _client_for(with_model) as http:
         sid = await session(http)

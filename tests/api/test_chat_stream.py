@@ -23,15 +23,14 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def app_container(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    from knora.container import Container
+    from knora.root import build_services
 
-    c = Container(make_settings(sse_keepalive_seconds=0.05))
-    await c.start()
+    c = await build_services(make_settings(sse_keepalive_seconds=0.05))
     c.chat_service.stop_grace_seconds = 0.5
     try:
         yield c
     finally:
-        await c.close()
+        await c.aclose()
 
 
 @pytest.fixture
@@ -59,7 +58,7 @@ class TestResume:
     async def test_replay_from_zero_and_cursor_match_the_live_stream(self, http: httpx.AsyncClient,
                                                                     app_container: Any) -> None:
         gate = asyncio.Event()
-        app_container.quick_answer = ScriptedRunner(gate=gate)
+        app_container.runners.quick = ScriptedRunner(gate=gate)
         sid = await session(http)
         async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"},
                                headers={"X-Request-ID": "live-1"}) as r:
@@ -101,26 +100,24 @@ class TestResume:
 
 
 async def test_restart_closes_turns_a_dead_process_left_open(make_settings: Callable[..., Settings]) -> None:
-    from knora.container import Container
+    from knora.root import build_services
 
-    first: Any = Container(make_settings())
-    await first.start(wiring=("knora.services.streaming.wiring",))
+    first: Any = await build_services(make_settings())
     sess = await first.session_service.create(first.default_tenant_id)
     old = utcnow() - timedelta(seconds=first.settings.stream_ttl_seconds + 60)
     msg = Message(session_id=sess.id, tenant_id=first.default_tenant_id, role="assistant", created_at=old)
     recent = Message(session_id=sess.id, tenant_id=first.default_tenant_id, role="assistant")
     await first.session_service.messages.create(msg)
     await first.session_service.messages.create(recent)
-    await first.close()
-    second: Any = Container(make_settings())
-    await second.start(wiring=("knora.services.streaming.wiring",))
+    await first.aclose()
+    second: Any = await build_services(make_settings())
     try:
         saved = await second.session_service.get_message(second.default_tenant_id, msg.id)
         assert saved.is_completed and saved.debug == {"stopped": "interrupted"}
         running_elsewhere = await second.session_service.get_message(second.default_tenant_id, recent.id)
         assert not running_elsewhere.is_completed  # may belong to another live process on this database
     finally:
-        await second.close()
+        await second.aclose()
 
 
 class TestStop:
@@ -128,7 +125,7 @@ class TestStop:
                                                                   app_container: Any) -> None:
         gate = asyncio.Event()
         runner = ScriptedRunner(gate=gate)
-        app_container.quick_answer = runner
+        app_container.runners.quick = runner
         sid = await session(http)
         async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"}) as r:
             it = frames(r)
@@ -186,7 +183,7 @@ class TestStop:
 class TestConnection:
     async def test_disconnect_is_not_a_stop(self, http: httpx.AsyncClient, app_container: Any) -> None:
         gate = asyncio.Event()
-        app_container.quick_answer = ScriptedRunner(gate=gate)
+        app_container.runners.quick = ScriptedRunner(gate=gate)
         sid = await session(http)
         async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"}) as r:
             seen = await first_answer(frames(r))
@@ -203,7 +200,7 @@ class TestConnection:
     async def test_running_turn_has_an_empty_incomplete_assistant_row(self, http: httpx.AsyncClient,
                                                                       app_container: Any) -> None:
         gate = asyncio.Event()
-        app_container.quick_answer = ScriptedRunner(gate=gate)
+        app_container.runners.quick = ScriptedRunner(gate=gate)
         sid = await session(http)
         async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"}) as r:
             it = frames(r)
@@ -216,7 +213,7 @@ class TestConnection:
 
     async def test_keepalive_comments_while_idle(self, http: httpx.AsyncClient, app_container: Any) -> None:
         gate = asyncio.Event()
-        app_container.quick_answer = ScriptedRunner(gate=gate)
+        app_container.runners.quick = ScriptedRunner(gate=gate)
         sid = await session(http)
         kinds: list[str] = []
         async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"}) as r:

@@ -12,25 +12,23 @@ import pytest
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message
 from knora.settings import Settings
-from tests.conftest import _client_for
+from tests.conftest import RECORDING, _client_for
 
 pytestmark = pytest.mark.integration
 
 API = "/api/v1"
-STREAMING_ONLY = ("knora.services.streaming.wiring",)
 
 
 @pytest.fixture
 async def container(make_settings: Callable[..., Settings], db_url: str) -> AsyncIterator[Any]:
-    """SQLite and PostgreSQL; only this area is wired, so the test is about sessions, not other adapters."""
-    from knora.container import Container
+    """SQLite and PostgreSQL."""
+    from knora.root import build_services
 
-    c = Container(make_settings(database_url=db_url))
-    await c.start(wiring=STREAMING_ONLY)
+    c = await build_services(make_settings(database_url=db_url), RECORDING)
     try:
         yield c
     finally:
-        await c.close()
+        await c.aclose()
 
 
 @pytest.fixture

@@ -261,16 +261,15 @@ def fake() -> Iterator[FakeModelServer]:
 @pytest.fixture
 async def mcp_model(make_settings: Callable[..., Settings],
                     fake: FakeModelServer) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
-    from knora.container import Container
+    from knora.root import build_services
 
-    c = Container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url, chat_api_key="k"))
-    await c.start()
+    c = await build_services(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url, chat_api_key="k"))
     await _started(c)
     try:
         async with _client_for(c) as http:
             yield c, http
     finally:
-        await c.close()
+        await c.aclose()
 
 
 async def test_plain_chat_through_a_model_streams_answer_deltas(mcp_model: tuple[Any, httpx.AsyncClient],

@@ -182,16 +182,15 @@ class TestChatAndResume:
 
 @pytest.fixture
 async def live(make_settings: Callable[..., Settings]) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
-    from knora.container import Container
+    from knora.root import build_services
 
-    c = Container(make_settings())
-    await c.start()
+    c = await build_services(make_settings())
     c.chat_service.stop_grace_seconds = 0.5
     try:
         async with live_client(c) as http:
             yield c, http
     finally:
-        await c.close()
+        await c.aclose()
 
 
 async def test_running_turn_history_resume_and_stop(live: tuple[Any, httpx.AsyncClient]) -> None:
@@ -199,7 +198,7 @@ async def test_running_turn_history_resume_and_stop(live: tuple[Any, httpx.Async
     the start with the turn's request id, stop answers WeKnora's body and ends both streams with ``stop``."""
     c, http = live
     gate = asyncio.Event()
-    c.quick_answer = ScriptedRunner(gate=gate)
+    c.runners.quick = ScriptedRunner(gate=gate)
     sid = (await http.post("/api/v1/sessions", json={"title": "t"})).json()["data"]["id"]
     async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"},
                            headers={"X-Request-ID": "run-1"}) as r:

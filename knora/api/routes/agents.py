@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
 from knora.api.body import as_object
-from knora.api.deps import ContainerDep, TenantDep
+from knora.api.deps import AgentServiceDep, ApprovalsDep, TenantDep
 from knora.api.envelope import ok
 from knora.domain.errors import BadRequest, NotFound
 from knora.domain.models import AgentConfig
@@ -27,8 +27,8 @@ _body = as_object
 
 
 @router.get("/agents")
-async def list_agents(c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    return ok([agent_json(a) for a in await c.agent_service.list(tenant_id)])
+async def list_agents(agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    return ok([agent_json(a) for a in await agent_service.list(tenant_id)])
 
 
 @router.get("/agents/placeholders")
@@ -49,43 +49,43 @@ async def shared_agents() -> JSONResponse:
 
 
 @router.post("/agents", status_code=201)
-async def create_agent(c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
-    return ok(agent_json(await c.agent_service.create(tenant_id, _body(body))), status=201)
+async def create_agent(agent_service: AgentServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+    return ok(agent_json(await agent_service.create(tenant_id, _body(body))), status=201)
 
 
 @router.get("/agents/{agent_id}")
-async def get_agent(agent_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    agent = await c.agent_service.get(tenant_id, agent_id)
+async def get_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    agent = await agent_service.get(tenant_id, agent_id)
     if agent is None:
         raise NotFound("agent not found")
     return ok(agent_json(agent))
 
 
 @router.put("/agents/{agent_id}")
-async def update_agent(agent_id: str, c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
-    return ok(agent_json(await c.agent_service.update(tenant_id, agent_id, _body(body))))
+async def update_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+    return ok(agent_json(await agent_service.update(tenant_id, agent_id, _body(body))))
 
 
 @router.delete("/agents/{agent_id}")
-async def delete_agent(agent_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    await c.agent_service.delete(tenant_id, agent_id)
+async def delete_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    await agent_service.delete(tenant_id, agent_id)
     return ok(message="Agent deleted successfully")
 
 
 @router.post("/agents/{agent_id}/copy", status_code=201)
-async def copy_agent(agent_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    return ok(agent_json(await c.agent_service.copy(tenant_id, agent_id)), status=201)
+async def copy_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    return ok(agent_json(await agent_service.copy(tenant_id, agent_id)), status=201)
 
 
 @router.get("/agents/{agent_id}/suggested-questions")
-async def suggested_questions(agent_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    if await c.agent_service.get(tenant_id, agent_id) is None:
+async def suggested_questions(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    if await agent_service.get(tenant_id, agent_id) is None:
         raise NotFound("agent not found")
     return ok({"questions": []})
 
 
 @router.post("/agent/tool-approvals/{pending_id}")
-async def resolve_approval(pending_id: str, c: ContainerDep, tenant_id: TenantDep,
+async def resolve_approval(pending_id: str, approvals: ApprovalsDep, tenant_id: TenantDep,
                            body: Any = JsonBody) -> JSONResponse:
     b = _body(body)
     if not isinstance(b.get("approved"), bool):
@@ -93,6 +93,6 @@ async def resolve_approval(pending_id: str, c: ContainerDep, tenant_id: TenantDe
     modified = b.get("modified_args")
     if modified is not None and not isinstance(modified, dict):
         raise BadRequest("modified_args must be a JSON object")
-    await c.approvals.resolve(tenant_id, pending_id, ApprovalDecision(
+    await approvals.resolve(tenant_id, pending_id, ApprovalDecision(
         approved=b["approved"], reason=str(b.get("reason") or ""), modified_args=modified))
     return ok({"pending_id": pending_id, "approved": b["approved"]})

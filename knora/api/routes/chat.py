@@ -7,15 +7,15 @@ The response only reads the turn's stream log: a client that leaves ends the res
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
-from knora.api.deps import ContainerDep, RequestIdDep, TenantDep
+from knora.api.deps import ChatServiceDep, RequestIdDep, ServicesDep, SettingsDep, StreamLogDep, TenantDep
 from knora.domain.common import is_uuid
 from knora.domain.errors import AppError, BadRequest, NotFound, ValidationFailed
+from knora.root import Services
 from knora.services.streaming.intake import ChatBody
 from knora.services.streaming.service import WireError
 from knora.services.streaming.sse import stream_frames
@@ -50,32 +50,32 @@ async def _chat_body(request: Request, limit: int) -> ChatBody:
         raise ValidationFailed(msg or "Invalid request") from exc
 
 
-async def _chat(mode: str, session_id: str, request: Request, c: Any, tenant_id: int, request_id: str,
+async def _chat(mode: str, session_id: str, request: Request, s: Services, tenant_id: int, request_id: str,
                 resource_urls: str | None) -> StreamingResponse:
     _resource_mode(resource_urls)
     if not is_uuid(session_id):
         raise NotFound("Session not found")
-    body = await _chat_body(request, c.settings.max_chat_body_bytes)
-    turn = await c.chat_service.start(tenant_id, session_id, body, request_id, mode)
-    frames = stream_frames(c.stream_log, session_id, turn.assistant_message_id, request_id, live=True,
-                           wait_for_title=turn.wants_title, keepalive=c.settings.sse_keepalive_seconds)
+    body = await _chat_body(request, s.settings.max_chat_body_bytes)
+    turn = await s.chat_service.start(tenant_id, session_id, body, request_id, mode)
+    frames = stream_frames(s.stream_log, session_id, turn.assistant_message_id, request_id, live=True,
+                           wait_for_title=turn.wants_title, keepalive=s.settings.sse_keepalive_seconds)
     return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 @router.post("/knowledge-chat/{session_id}")
-async def knowledge_chat(session_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep,
+async def knowledge_chat(session_id: str, request: Request, s: ServicesDep, tenant_id: TenantDep,
                          request_id: RequestIdDep, resource_urls: str | None = None) -> StreamingResponse:
-    return await _chat("knowledge", session_id, request, c, tenant_id, request_id, resource_urls)
+    return await _chat("knowledge", session_id, request, s, tenant_id, request_id, resource_urls)
 
 
 @router.post("/agent-chat/{session_id}")
-async def agent_chat(session_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep,
+async def agent_chat(session_id: str, request: Request, s: ServicesDep, tenant_id: TenantDep,
                      request_id: RequestIdDep, resource_urls: str | None = None) -> StreamingResponse:
-    return await _chat("agent", session_id, request, c, tenant_id, request_id, resource_urls)
+    return await _chat("agent", session_id, request, s, tenant_id, request_id, resource_urls)
 
 
 @router.post("/sessions/{session_id}/stop", response_model=None)
-async def stop(session_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+async def stop(session_id: str, request: Request, chat_service: ChatServiceDep, tenant_id: TenantDep) -> JSONResponse:
     raw = await request.body()
     try:
         data = json.loads(raw) if raw.strip() else {}
@@ -89,14 +89,14 @@ async def stop(session_id: str, request: Request, c: ContainerDep, tenant_id: Te
     if not is_uuid(message_id):
         return JSONResponse({"error": "Message not found"}, status_code=404)
     try:
-        message = await c.chat_service.stop(tenant_id, session_id, message_id)
+        message = await chat_service.stop(tenant_id, session_id, message_id)
     except WireError as exc:
         return JSONResponse(exc.body, status_code=exc.status)
     return JSONResponse({"success": True, "message": message})
 
 
 @router.get("/sessions/continue-stream/{session_id}", response_model=None)
-async def continue_stream(session_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep,
+async def continue_stream(session_id: str, request: Request, chat_service: ChatServiceDep, stream_log: StreamLogDep, settings: SettingsDep, tenant_id: TenantDep,
                           message_id: str = "", offset: str | None = None,
                           resource_urls: str | None = None) -> StreamingResponse | JSONResponse:
     """Replays the turn's log from the start, or after a cursor (``Last-Event-ID`` = the seq of the last frame
@@ -116,10 +116,10 @@ async def continue_stream(session_id: str, request: Request, c: ContainerDep, te
     if after < -1:
         raise BadRequest("Last-Event-ID and offset must not be negative")
     try:
-        message = await c.chat_service.resume_target(tenant_id, session_id, message_id if is_uuid(message_id)
+        message = await chat_service.resume_target(tenant_id, session_id, message_id if is_uuid(message_id)
                                                      else ("" if not message_id else "-"))
     except WireError as exc:
         return JSONResponse(exc.body, status_code=exc.status)
-    frames = stream_frames(c.stream_log, session_id, message.id, message.request_id, after=after,
-                           keepalive=c.settings.sse_keepalive_seconds)
+    frames = stream_frames(stream_log, session_id, message.id, message.request_id, after=after,
+                           keepalive=settings.sse_keepalive_seconds)
     return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from knora.api.deps import ContainerDep, TenantDep
+from knora.api.deps import ChunkServiceDep, TenantDep
 from knora.api.envelope import ok, page
 from knora.api.routes.knowledge_bases import JsonBody, as_dict, chunk_json, require_id
 from knora.domain.errors import ValidationFailed
@@ -16,29 +16,29 @@ router = APIRouter(tags=["chunks"])
 
 
 @router.get("/chunks/by-id/{chunk_id}")
-async def get_chunk_by_id(chunk_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    chunk = await c.chunk_service.get_by_id(tenant_id, require_id(chunk_id, "Chunk"))
+async def get_chunk_by_id(chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    chunk = await chunk_service.get_by_id(tenant_id, require_id(chunk_id, "Chunk"))
     return ok(chunk_json(chunk))
 
 
 @router.get("/chunks/{knowledge_id}")
-async def list_chunks(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep,
+async def list_chunks(knowledge_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep,
                       page_no: int = Query(1, alias="page", ge=1), page_size: int = Query(20, ge=1, le=1000),
                       chunk_type: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
-    result = await c.chunk_service.list(tenant_id, require_id(knowledge_id, "Knowledge"), page=page_no,
+    result = await chunk_service.list(tenant_id, require_id(knowledge_id, "Knowledge"), page=page_no,
                                         page_size=page_size, chunk_types=chunk_type or ["text"])
     return page([chunk_json(x) for x in result.items], total=result.total, page=page_no, page_size=page_size)
 
 
 @router.delete("/chunks/{knowledge_id}")
-async def delete_all_chunks(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    await c.chunk_service.delete_all(tenant_id, require_id(knowledge_id, "Knowledge"))
+async def delete_all_chunks(knowledge_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    await chunk_service.delete_all(tenant_id, require_id(knowledge_id, "Knowledge"))
     return ok(message="Chunks deleted")
 
 
 @router.get("/chunks/{knowledge_id}/{chunk_id}")
-async def get_chunk(knowledge_id: str, chunk_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    chunk = await c.chunk_service.get(tenant_id, require_id(knowledge_id, "Knowledge"), require_id(chunk_id, "Chunk"))
+async def get_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    chunk = await chunk_service.get(tenant_id, require_id(knowledge_id, "Knowledge"), require_id(chunk_id, "Chunk"))
     return ok(chunk_json(chunk))
 
 
@@ -46,7 +46,7 @@ _TYPES = {"content": str, "chunk_index": int, "is_enabled": bool, "start_at": in
 
 
 @router.put("/chunks/{knowledge_id}/{chunk_id}")
-async def update_chunk(knowledge_id: str, chunk_id: str, c: ContainerDep, tenant_id: TenantDep,
+async def update_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep,
                        body: Any = JsonBody) -> JSONResponse:
     b = as_dict(body)
     changes: dict[str, Any] = {}
@@ -56,12 +56,12 @@ async def update_chunk(knowledge_id: str, chunk_id: str, c: ContainerDep, tenant
             if (typ is int and (isinstance(value, bool) or not isinstance(value, int))) or not isinstance(value, typ):
                 raise ValidationFailed(f"{field} must be of type {typ.__name__}")
             changes[field] = value
-    chunk = await c.chunk_service.update(tenant_id, require_id(knowledge_id, "Knowledge"),
+    chunk = await chunk_service.update(tenant_id, require_id(knowledge_id, "Knowledge"),
                                          require_id(chunk_id, "Chunk"), changes)
     return ok(chunk_json(chunk))
 
 
 @router.delete("/chunks/{knowledge_id}/{chunk_id}")
-async def delete_chunk(knowledge_id: str, chunk_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    await c.chunk_service.delete(tenant_id, require_id(knowledge_id, "Knowledge"), require_id(chunk_id, "Chunk"))
+async def delete_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    await chunk_service.delete(tenant_id, require_id(knowledge_id, "Knowledge"), require_id(chunk_id, "Chunk"))
     return ok(message="Chunk deleted")

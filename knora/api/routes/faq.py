@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from knora.api.body import read_object
-from knora.api.deps import ContainerDep, TenantDep
+from knora.api.deps import FaqServiceDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.routes.search import parse, results_json
 from knora.services.retrieval.faq import FaqEntryIn
@@ -39,55 +39,55 @@ class FaqSearchBody(BaseModel):
 
 
 @router.get("/knowledge-bases/{kb_id}/faq/entries")
-async def list_entries(kb_id: str, c: ContainerDep, tenant_id: TenantDep, page: int = 1, page_size: int = 20,
+async def list_entries(kb_id: str, faq_service: FaqServiceDep, tenant_id: TenantDep, page: int = 1, page_size: int = 20,
                        keyword: str = "", tag_id: str | None = None) -> JSONResponse:
-    items, total = await c.faq_service.list_entries(tenant_id, kb_id, page=page, page_size=page_size, keyword=keyword,
+    items, total = await faq_service.list_entries(tenant_id, kb_id, page=page, page_size=page_size, keyword=keyword,
                                             tag_id=tag_id or None)
     return ok({"data": items, "total": total, "page": max(page, 1), "page_size": min(max(page_size, 1), 1000)})
 
 
 @router.post("/knowledge-bases/{kb_id}/faq/entries")
-async def import_entries(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+async def import_entries(kb_id: str, request: Request, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
     body: ImportBody = parse(ImportBody, await read_object(request))
-    task_id = await c.faq_service.start_import(tenant_id, kb_id, body.entries, mode=body.mode,
+    task_id = await faq_service.start_import(tenant_id, kb_id, body.entries, mode=body.mode,
                                                knowledge_id=body.knowledge_id, dry_run=body.dry_run)
     return ok({"task_id": task_id})
 
 
 @router.get("/faq/import/progress/{task_id}")
-async def import_progress(task_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    return ok(c.faq_service.progress(tenant_id, task_id))
+async def import_progress(task_id: str, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    return ok(faq_service.progress(tenant_id, task_id))
 
 
 @router.post("/knowledge-bases/{kb_id}/faq/entry")
-async def create_entry(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+async def create_entry(kb_id: str, request: Request, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
     entry: FaqEntryIn = parse(FaqEntryIn, await read_object(request))
-    return ok(await c.faq_service.create(tenant_id, kb_id, entry))
+    return ok(await faq_service.create(tenant_id, kb_id, entry))
 
 
 @router.get("/knowledge-bases/{kb_id}/faq/entries/{entry_id}")
-async def get_entry(kb_id: str, entry_id: int, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    return ok(await c.faq_service.get(tenant_id, kb_id, entry_id))
+async def get_entry(kb_id: str, entry_id: int, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    return ok(await faq_service.get(tenant_id, kb_id, entry_id))
 
 
 @router.put("/knowledge-bases/{kb_id}/faq/entries/{entry_id}")
-async def update_entry(kb_id: str, entry_id: int, request: Request, c: ContainerDep,
+async def update_entry(kb_id: str, entry_id: int, request: Request, faq_service: FaqServiceDep,
                        tenant_id: TenantDep) -> JSONResponse:
     entry: FaqEntryIn = parse(FaqEntryIn, await read_object(request))
-    return ok(await c.faq_service.update(tenant_id, kb_id, entry_id, entry))
+    return ok(await faq_service.update(tenant_id, kb_id, entry_id, entry))
 
 
 @router.delete("/knowledge-bases/{kb_id}/faq/entries")
-async def delete_entries(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+async def delete_entries(kb_id: str, request: Request, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
     body: DeleteBody = parse(DeleteBody, await read_object(request))
-    n = await c.faq_service.delete(tenant_id, kb_id, body.ids)
+    n = await faq_service.delete(tenant_id, kb_id, body.ids)
     return ok({"deleted": n})
 
 
 @router.post("/knowledge-bases/{kb_id}/faq/search")
-async def faq_search(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+async def faq_search(kb_id: str, request: Request, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
     body: FaqSearchBody = parse(FaqSearchBody, await read_object(request))
-    results = await c.faq_service.search(
+    results = await faq_service.search(
         tenant_id, kb_id, body.query_text, vector_threshold=body.vector_threshold, match_count=body.match_count,
         first_priority_tag_ids=[str(t) for t in body.first_priority_tag_ids],
         second_priority_tag_ids=[str(t) for t in body.second_priority_tag_ids],

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import UploadFile
 
-from knora.api.deps import ContainerDep, TenantDep
+from knora.api.deps import BlobsDep, IngestServiceDep, KBServiceDep, ReposDep, SettingsDep, TenantDep
 from knora.api.envelope import ok, page
 from knora.api.routes.knowledge_bases import JsonBody, as_dict, knowledge_json, require_id
 from knora.domain.errors import BadRequest, NotFound, PayloadTooLarge
@@ -46,9 +46,9 @@ def _opt_str(value: Any) -> str | None:
 
 
 @router.post("/knowledge-bases/{kb_id}/knowledge/file")
-async def create_from_file(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> Response:
+async def create_from_file(kb_id: str, request: Request, settings: SettingsDep, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> Response:
     require_id(kb_id, "Knowledge base")
-    limit = c.settings.max_upload_bytes
+    limit = settings.max_upload_bytes
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit + _MULTIPART_OVERHEAD:
         raise PayloadTooLarge(f"Upload is {declared} bytes; the limit is {limit} bytes")
@@ -73,7 +73,7 @@ async def create_from_file(kb_id: str, request: Request, c: ContainerDep, tenant
                 raise BadRequest("metadata must be a JSON object string") from exc
         channel = _opt_str(form.get("channel")) or "web"
         try:
-            k = await c.ingest_service.add_file(tenant_id, kb_id, name, data, metadata=metadata,
+            k = await ingest_service.add_file(tenant_id, kb_id, name, data, metadata=metadata,
                                                 tag_id=_opt_str(form.get("tag_id")), channel=channel)
         except DuplicateKnowledge as exc:
             return duplicate_response(exc)
@@ -83,14 +83,14 @@ async def create_from_file(kb_id: str, request: Request, c: ContainerDep, tenant
 
 
 @router.post("/knowledge-bases/{kb_id}/knowledge/url", status_code=201)
-async def create_from_url(kb_id: str, c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> Response:
+async def create_from_url(kb_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> Response:
     require_id(kb_id, "Knowledge base")
     b = as_dict(body)
     url = b.get("url")
     if not isinstance(url, str) or not url.strip():
         raise BadRequest("url is required")
     try:
-        k = await c.ingest_service.add_url(tenant_id, kb_id, url, title=str(b.get("title") or ""),
+        k = await ingest_service.add_url(tenant_id, kb_id, url, title=str(b.get("title") or ""),
                                            file_name=str(b.get("file_name") or ""),
                                            file_type=str(b.get("file_type") or ""), tag_id=_opt_str(b.get("tag_id")),
                                            channel=str(b.get("channel") or "web"))
@@ -100,7 +100,7 @@ async def create_from_url(kb_id: str, c: ContainerDep, tenant_id: TenantDep, bod
 
 
 @router.post("/knowledge-bases/{kb_id}/knowledge/manual")
-async def create_manual(kb_id: str, c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> Response:
+async def create_manual(kb_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> Response:
     require_id(kb_id, "Knowledge base")
     b = as_dict(body)
     content = b.get("content")
@@ -114,44 +114,44 @@ async def create_manual(kb_id: str, c: ContainerDep, tenant_id: TenantDep, body:
     tag_id = _opt_str(b.get("tag_id"))
     if tag_id is None and isinstance(b.get("tag_ids"), list) and b["tag_ids"]:
         tag_id = _opt_str(b["tag_ids"][0])
-    k = await c.ingest_service.add_manual(tenant_id, kb_id, str(b.get("title") or ""), content, status=status,
+    k = await ingest_service.add_manual(tenant_id, kb_id, str(b.get("title") or ""), content, status=status,
                                           tag_id=tag_id, channel=str(b.get("channel") or "web"))
     return ok(knowledge_json(k))
 
 
 @router.get("/knowledge-bases/{kb_id}/knowledge")
-async def list_knowledge(kb_id: str, c: ContainerDep, tenant_id: TenantDep,
+async def list_knowledge(kb_id: str, kb_service: KBServiceDep, repos: ReposDep, tenant_id: TenantDep,
                          page_no: int = Query(1, alias="page", ge=1),
                          page_size: int = Query(20, ge=1, le=1000), tag_id: str | None = None,
                          keyword: str | None = None, file_type: str | None = None, parse_status: str | None = None,
                          source: str | None = None) -> JSONResponse:
-    kb = await c.kb_service.get(tenant_id, require_id(kb_id, "Knowledge base"))
-    result = await c.repos.knowledge.list(tenant_id, kb.id, page=page_no, page_size=page_size,
+    kb = await kb_service.get(tenant_id, require_id(kb_id, "Knowledge base"))
+    result = await repos.knowledge.list(tenant_id, kb.id, page=page_no, page_size=page_size,
                                           filters=KnowledgeFilter(tag_id=tag_id, keyword=keyword, file_type=file_type,
                                                                   parse_status=parse_status, source=source))
     return page([knowledge_json(k) for k in result.items], total=result.total, page=page_no, page_size=page_size)
 
 
 @router.get("/knowledge/batch")
-async def batch_get(c: ContainerDep, tenant_id: TenantDep, ids: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
+async def batch_get(repos: ReposDep, tenant_id: TenantDep, ids: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
     found = []
     for kid in (ids or [])[:200]:
-        k = await c.repos.knowledge.get(tenant_id, kid) if kid else None
+        k = await repos.knowledge.get(tenant_id, kid) if kid else None
         if k is not None:
             found.append(knowledge_json(k))
     return ok(found)
 
 
 @router.get("/knowledge/{knowledge_id}")
-async def get_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    k = await c.ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
+async def get_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    k = await ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
     return ok(knowledge_json(k))
 
 
 @router.put("/knowledge/{knowledge_id}")
-async def update_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep,
+async def update_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, repos: ReposDep, tenant_id: TenantDep,
                            body: Any = JsonBody) -> JSONResponse:
-    k = await c.ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
+    k = await ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
     b = as_dict(body)
     changes: dict[str, Any] = {}
     for field in ("title", "description"):
@@ -160,36 +160,37 @@ async def update_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: Tenant
     if "tag_id" in b:
         tag_id = _opt_str(b["tag_id"])
         if tag_id is not None:
-            tag = await c.repos.tags.get(tenant_id, tag_id)
+            tag = await repos.tags.get(tenant_id, tag_id)
             if tag is None or tag.knowledge_base_id != k.knowledge_base_id:
                 raise BadRequest("tag_id does not name a tag of this knowledge base")
         changes["tag_id"] = tag_id
     if isinstance(b.get("metadata"), dict):
         changes["metadata"] = {**k.metadata, **{str(a): str(v) for a, v in b["metadata"].items()}}
-    saved = await c.repos.knowledge.update(k.model_copy(update=changes))
+    saved = await repos.knowledge.update(k.model_copy(update=changes))
     return ok(knowledge_json(saved), message="Knowledge updated")
 
 
 @router.delete("/knowledge/{knowledge_id}")
-async def delete_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    await c.ingest_service.delete(tenant_id, require_id(knowledge_id, "Knowledge"))
+async def delete_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    await ingest_service.delete(tenant_id, require_id(knowledge_id, "Knowledge"))
     # WeKnora answers with a task id (its delete is asynchronous); Knora's is done by now.
     return ok({"task_id": knowledge_id}, message="Delete task submitted")
 
 
 @router.post("/knowledge/{knowledge_id}/reparse")
-async def reparse_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    k = await c.ingest_service.reparse(tenant_id, require_id(knowledge_id, "Knowledge"))
+async def reparse_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    k = await ingest_service.reparse(tenant_id, require_id(knowledge_id, "Knowledge"))
     return ok(knowledge_json(k), message="Reparse task submitted")
 
 
 @router.get("/knowledge/{knowledge_id}/download")
-async def download_knowledge(knowledge_id: str, c: ContainerDep, tenant_id: TenantDep) -> Response:
-    k = await c.ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
+async def download_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, blobs: BlobsDep,
+                             tenant_id: TenantDep) -> Response:
+    k = await ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
     if not k.file_path:
         raise NotFound("This document has no stored original")
     try:
-        data = await c.blobs.get(k.file_path)
+        data = await blobs.get(k.file_path)
     except KeyError as exc:
         raise NotFound("The stored original is missing") from exc
     from urllib.parse import quote

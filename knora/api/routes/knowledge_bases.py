@@ -12,7 +12,7 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
 from knora.api.body import as_object
-from knora.api.deps import ContainerDep, TenantDep
+from knora.api.deps import KBServiceDep, TenantDep
 from knora.api.envelope import ok
 from knora.domain.common import is_uuid
 from knora.domain.errors import NotFound
@@ -66,38 +66,38 @@ def model_json(m: ModelConfig) -> dict[str, Any]:
 
 
 @router.post("/knowledge-bases", status_code=201)
-async def create_kb(c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
-    kb = await c.kb_service.create(tenant_id, as_dict(body))
+async def create_kb(kb_service: KBServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+    kb = await kb_service.create(tenant_id, as_dict(body))
     return ok(kb_json(kb, KBStats()), status=201)
 
 
 @router.get("/knowledge-bases")
-async def list_kbs(c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    kbs = await c.kb_service.list(tenant_id)
-    stats = await c.kb_service.stats(tenant_id, [kb.id for kb in kbs])
+async def list_kbs(kb_service: KBServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    kbs = await kb_service.list(tenant_id)
+    stats = await kb_service.stats(tenant_id, [kb.id for kb in kbs])
     return ok([kb_json(kb, stats.get(kb.id)) for kb in kbs])
 
 
 @router.get("/shared-knowledge-bases")
-async def list_shared(_c: ContainerDep, _tenant_id: TenantDep) -> JSONResponse:
+async def list_shared(__tenant_id: TenantDep) -> JSONResponse:
     """Knora has no organisations; the MCP server still needs this list to exist for name look-ups."""
     return ok([])
 
 
 @router.get("/knowledge-bases/{kb_id}")
-async def get_kb(kb_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    kb = await c.kb_service.get(tenant_id, require_id(kb_id, "Knowledge base"))
-    stats = await c.kb_service.stats(tenant_id, [kb.id])
+async def get_kb(kb_id: str, kb_service: KBServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    kb = await kb_service.get(tenant_id, require_id(kb_id, "Knowledge base"))
+    stats = await kb_service.stats(tenant_id, [kb.id])
     return ok(kb_json(kb, stats.get(kb.id)) | {"my_permission": "owner"})
 
 
 @router.put("/knowledge-bases/{kb_id}")
-async def update_kb(kb_id: str, c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
-    kb = await c.kb_service.update(tenant_id, require_id(kb_id, "Knowledge base"), as_dict(body))
+async def update_kb(kb_id: str, kb_service: KBServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+    kb = await kb_service.update(tenant_id, require_id(kb_id, "Knowledge base"), as_dict(body))
     return ok(kb_json(kb))
 
 
 @router.delete("/knowledge-bases/{kb_id}")
-async def delete_kb(kb_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    await c.kb_service.delete(tenant_id, require_id(kb_id, "Knowledge base"))
+async def delete_kb(kb_id: str, kb_service: KBServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    await kb_service.delete(tenant_id, require_id(kb_id, "Knowledge base"))
     return ok(message="Knowledge base deleted successfully")

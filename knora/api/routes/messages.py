@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from knora.api.deps import ContainerDep, TenantDep
+from knora.api.deps import SessionServiceDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.routes.sessions import session_id_or_404
 from knora.domain.errors import BadRequest, NotFound
@@ -33,7 +33,7 @@ def parse_time(value: str) -> datetime:
 
 
 @router.get("/messages/{session_id}/load")
-async def load_messages(session_id: str, c: ContainerDep, tenant_id: TenantDep, limit: str = "20",
+async def load_messages(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep, limit: str = "20",
                         before_time: str | None = None, resource_urls: str = "handle") -> Any:
     if resource_urls not in ("handle", "public"):
         raise BadRequest("resource_urls must be handle or public")
@@ -43,15 +43,15 @@ async def load_messages(session_id: str, c: ContainerDep, tenant_id: TenantDep, 
         n = 20
     n = 20 if n <= 0 else min(n, 1000)
     before = parse_time(before_time) if before_time else None
-    messages = await c.session_service.load_messages(tenant_id, session_id_or_404(session_id), limit=n,
+    messages = await session_service.load_messages(tenant_id, session_id_or_404(session_id), limit=n,
                                                      before=before)
     return ok([message_json(m) for m in messages])
 
 
 @router.delete("/messages/{session_id}/{message_id}")
-async def delete_message(session_id: str, message_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
+async def delete_message(session_id: str, message_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     session_id_or_404(session_id)
     if not message_id:
         raise NotFound("Message not found")
-    await c.session_service.delete_message(tenant_id, session_id, message_id)
+    await session_service.delete_message(tenant_id, session_id, message_id)
     return ok(message="Message deleted successfully")

@@ -11,53 +11,54 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from knora.api.deps import ContainerDep, TenantDep
+from knora.api.deps import ModelServiceDep, SettingsDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.routes.knowledge_bases import JsonBody, as_dict, model_json, require_id
 from knora.domain.errors import BadRequest
 from knora.domain.models import ModelConfig
 from knora.services.kb.models import BUILTIN_CHAT_MODEL_ID, BUILTIN_EMBEDDING_MODEL_ID, builtin_models
+from knora.settings import Settings
 
 router = APIRouter(tags=["models"])
 
 _BUILTIN_IDS = (BUILTIN_CHAT_MODEL_ID, BUILTIN_EMBEDDING_MODEL_ID)
 
 
-def _builtins(c: Any, tenant_id: int) -> list[ModelConfig]:
-    return builtin_models(c.settings, tenant_id)
+def _builtins(settings: Settings, tenant_id: int) -> list[ModelConfig]:
+    return builtin_models(settings, tenant_id)
 
 
 @router.get("/models")
-async def list_models(c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    models = _builtins(c, tenant_id) + await c.model_service.list(tenant_id)
+async def list_models(settings: SettingsDep, model_service: ModelServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    models = _builtins(settings, tenant_id) + await model_service.list(tenant_id)
     return ok([model_json(m) for m in models])
 
 
 @router.post("/models", status_code=201)
-async def create_model(c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
-    m = await c.model_service.create(tenant_id, as_dict(body))
+async def create_model(model_service: ModelServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+    m = await model_service.create(tenant_id, as_dict(body))
     return ok(model_json(m), status=201)
 
 
 @router.get("/models/{model_id}")
-async def get_model(model_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    for m in _builtins(c, tenant_id):
+async def get_model(model_id: str, settings: SettingsDep, model_service: ModelServiceDep, tenant_id: TenantDep) -> JSONResponse:
+    for m in _builtins(settings, tenant_id):
         if m.id == model_id:
             return ok(model_json(m))
-    return ok(model_json(await c.model_service.get(tenant_id, require_id(model_id, "Model"))))
+    return ok(model_json(await model_service.get(tenant_id, require_id(model_id, "Model"))))
 
 
 @router.put("/models/{model_id}")
-async def update_model(model_id: str, c: ContainerDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+async def update_model(model_id: str, model_service: ModelServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
     if model_id in _BUILTIN_IDS:
         raise BadRequest("Built-in models are configured through Knora's settings")
-    m = await c.model_service.update(tenant_id, require_id(model_id, "Model"), as_dict(body))
+    m = await model_service.update(tenant_id, require_id(model_id, "Model"), as_dict(body))
     return ok(model_json(m))
 
 
 @router.delete("/models/{model_id}")
-async def delete_model(model_id: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+async def delete_model(model_id: str, model_service: ModelServiceDep, tenant_id: TenantDep) -> JSONResponse:
     if model_id in _BUILTIN_IDS:
         raise BadRequest("Built-in models cannot be deleted")
-    await c.model_service.delete(tenant_id, require_id(model_id, "Model"))
+    await model_service.delete(tenant_id, require_id(model_id, "Model"))
     return ok(message="Model deleted")

@@ -7,7 +7,6 @@ outside [0, 1] are a 400; ``match_count`` ≤ 0 means 50 and values above 500 ar
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -15,11 +14,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
 from knora.api.body import read_object
-from knora.api.deps import ContainerDep, TenantDep
+from knora.api.deps import RerankersDep, SearchServiceDep, TenantDep
 from knora.api.envelope import ok
 from knora.domain.errors import BadRequest, ValidationFailed
 from knora.domain.search import SearchParams, SearchResult
-from knora.services.retrieval.hybrid import MAX_QUERY_BYTES, HybridSearch, effective_config
+from knora.ports.reranker import Rerankers
+from knora.services.retrieval.hybrid import MAX_QUERY_BYTES, effective_config
 from knora.services.retrieval.targets import TargetSearch, build_targets, dedupe_results, search_targets
 
 router = APIRouter(tags=["search"])
@@ -64,14 +64,14 @@ def results_json(results: list[SearchResult]) -> list[dict[str, Any]]:
 
 
 @router.api_route("/knowledge-bases/{kb_id}/hybrid-search", methods=["POST", "GET"])
-async def hybrid_search(kb_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+async def hybrid_search(kb_id: str, request: Request, search_service: SearchServiceDep, tenant_id: TenantDep) -> JSONResponse:
     body: HybridSearchBody = parse(HybridSearchBody, await read_object(request))
     scope = body.knowledge_base_ids or [kb_id]
     if kb_id not in scope:
         scope = [kb_id, *scope]
     params = SearchParams(knowledge_base_id=kb_id, knowledge_base_ids=scope, **body.model_dump(
         exclude={"knowledge_base_ids"}))
-    results = await c.search_service.search(tenant_id, params)
+    results = await search_service.search(tenant_id, params)
     return ok(results_json(results))
 
 
@@ -93,7 +93,8 @@ def _mentions(body: KnowledgeSearchBody) -> tuple[list[str], list[str], list[str
 
 
 @router.post("/knowledge-search")
-async def knowledge_search(request: Request, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
+async def knowledge_search(request: Request, search_service: SearchServiceDep, rerankers: RerankersDep,
+                           tenant_id: TenantDep) -> JSONResponse:
     """Spec §1.10: retrieval (+ rerank when a reranker is configured), no LLM."""
     body: KnowledgeSearchBody = parse(KnowledgeSearchBody, await read_object(request))
     query = body.query.strip()
@@ -104,7 +105,7 @@ async def knowledge_search(request: Request, c: ContainerDep, tenant_id: TenantD
     kb_ids, doc_ids, tag_ids = _mentions(body)
     if not (kb_ids or doc_ids or tag_ids):
         raise BadRequest("at least one of knowledge_base_id(s), knowledge_ids or tag_ids is required")
-    search: HybridSearch = c.search_service
+    search = search_service
     scopes: dict[str, list[str]] = {}
     for tag, kb in (await search.store.tag_kbs(tag_ids)).items():
         scopes.setdefault(kb, []).append(tag)
@@ -121,19 +122,16 @@ async def knowledge_search(request: Request, c: ContainerDep, tenant_id: TenantD
     if err is not None and not results:
         raise err
     ranked = dedupe_results(results)
-    ranked = await _rerank(c, query, ranked, cfg.rerank_threshold, cfg.rerank_top_k)
+    ranked = await _rerank(rerankers, query, ranked, cfg.rerank_threshold, cfg.rerank_top_k)
     return ok(results_json(ranked))
 
 
-async def _rerank(c: Any, query: str, results: list[SearchResult], threshold: float,
+async def _rerank(rerankers: Rerankers, query: str, results: list[SearchResult], threshold: float,
                   top_k: int) -> list[SearchResult]:
-    """Rerank with the configured reranker if the pipeline area provides one; otherwise keep retrieval order."""
-    registry = getattr(c, "rerankers", None)
-    if registry is None or not results:
+    """Rerank with the configured reranker if there is one; otherwise keep retrieval order."""
+    if not results:
         return results[:top_k]
-    reranker = registry.get(None)
-    if inspect.isawaitable(reranker):
-        reranker = await reranker
+    reranker = await rerankers.get(None)
     if reranker is None:
         return results[:top_k]
     try:

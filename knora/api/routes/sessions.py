@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from knora.api.body import read_object
-from knora.api.deps import ContainerDep, TenantDep
+from knora.api.deps import SessionServiceDep, TenantDep
 from knora.api.envelope import ok
 from knora.domain.common import is_uuid
 from knora.domain.errors import BadRequest, NotFound, ValidationFailed
@@ -34,17 +34,17 @@ def _str(body: dict[str, Any], key: str) -> str | None:
 
 
 @router.post("/sessions", status_code=201)
-async def create_session(request: Request, c: ContainerDep, tenant_id: TenantDep) -> Any:
+async def create_session(request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     body = await read_object(request)
     agent_cfg = body.get("agent_config") if isinstance(body.get("agent_config"), dict) else {}
-    session = await c.session_service.create(
+    session = await session_service.create(
         tenant_id, title=_str(body, "title") or "", description=_str(body, "description") or "",
         source=_str(body, "source") or "web", agent_id=str((agent_cfg or {}).get("agent_id") or ""))
     return ok(session_json(session), status=201)
 
 
 @router.get("/sessions")
-async def list_sessions(c: ContainerDep, tenant_id: TenantDep, page: str = "1", page_size: str = "20",
+async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep, page: str = "1", page_size: str = "20",
                         keyword: str | None = None, source: str | None = None, agent_id: str | None = None) -> Any:
     try:
         p, size = int(page), int(page_size)
@@ -52,63 +52,63 @@ async def list_sessions(c: ContainerDep, tenant_id: TenantDep, page: str = "1", 
         raise ValidationFailed("page and page_size must be integers") from exc
     if p < 1 or not 1 <= size <= 1000:
         raise ValidationFailed("page must be ≥ 1 and page_size between 1 and 1000")
-    items, total = await c.session_service.list_sessions(tenant_id, page=p, page_size=size, keyword=keyword or None,
+    items, total = await session_service.list_sessions(tenant_id, page=p, page_size=size, keyword=keyword or None,
                                                 source=source or None, agent_id=agent_id or None)
     return ok([session_json(s) for s in items], total=total, page=p, page_size=size)
 
 
 @router.delete("/sessions/batch")
-async def batch_delete(request: Request, c: ContainerDep, tenant_id: TenantDep) -> Any:
+async def batch_delete(request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     body = await read_object(request)
     if body.get("delete_all") is True:
-        n = await c.session_service.delete_all(tenant_id)
+        n = await session_service.delete_all(tenant_id)
         return ok(message=f"Deleted {n} sessions")
     ids = body.get("ids")
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
         raise BadRequest("ids (a non-empty list of session ids) or delete_all:true is required")
-    n = await c.session_service.delete_many(tenant_id, [i for i in ids if is_uuid(i)])
+    n = await session_service.delete_many(tenant_id, [i for i in ids if is_uuid(i)])
     return ok(message=f"Deleted {n} sessions")
 
 
 @router.get("/sessions/{session_id}")
-async def get_session(session_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
-    return ok(session_json(await c.session_service.get(tenant_id, session_id_or_404(session_id))))
+async def get_session(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+    return ok(session_json(await session_service.get(tenant_id, session_id_or_404(session_id))))
 
 
 @router.put("/sessions/{session_id}")
-async def update_session(session_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> Any:
+async def update_session(session_id: str, request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     body = await read_object(request)
-    session = await c.session_service.update(tenant_id, session_id_or_404(session_id), title=_str(body, "title"),
+    session = await session_service.update(tenant_id, session_id_or_404(session_id), title=_str(body, "title"),
                                              description=_str(body, "description"))
     return ok(session_json(session))
 
 
 @router.delete("/sessions/{session_id}")
-async def delete_session(session_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
-    await c.session_service.delete(tenant_id, session_id_or_404(session_id))
+async def delete_session(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+    await session_service.delete(tenant_id, session_id_or_404(session_id))
     return ok(message="Session deleted successfully")
 
 
 @router.delete("/sessions/{session_id}/messages")
-async def clear_messages(session_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
-    n = await c.session_service.clear_messages(tenant_id, session_id_or_404(session_id))
+async def clear_messages(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+    n = await session_service.clear_messages(tenant_id, session_id_or_404(session_id))
     return ok(message=f"Deleted {n} messages")
 
 
 @router.post("/sessions/{session_id}/pin")
-async def pin(session_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
-    return ok(session_json(await c.session_service.set_pinned(tenant_id, session_id_or_404(session_id), True)))
+async def pin(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+    return ok(session_json(await session_service.set_pinned(tenant_id, session_id_or_404(session_id), True)))
 
 
 @router.delete("/sessions/{session_id}/pin")
-async def unpin(session_id: str, c: ContainerDep, tenant_id: TenantDep) -> Any:
-    return ok(session_json(await c.session_service.set_pinned(tenant_id, session_id_or_404(session_id), False)))
+async def unpin(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+    return ok(session_json(await session_service.set_pinned(tenant_id, session_id_or_404(session_id), False)))
 
 
 @router.post("/sessions/{session_id}/generate_title")
-async def generate_title(session_id: str, request: Request, c: ContainerDep, tenant_id: TenantDep) -> Any:
+async def generate_title(session_id: str, request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     body = await read_object(request)
-    session = await c.session_service.get(tenant_id, session_id_or_404(session_id))
+    session = await session_service.get(tenant_id, session_id_or_404(session_id))
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise BadRequest("messages is required")
@@ -117,7 +117,7 @@ async def generate_title(session_id: str, request: Request, c: ContainerDep, ten
     query = next((str(m.get("content") or "") for m in messages
                   if isinstance(m, dict) and m.get("role") == "user" and m.get("content")), "")
     if not query:
-        first = [m for m in await c.session_service.load_messages(tenant_id, session.id, limit=1000)
+        first = [m for m in await session_service.load_messages(tenant_id, session.id, limit=1000)
                  if m.role == "user" and m.content]
         query = first[0].content if first else ""
-    return ok(await c.session_service.generate_title(tenant_id, session.id, query))
+    return ok(await session_service.generate_title(tenant_id, session.id, query))

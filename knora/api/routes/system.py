@@ -14,10 +14,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from knora import __version__
-from knora.api.deps import ContainerDep, TenantDep
+from knora.api.deps import DefaultTenantDep, SettingsDep, TenantDep, TenantsDep
 from knora.api.envelope import ok
 from knora.domain.errors import Forbidden, NotFound, Unauthorized
-from knora.services.tenants.service import generate_key
+from knora.services.tenants.service import TenantService
 
 router = APIRouter(tags=["system"])
 
@@ -43,12 +43,12 @@ def _is_loopback(request: Request) -> bool:
 
 
 @router.get("/system/info")
-async def system_info(c: ContainerDep, _tenant_id: TenantDep) -> JSONResponse:
-    engine = c.settings.effective_retrieval_engine
+async def system_info(settings: SettingsDep, _tenant_id: TenantDep) -> JSONResponse:
+    engine = settings.effective_retrieval_engine
     return ok({"version": __version__, "edition": "knora", "commit_id": "", "build_time": "", "go_version": "",
                "keyword_index_engine": engine, "vector_store_engine": engine, "graph_database_engine": "",
-               "minio_enabled": False, "db_version": "sqlite" if c.settings.is_sqlite else "postgres",
-               "embedder": c.settings.embedder, "job_queue": c.settings.job_queue})
+               "minio_enabled": False, "db_version": "sqlite" if settings.is_sqlite else "postgres",
+               "embedder": settings.embedder, "job_queue": settings.job_queue})
 
 
 @router.get("/system/capabilities")
@@ -58,48 +58,45 @@ async def system_capabilities(_tenant_id: TenantDep) -> JSONResponse:
     return ok({"edition": "lite", "capabilities": caps})
 
 
-async def _login_body(c: Any, tenant_id: int, token: str) -> dict[str, Any]:
-    t = await c.tenants.get(tenant_id)
+async def _login_body(tenants: TenantService, tenant_id: int, token: str) -> dict[str, Any]:
+    t = await tenants.get(tenant_id)
     user, tenant, memberships = _user(tenant_id, t.name if t else "default")
     return {"success": True, "message": "Login successful", "user": user, "tenant": tenant, "active_tenant": tenant,
             "memberships": memberships, "token": token, "refresh_token": token}
 
 
 @router.post("/auth/auto-setup")
-async def auto_setup(request: Request, c: ContainerDep) -> JSONResponse:
+async def auto_setup(request: Request, settings: SettingsDep, tenants: TenantsDep,
+                     default_tenant_id: DefaultTenantDep) -> JSONResponse:
     if not _is_loopback(request):
         raise Forbidden("Auto-setup is only available from this machine; use an API key")
-    token = c.settings.api_key or getattr(c, "ui_api_key", None)
-    if not token:
-        token = generate_key()
-        await c.tenants.ensure_default(token)  # adds the key to the default tenant
-        setattr(c, "ui_api_key", token)  # noqa: B010 - a process-wide cache on the container
-    return JSONResponse(await _login_body(c, c.default_tenant_id, token))
+    token = await tenants.ui_key(settings.api_key)
+    return JSONResponse(await _login_body(tenants, default_tenant_id, token))
 
 
 @router.post("/auth/login")
-async def login(request: Request, c: ContainerDep) -> JSONResponse:
+async def login(request: Request, tenants: TenantsDep) -> JSONResponse:
     """Knora has no user passwords: the login page's password field takes a tenant API key (any email)."""
     try:
         body = await request.json()
     except ValueError:
         body = {}
     password = str(body.get("password") or "") if isinstance(body, dict) else ""
-    tenant_id = await c.tenants.authenticate(password) if password else None
+    tenant_id = await tenants.authenticate(password) if password else None
     if tenant_id is None:
         return JSONResponse({"success": False, "message": "Invalid credentials: use an API key as the password"},
                             status_code=401)
-    return JSONResponse(await _login_body(c, tenant_id, password))
+    return JSONResponse(await _login_body(tenants, tenant_id, password))
 
 
 @router.post("/auth/refresh")
-async def refresh(request: Request, c: ContainerDep) -> JSONResponse:
+async def refresh(request: Request, tenants: TenantsDep) -> JSONResponse:
     try:
         body = await request.json()
     except ValueError:
         body = {}
     token = str((body or {}).get("refreshToken") or (body or {}).get("refresh_token") or "")
-    if not token or await c.tenants.authenticate(token) is None:
+    if not token or await tenants.authenticate(token) is None:
         raise Unauthorized("Unauthorized: invalid or expired token")
     return JSONResponse({"success": True, "message": "Token refreshed", "access_token": token, "refresh_token": token})
 
@@ -110,16 +107,16 @@ async def auth_config() -> JSONResponse:
 
 
 @router.get("/auth/me")
-async def auth_me(c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    t = await c.tenants.get(tenant_id)
+async def auth_me(tenants: TenantsDep, tenant_id: TenantDep) -> JSONResponse:
+    t = await tenants.get(tenant_id)
     user, tenant, memberships = _user(tenant_id, t.name if t else "default")
     return ok({"user": user, "tenant": tenant, "memberships": memberships, "tenant_required": False,
                "capabilities": {"can_create_tenant": False, "auto_accept_invitation": False}})
 
 
 @router.get("/tenants/kv/{key}")
-async def tenant_kv(key: str, c: ContainerDep, tenant_id: TenantDep) -> JSONResponse:
-    t = await c.tenants.get(tenant_id)
+async def tenant_kv(key: str, tenants: TenantsDep, tenant_id: TenantDep) -> JSONResponse:
+    t = await tenants.get(tenant_id)
     if key == "retrieval-config":
         return ok(t.retrieval_config if t else {})
     if key in ("web-search-config", "prompt-templates"):

@@ -6,7 +6,7 @@ import hashlib
 from typing import Any
 
 from knora.domain.errors import BadRequest, NotFound
-from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES, Chunk
+from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES, Chunk, Knowledge
 from knora.domain.search import IndexRow
 from knora.ports.store import Page
 from knora.services.ingest.service import IngestDeps
@@ -18,7 +18,7 @@ class ChunkService:
     def __init__(self, deps: IngestDeps) -> None:
         self.d = deps
 
-    async def _knowledge(self, tenant_id: int, knowledge_id: str) -> Any:
+    async def _knowledge(self, tenant_id: int, knowledge_id: str) -> Knowledge:
         k = await self.d.repos.knowledge.get(tenant_id, knowledge_id)
         if k is None:
             raise NotFound("Knowledge not found")

@@ -21,6 +21,7 @@ from typing import Any
 from knora.domain.knowledge import Chunk
 from knora.domain.search import IndexRow
 from knora.ports.retrieval import RetrievalEngine
+from knora.ports.store import ChunkRepo
 
 
 @dataclass
@@ -33,7 +34,7 @@ class _Pending:
 
 
 class GroupCommitter:
-    def __init__(self, chunks_repo: Any, retrieval: Callable[[], RetrievalEngine | None], max_docs: int = 64) -> None:
+    def __init__(self, chunks_repo: ChunkRepo, retrieval: Callable[[], RetrievalEngine | None], max_docs: int = 64) -> None:
         self._repo = chunks_repo
         self._retrieval = retrieval
         self._max = max(1, max_docs)

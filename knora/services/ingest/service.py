@@ -20,14 +20,15 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Protocol
 
-from knora.adapters.blobs.local import LocalBlobStore, safe_name
-from knora.domain.common import utcnow
+from knora.domain.common import safe_name, utcnow
 from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
 from knora.domain.knowledge import ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus
 from knora.domain.search import IndexRow
+from knora.ports.blobs import BlobStore
 from knora.ports.jobs import JobQueue
 from knora.ports.parser import ParsedDocument, ParseError
 from knora.ports.retrieval import RetrievalEngine
+from knora.ports.store import Repositories
 from knora.services.ingest import fetch as fetching
 from knora.services.ingest.build import Draft, build_chunks, searchable
 from knora.services.ingest.committer import GroupCommitter
@@ -67,8 +68,8 @@ class Parsers(Protocol):
 @dataclass
 class IngestDeps:
     settings: Settings
-    repos: Any  # namespace: kbs, knowledge, chunks, tags, models
-    blobs: LocalBlobStore
+    repos: Repositories
+    blobs: BlobStore
     parsers: Parsers
     embedders: EmbedderRegistry
     jobs: JobQueue

@@ -7,6 +7,7 @@ from typing import Any
 
 from knora.domain.errors import NotFound, ValidationFailed
 from knora.domain.models import BUILTIN_CHAT_MODEL_ID, ModelConfig, canonical_model_type
+from knora.ports.store import Repositories
 from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID, EmbedderRegistry
 from knora.settings import Settings
 
@@ -21,7 +22,7 @@ def _type(value: Any) -> str:
 
 
 class ModelService:
-    def __init__(self, repos: Any, embedders: EmbedderRegistry) -> None:
+    def __init__(self, repos: Repositories, embedders: EmbedderRegistry) -> None:
         self.repos = repos
         self.embedders = embedders
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from knora.adapters.blobs.local import LocalBlobStore
 from knora.domain.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from knora.domain.knowledge import (
     ChunkingConfig,
@@ -19,8 +18,9 @@ from knora.domain.knowledge import (
     RetrievalConfig,
     Tag,
 )
+from knora.ports.blobs import BlobStore
 from knora.ports.retrieval import RetrievalEngine
-from knora.ports.store import KBStats, Page
+from knora.ports.store import KBStats, Page, Repositories
 
 MAX_CHUNK_SIZE = 32_768
 
@@ -54,7 +54,7 @@ def _name(value: Any, what: str = "name") -> str:
 
 
 class KnowledgeBaseService:
-    def __init__(self, repos: Any, blobs: LocalBlobStore, retrieval: Callable[[], RetrievalEngine | None],
+    def __init__(self, repos: Repositories, blobs: BlobStore, retrieval: Callable[[], RetrievalEngine | None],
                  default_embedding_model: Callable[[], str]) -> None:
         self.repos = repos
         self.blobs = blobs

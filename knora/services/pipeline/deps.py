@@ -1,6 +1,6 @@
-"""What the plugins need from the rest of Knora, as small Protocols (wiring fills them from the container).
+"""What the plugins need from the rest of Knora, as small Protocols (the composition root fills them).
 
-Plugins are built once per container with these; per-turn data lives in ``ChatManage``. Every dependency but
+Plugins are built once per process with these; per-turn data lives in ``ChatManage``. Every dependency but
 the model resolvers is optional so a plugin degrades (skips) instead of crashing when an area is not wired.
 """
 
@@ -8,28 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
-from knora.domain.search import SearchResult
-from knora.ports.chat import ChatModel
+from knora.ports.chat import ChatModels
 from knora.ports.graph import GraphStore
-from knora.ports.reranker import Reranker
+from knora.ports.reranker import Rerankers
+from knora.ports.search_store import SearchService
 from knora.ports.websearch import WebSearch
-
-
-class ChatModels(Protocol):
-    async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> ChatModel: ...
-
-
-class Rerankers(Protocol):
-    async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> Reranker | None: ...
-
-
-class SearchService(Protocol):
-    """``c.search_service`` (retrieval area)."""
-
-    async def search(self, tenant_id: int, params: Any) -> list[SearchResult]: ...
 
 
 class Reads(Protocol):

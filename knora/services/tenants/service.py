@@ -29,6 +29,7 @@ class TenantService:
         self._sessions = sessions
         self._cache: dict[str, int] = {}
         self._lookups: dict[str, asyncio.Future[int | None]] = {}  # keys being looked up: later askers wait
+        self._ui_key: str | None = None
 
     async def authenticate(self, key: str) -> int | None:
         """The tenant of an API key. Known keys are answered from memory; concurrent first requests with one key
@@ -78,6 +79,17 @@ class TenantService:
         tenant = await self.get(tenant_id)
         assert tenant is not None
         return tenant, key
+
+    async def ui_key(self, configured: str | None) -> str:
+        """The key the local web UI logs in with: the configured key, else one generated on first use and added to
+        the default tenant (kept for the life of the process; it is stored hashed only)."""
+        if configured:
+            return configured
+        if self._ui_key is None:
+            key = generate_key()
+            await self.ensure_default(key)
+            self._ui_key = key
+        return self._ui_key
 
     async def ensure_default(self, api_key: str | None) -> tuple[int, str | None]:
         """The embedded profile's default tenant. Returns (tenant id, a newly generated key or None).

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from knora.container import Container
+from knora.root import build_services
 from knora.settings import Settings
+from tests.conftest import RECORDING
 
 
 @pytest.fixture
 async def container(make_settings: Callable[..., Settings], db_url: str) -> AsyncIterator[Any]:
-    c = Container(make_settings(database_url=db_url))
-    await c.start(wiring=("knora.services.ingest.wiring",))
+    c = await build_services(make_settings(database_url=db_url), RECORDING)
     try:
         yield c
     finally:
-        await c.close()
+        await c.aclose()

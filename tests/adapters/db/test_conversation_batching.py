@@ -25,14 +25,14 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def c(make_settings: Callable[..., Settings], db_url: str) -> AsyncIterator[Any]:
-    from knora.container import Container
+    from knora.root import build_services
+    from tests.conftest import RECORDING
 
-    container = Container(make_settings(database_url=db_url))
-    await container.start(wiring=("knora.services.streaming.wiring",))
+    container = await build_services(make_settings(database_url=db_url), RECORDING)
     try:
         yield container
     finally:
-        await container.close()
+        await container.aclose()
 
 
 class StatementLog:

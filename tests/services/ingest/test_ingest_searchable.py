@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from knora.container import Container
 from knora.domain.search import SearchParams
+from knora.root import build_services
 from knora.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -20,12 +20,11 @@ DOC = (b"# Otters\n\nSea otters hold hands while they sleep so that they do not 
 
 @pytest.fixture
 async def full(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    c = Container(make_settings())
-    await c.start()  # every area's wiring
+    c = await build_services(make_settings())
     try:
         yield c
     finally:
-        await c.close()
+        await c.aclose()
 
 
 async def _search(c: Any, kb_id: str, text: str) -> list[Any]:

@@ -11,13 +11,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from knora.container import Container
 from knora.domain.errors import BadRequest, NotFound, PayloadTooLarge
 from knora.domain.knowledge import ChunkType, ParseStatus
+from knora.root import build_services
 from knora.services.ingest.service import DuplicateKnowledge
 from knora.settings import Settings
-from tests.conftest import record_retrieval
-from tests.services.ingest.conftest import INGEST_ONLY
+from tests.conftest import RECORDING, record_retrieval
 
 pytestmark = pytest.mark.integration
 
@@ -88,13 +87,13 @@ class TestIngestFile:
         assert not list((c.settings.data_dir / "blobs").rglob("*.*"))
 
     async def test_upload_over_the_limit_is_refused(self, make_settings: Callable[..., Settings]) -> None:
-        c = await Container(make_settings(max_upload_bytes=100)).start(wiring=INGEST_ONLY)
+        c = await build_services(make_settings(max_upload_bytes=100), RECORDING)
         try:
             kb = await _kb(c)
             with pytest.raises(PayloadTooLarge):
                 await c.ingest_service.add_file(c.default_tenant_id, kb.id, "big.txt", b"x" * 101)
         finally:
-            await c.close()
+            await c.aclose()
 
     async def test_path_traversal_in_the_name_stays_inside_the_blob_store(self, sqlite_container: Any) -> None:
         c = sqlite_container
@@ -196,14 +195,14 @@ class TestReparseDeleteRestart:
 
     async def test_pending_job_survives_a_restart(self, make_settings: Callable[..., Settings], db_url: str) -> None:
         settings = make_settings(database_url=db_url)
-        first = await Container(settings).start(wiring=INGEST_ONLY)
+        first = await build_services(settings, RECORDING)
         await _stop_jobs(first)  # nothing runs in this process
         kb = await _kb(first)
         k = await first.ingest_service.add_file(first.default_tenant_id, kb.id, "guide.md", TEXT.encode())
         assert (await first.repos.knowledge.get(None, k.id)).parse_status == ParseStatus.PENDING
-        await first.close()
+        await first.aclose()
 
-        second = await Container(settings).start(wiring=INGEST_ONLY)
+        second = await build_services(settings, RECORDING)
         try:
             await asyncio.sleep(0)
             await second.jobs.wait_idle(30)
@@ -211,7 +210,7 @@ class TestReparseDeleteRestart:
             assert got.parse_status == ParseStatus.COMPLETED, got.error_message
             assert len(await _chunks(second, k.id)) > 0
         finally:
-            await second.close()
+            await second.aclose()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -256,7 +255,7 @@ class TestIngestUrl:
             await sqlite_container.ingest_service.add_url(sqlite_container.default_tenant_id, kb.id, f"{web}/page")
 
     async def test_page_and_file_urls_with_redirect(self, make_settings: Callable[..., Settings], web: str) -> None:
-        c = await Container(make_settings(allow_private_network_fetch=True, max_upload_bytes=1000)).start(wiring=INGEST_ONLY)
+        c = await build_services(make_settings(allow_private_network_fetch=True, max_upload_bytes=1000), RECORDING)
         try:
             kb = await _kb(c)
             page = await c.ingest_service.add_url(c.default_tenant_id, kb.id, f"{web}/moved")
@@ -277,7 +276,7 @@ class TestIngestUrl:
             g = await c.repos.knowledge.get(None, gone.id)
             assert g.parse_status == ParseStatus.FAILED and "404" in g.error_message
         finally:
-            await c.close()
+            await c.aclose()
 
 
 class TestChunkEdit:

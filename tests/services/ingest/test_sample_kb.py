@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from knora.container import Container
 from knora.domain.knowledge import ParseStatus
+from knora.root import build_services
 from knora.services.ingest.sample import SAMPLE_DIR
 from knora.settings import Settings
-from tests.services.ingest.conftest import INGEST_ONLY
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +27,7 @@ async def _sample(c: Any) -> Any:
 
 async def test_sample_kb_is_ingested_once(make_settings: Callable[..., Settings]) -> None:
     settings = make_settings(sample_kb=True)
-    c = await Container(settings).start(wiring=INGEST_ONLY)
+    c = await build_services(settings)
     try:
         kb = await _sample(c)
         expected = len([p for p in SAMPLE_DIR.iterdir() if p.is_file()])
@@ -44,10 +43,10 @@ async def test_sample_kb_is_ingested_once(make_settings: Callable[..., Settings]
         assert any("常见问题" in d.title for d in docs)
         await c.kb_service.delete(c.default_tenant_id, kb.id)
     finally:
-        await c.close()
-    again = await Container(settings).start(wiring=INGEST_ONLY)
+        await c.aclose()
+    again = await build_services(settings)
     try:
         await asyncio.sleep(0.2)
         assert await again.repos.kbs.get_by_name(again.default_tenant_id, "Sample") is None
     finally:
-        await again.close()
+        await again.aclose()

@@ -64,10 +64,9 @@ def fake() -> Iterator[FakeModelServer]:
 
 
 async def _container(settings: Settings) -> Any:
-    from knora.container import Container
+    from knora.root import build_services
 
-    c = Container(settings)
-    await c.start()
+    c = await build_services(settings)
     if not c.jobs.started:
         await c.jobs.start()
     return c
@@ -99,7 +98,7 @@ async def model_container(make_settings: Callable[..., Settings], fake: FakeMode
     try:
         yield c
     finally:
-        await c.close()
+        await c.aclose()
 
 
 @pytest.fixture
@@ -109,4 +108,4 @@ async def plain_container(make_settings: Callable[..., Settings]) -> AsyncIterat
     try:
         yield c
     finally:
-        await c.close()
+        await c.aclose()

@@ -18,7 +18,7 @@ async def test_knowledge_chat_streams_a_cited_extractive_answer(plain_container:
 
     c = plain_container
     kb = await add_kb(c, DOCS)
-    app = create_app(container=c)
+    app = create_app(services=c)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
                                  headers={"X-API-Key": "sk-test-key"}, timeout=60) as http:
         session = (await http.post("/api/v1/sessions", json={"title": "t"})).json()["data"]

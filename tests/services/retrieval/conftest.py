@@ -94,19 +94,11 @@ class Seeder:
 
 @pytest.fixture
 async def rc(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    """A started container with only the retrieval wiring (and the embedder registry it needs)."""
-    from knora.adapters.embedders.registry import build_embedder
-    from knora.container import Container
-    from knora.services.ingest.embedders import EmbedderRegistry
+    """Running services (the retrieval tests use the engine, hybrid search and the embedder registry)."""
+    from tests.conftest import started
 
-    settings = make_settings()
-    c = Container(settings)
-    c.embedders = EmbedderRegistry(settings, build_embedder)
-    await c.start(wiring=("knora.services.retrieval.wiring",))
-    try:
+    async with started(make_settings()) as c:
         yield c
-    finally:
-        await c.close()
 
 
 @pytest.fixture

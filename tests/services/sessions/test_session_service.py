@@ -19,14 +19,13 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def svc(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    from knora.container import Container
+    from knora.root import build_services
 
-    c = Container(make_settings())
-    await c.start(wiring=("knora.services.streaming.wiring",))
+    c = await build_services(make_settings())
     try:
         yield c.session_service
     finally:
-        await c.close()
+        await c.aclose()
 
 
 async def turn(svc: Any, sid: str, i: int, query: str, answer: str, *, minutes_ago: int) -> None:

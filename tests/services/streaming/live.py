@@ -21,7 +21,7 @@ from tests.conftest import TEST_API_KEY
 async def live_client(container: Any) -> AsyncIterator[httpx.AsyncClient]:
     from knora.api.app import create_app
 
-    server = uvicorn.Server(uvicorn.Config(create_app(container=container), host="127.0.0.1", port=0,
+    server = uvicorn.Server(uvicorn.Config(create_app(services=container), host="127.0.0.1", port=0,
                                            log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve())
     while not server.started:

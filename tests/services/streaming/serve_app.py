@@ -15,24 +15,23 @@ import uvicorn
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from knora.api.app import create_app
-from knora.container import Container
+from knora.root import build_services
 from knora.settings import Settings
-from tests.conftest import REDIS_URL, TEST_API_KEY
+from tests.conftest import RECORDING, REDIS_URL, TEST_API_KEY
 from tests.services.streaming.runners import ScriptedRunner
 
 
 async def main(port: int, db_url: str, prefix: str, data_dir: str) -> None:
     settings = Settings(database_url=db_url, stream_log="redis", redis_url=REDIS_URL, redis_prefix=prefix,
                         data_dir=Path(data_dir), api_key=TEST_API_KEY, embedder="local:hash", sample_kb=False)
-    c: Any = Container(settings)
-    await c.start(wiring=("knora.services.streaming.wiring",))
-    c.quick_answer = ScriptedRunner(chunk=2, delay=0.05)  # ~45 deltas, slow enough to act mid-stream
-    server = uvicorn.Server(uvicorn.Config(create_app(container=c), host="127.0.0.1", port=port,
+    c: Any = await build_services(settings, RECORDING)
+    c.runners.quick = ScriptedRunner(chunk=2, delay=0.05)  # ~45 deltas, slow enough to act mid-stream
+    server = uvicorn.Server(uvicorn.Config(create_app(services=c), host="127.0.0.1", port=port,
                                            log_level="warning"))
     try:
         await server.serve()
     finally:
-        await c.close()
+        await c.aclose()
 
 
 if __name__ == "__main__":

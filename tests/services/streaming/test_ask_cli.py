@@ -19,15 +19,14 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def c(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    from knora.container import Container
+    from knora.root import build_services
 
-    container: Any = Container(make_settings())
-    await container.start(wiring=("knora.services.streaming.wiring",))
-    container.quick_answer = ScriptedRunner()
+    container: Any = await build_services(make_settings())
+    container.runners.quick = ScriptedRunner()
     try:
         yield container
     finally:
-        await container.close()
+        await container.aclose()
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -167,13 +167,12 @@ async def test_random_interleavings_keep_every_character_in_order(seed: int,
 
 async def test_a_paced_turn_streams_fewer_entries_and_saves_exactly_what_was_streamed(
         make_settings: Callable[..., Settings]) -> None:
-    from knora.container import Container
+    from knora.root import build_services
     from knora.services.streaming.intake import ChatBody
 
-    c: Any = Container(make_settings(stream_frame_budget=1, stream_max_hold_ms=40))
-    await c.start(wiring=("knora.services.streaming.wiring",))
+    c: Any = await build_services(make_settings(stream_frame_budget=1, stream_max_hold_ms=40))
     try:
-        c.quick_answer = ScriptedRunner(chunk=2, delay=0.004)
+        c.runners.quick = ScriptedRunner(chunk=2, delay=0.004)
         s = await c.session_service.create(c.default_tenant_id)
         turn = await c.chat_service.start(c.default_tenant_id, s.id, ChatBody(query="q"), "rid")
         await c.chat_service.wait_idle()
@@ -188,11 +187,11 @@ async def test_a_paced_turn_streams_fewer_entries_and_saves_exactly_what_was_str
         assert saved.content == EXPANDED and len(saved.knowledge_references) == len(RESULTS)
         assert c.chat_service.pacer.streams == 0
     finally:
-        await c.close()
+        await c.aclose()
 
 
 async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: Callable[..., Settings]) -> None:
-    from knora.container import Container
+    from knora.root import build_services
     from knora.services.streaming.intake import ChatBody
     from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
 
@@ -209,10 +208,9 @@ async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: C
             await asyncio.Event().wait()
             raise AssertionError("not reached")
 
-    c: Any = Container(make_settings(stream_frame_budget=1, stream_max_hold_ms=30_000))
-    await c.start(wiring=("knora.services.streaming.wiring",))
+    c: Any = await build_services(make_settings(stream_frame_budget=1, stream_max_hold_ms=30_000))
     try:
-        c.quick_answer = Burst()
+        c.runners.quick = Burst()
         s = await c.session_service.create(c.default_tenant_id)
         turn = await c.chat_service.start(c.default_tenant_id, s.id, ChatBody(query="q"), "rid")
         await gate.wait()
@@ -225,7 +223,7 @@ async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: C
         saved = await c.session_service.get_message(c.default_tenant_id, mid)
         assert saved.is_completed and saved.content == streamed and not saved.is_fallback
     finally:
-        await c.close()
+        await c.aclose()
 
 
 async def test_an_event_waits_for_a_timer_release_still_in_the_handlers() -> None:

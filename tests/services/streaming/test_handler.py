@@ -78,14 +78,13 @@ async def test_flush_all_releases_held_text_and_drops_partial_tags() -> None:
 async def test_shutdown_mid_turn_saves_partial_and_ends_the_log(make_settings: Callable[..., Settings]) -> None:
     import asyncio
 
-    from knora.container import Container
+    from knora.root import build_services
     from knora.services.streaming.intake import ChatBody
 
-    c: Any = Container(make_settings())
-    await c.start(wiring=("knora.services.streaming.wiring",))
+    c: Any = await build_services(make_settings())
     gate = asyncio.Event()
     runner = ScriptedRunner(gate=gate)
-    c.quick_answer = runner
+    c.runners.quick = runner
     s = await c.session_service.create(c.default_tenant_id)
     turn = await c.chat_service.start(c.default_tenant_id, s.id, ChatBody(query="q"), "rid")
     await runner.started.wait()
@@ -99,4 +98,4 @@ async def test_shutdown_mid_turn_saves_partial_and_ends_the_log(make_settings: C
     assert events[-1].type == "stop" and events[-1].data["reason"] == "shutdown"
     saved = await c.session_service.get_message(c.default_tenant_id, turn.assistant_message_id)
     assert saved.is_completed and saved.content and EXPANDED.startswith(saved.content)
-    await c.close()
+    await c.aclose()

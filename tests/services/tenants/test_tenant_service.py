@@ -17,10 +17,9 @@ pytestmark = pytest.mark.integration
 
 
 async def test_a_thousand_concurrent_first_requests_are_one_lookup(make_settings: Callable[..., Settings]) -> None:
-    from knora.container import Container
+    from knora.root import build_services
 
-    c: Any = Container(make_settings())
-    await c.start(wiring=())
+    c: Any = await build_services(make_settings())
     try:
         queries: list[str] = []
         event.listen(c.db.sync_engine, "before_cursor_execute",
@@ -39,15 +38,14 @@ async def test_a_thousand_concurrent_first_requests_are_one_lookup(make_settings
         assert await tenants.authenticate(key) is not None
         assert await tenants.authenticate("") is None
     finally:
-        await c.close()
+        await c.aclose()
 
 
 async def test_a_failed_lookup_fails_every_waiter_and_the_next_request_tries_again(
         make_settings: Callable[..., Settings]) -> None:
-    from knora.container import Container
+    from knora.root import build_services
 
-    c: Any = Container(make_settings())
-    await c.start(wiring=())
+    c: Any = await build_services(make_settings())
     try:
         calls = 0
 
@@ -78,4 +76,4 @@ async def test_a_failed_lookup_fails_every_waiter_and_the_next_request_tries_aga
         assert all(isinstance(r, ConnectionError) for r in results) and calls == 1  # one lookup, shared
         assert await tenants.authenticate(TEST_API_KEY) == c.default_tenant_id and calls == 2
     finally:
-        await c.close()
+        await c.aclose()

@@ -1,0 +1,349 @@
+"""The composition root: ``build_services(settings) -> Services`` builds every adapter and service, in one place.
+
+Each part is built once, in dependency order (store → retrieval → models → conversations → agent → chat), and
+handed what it needs as typed values: nothing is looked up by name later, and nothing resolves another area
+lazily. ``Services`` is a frozen record of what runs; the API (``knora/api/deps.py``) and the CLI read their
+services from it. The only replaceable part of a running process is the turn runner by kind
+(``Services.runners``), which a test or an embedding application may swap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from knora.adapters.blobs.local import LocalBlobStore
+from knora.adapters.db.engine import make_engine, make_sessionmaker, migrate
+from knora.adapters.db.repos._batch import GroupCommit
+from knora.adapters.db.repos._mapping import GatedSessions
+from knora.adapters.db.repos.agents import SqlAgentRepo
+from knora.adapters.db.repos.chunks import SqlChunkRepo
+from knora.adapters.db.repos.faq import SqlFaqRepo
+from knora.adapters.db.repos.jobs import SqlJobRepo
+from knora.adapters.db.repos.kbs import SqlKnowledgeBaseRepo
+from knora.adapters.db.repos.knowledge import SqlKnowledgeRepo
+from knora.adapters.db.repos.mcp_services import SqlMCPServiceRepo
+from knora.adapters.db.repos.messages import SqlMessageRepo
+from knora.adapters.db.repos.models import SqlModelRepo
+from knora.adapters.db.repos.search_reads import SqlSearchReads
+from knora.adapters.db.repos.sessions import SqlSessionRepo
+from knora.adapters.db.repos.tags import SqlTagRepo
+from knora.adapters.embedders.registry import build_embedder
+from knora.adapters.graph.sqlite_graph import SqlGraphStore
+from knora.adapters.jobs.inprocess import InProcessJobQueue
+from knora.adapters.llm.registry import ChatModelRegistry, RerankerRegistry
+from knora.adapters.mcp.approval_relay import RedisApprovalRelay
+from knora.adapters.mcp.toolset import MCPToolset
+from knora.adapters.parsers.registry import ParserRegistry
+from knora.adapters.retrieval.registry import build_engine
+from knora.adapters.stream.registry import build as build_stream_log
+from knora.adapters.tools._skills import load_skills, skills_prompt
+from knora.adapters.tools.registry import CATALOG
+from knora.adapters.websearch.fetch import PageFetcher
+from knora.adapters.websearch.registry import build_web_search
+from knora.domain.knowledge import Knowledge
+from knora.domain.models import AgentConfig
+from knora.ports.chat import ChatModel, ChatModels
+from knora.ports.blobs import BlobStore
+from knora.ports.graph import GraphStore
+from knora.ports.jobs import JobQueue
+from knora.ports.reranker import Rerankers
+from knora.ports.retrieval import RetrievalEngine
+from knora.ports.store import Repositories
+from knora.ports.stream_log import StopSignals, StreamLog
+from knora.ports.tool import ToolDeps
+from knora.ports.websearch import WebSearch
+from knora.services.agent.approval import ApprovalBroker
+from knora.services.agent.assembly import build_registry
+from knora.services.agent.registry import ToolRegistry
+from knora.services.agent.runner import RunnerDeps, SmartReasoningRunner
+from knora.services.agent.service import AgentService
+from knora.services.ingest.chunk_edit import ChunkService
+from knora.services.ingest.chunker import split_document
+from knora.services.ingest.embedders import EmbedderRegistry
+from knora.services.ingest.service import JOB_KIND, IngestDeps, IngestService
+from knora.services.kb.models import ModelService
+from knora.services.kb.service import KnowledgeBaseService
+from knora.services.pipeline.deps import PipelineDeps
+from knora.services.pipeline.runner import QuickAnswerRunner
+from knora.services.retrieval.faq import FaqService
+from knora.services.retrieval.hybrid import HybridSearch
+from knora.services.sessions.service import SessionService
+from knora.services.streaming.pacing import DeltaPacer
+from knora.services.streaming.runners import TurnRunners
+from knora.services.streaming.service import ChatService
+from knora.services.tenants.service import TenantService
+from knora.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Closer = Callable[[], Awaitable[None]]
+ToolRegistryFactory = Callable[[list[str], ToolDeps | None], ToolRegistry]
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Parts a caller supplies instead of the settings' choice (tests, benchmarks, embedding applications)."""
+
+    engine: Callable[[Settings], RetrievalEngine] | None = None  # instead of the settings' retrieval engine
+    wrap_embedders: Callable[[EmbedderRegistry], EmbedderRegistry] | None = None  # e.g. a cache of vectors
+
+
+@dataclass(frozen=True)
+class Services:
+    """Everything a running Knora holds. Built by ``build_services``; closed (once) by ``aclose``."""
+
+    settings: Settings
+    db: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    tenants: TenantService
+    default_tenant_id: int
+    generated_api_key: str | None
+    # knowledge: documents in, chunks out
+    blobs: BlobStore
+    embedders: EmbedderRegistry
+    parsers: ParserRegistry
+    repos: Repositories
+    jobs: JobQueue
+    kb_service: KnowledgeBaseService
+    ingest_service: IngestService
+    chunk_service: ChunkService
+    model_service: ModelService
+    # retrieval
+    retrieval: RetrievalEngine
+    search_service: HybridSearch
+    faq_service: FaqService
+    # models and the quick-answer pipeline
+    chat_models: ChatModels
+    rerankers: Rerankers
+    web_search: WebSearch | None
+    graph_store: GraphStore
+    page_fetcher: PageFetcher
+    pipeline_deps: PipelineDeps
+    # conversations and chat turns
+    stream_log: StreamLog
+    stop_signals: StopSignals
+    session_service: SessionService
+    chat_service: ChatService
+    quick_answer: QuickAnswerRunner  # the runners as built; ``runners`` holds the ones turns use
+    smart_reasoning: SmartReasoningRunner
+    runners: TurnRunners
+    # the agent
+    agent_repo: SqlAgentRepo
+    mcp_service_repo: SqlMCPServiceRepo
+    approvals: ApprovalBroker
+    mcp_toolset: MCPToolset
+    tool_registry_factory: ToolRegistryFactory
+    agent_service: AgentService
+    _closers: list[Closer] = field(default_factory=list, repr=False)
+
+    async def aclose(self) -> None:
+        """Closes what was built, last built first; a failing closer is logged and the rest still run."""
+        while self._closers:
+            closer = self._closers.pop()
+            try:
+                await closer()
+            except Exception:
+                log.exception("error while closing")
+        await self.db.dispose()
+
+
+@dataclass(frozen=True)
+class _Store:
+    blobs: BlobStore
+    embedders: EmbedderRegistry
+    parsers: ParserRegistry
+    repos: Repositories
+    jobs: InProcessJobQueue
+
+
+@dataclass(frozen=True)
+class _Models:
+    chat_models: ChatModelRegistry
+    rerankers: RerankerRegistry
+    web_search: WebSearch | None
+    graph_store: SqlGraphStore
+    page_fetcher: PageFetcher
+
+
+def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides) -> _Store:
+    gated = GatedSessions(sessions, asyncio.Lock() if s.is_sqlite else None)
+    repos = Repositories(kbs=SqlKnowledgeBaseRepo(gated), knowledge=SqlKnowledgeRepo(gated),
+                         chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated),
+                         jobs=SqlJobRepo(gated))
+    if s.job_queue == "redis":
+        log.warning("job_queue=redis is not available yet; using the durable in-process queue on the database")
+    embedders = EmbedderRegistry(s, build_embedder)
+    if o.wrap_embedders is not None:
+        embedders = o.wrap_embedders(embedders)
+    return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,
+                  parsers=ParserRegistry(s.max_expanded_bytes), repos=repos,
+                  jobs=InProcessJobQueue(repos.jobs, workers=max(s.ingest_concurrency, s.ingest_workers)))
+
+
+def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,
+            closers: list[Closer]) -> _Models:
+    chat_models = ChatModelRegistry(s, repos.models)
+    rerankers = RerankerRegistry(s, repos.models)
+    closers += [chat_models.close, rerankers.close]
+    try:
+        web_search = build_web_search(s.web_search_provider, s.web_search_base_url, s.web_search_api_key)
+    except ValueError as exc:
+        log.warning("web search disabled: %s", exc)
+        web_search = None
+    close_web = getattr(web_search, "close", None)
+    if close_web is not None:
+        closers.append(close_web)
+    fetcher = PageFetcher(allow_private=s.allow_private_network_fetch)
+    closers.append(fetcher.close)
+    return _Models(chat_models=chat_models, rerankers=rerankers, web_search=web_search,
+                   graph_store=SqlGraphStore(sessions), page_fetcher=fetcher)
+
+
+def _pipeline_deps(models: _Models, search: HybridSearch, store: _Store, kbs: KnowledgeBaseService) -> PipelineDeps:
+    knowledge_repo = store.repos.knowledge
+
+    async def list_documents(tenant_id: int, kb_id: str, limit: int) -> list[Knowledge]:
+        page = await knowledge_repo.list(tenant_id, kb_id, page=1, page_size=limit)
+        return list(page.items)
+
+    return PipelineDeps(chat_models=models.chat_models, rerankers=models.rerankers, search=search,
+                        reads=search.store, web_search=models.web_search, graph_store=models.graph_store,
+                        fetch_page=models.page_fetcher, read_blob=store.blobs.get, list_documents=list_documents,
+                        list_kbs=kbs.list)
+
+
+async def _approvals(s: Settings, closers: list[Closer]) -> ApprovalBroker:
+    relay = RedisApprovalRelay(s.redis_url, s.redis_prefix) if s.stream_log == "redis" else None
+    approvals = ApprovalBroker(relay=relay)
+    try:
+        await approvals.start()
+    except Exception as exc:  # noqa: BLE001 - approvals still work on the replica that runs the turn
+        log.warning("approval relay unavailable (%s); approvals are resolved per instance only", exc)
+        await approvals.close()
+        approvals = ApprovalBroker()
+    closers.append(approvals.close)
+    return approvals
+
+
+def _worker_closer(jobs: InProcessJobQueue, tasks: list[asyncio.Task[None]]) -> Closer:
+    async def close() -> None:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await jobs.stop()
+
+    return close
+
+
+async def build_services(settings: Settings, overrides: Overrides | None = None) -> Services:
+    """Migrates the database, builds every part, starts the job workers; ``await services.aclose()`` ends it."""
+    s, o = settings, overrides or Overrides()
+    s.data_dir.mkdir(parents=True, exist_ok=True)
+    db = make_engine(s.effective_database_url)
+    sessions = make_sessionmaker(db)
+    closers: list[Closer] = []
+    await migrate(db)
+    tenants = TenantService(sessions)
+    default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
+
+    store = _store(s, sessions, o)
+    engine = o.engine(s) if o.engine is not None else build_engine(s.effective_retrieval_engine, s)
+    await engine.start()
+    closers.append(engine.close)
+    reads = SqlSearchReads(sessions)
+    closers.append(reads.close)
+    search = HybridSearch(reads, store.embedders, lambda _kb: engine, default_embedder=lambda: str(s.embedder))
+    faq = FaqService(SqlFaqRepo(sessions), search, lambda: engine, store.embedders)
+
+    deps = IngestDeps(settings=s, repos=store.repos, blobs=store.blobs, parsers=store.parsers,
+                      embedders=store.embedders, jobs=store.jobs, retrieval=lambda: engine, split=split_document)
+    ingest = IngestService(deps)
+    kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder)
+    model_service = ModelService(store.repos, store.embedders)
+    await model_service.load_cache([default_tenant_id])
+    store.jobs.register(JOB_KIND, ingest.process)
+
+    models = _models(s, sessions, store.repos, closers)
+    pipeline_deps = _pipeline_deps(models, search, store, kbs)
+
+    writer = GroupCommit(sessions)  # one writer for the turns' message and session writes (group commits)
+    closers.append(writer.close)
+
+    async def title_model(model_id: str | None, tenant_id: int) -> ChatModel | None:
+        return await models.chat_models.get(model_id or None, tenant_id=tenant_id)
+
+    session_service = SessionService(SqlSessionRepo(sessions, writer), SqlMessageRepo(sessions, writer),
+                                     title_model)
+
+    agent_repo, mcp_repo = SqlAgentRepo(sessions), SqlMCPServiceRepo(sessions)
+    approvals = await _approvals(s, closers)
+    mcp_toolset = MCPToolset(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, approval=approvals)
+    agent_service = AgentService(agent_repo, store.repos.models)
+    tool_deps = ToolDeps(settings=s, search_service=search, rerankers=models.rerankers,
+                         chat_models=models.chat_models, repos=store.repos, web_search=models.web_search,
+                         graph_store=models.graph_store, blobs=store.blobs, conversations=session_service)
+
+    def tool_registry_factory(names: list[str], deps: ToolDeps | None = None) -> ToolRegistry:
+        return build_registry(names, deps or tool_deps, CATALOG)
+
+    def skills(allowed: list[str] | None) -> str:
+        return skills_prompt(load_skills(s.skills_dir, allowed))
+
+    quick_answer = QuickAnswerRunner(pipeline_deps)
+    smart_reasoning = SmartReasoningRunner(RunnerDeps(
+        chat_models=models.chat_models, tool_deps=tool_deps, catalog=CATALOG, mcp_tools=mcp_toolset.tools,
+        skills_prompt=skills if s.skills_enabled else None))
+    runners = TurnRunners(quick=quick_answer, smart=smart_reasoning)
+
+    async def agents(tenant_id: int, agent_id: str) -> AgentConfig | None:
+        return await agent_service.get(tenant_id, agent_id)
+
+    stream_log, stop_signals = build_stream_log(s)
+    closers += [stream_log.close, stop_signals.close]
+    chat = ChatService(session_service, stream_log, stop_signals, runners.get, agents,
+                       max_query_chars=s.max_query_chars,
+                       pacer=DeltaPacer(s.stream_frame_budget, s.stream_max_hold_ms / 1000))
+    closers.append(chat.close)
+    if s.stream_log == "memory":
+        await chat.close_interrupted(s.stream_ttl_seconds)
+
+    services = Services(
+        settings=s, db=db, sessions=sessions, tenants=tenants, default_tenant_id=default_tenant_id,
+        generated_api_key=generated_key, blobs=store.blobs, embedders=store.embedders, parsers=store.parsers,
+        repos=store.repos, jobs=store.jobs, kb_service=kbs, ingest_service=ingest, chunk_service=ChunkService(deps),
+        model_service=model_service, retrieval=engine, search_service=search, faq_service=faq,
+        chat_models=models.chat_models, rerankers=models.rerankers, web_search=models.web_search,
+        graph_store=models.graph_store, page_fetcher=models.page_fetcher, pipeline_deps=pipeline_deps,
+        stream_log=stream_log, stop_signals=stop_signals, session_service=session_service, chat_service=chat,
+        quick_answer=quick_answer, smart_reasoning=smart_reasoning, runners=runners, agent_repo=agent_repo, mcp_service_repo=mcp_repo, approvals=approvals,
+        mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
+        _closers=closers)
+    await _start_workers(services, store.jobs)
+    return services
+
+
+async def _start_workers(services: Services, jobs: InProcessJobQueue) -> None:
+    """Job workers start once everything is built (a job must never index into nothing); the sample knowledge
+    base is ingested in the background so that start-up stays quick."""
+    await jobs.start()
+    tasks: list[asyncio.Task[None]] = []
+    services._closers.append(_worker_closer(jobs, tasks))
+    if services.settings.sample_kb:
+        tasks.append(asyncio.create_task(_sample_kb(services), name="knora-sample-kb"))
+
+
+async def _sample_kb(services: Services) -> None:
+    from knora.services.ingest.sample import ensure_sample_kb
+
+    try:
+        await ensure_sample_kb(services.settings, services.default_tenant_id, services.kb_service,
+                               services.ingest_service)
+    except Exception:
+        log.exception("could not ingest the sample knowledge base")
