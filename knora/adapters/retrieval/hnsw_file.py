@@ -201,7 +201,8 @@ def load(path: Path, expect: dict[str, Any]) -> tuple[Any, GraphMeta] | None:
 class GraphStore(Protocol):
     """Persistence of one set's HNSW graph (implemented by :class:`FileGraphStore`)."""
 
-    def load(self) -> tuple[Any, Any, int] | None: ...  # (index, meta with .seq/.expansion_search/.recall, valid seq)
+    # (index, meta with .seq/.expansion_search/.recall, valid seq)
+    def load(self) -> tuple[Any, Any, int] | None: ...
 
     def save(self, index: Any, *, seq: int, expansion_search: int, recall: float | None) -> Any: ...
 
