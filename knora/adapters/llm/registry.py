@@ -1,6 +1,7 @@
 """``provider:model`` → model instance, and model-config rows (the ``models`` table) → model instance.
 
-One lazy, explicit registry per kind: a provider is one factory function in a dict; adding one is one line.
+One explicit registry per kind (``CHAT_PROVIDERS``, ``RERANK_PROVIDERS``, each a
+:class:`~knora.domain.registry.Registry`): a provider is one factory function; adding one is one line.
 Instances are cached per (provider, model, base URL, key) so HTTP connection pools are reused across turns.
 
 Resolution of ``await chat_models.get(model_id, tenant_id=…)``:
@@ -16,19 +17,22 @@ Unknown ids raise ``ModelNotConfigured`` (the pipeline maps it to ``ErrGetChatMo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from knora.adapters.llm.extractive import EXTRACTIVE_MODEL_ID, ExtractiveAnswerer
 from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
 from knora.adapters.llm.rerank_http import HttpReranker, Style
 from knora.domain.models import BUILTIN_CHAT_MODEL_ID, ModelConfig
+from knora.domain.registry import Registry
 from knora.ports.chat import ChatModel, ModelError
 from knora.ports.reranker import Reranker
 from knora.settings import Settings
 
 log = logging.getLogger(__name__)
+
+F = TypeVar("F")  # a provider factory
 
 
 class ModelNotConfigured(ModelError):
@@ -79,12 +83,12 @@ def _extractive(model: str, base_url: str | None, api_key: str | None, params: d
     return ExtractiveAnswerer()
 
 
-CHAT_PROVIDERS: dict[str, ChatFactory] = {
-    name: _openai for name in ("openai", "openai-compatible", "openai_compatible", "vllm", "deepseek", "qwen",
-                               "dashscope", "xinference", "lmstudio", "siliconflow", "moonshot", "zhipu",
-                               "generic", "remote", "fake")
-}
-CHAT_PROVIDERS.update({"ollama": _ollama, "extractive": _extractive, "local": _extractive})
+CHAT_PROVIDERS: Registry[ChatFactory] = Registry("chat provider", {
+    **dict.fromkeys(("openai", "openai-compatible", "openai_compatible", "vllm", "deepseek", "qwen",
+                     "dashscope", "xinference", "lmstudio", "siliconflow", "moonshot", "zhipu", "generic",
+                     "remote", "fake"), _openai),
+    "ollama": _ollama, "extractive": _extractive, "local": _extractive,
+})
 
 
 def _http_rerank(model: str, base_url: str | None, api_key: str | None, params: dict[str, Any]) -> Reranker:
@@ -97,11 +101,17 @@ def _http_rerank(model: str, base_url: str | None, api_key: str | None, params: 
                         model_id=params.get("model_id") or f"{provider}:{model}")
 
 
-RERANK_PROVIDERS: dict[str, RerankFactory] = {
-    name: _http_rerank for name in ("jina", "cohere", "tei", "openai", "openai-compatible", "openai_compatible",
-                                    "vllm", "siliconflow", "xinference", "dashscope", "qwen", "remote", "generic",
-                                    "fake")
-}
+RERANK_PROVIDERS: Registry[RerankFactory] = Registry("rerank provider", dict.fromkeys(
+    ("jina", "cohere", "tei", "openai", "openai-compatible", "openai_compatible", "vllm", "siliconflow",
+     "xinference", "dashscope", "qwen", "remote", "generic", "fake"), _http_rerank))
+
+
+def _registry(kind: str, providers: Mapping[str, F] | Registry[F] | None,
+              default: Registry[F]) -> Registry[F]:
+    """The providers a model registry dispatches on: the default, or a caller's table (tests inject fakes)."""
+    if providers is None:
+        return default
+    return providers if isinstance(providers, Registry) else Registry(kind, providers)
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -140,10 +150,10 @@ class _Cache:
 
 class ChatModelRegistry:
     def __init__(self, settings: Settings, rows: _ModelRows | None = None,
-                 providers: dict[str, ChatFactory] | None = None) -> None:
+                 providers: Mapping[str, ChatFactory] | Registry[ChatFactory] | None = None) -> None:
         self._settings = settings
         self._rows = rows
-        self._providers = providers if providers is not None else CHAT_PROVIDERS
+        self._providers: Registry[ChatFactory] = _registry("chat provider", providers, CHAT_PROVIDERS)
         self._cache = _Cache()
 
     def from_spec(self, spec: str, *, base_url: str | None = None, api_key: str | None = None,
@@ -151,9 +161,9 @@ class ChatModelRegistry:
         provider, model = split_spec(spec)
         if spec.strip().lower() in ("extractive", EXTRACTIVE_MODEL_ID):
             provider, model = "extractive", "extractive"
-        factory = self._providers.get(provider)
-        if factory is None:
+        if provider not in self._providers:
             raise ModelNotConfigured(f"unknown chat provider {provider!r} in {spec!r}")
+        factory = self._providers.get(provider)
         merged = {"provider": provider, **(params or {})}
         key = (provider, model, base_url or "", api_key or "")
         return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))  # type: ignore[no-any-return]
@@ -201,10 +211,10 @@ class ChatModelRegistry:
 
 class RerankerRegistry:
     def __init__(self, settings: Settings, rows: _ModelRows | None = None,
-                 providers: dict[str, RerankFactory] | None = None) -> None:
+                 providers: Mapping[str, RerankFactory] | Registry[RerankFactory] | None = None) -> None:
         self._settings = settings
         self._rows = rows
-        self._providers = providers if providers is not None else RERANK_PROVIDERS
+        self._providers: Registry[RerankFactory] = _registry("rerank provider", providers, RERANK_PROVIDERS)
         self._cache = _Cache()
 
     def from_spec(self, spec: str, *, base_url: str | None = None, api_key: str | None = None,
@@ -212,9 +222,9 @@ class RerankerRegistry:
         provider, model = split_spec(spec)
         if ":" not in spec:
             provider = "jina"
-        factory = self._providers.get(provider)
-        if factory is None:
+        if provider not in self._providers:
             raise ModelNotConfigured(f"unknown rerank provider {provider!r} in {spec!r}")
+        factory = self._providers.get(provider)
         merged = {"provider": provider, **(params or {})}
         key = (provider, model, base_url or "", api_key or "")
         return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))  # type: ignore[no-any-return]

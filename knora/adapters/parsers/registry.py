@@ -18,17 +18,19 @@ from knora.adapters.parsers.md import MarkdownParser
 from knora.adapters.parsers.pdf import PdfParser
 from knora.adapters.parsers.txt import TextParser
 from knora.adapters.parsers.xlsx import XlsxParser
+from knora.domain.registry import Registry
 from knora.ports.parser import ParsedDocument, ParseError, Parser
 
 ParserFactory = Callable[[int], Parser]
 
-_FACTORIES: dict[str, ParserFactory] = {}
+# extension (lower case, no dot) → factory; the factory gets the expanded-size limit for archives
+PARSERS: Registry[ParserFactory] = Registry("file type")
 
 
 def register(factory: ParserFactory, extensions: frozenset[str]) -> None:
     """Add (or replace) the parser for ``extensions``; the factory gets the expanded-size limit for archives."""
     for ext in extensions:
-        _FACTORIES[ext.lower().lstrip(".")] = factory
+        PARSERS.register(ext.lower().lstrip("."), factory)
 
 
 register(lambda _limit: TextParser(), TextParser.extensions)
@@ -42,18 +44,17 @@ register(lambda _limit: JsonParser(), JsonParser.extensions)
 
 
 def supported_extensions() -> frozenset[str]:
-    return frozenset(_FACTORIES)
+    return frozenset(PARSERS.names())
 
 
 def get_parser(ext: str, *, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES) -> Parser:
     """``ext`` with or without the dot, any case. Unknown → ParseError naming what is supported."""
     key = ext.lower().lstrip(".")
-    factory = _FACTORIES.get(key)
-    if factory is None:
+    if key not in PARSERS:
         shown = f".{key}" if key else "(no extension)"
-        supported = ", ".join(f".{e}" for e in sorted(_FACTORIES))
+        supported = ", ".join(f".{e}" for e in PARSERS.names())
         raise ParseError(f"unsupported file type {shown}; supported: {supported}")
-    return factory(max_expanded_bytes)
+    return PARSERS.get(key)(max_expanded_bytes)
 
 
 def parse_bytes(data: bytes, file_name: str, *,

@@ -30,7 +30,7 @@ import uuid
 import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +196,19 @@ def load(path: Path, expect: dict[str, Any]) -> tuple[Any, GraphMeta] | None:
         return None
     index.expansion_search = meta.expansion_search
     return index, meta
+
+
+class GraphStore(Protocol):
+    """Persistence of one set's HNSW graph (implemented by :class:`FileGraphStore`)."""
+
+    # (index, meta with .seq/.expansion_search/.recall, valid seq)
+    def load(self) -> tuple[Any, Any, int] | None: ...
+
+    def save(self, index: Any, *, seq: int, expansion_search: int, recall: float | None) -> Any: ...
+
+    def changed(self, after: int, upto: int) -> set[int] | None: ...
+
+    def vouch(self, seq: int) -> None: ...
 
 
 class FileGraphStore:

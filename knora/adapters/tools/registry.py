@@ -44,10 +44,3 @@ CATALOG: dict[str, ToolEntry] = {
     "read_skill": ToolEntry("read_skill", "skills", default_on=True),
     "execute_skill_script": ToolEntry("execute_skill_script", "skills", default_on=True),
 }
-
-DISPLAY_NAMES = {"thinking": "深度思考", "todo_write": "制定计划", "grep_chunks": "关键词搜索",
-                 "knowledge_search": "知识搜索", "list_knowledge_chunks": "查看文档分块",
-                 "query_knowledge_graph": "查询知识图谱", "get_document_info": "获取文档信息",
-                 "database_query": "查询数据", "search_conversations": "回顾历史对话", "data_analysis": "数据分析", "data_schema": "查看数据结构",
-                 "web_search": "搜索网页", "web_fetch": "获取网页", "execute_skill_script": "执行技能脚本",
-                 "read_skill": "读取技能"}

@@ -1,13 +1,14 @@
-"""Provider name → WebSearch factory (settings ``web_search_provider`` / ``_base_url`` / ``_api_key``)."""
+"""Provider name → WebSearch factory (settings ``web_search_provider`` / ``_base_url`` / ``_api_key``).
+
+Each factory imports its provider when called: a server without web search configured imports none of them,
+and settings can check ``web_search_provider`` against ``PROVIDERS.names()`` without importing any.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from knora.adapters.websearch.bing import BingSearch
-from knora.adapters.websearch.duckduckgo import DuckDuckGoSearch
-from knora.adapters.websearch.searxng import SearxngSearch
-from knora.adapters.websearch.tavily import TavilySearch
+from knora.domain.registry import Registry
 from knora.ports.websearch import WebSearch
 
 Factory = Callable[[str | None, str | None], WebSearch]
@@ -19,20 +20,44 @@ def _need(value: str | None, what: str, provider: str) -> str:
     return value
 
 
-PROVIDERS: dict[str, Factory] = {
-    "searxng": lambda base, key: SearxngSearch(_need(base, "a base URL", "searxng")),
-    "tavily": lambda base, key: TavilySearch(_need(key, "an API key", "tavily"), base_url=base),
-    "bing": lambda base, key: BingSearch(_need(key, "an API key", "bing"), base_url=base),
-    "duckduckgo": lambda base, key: DuckDuckGoSearch(base_url=base),
-}
+def _searxng(base_url: str | None, api_key: str | None) -> WebSearch:
+    from knora.adapters.websearch.searxng import SearxngSearch
+
+    return SearxngSearch(_need(base_url, "a base URL", "searxng"))
+
+
+def _tavily(base_url: str | None, api_key: str | None) -> WebSearch:
+    from knora.adapters.websearch.tavily import TavilySearch
+
+    return TavilySearch(_need(api_key, "an API key", "tavily"), base_url=base_url)
+
+
+def _bing(base_url: str | None, api_key: str | None) -> WebSearch:
+    from knora.adapters.websearch.bing import BingSearch
+
+    return BingSearch(_need(api_key, "an API key", "bing"), base_url=base_url)
+
+
+def _duckduckgo(base_url: str | None, api_key: str | None) -> WebSearch:
+    from knora.adapters.websearch.duckduckgo import DuckDuckGoSearch
+
+    return DuckDuckGoSearch(base_url=base_url)
+
+
+PROVIDERS: Registry[Factory] = Registry("web search provider", {
+    "searxng": _searxng, "tavily": _tavily, "bing": _bing, "duckduckgo": _duckduckgo,
+})
+
+
+def normalise(provider: str) -> str:
+    """Provider names are matched trimmed and case-insensitively (``" Tavily"`` is ``tavily``)."""
+    return provider.strip().lower()
 
 
 def build_web_search(provider: str | None, base_url: str | None = None, api_key: str | None = None
                      ) -> WebSearch | None:
+    """The configured provider, or None when web search is off (no provider); ValueError for an unknown
+    one."""
     if not provider:
         return None
-    try:
-        factory = PROVIDERS[provider.strip().lower()]
-    except KeyError:
-        raise ValueError(f"unknown web search provider {provider!r}; known: {sorted(PROVIDERS)}") from None
-    return factory(base_url, api_key)
+    return PROVIDERS.get(normalise(provider))(base_url, api_key)

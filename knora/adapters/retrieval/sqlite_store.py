@@ -1,0 +1,303 @@
+"""The embedded engine's storage: its tables in the metadata store's SQLite file, connections, every write.
+
+Split from ``sqlite.py`` (the engine) so that storage, vector search (``sqlite_vectors.py``) and keyword
+search (``sqlite_keyword.py``) each read as one concern. Every write runs in one ``BEGIN IMMEDIATE``
+transaction and appends to the change log (``knora_ret_log``) that the in-memory vector sets and keyword
+index replay; the engine-wide state they share (connections, locks, loaded sets, the keyword index) is created
+here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import threading
+import uuid
+from collections.abc import Sequence
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from knora.adapters.retrieval import postings
+from knora.adapters.retrieval import tokenize as tok
+from knora.adapters.retrieval.hnsw_file import file_for
+from knora.adapters.retrieval.postings import KeywordIndex
+from knora.adapters.retrieval.vectors import VectorSet
+from knora.domain.search import IndexRow
+
+log = logging.getLogger("knora.adapters.retrieval.sqlite")  # the records keep the engine's logger
+
+
+_LOG_KEEP = 200_000  # change-log entries kept; a reader further behind reloads its sets
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS knora_ret_rows (
+  id INTEGER PRIMARY KEY,
+  source_id TEXT NOT NULL UNIQUE,
+  chunk_id TEXT NOT NULL,
+  knowledge_id TEXT NOT NULL,
+  kb_id TEXT NOT NULL,
+  tenant_id INTEGER NOT NULL,
+  tag_id TEXT,
+  is_enabled INTEGER NOT NULL DEFAULT 1,
+  is_recommended INTEGER NOT NULL DEFAULT 1,
+  knowledge_type TEXT NOT NULL DEFAULT 'document',
+  content TEXT NOT NULL,
+  dim INTEGER NOT NULL DEFAULT 0,
+  embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_chunk ON knora_ret_rows(chunk_id);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_knowledge ON knora_ret_rows(knowledge_id);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_kb ON knora_ret_rows(kb_id, dim);
+CREATE VIRTUAL TABLE IF NOT EXISTS knora_ret_fts USING fts5(tokens, tokenize = 'ascii');
+CREATE VIRTUAL TABLE IF NOT EXISTS knora_ret_vocab USING fts5vocab(knora_ret_fts, 'row');
+CREATE TABLE IF NOT EXISTS knora_ret_log (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  kb_id TEXT NOT NULL,
+  row_id INTEGER NOT NULL,
+  op INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_knora_ret_log_kb ON knora_ret_log(kb_id, seq);
+CREATE TABLE IF NOT EXISTS knora_ret_kw (
+  id INTEGER PRIMARY KEY,
+  kw BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS knora_ret_terms (
+  id INTEGER PRIMARY KEY,
+  term TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS knora_ret_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_UPSERT, _DELETE = 1, 2
+# What the keyword index reads per row (postings.Row): filter columns and the token-id blob (NULL: not yet
+# written)
+_KW_COLS = ("r.id, r.kb_id, r.knowledge_id, r.tag_id, r.is_enabled, r.is_recommended, r.knowledge_type, k.kw"
+            " FROM knora_ret_rows r LEFT JOIN knora_ret_kw k ON k.id = r.id")
+_COLS = "id, chunk_id, knowledge_id, tag_id, is_enabled, is_recommended, knowledge_type, dim, embedding"
+
+
+
+
+class SqliteStore:
+    """Tables, connections and writes of :class:`~knora.adapters.retrieval.sqlite.SqliteEngine`."""
+
+    def __init__(self, path: Path, *, ann_min_rows: int = 200_000, keyword_index: bool = True,
+                 kw_sync_rows: int = 50_000, index_dir: Path | None = None, ann_dtype: str = "i8") -> None:
+        self._path = path
+        self._ann_min_rows = ann_min_rows
+        self._index_dir = index_dir  # where HNSW graphs are saved; None: rebuilt at every start
+        self._ann_dtype = ann_dtype
+        self._db_id = ""
+        self._conn: sqlite3.Connection | None = None
+        self._db_lock = threading.Lock()
+        self._sets: dict[tuple[str, int], VectorSet] = {}
+        self._sets_lock = threading.Lock()
+        self._count: tuple[int, int] = (-1, 0)  # (log head, row count) for idf
+        # Keyword queries run on a second, read-only connection so that a long BM25 scan does not hold the
+        # lock the concurrent vector query of the same search needs (WAL: readers see every committed write).
+        self._kw_conn: sqlite3.Connection | None = None
+        self._kw_lock = threading.Lock()
+        self._df: tuple[int, dict[str, int]] = (-1, {})  # (log head, term -> rows containing it)
+        # In-memory BM25 postings (exact FTS5 scores); None until loaded. Up to kw_sync_rows rows the first
+        # keyword query loads it in line, above that a background thread does while FTS5 answers.
+        self._kw_enabled = keyword_index
+        self._kw_sync_rows = kw_sync_rows
+        self._kw_index: KeywordIndex | None = None
+        self._kw_building = False
+        self._kw_state = threading.Lock()
+        self._kw_load_s: float | None = None
+        self._kw_terms: dict[str, int] = {}  # reader side: term -> id (ids never change once committed)
+        self._w_terms: dict[str, int] = {}  # writer side, same; cleared when a write rolls back
+
+    def _open(self) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self._path, timeout=30, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        # A random id for this database, so that a saved graph is never applied to another database's rows.
+        conn.execute("INSERT OR IGNORE INTO knora_ret_meta(key, value) VALUES ('db_id', ?)",
+                     (uuid.uuid4().hex,))
+        self._db_id = conn.execute("SELECT value FROM knora_ret_meta WHERE key = 'db_id'").fetchone()[0]
+        self._conn = conn
+        kw = sqlite3.connect(self._path, timeout=30, check_same_thread=False, isolation_level=None)
+        kw.execute("PRAGMA busy_timeout=30000")
+        kw.execute("PRAGMA query_only=1")
+        self._kw_conn = kw
+
+    async def close(self) -> None:
+        with self._sets_lock:
+            sets = list(self._sets.values())
+        for vs in sets:  # leave each graph file exact at the set's sequence (saves only what changed)
+            await asyncio.to_thread(vs.close)
+        if self._kw_conn is not None:
+            kw, self._kw_conn = self._kw_conn, None
+            await asyncio.to_thread(kw.close)
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await asyncio.to_thread(conn.close)
+        self._sets.clear()
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("SqliteEngine is not started")
+        return self._conn
+
+    def _kw_db(self) -> sqlite3.Connection:
+        if self._kw_conn is None:
+            raise RuntimeError("SqliteEngine is not started")
+        return self._kw_conn
+
+    # --- writes ---------------------------------------------------------------------------------------------
+    def _write(self, fn: Any, *args: Any) -> None:
+        with self._db_lock:
+            conn = self._db()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                fn(conn, *args)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                self._w_terms.clear()  # term ids assigned in the rolled-back transaction are void
+                raise
+        self._maybe_trim()
+
+    @staticmethod
+    def _delete_where(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> None:
+        gone = conn.execute(f"DELETE FROM knora_ret_rows WHERE {where} RETURNING id, kb_id",
+                            params).fetchall()
+        if gone:
+            conn.executemany("DELETE FROM knora_ret_fts WHERE rowid = ?", [(r[0],) for r in gone])
+            conn.executemany("DELETE FROM knora_ret_kw WHERE id = ?", [(r[0],) for r in gone])
+            conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)",
+                             [(r[1], r[0], _DELETE) for r in gone])
+
+    def _index(self, conn: sqlite3.Connection, rows: Sequence[IndexRow]) -> None:
+        ids = [r.source_id for r in rows]
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            self._delete_where(conn, f"source_id IN ({','.join('?' * len(part))})", part)
+        # Row ids are assigned here (the write lock is held), so all three tables load with executemany.
+        top = conn.execute("SELECT max(id) FROM knora_ret_rows").fetchone()[0] or 0
+        data, fts, kw, log = [], [], [], []
+        toks = [tok.tokenize(r.content) for r in rows]
+        blobs = postings.encode_rows(toks, self._term_ids(conn, toks))
+        for n, r, tt, blob in zip(range(top + 1, top + 1 + len(rows)), rows, toks, blobs, strict=True):
+            emb = None
+            dim = 0
+            if r.embedding is not None:
+                vec = np.asarray(r.embedding, dtype=np.float32)
+                norm = float(np.linalg.norm(vec))
+                vec = vec / norm if norm > 0 else vec
+                emb, dim = vec.tobytes(), int(vec.shape[0])
+            data.append((n, r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id,
+                         r.tag_id or None, int(r.is_enabled), int(r.is_recommended), r.knowledge_type,
+                         r.content, dim, emb))
+            fts.append((n, " ".join(tt)))
+            kw.append((n, blob))
+            log.append((r.knowledge_base_id, n, _UPSERT))
+        conn.executemany(
+            "INSERT INTO knora_ret_rows(id, source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id,"
+            " is_enabled, is_recommended, knowledge_type, content, dim, embedding)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", data)
+        conn.executemany("INSERT INTO knora_ret_fts(rowid, tokens) VALUES (?, ?)", fts)
+        conn.executemany("INSERT INTO knora_ret_kw(id, kw) VALUES (?, ?)", kw)
+        conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)", log)
+
+    def _term_ids(self, conn: sqlite3.Connection, toks: Sequence[Sequence[str]]) -> dict[str, int]:
+        """Ids of every token in ``toks`` from the term dictionary, adding new terms (write lock held, so ids
+        are assigned in commit order and never clash with another writer's)."""
+        cache = self._w_terms
+        if len(cache) > 2_000_000:
+            cache.clear()
+        missing = set(chain.from_iterable(toks)).difference(cache)
+        if not missing:
+            return cache
+        want = list(missing)
+        for i in range(0, len(want), 500):
+            part = want[i : i + 500]
+            cache.update(conn.execute(
+                f"SELECT term, id FROM knora_ret_terms WHERE term IN ({','.join('?' * len(part))})",
+                part).fetchall())
+        new = [t for t in want if t not in cache]
+        if new:
+            top = conn.execute("SELECT max(id) FROM knora_ret_terms").fetchone()[0]
+            start = 0 if top is None else top + 1
+            pairs = list(zip(range(start, start + len(new)), new, strict=True))
+            conn.executemany("INSERT INTO knora_ret_terms(id, term) VALUES (?, ?)", pairs)
+            cache.update((t, i) for i, t in pairs)
+        return cache
+
+    async def index(self, rows: Sequence[IndexRow]) -> None:
+        if rows:
+            await asyncio.to_thread(self._write, self._index, list(rows))
+
+    async def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        await self._delete_in("chunk_id", chunk_ids)
+
+    async def delete_knowledge(self, knowledge_ids: Sequence[str]) -> None:
+        await self._delete_in("knowledge_id", knowledge_ids)
+
+    async def delete_knowledge_base(self, knowledge_base_id: str) -> None:
+        await self._delete_in("kb_id", [knowledge_base_id])
+        await asyncio.to_thread(self._drop_graphs, knowledge_base_id)
+
+    def _drop_graphs(self, kb_id: str) -> None:
+        """A deleted KB's vector sets stop their background work and their saved graph files leave the
+        disk."""
+        with self._sets_lock:
+            gone = [self._sets.pop(key) for key in [k for k in self._sets if k[0] == kb_id]]
+        for vs in gone:
+            vs.close(save=False, wait=True)
+        if self._index_dir is None or not self._db_id:
+            return
+        stem = file_for(self._index_dir, self._db_id, kb_id, 0).name.rsplit("-d", 1)[0]
+        for path in self._index_dir.glob(f"{stem}-d*"):
+            path.unlink(missing_ok=True)
+
+    async def _delete_in(self, column: str, values: Sequence[str]) -> None:
+        vals = list(values)
+        if not vals:
+            return
+
+        def run(conn: sqlite3.Connection) -> None:
+            for i in range(0, len(vals), 500):
+                part = vals[i : i + 500]
+                self._delete_where(conn, f"{column} IN ({','.join('?' * len(part))})", part)
+
+        await asyncio.to_thread(self._write, run)
+
+    async def set_enabled(self, chunk_ids: Sequence[str], enabled: bool) -> None:
+        vals = list(chunk_ids)
+        if not vals:
+            return
+
+        def run(conn: sqlite3.Connection) -> None:
+            for i in range(0, len(vals), 500):
+                part = vals[i : i + 500]
+                changed = conn.execute(
+                    "UPDATE knora_ret_rows SET is_enabled = ?"
+                    f" WHERE chunk_id IN ({','.join('?' * len(part))})"
+                    " RETURNING id, kb_id", [int(enabled), *part]).fetchall()
+                conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)",
+                                 [(r[1], r[0], _UPSERT) for r in changed])
+
+        await asyncio.to_thread(self._write, run)
+
+    def _maybe_trim(self) -> None:
+        with self._db_lock:
+            conn = self._db()
+            head = self._head(conn)
+            if head % 5000 == 0 or head > 0 and conn.execute(
+                    "SELECT seq FROM knora_ret_log ORDER BY seq LIMIT 1"
+            ).fetchone()[0] < head - 2 * _LOG_KEEP:
+                conn.execute("DELETE FROM knora_ret_log WHERE seq < ?", (head - _LOG_KEEP,))
+
+    @staticmethod
+    def _head(conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT seq FROM knora_ret_log ORDER BY seq DESC LIMIT 1").fetchone()
+        return int(row[0]) if row else 0

@@ -1,0 +1,36 @@
+"""Job queues by name: ``inprocess``, and ``redis`` accepted but served in-process (not implemented yet)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import pytest
+
+from knora.adapters.jobs.inprocess import InProcessJobQueue
+from knora.adapters.jobs.registry import JOB_QUEUES, build_job_queue
+from knora.ports.store import JobRepo
+
+pytestmark = pytest.mark.unit
+
+_REPO = cast(JobRepo, object())  # construction stores the repo and touches nothing
+
+
+def test_names() -> None:
+    assert JOB_QUEUES.names() == ("inprocess", "redis")
+
+
+def test_inprocess_is_built_with_its_workers() -> None:
+    queue = build_job_queue("inprocess", _REPO, workers=3)
+    assert isinstance(queue, InProcessJobQueue) and queue._workers == 3
+
+
+def test_redis_falls_back_to_the_inprocess_queue_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING"):
+        queue = build_job_queue("redis", _REPO, workers=2)
+    assert isinstance(queue, InProcessJobQueue)
+    assert "job_queue=redis is not available yet" in caplog.text
+
+
+def test_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="unknown job queue 'celery'; known: inprocess, redis"):
+        build_job_queue("celery", _REPO, workers=1)
