@@ -48,8 +48,8 @@ from knora.adapters.websearch.fetch import PageFetcher
 from knora.adapters.websearch.registry import build_web_search
 from knora.domain.knowledge import Knowledge
 from knora.domain.models import AgentConfig
-from knora.ports.chat import ChatModel, ChatModels
 from knora.ports.blobs import BlobStore
+from knora.ports.chat import ChatModel, ChatModels
 from knora.ports.graph import GraphStore
 from knora.ports.jobs import JobQueue
 from knora.ports.reranker import Rerankers

@@ -108,6 +108,11 @@ class ChunkRepo(Protocol):
         fields in the same transaction. Returns the ids of the removed chunks, or None if the document is gone."""
         ...
 
+    async def replace_many(self, items: Sequence[tuple[str, Sequence[Chunk], dict[str, Any] | None]]
+                           ) -> dict[str, builtins.list[str] | None]:
+        """Several documents' swaps in one transaction: knowledge id → removed chunk ids (None: document gone)."""
+        ...
+
     async def list(self, tenant_id: int, knowledge_id: str, *, page: int, page_size: int,
                    chunk_types: Sequence[str] | None = None) -> Page: ...
 

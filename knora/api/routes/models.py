@@ -15,8 +15,9 @@ from knora.api.deps import ModelServiceDep, SettingsDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.routes.knowledge_bases import JsonBody, as_dict, model_json, require_id
 from knora.domain.errors import BadRequest
-from knora.domain.models import ModelConfig
-from knora.services.kb.models import BUILTIN_CHAT_MODEL_ID, BUILTIN_EMBEDDING_MODEL_ID, builtin_models
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID, ModelConfig
+from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID
+from knora.services.kb.models import builtin_models
 from knora.settings import Settings
 
 router = APIRouter(tags=["models"])

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
+from types import ModuleType
 
 from knora.domain.search import SearchParams, SearchResult, SearchTarget
 from knora.services.retrieval.hybrid import HybridSearch
@@ -28,7 +29,7 @@ _RUN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 _QUESTION = re.compile(r"^(什么是|什么|如何|怎么|怎样|为什么|为何|哪个|哪些|谁|何时|何地|请问|请告诉我|帮我|我想知道|我想了解)")
 
 
-def _jieba():  # type: ignore[no-untyped-def]
+def _jieba() -> ModuleType:
     import jieba
 
     if not jieba.dt.initialized:
