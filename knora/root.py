@@ -35,7 +35,7 @@ from knora.adapters.db.repos.sessions import SqlSessionRepo
 from knora.adapters.db.repos.tags import SqlTagRepo
 from knora.adapters.embedders.registry import build_embedder
 from knora.adapters.graph.sqlite_graph import SqlGraphStore
-from knora.adapters.jobs.inprocess import InProcessJobQueue
+from knora.adapters.jobs.registry import build_job_queue
 from knora.adapters.llm.registry import ChatModelRegistry, RerankerRegistry
 from knora.adapters.mcp.approval_relay import RedisApprovalRelay
 from knora.adapters.mcp.toolset import MCPToolset
@@ -159,7 +159,7 @@ class _Store:
     embedders: EmbedderRegistry
     parsers: ParserRegistry
     repos: Repositories
-    jobs: InProcessJobQueue
+    jobs: JobQueue
 
 
 @dataclass(frozen=True)
@@ -176,14 +176,12 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
     repos = Repositories(kbs=SqlKnowledgeBaseRepo(gated), knowledge=SqlKnowledgeRepo(gated),
                          chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated),
                          jobs=SqlJobRepo(gated))
-    if s.job_queue == "redis":
-        log.warning("job_queue=redis is not available yet; using the durable in-process queue on the database")
     embedders = EmbedderRegistry(s, build_embedder)
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
     return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,
                   parsers=ParserRegistry(s.max_expanded_bytes), repos=repos,
-                  jobs=InProcessJobQueue(repos.jobs, workers=max(s.ingest_concurrency, s.ingest_workers)))
+                  jobs=build_job_queue(s.job_queue, repos.jobs, workers=max(s.ingest_concurrency, s.ingest_workers)))
 
 
 def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,
@@ -231,7 +229,7 @@ async def _approvals(s: Settings, closers: list[Closer]) -> ApprovalBroker:
     return approvals
 
 
-def _worker_closer(jobs: InProcessJobQueue, tasks: list[asyncio.Task[None]]) -> Closer:
+def _worker_closer(jobs: JobQueue, tasks: list[asyncio.Task[None]]) -> Closer:
     async def close() -> None:
         for task in tasks:
             task.cancel()
@@ -329,7 +327,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     return services
 
 
-async def _start_workers(services: Services, jobs: InProcessJobQueue) -> None:
+async def _start_workers(services: Services, jobs: JobQueue) -> None:
     """Job workers start once everything is built (a job must never index into nothing); the sample knowledge
     base is ingested in the background so that start-up stays quick."""
     await jobs.start()
