@@ -10,7 +10,7 @@ import httpx
 from playwright.sync_api import expect
 
 from knora.web.mount import STATIC_DIR, resolve_static
-from tests.web.conftest import API_KEY, KnoraServer, require_routes, shot
+from tests.web.conftest import API_KEY, KnoraServer, shot
 
 
 class TestMount:
@@ -68,7 +68,6 @@ def test_auto_setup_signs_in_silently(server: KnoraServer, new_page: Callable[..
 
 
 def test_models_and_language(server: KnoraServer, new_page: Callable[..., Any]) -> None:
-    require_routes("models")
     page = new_page()
     page.goto(f"{server.base_url}/settings")
     form = page.locator("form.model-form")

@@ -4,7 +4,6 @@ smart-reasoning turn with a tool call, and the session list."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +12,7 @@ from playwright.sync_api import expect
 
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.web.chat_helpers import Director, seed_kb
-from tests.web.conftest import KnoraServer, require_routes, shot
+from tests.web.conftest import KnoraServer, shot
 
 ANSWER = ("The **Phare du Créac'h** stands on Ushant <ref id=\"c1\"/>. It was automated in 1994 <ref id=\"c1\"/>.\n\n"
           "| fact | value |\n|---|---|\n| island | Ushant |")
@@ -30,9 +29,6 @@ new MutationObserver(() => {
 
 @pytest.fixture
 def director(fake_model: FakeModelServer) -> Director:
-    require_routes("sessions", "messages", "chat", "knowledge_bases", "knowledge")
-    if importlib.util.find_spec("knora.services.pipeline.wiring") is None:
-        pytest.skip("the quick-answer pipeline (chat models) is not wired yet")
     return Director(fake_model)
 
 
@@ -142,7 +138,6 @@ def test_reload_mid_stream_resumes_without_duplication(server: KnoraServer, dire
 
 def test_smart_reasoning_turn_with_tool_call(server: KnoraServer, director: Director,
                                              new_page: Callable[..., Any]) -> None:
-    require_routes("agents")
     seed_kb(server)
     director.add(
         Reply(content="Let me search the documents.",
@@ -173,7 +168,6 @@ def test_smart_reasoning_turn_with_tool_call(server: KnoraServer, director: Dire
 
 
 def test_sessions_rename_pin_delete(server: KnoraServer, new_page: Callable[..., Any]) -> None:
-    require_routes("sessions")
     a = server.api("POST", "/sessions", json={"title": "Alpha"})
     server.api("POST", "/sessions", json={"title": "Beta"})
     page = new_page()
@@ -218,7 +212,6 @@ def test_history_loads_page_by_page(server: KnoraServer, director: Director, new
 
 
 def test_session_list_pages(server: KnoraServer, new_page: Callable[..., Any]) -> None:
-    require_routes("sessions")
     for i in range(31):
         server.api("POST", "/sessions", json={"title": f"Chat {i:02d}"})
     page = new_page()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.conftest import KnoraServer, require_routes, shot
+from tests.web.conftest import KnoraServer, shot
 
 CHUNK = {"id": "11111111-1111-4111-8111-111111111111", "content": "Ushant has the Créac'h light, automated in 1994.",
          "knowledge_id": "22222222-2222-4222-8222-222222222222", "knowledge_base_id": "33333333-3333-4333-8333-333333333333",
@@ -54,8 +54,6 @@ def sse(payloads: list[dict[str, Any]]) -> str:
 
 @pytest.fixture
 def canned(server: KnoraServer) -> Callable[[Any], dict[str, Any]]:
-    require_routes("sessions", "messages", "knowledge_bases")
-
     def install(page: Any) -> dict[str, Any]:
         seen: dict[str, Any] = {"chat": [], "approvals": []}
 
@@ -181,7 +179,6 @@ def test_narrow_window(server: KnoraServer, canned: Callable[[Any], dict[str, An
 
 def test_mentions_scope_the_question(server: KnoraServer, canned: Callable[[Any], dict[str, Any]],
                                      new_page: Callable[..., Any]) -> None:
-    require_routes("knowledge")
     kb = server.api("POST", "/knowledge-bases", json={"name": "Harbour"})
     other = server.api("POST", "/knowledge-bases", json={"name": "Unrelated"})
     doc = server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",

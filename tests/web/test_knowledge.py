@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from tests.web.conftest import KnoraServer, require_routes, shot
+from tests.web.conftest import KnoraServer, shot
 
 DOC = """# Lighthouses of Brittany
 
@@ -23,7 +23,6 @@ Keepers lived at the light until it was automated in 1994.
 
 
 def test_create_kb_upload_and_edit_chunk(server: KnoraServer, new_page: Callable[..., Any], tmp_path: Path) -> None:
-    require_routes("knowledge_bases", "knowledge", "chunks")
     page = new_page()
     page.goto(f"{server.base_url}/kb")
     page.fill("#kb-name", "Lighthouses")
@@ -55,7 +54,6 @@ def test_create_kb_upload_and_edit_chunk(server: KnoraServer, new_page: Callable
 
 
 def test_search_playground_shows_scores_by_path(server: KnoraServer, new_page: Callable[..., Any]) -> None:
-    require_routes("knowledge_bases", "knowledge", "search")
     kb = server.api("POST", "/knowledge-bases", json={"name": "Ships"})
     server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
                json={"title": "Clipper ships", "content": "Clipper ships were fast sailing ships of the 19th century "
@@ -79,7 +77,6 @@ def test_search_playground_shows_scores_by_path(server: KnoraServer, new_page: C
 
 def test_folder_upload_manual_entry_and_failure_reason(server: KnoraServer, new_page: Callable[..., Any],
                                                        tmp_path: Path) -> None:
-    require_routes("knowledge_bases", "knowledge")
     kb = server.api("POST", "/knowledge-bases", json={"name": "Folder KB"})
     folder = tmp_path / "handbook"
     (folder / "ops").mkdir(parents=True)
@@ -111,7 +108,6 @@ def test_folder_upload_manual_entry_and_failure_reason(server: KnoraServer, new_
 
 
 def test_faq_entries_editor(server: KnoraServer, new_page: Callable[..., Any]) -> None:
-    require_routes("knowledge_bases", "faq")
     page = new_page()
     page.goto(f"{server.base_url}/kb")
     page.fill("#kb-name", "Support FAQ")
@@ -137,7 +133,6 @@ def test_faq_entries_editor(server: KnoraServer, new_page: Callable[..., Any]) -
 
 
 def test_kb_settings_and_delete(server: KnoraServer, new_page: Callable[..., Any]) -> None:
-    require_routes("knowledge_bases", "knowledge", "models")
     kb = server.api("POST", "/knowledge-bases", json={"name": "Draft KB"})
     doc = server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
                      json={"title": "Scratch", "content": "to be removed", "status": "publish"})
