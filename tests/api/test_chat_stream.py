@@ -14,6 +14,7 @@ from knora.domain.common import utcnow
 from knora.domain.conversation import Message
 from knora.domain.stream import StreamEvent
 from knora.settings import Settings
+from tests.fakes.stream_log import ManualHeartbeatLog
 from tests.services.streaming.live import frames, live_client
 from tests.services.streaming.runners import EXPANDED, ScriptedRunner
 from tests.services.streaming.sse import parse_sse
@@ -215,8 +216,11 @@ class TestConnection:
             [f async for f in it]
 
     async def test_keepalive_comments_while_idle(self, http: httpx.AsyncClient, app_container: Any) -> None:
+        """The keep-alive clock is the test's (no timer has to fire within a few ms on a loaded machine): the
+        interval "elapses" once the turn is idle at the gate, after the first answer delta."""
         gate = asyncio.Event()
-        app_container.quick_answer = ScriptedRunner(gate=gate)
+        runner = app_container.quick_answer = ScriptedRunner(gate=gate)
+        log = app_container.stream_log = ManualHeartbeatLog(app_container.stream_log)
         sid = await session(http)
         kinds: list[str] = []
         async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"}) as r:
@@ -226,5 +230,9 @@ class TestConnection:
                     gate.set()  # the turn is idle at the gate: a comment arrived instead of a frame
                 else:
                     kinds.append(f["response_type"])
+                    if f["response_type"] == "answer" and not gate.is_set():
+                        await runner.started.wait()
+                        assert log.heartbeats == [app_container.settings.sse_keepalive_seconds]
+                        log.tick()
         assert ":" in kinds and kinds[-1] == "complete"
         assert kinds.index(":") > kinds.index("answer")
