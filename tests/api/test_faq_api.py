@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
@@ -11,6 +10,7 @@ import pytest
 from knora.adapters.db.repos._mapping import to_row
 from knora.adapters.db.tables import KnowledgeBaseRow
 from knora.domain.knowledge import KBType, KnowledgeBase
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -35,11 +35,12 @@ class TestFaqRoutes:
         r = await sqlite_client.post(f"{base}/entries", json={"mode": "append", "entries": [
             {"standard_question": "Do you ship abroad?", "answers": ["Yes, to 40 countries"]}]})
         task = r.json()["data"]["task_id"]
-        for _ in range(200):
+
+        async def finished() -> dict[str, Any] | None:
             p = (await sqlite_client.get(f"/api/v1/faq/import/progress/{task}")).json()["data"]
-            if p["status"] != "running":
-                break
-            await asyncio.sleep(0.02)
+            return p if p["status"] != "running" else None
+
+        p = await eventually(finished, interval=0.02) or {"status": "still running"}
         assert p["status"] == "completed"
         listing = (await sqlite_client.get(f"{base}/entries", params={"page_size": 10})).json()["data"]
         assert listing["total"] == 2 and [e["id"] for e in listing["data"]] == [1, 2]

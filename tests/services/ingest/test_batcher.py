@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from knora.services.ingest.batcher import EmbedBatcher
+from tests.polling import eventually
 
 pytestmark = pytest.mark.unit
 
@@ -78,7 +79,7 @@ async def test_a_full_batch_is_handed_over_while_the_current_one_runs() -> None:
     model = _Gated()
     batcher = EmbedBatcher(model, batch_size=4, window=1)  # type: ignore[arg-type]
     first = asyncio.ensure_future(batcher.embed(["a", "b", "c", "d"]))
-    await asyncio.sleep(0.05)
+    await eventually(lambda: model.batches)
     assert len(model.batches) == 1  # the first batch is running, held at the gate
     second = asyncio.ensure_future(batcher.embed(["e", "f", "g", "h"]))  # a full batch: prefetched at once
     await _settle()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ from knora.domain.errors import BadRequest, NotFound, ValidationFailed
 from knora.domain.knowledge import FAQConfig, KBType
 from knora.domain.search import SearchParams
 from knora.services.retrieval.faq import FaqEntryIn, index_texts, render
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -96,10 +96,7 @@ class TestFaqService:
         await svc.create(t, kb.id, RESET)
         task = await svc.start_import(t, kb.id, [FaqEntryIn(standard_question=f"question number {i}")
                                                  for i in range(3)], mode="replace")
-        for _ in range(200):
-            if svc.progress(t, task)["status"] != "running":
-                break
-            await asyncio.sleep(0.02)
+        await eventually(lambda: svc.progress(t, task)["status"] != "running", interval=0.02)
         assert svc.progress(t, task)["status"] == "completed"
         items, total = await svc.list_entries(t, kb.id, page=1, page_size=10)
         assert total == 3 and items[0]["standard_question"] == "question number 0"

@@ -14,6 +14,7 @@ from knora.services.streaming import bus as bus_module
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.pacing import DeltaPacer
 from knora.settings import Settings
+from tests.polling import eventually
 from tests.services.streaming.runners import EXPANDED, RESULTS, ScriptedRunner
 
 pytestmark = pytest.mark.unit
@@ -106,10 +107,7 @@ async def test_a_paused_producer_has_its_held_text_released_by_the_timer() -> No
     await answer(bus, "one ")
     await answer(bus, "two")
     assert len(seen) == 1
-    for _ in range(100):
-        if len(seen) == 2:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(seen) == 2)
     assert [s[1] for s in seen] == ["one ", "two"]
     await answer(bus, "", done=True)  # after a timer release the order still holds
     assert seen[-1] == ("final_answer", "", True, "a")
@@ -243,9 +241,6 @@ async def test_an_event_waits_for_a_timer_release_still_in_the_handlers() -> Non
     bus.subscribe(None, slow)
     await answer(bus, "one")
     await answer(bus, "two")  # held; the timer releases it 15 ms later, in a task
-    for _ in range(100):
-        if "start two" in calls:
-            break
-        await asyncio.sleep(0.005)
+    await eventually(lambda: "start two" in calls, interval=0.005)
     await bus.emit(BusEvent.TOOL_CALL, {"tool_call_id": "t"})
     assert calls == ["start one", "end one", "start two", "end two", "start tool_call", "end tool_call"]

@@ -13,6 +13,7 @@ from knora.services.citations.registry import ReferenceRegistry
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.handler import StreamHandler
 from knora.settings import Settings
+from tests.polling import eventually
 from tests.services.streaming.runners import ANSWER, EXPANDED, RESULTS, ScriptedRunner
 
 pytestmark = pytest.mark.unit
@@ -89,10 +90,11 @@ async def test_shutdown_mid_turn_saves_partial_and_ends_the_log(make_settings: C
     s = await c.session_service.create(c.default_tenant_id)
     turn = await c.chat_service.start(c.default_tenant_id, s.id, ChatBody(query="q"), "rid")
     await runner.started.wait()
-    for _ in range(100):
-        if any(e.type == "answer" for e in await c.stream_log.read(s.id, turn.assistant_message_id)):
-            break
-        await asyncio.sleep(0.01)
+
+    async def answered() -> bool:
+        return any(e.type == "answer" for e in await c.stream_log.read(s.id, turn.assistant_message_id))
+
+    await eventually(answered)
     events_log = c.stream_log
     await c.chat_service.close()
     events = await events_log.read(s.id, turn.assistant_message_id)

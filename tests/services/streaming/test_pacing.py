@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
 
 from knora.services.streaming import pacing
 from knora.services.streaming.pacing import DeltaPacer
+from tests.polling import eventually
 
 pytestmark = pytest.mark.unit
 
@@ -71,10 +71,7 @@ async def test_the_lag_timer_runs_only_while_streams_write(monkeypatch: pytest.M
     pacer.enter()
     assert pacer._timer is not None
     time.sleep(0.05)  # noqa: ASYNC251 - the loop is blocked on purpose: the next tick sees it late
-    for _ in range(100):
-        await asyncio.sleep(0.01)
-        if pacer.factor > 1:
-            break
+    await eventually(lambda: pacer.factor > 1)
     assert pacer.factor > 1
     pacer.leave()
     assert pacer._timer is None and pacer.factor == 1.0 and pacer.hold == 0.0
