@@ -6,8 +6,7 @@ import pytest
 
 from knora.ports.chat import ChatMessage, ToolCall
 from knora.services.agent import context
-from tests.fakes.model_server import FakeModelServer, Reply
-from tests.services.agent.helpers import openai_model
+from tests.fakes.function_model import script
 
 M = ChatMessage
 
@@ -55,18 +54,15 @@ class TestBudgets:
         assert all("old" not in m.content for m in out) and any(m.content == "recent" for m in out)
 
 
-@pytest.mark.integration
+@pytest.mark.unit
 async def test_consolidation_summarises_older_history() -> None:
-    with FakeModelServer() as fake:
-        fake.script([Reply(content="SUMMARY: user asked about leave")])
-        model = openai_model(fake)
-        msgs = [M(role="system", content="sys")]
-        for i in range(6):
-            msgs += [M(role="user", content=f"q{i} " + "w" * 4000), M(role="assistant", content=f"a{i} " + "w" * 4000)]
-        msgs.append(M(role="user", content="now?"))
-        out = await context.consolidate(msgs, 8000, model)
-        await model.close()
+    model = script("SUMMARY: user asked about leave")
+    msgs = [M(role="system", content="sys")]
+    for i in range(6):
+        msgs += [M(role="user", content=f"q{i} " + "w" * 4000), M(role="assistant", content=f"a{i} " + "w" * 4000)]
+    msgs.append(M(role="user", content="now?"))
+    out = await context.consolidate(msgs, 8000, model)
     assert out[1].role == "system" and out[1].content.startswith("[Memory Summary - ")
     assert "SUMMARY: user asked about leave" in out[1].content and out[-1].content == "now?"
     assert len(out) < len(msgs)
-    assert fake.chat_requests[0]["messages"][0]["content"].startswith("You are a conversation summarizer")
+    assert model.requests[0].messages[0].content.startswith("You are a conversation summarizer")
