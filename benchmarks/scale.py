@@ -133,7 +133,7 @@ async def measure(engine: SqliteEngine, keep: dict[str, Any], nq: int, rng: np.r
     kw_ms: list[float] = []
     vec_ms: list[float] = []
     hy_ms: list[float] = []
-    for i in range(nq):
+    for _ in range(nq):
         j = int(rng.integers(0, len(keep["texts"])))
         words = keep["texts"][j].split()
         text = " ".join(rng.choice(words, size=6, replace=False))

@@ -81,17 +81,21 @@ async def test_agent_chat_searches_the_kb_and_cites(app: tuple[Any, Any], fake: 
         "knowledge_base_ids": [kb]})
     assert r.status_code == 200
     s = parse_sse(r.content)
-    assert s.types[0] == "agent_query" and "complete" in s.types
+    assert s.types[0] == "agent_query"
+    assert "complete" in s.types
     assert s.types.index("tool_call") < s.types.index("tool_result")
     result = s.of("tool_result")[0]
-    assert result["data"]["tool_name"] == "knowledge_search" and result["data"]["success"] is True
+    assert result["data"]["tool_name"] == "knowledge_search"
+    assert result["data"]["success"] is True
     assert result["content"].startswith("检索到 ")  # the tool card's summary
     refs = s.of("references")
-    assert refs and refs[-1]["knowledge_references"][0]["knowledge_base_id"] == kb
+    assert refs
+    assert refs[-1]["knowledge_references"][0]["knowledge_base_id"] == kb
     await c.chat_service.wait_idle()
     msgs = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"]
     bot = msgs[-1]
-    assert bot["is_completed"] and "Let me check" not in bot["content"]
+    assert bot["is_completed"]
+    assert "Let me check" not in bot["content"]
     assert bot["content"].startswith("Annual leave is 20 days <kb ")
     chunk_id = refs[-1]["knowledge_references"][0]["id"]
     assert chunk_id in bot["content"]
@@ -160,5 +164,6 @@ async def test_smart_reasoning_without_any_model_key(sqlite_client: httpx.AsyncC
     assert s.of("tool_call")[0]["data"]["tool_name"] == "knowledge_search"
     await sqlite_container.chat_service.wait_idle()
     bot = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
-    assert "Annual leave is 20 days per year." in bot["content"] and "<kb " in bot["content"]
+    assert "Annual leave is 20 days per year." in bot["content"]
+    assert "<kb " in bot["content"]
     assert bot["agent_steps"][0]["tool_calls"][0]["name"] == "knowledge_search"

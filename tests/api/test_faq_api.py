@@ -31,7 +31,8 @@ class TestFaqRoutes:
             "negative_questions": ["how long does returning take?"], "answers": ["3-5 business days"]})
         assert r.status_code == 200, r.text
         entry = r.json()["data"]
-        assert entry["id"] == 1 and entry["answers"] == ["3-5 business days"]
+        assert entry["id"] == 1
+        assert entry["answers"] == ["3-5 business days"]
         r = await sqlite_client.post(f"{base}/entries", json={"mode": "append", "entries": [
             {"standard_question": "Do you ship abroad?", "answers": ["Yes, to 40 countries"]}]})
         task = r.json()["data"]["task_id"]
@@ -43,9 +44,11 @@ class TestFaqRoutes:
         p = await eventually(finished, interval=0.02) or {"status": "still running"}
         assert p["status"] == "completed"
         listing = (await sqlite_client.get(f"{base}/entries", params={"page_size": 10})).json()["data"]
-        assert listing["total"] == 2 and [e["id"] for e in listing["data"]] == [1, 2]
+        assert listing["total"] == 2
+        assert [e["id"] for e in listing["data"]] == [1, 2]
         r = await sqlite_client.post(f"{base}/search", json={"query_text": "what is the delivery time"})
-        assert r.status_code == 200 and r.json()["data"][0]["id"] == entry["chunk_id"]
+        assert r.status_code == 200
+        assert r.json()["data"][0]["id"] == entry["chunk_id"]
         r = await sqlite_client.put(f"{base}/entries/2", json={"standard_question": "Do you ship to Canada?"})
         assert r.json()["data"]["standard_question"] == "Do you ship to Canada?"
         r = await sqlite_client.request("DELETE", f"{base}/entries", json={"ids": [1]})

@@ -70,13 +70,16 @@ class TestHybridSearchRoute:
         data = r.json()
         assert data["success"] is True
         top = data["data"][0]
-        assert "Nile" in top["content"] and top["knowledge_title"] == "Rivers"
-        assert set(top["scores"]) >= {"fused"} and "match_type" in top
+        assert "Nile" in top["content"]
+        assert top["knowledge_title"] == "Rivers"
+        assert set(top["scores"]) >= {"fused"}
+        assert "match_type" in top
         g = await sqlite_client.request("GET", url, content=r.request.content,
                                         headers={"content-type": "application/json"})
-        assert g.status_code == 200 and g.json()["data"][0]["id"] == top["id"]
+        assert g.status_code == 200
+        assert g.json()["data"][0]["id"] == top["id"]
 
-    @pytest.mark.parametrize("body,status", [
+    @pytest.mark.parametrize(("body", "status"), [
         ({"query_text": ""}, 400),
         ({"query_text": "x" * 100_001}, 400),
         ({"query_text": "nile", "vector_threshold": 1.5}, 400),
@@ -88,7 +91,8 @@ class TestHybridSearchRoute:
         seeded = await seed_kb(sqlite_container, "geo")
         r = await sqlite_client.post(f"/api/v1/knowledge-bases/{seeded['kb'].id}/hybrid-search", json=body)
         assert r.status_code == status
-        assert r.json()["success"] is False and r.json()["error"]["message"]
+        assert r.json()["success"] is False
+        assert r.json()["error"]["message"]
 
     async def test_malformed_json(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
         seeded = await seed_kb(sqlite_container, "geo")
@@ -103,14 +107,16 @@ class TestHybridSearchRoute:
             r = await sqlite_client.post(url, json={"query_text": "river moons", "match_count": n,
                                                     "vector_threshold": 0, "keyword_threshold": 0,
                                                     "skip_context_enrichment": True})
-            assert r.status_code == 200 and len(r.json()["data"]) == 4
+            assert r.status_code == 200
+            assert len(r.json()["data"]) == 4
 
     async def test_foreign_and_unknown_kb(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
         theirs = await seed_kb(sqlite_container, "theirs", tenant_id=await other_tenant(sqlite_container))
         for kb_id in (theirs["kb"].id, "00000000-0000-0000-0000-000000000000"):
             r = await sqlite_client.post(f"/api/v1/knowledge-bases/{kb_id}/hybrid-search",
                                          json={"query_text": "nile"})
-            assert r.status_code == 404 and r.json()["error"]["message"] == "knowledge base not found"
+            assert r.status_code == 404
+            assert r.json()["error"]["message"] == "knowledge base not found"
 
     async def test_requires_api_key(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
         seeded = await seed_kb(sqlite_container, "geo")
@@ -131,7 +137,8 @@ class TestKnowledgeSearchRoute:
         seeded = await seed_kb(sqlite_container, "geo")
         r = await sqlite_client.post("/api/v1/knowledge-search",
                                      json={"query": "火星的卫星", "knowledge_base_ids": [seeded["kb"].id]})
-        assert r.status_code == 200 and r.json()["data"][0]["content"].startswith("火星")
+        assert r.status_code == 200
+        assert r.json()["data"][0]["content"].startswith("火星")
 
     async def test_by_document_and_tag(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
         seeded = await seed_kb(sqlite_container, "geo", tag=True)
@@ -144,7 +151,8 @@ class TestKnowledgeSearchRoute:
                                                                        "tag_ids": [seeded["tag"].id]})
         assert r.status_code == 200
         space, _ = seeded["docs"]["Space"]
-        assert r.json()["data"] and {x["knowledge_id"] for x in r.json()["data"]} == {space.id}
+        assert r.json()["data"]
+        assert {x["knowledge_id"] for x in r.json()["data"]} == {space.id}
 
     async def test_needs_a_scope_and_a_query(self, sqlite_client: httpx.AsyncClient) -> None:
         assert (await sqlite_client.post("/api/v1/knowledge-search", json={"query": "x"})).status_code == 400
@@ -155,4 +163,5 @@ class TestKnowledgeSearchRoute:
         theirs = await seed_kb(sqlite_container, "theirs", tenant_id=await other_tenant(sqlite_container))
         r = await sqlite_client.post("/api/v1/knowledge-search", json={"query": "nile",
                                                                        "knowledge_base_id": theirs["kb"].id})
-        assert r.status_code == 200 and r.json()["data"] == []
+        assert r.status_code == 200
+        assert r.json()["data"] == []

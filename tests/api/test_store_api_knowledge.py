@@ -44,25 +44,34 @@ class TestUpload:
         r = await _upload(store_client, kb, metadata='{"team": "docs"}')
         assert r.status_code == 200, r.text
         k = r.json()["data"]
-        assert k["parse_status"] in ("pending", "processing") and k["metadata"] == {"team": "docs"}
+        assert k["parse_status"] in ("pending", "processing")
+        assert k["metadata"] == {"team": "docs"}
         await store_container.jobs.wait_idle(30)
         listed = (await store_client.get(f"/api/v1/knowledge-bases/{kb}/knowledge",
                                          params={"page": 1, "page_size": 10})).json()
-        assert listed["total"] == 1 and listed["page"] == 1 and listed["page_size"] == 10
-        assert listed["data"][0]["parse_status"] == "completed" and listed["data"][0]["title"] == "Knora guide"
+        assert listed["total"] == 1
+        assert listed["page"] == 1
+        assert listed["page_size"] == 10
+        assert listed["data"][0]["parse_status"] == "completed"
+        assert listed["data"][0]["title"] == "Knora guide"
         got = (await store_client.get(f"/api/v1/knowledge/{k['id']}")).json()["data"]
         assert got["processed_at"].endswith("Z")
         chunks = (await store_client.get(f"/api/v1/chunks/{k['id']}", params={"page_size": 2})).json()
-        assert chunks["total"] > 2 and len(chunks["data"]) == 2 and chunks["data"][0]["chunk_index"] == 0
+        assert chunks["total"] > 2
+        assert len(chunks["data"]) == 2
+        assert chunks["data"][0]["chunk_index"] == 0
         kbs = (await store_client.get("/api/v1/knowledge-bases")).json()["data"]
-        assert kbs[0]["knowledge_count"] == 1 and kbs[0]["chunk_count"] == chunks["total"]
+        assert kbs[0]["knowledge_count"] == 1
+        assert kbs[0]["chunk_count"] == chunks["total"]
         assert (await store_client.get(f"/api/v1/knowledge/{k['id']}/download")).content == DOC
 
     async def test_duplicate_upload_is_409_with_the_existing_document(self, lite_client: httpx.AsyncClient) -> None:
         kb = await _kb(lite_client)
         first = (await _upload(lite_client, kb)).json()["data"]
         body = _err(await _upload(lite_client, kb, "again.md"), 409)
-        assert body["code"] == "duplicate_file" and body["data"]["id"] == first["id"] and body["message"]
+        assert body["code"] == "duplicate_file"
+        assert body["data"]["id"] == first["id"]
+        assert body["message"]
 
     async def test_upload_limits_and_bad_files(self, lite_client: httpx.AsyncClient) -> None:
         kb = await _kb(lite_client)
@@ -88,7 +97,8 @@ class TestUpload:
         k = (await _upload(lite_client, kb, "broken.docx", b"PK\x03\x04 definitely not a docx")).json()["data"]
         await lite_container.jobs.wait_idle(30)
         got = (await lite_client.get(f"/api/v1/knowledge/{k['id']}")).json()["data"]
-        assert got["parse_status"] == "failed" and got["error_message"]
+        assert got["parse_status"] == "failed"
+        assert got["error_message"]
         failed = (await lite_client.get(f"/api/v1/knowledge-bases/{kb}/knowledge",
                                         params={"parse_status": "failed"})).json()
         assert failed["total"] == 1
@@ -101,18 +111,25 @@ class TestManualUrlReparseDelete:
         r = await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual",
                                     json={"title": "FAQ", "content": "Q: what is Knora?\n\nA RAG engine.",
                                           "status": "publish"})
-        assert r.status_code == 200 and r.json()["data"]["type"] == "manual" and r.json()["data"]["file_type"] == "md"
+        assert r.status_code == 200
+        assert r.json()["data"]["type"] == "manual"
+        assert r.json()["data"]["file_type"] == "md"
         kid = r.json()["data"]["id"]
         await store_container.jobs.wait_idle(30)
         first = {c["id"] for c in (await store_client.get(f"/api/v1/chunks/{kid}")).json()["data"]}
-        assert first and set(rec.rows) == first
+        assert first
+        assert set(rec.rows) == first
         r = await store_client.post(f"/api/v1/knowledge/{kid}/reparse")
-        assert r.status_code == 200 and r.json()["data"]["parse_status"] in ("pending", "processing", "completed")
+        assert r.status_code == 200
+        assert r.json()["data"]["parse_status"] in ("pending", "processing", "completed")
         await store_container.jobs.wait_idle(30)
         second = {c["id"] for c in (await store_client.get(f"/api/v1/chunks/{kid}")).json()["data"]}
-        assert second and not first & second and set(rec.rows) == second
+        assert second
+        assert not first & second
+        assert set(rec.rows) == second
         r = await store_client.delete(f"/api/v1/knowledge/{kid}")
-        assert r.json()["success"] is True and r.json()["data"]["task_id"] == kid
+        assert r.json()["success"] is True
+        assert r.json()["data"]["task_id"] == kid
         _err(await store_client.get(f"/api/v1/knowledge/{kid}"), 404)
         assert rec.rows == {}
         _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual", json={"content": " "}), 400)
@@ -122,7 +139,8 @@ class TestManualUrlReparseDelete:
                                           site: str) -> None:
         kb = await _kb(store_client)
         r = await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url", json={"url": f"{site}/a.html"})
-        assert r.status_code == 201 and r.json()["data"]["type"] == "url"
+        assert r.status_code == 201
+        assert r.json()["data"]["type"] == "url"
         body = _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url",
                                             json={"url": f"{site}/a.html"}), 409)
         assert body["code"] == "duplicate_url"
@@ -148,7 +166,8 @@ class TestChunksAndTenancy:
         assert one["content"] == "Chunk about otters."
         assert (await store_client.get(f"/api/v1/chunks/by-id/{chunk['id']}")).json()["data"]["id"] == chunk["id"]
         r = await store_client.put(f"/api/v1/chunks/{kid}/{chunk['id']}", json={"content": "Chunk about beavers."})
-        assert r.json()["data"]["content"] == "Chunk about beavers." and "beavers" in rec.rows[chunk["id"]].content
+        assert r.json()["data"]["content"] == "Chunk about beavers."
+        assert "beavers" in rec.rows[chunk["id"]].content
         _err(await store_client.put(f"/api/v1/chunks/{kid}/{chunk['id']}", json={"is_enabled": "no"}), 400)
         _err(await store_client.put(f"/api/v1/chunks/{kid}/{MISSING}", json={"content": "x"}), 404)
         assert (await store_client.delete(f"/api/v1/chunks/{kid}/{chunk['id']}")).status_code == 200

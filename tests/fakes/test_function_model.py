@@ -22,7 +22,8 @@ async def collect(model: FunctionModel, messages: list[ChatMessage], **options: 
         content += chunk.content
         reasoning += chunk.reasoning_content
         last = chunk
-    assert last is not None and last.finish_reason is not None
+    assert last is not None
+    assert last.finish_reason is not None
     return ChatResponse(content=content, reasoning_content=reasoning, tool_calls=last.tool_calls,
                         finish_reason=last.finish_reason, usage=last.usage)
 
@@ -30,7 +31,8 @@ async def collect(model: FunctionModel, messages: list[ChatMessage], **options: 
 def test_satisfies_the_port() -> None:
     model = FunctionModel(lambda _m, _t: "hi", model_id="function:x", supports_tools=False)
     assert isinstance(model, ChatModel)
-    assert model.model_id == "function:x" and model.supports_tools is False
+    assert model.model_id == "function:x"
+    assert model.supports_tools is False
 
 
 async def test_the_function_sees_messages_and_tools() -> None:
@@ -43,11 +45,16 @@ async def test_the_function_sees_messages_and_tools() -> None:
     model = FunctionModel(answer)
     msgs = [ChatMessage(role="system", content="s"), ChatMessage(role="user", content="hello")]
     resp = await model.chat(msgs, ChatOptions(tools=[LOOKUP], temperature=0.2))
-    assert resp.content == "you said hello" and resp.finish_reason == "stop" and resp.tool_calls == []
-    assert resp.usage is not None and resp.usage.total_tokens > 0
+    assert resp.content == "you said hello"
+    assert resp.finish_reason == "stop"
+    assert resp.tool_calls == []
+    assert resp.usage is not None
+    assert resp.usage.total_tokens > 0
     assert seen == [(["s", "hello"], ["lookup"])]
     (req,) = model.requests
-    assert req.tool_names == ["lookup"] and req.options.temperature == 0.2 and req.stream is False
+    assert req.tool_names == ["lookup"]
+    assert req.options.temperature == 0.2
+    assert req.stream is False
     msgs[1].content = "changed later"
     assert req.messages[1].content == "hello"  # recorded as sent
 
@@ -58,12 +65,14 @@ async def test_stream_matches_chat_in_deltas() -> None:
     model = script(full, full, chunk_size=3)
     msgs = [ChatMessage(role="user", content="q")]
     deltas = [c async for c in model.stream(msgs)]
-    assert len([d for d in deltas if d.content]) == 6 and deltas[0].reasoning_content == "let"
+    assert len([d for d in deltas if d.content]) == 6
+    assert deltas[0].reasoning_content == "let"
     assert all(not d.tool_calls and d.finish_reason is None for d in deltas[:-1])
     chat = await model.chat(msgs)
     streamed = await collect(script(full, chunk_size=3), msgs)
     assert streamed.model_dump() == chat.model_dump()
-    assert chat.tool_calls == [call] and chat.finish_reason == "tool_calls"
+    assert chat.tool_calls == [call]
+    assert chat.finish_reason == "tool_calls"
     assert json.loads(chat.tool_calls[0].arguments) == {"q": "tea"}
     assert [r.stream for r in model.requests] == [True, False]
 
@@ -74,7 +83,8 @@ async def test_async_functions_errors_and_running_out() -> None:
 
     with pytest.raises(ModelError) as err:
         await FunctionModel(failing).chat([ChatMessage(role="user", content="q")])
-    assert err.value.transient and err.value.status == 429
+    assert err.value.transient
+    assert err.value.status == 429
     model = script("one")
     assert (await model.chat([])).content == "one"
     with pytest.raises(AssertionError, match="more often than scripted"):

@@ -18,10 +18,12 @@ class TestMount:
         with httpx.Client(base_url=server.base_url) as http:
             for path in ("/", "/chat", "/chat/3f1c", "/kb/abc/doc/def", "/settings"):
                 r = http.get(path)
-                assert r.status_code == 200 and "text/html" in r.headers["content-type"], path
+                assert r.status_code == 200, path
+                assert "text/html" in r.headers["content-type"], path
                 assert '<script type="module" src="/js/app.js">' in r.text
             js = http.get("/js/app.js")
-            assert js.status_code == 200 and "javascript" in js.headers["content-type"]
+            assert js.status_code == 200
+            assert "javascript" in js.headers["content-type"]
             assert http.get("/js/missing.js").status_code == 404
             for method, path in (("GET", "/api/v1/no-such-thing"), ("POST", "/api/v1/no-such-thing"),
                                  ("GET", "/api"), ("GET", "/healthz")):
@@ -80,7 +82,8 @@ def test_models_and_language(server: KnoraServer, new_page: Callable[..., Any]) 
     expect(row).to_have_count(1)
     models = server.api("GET", "/models")
     created = next(m for m in models if m["name"] == "my-chat-model")
-    assert created["type"] == "KnowledgeQA" and created["parameters"]["base_url"] == "http://127.0.0.1:9/v1"
+    assert created["type"] == "KnowledgeQA"
+    assert created["parameters"]["base_url"] == "http://127.0.0.1:9/v1"
     assert "sk-secret" not in str(created), "the API never echoes a model's key"
 
     row.get_by_role("button", name="Edit").click()

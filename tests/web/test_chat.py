@@ -163,7 +163,8 @@ def test_smart_reasoning_turn_with_tool_call(server: KnoraServer, director: Dire
     expect(body).to_contain_text("automated in 1994")
     assert "Let me search" not in body.inner_text(), "the preamble is moved out of the answer"
     expect(body.locator("button.cite")).to_have_count(1)
-    assert director.answer_requests and director.answer_requests[0].get("tools"), "the agent offered tools"
+    assert director.answer_requests, "the agent offered tools"
+    assert director.answer_requests[0].get("tools"), "the agent offered tools"
     shot(page, "chat-smart-reasoning")
 
 

@@ -97,8 +97,10 @@ def test_step_tree_approval_and_debug_drawer(server: KnoraServer, canned: Callab
 
     sent = seen["chat"][0]
     assert "/agent-chat/" in sent["url"]
-    assert sent["body"]["agent_id"] == "builtin-smart-reasoning" and sent["body"]["agent_enabled"] is True
-    assert sent["body"]["web_search_enabled"] is True and sent["body"]["query"] == "When was the light automated?"
+    assert sent["body"]["agent_id"] == "builtin-smart-reasoning"
+    assert sent["body"]["agent_enabled"] is True
+    assert sent["body"]["web_search_enabled"] is True
+    assert sent["body"]["query"] == "When was the light automated?"
 
     steps = answer.locator("details.steps")
     steps.locator("> summary").click()
@@ -166,7 +168,8 @@ def test_narrow_window(server: KnoraServer, canned: Callable[[Any], dict[str, An
     pop = page.locator("#cite-popover")
     expect(pop).to_be_visible()
     box = pop.bounding_box()
-    assert box["x"] >= 0 and box["x"] + box["width"] <= 390, "the popover fits the screen"
+    assert box["x"] >= 0, "the popover fits the screen"
+    assert box["x"] + box["width"] <= 390, "the popover fits the screen"
     assert page.evaluate("document.documentElement.scrollWidth") <= 390, "no horizontal scrolling"
     shot(page, "mobile-chat")
     page.locator(".thread").click(position={"x": 5, "y": 5})
@@ -207,7 +210,8 @@ def test_mentions_scope_the_question(server: KnoraServer, canned: Callable[[Any]
     expect(page.locator(".msg.assistant").last).to_have_attribute("data-status", "complete")
     body = seen["chat"][0]["body"]
     assert body["knowledge_ids"] == [doc["id"]]
-    assert body["knowledge_base_ids"] == [kb["id"]] and other["id"] not in body["knowledge_base_ids"]
+    assert body["knowledge_base_ids"] == [kb["id"]]
+    assert other["id"] not in body["knowledge_base_ids"]
     assert [(m["type"], m["name"]) for m in body["mentioned_items"]] == [("file", "Tide tables"), ("kb", "Harbour")]
     expect(page.locator(".msg.user .chip")).to_have_count(2)
 

@@ -30,25 +30,30 @@ def js(static_server: str, new_page: Callable[..., Any]) -> Callable[..., Any]:
 class TestMarkdown:
     def test_escapes_html_before_markup(self, js: Callable[[str], Any]) -> None:
         html = js("return md.renderMarkdown('<script>alert(1)</script> **b** <img src=x onerror=alert(1)>').html")
-        assert "<script>" not in html and "<img" not in html
-        assert "&lt;script&gt;" in html and "<strong>b</strong>" in html
+        assert "<script>" not in html
+        assert "<img" not in html
+        assert "&lt;script&gt;" in html
+        assert "<strong>b</strong>" in html
 
     def test_blocks(self, js: Callable[[str], Any]) -> None:
         src = ("# Title\n\nSome *it* and `a<b`.\n\n- one\n- two\n  - nested\n\n1. first\n2. second\n\n"
                "| a | b |\n|---|--:|\n| 1 | 2 |\n\n```py\nx = '<kb/>' < 2\n```\n\n> quote")
         html = js("return md.renderMarkdown(arg).html", src)
         assert "<h1>Title</h1>" in html
-        assert "<em>it</em>" in html and "<code>a&lt;b</code>" in html
+        assert "<em>it</em>" in html
+        assert "<code>a&lt;b</code>" in html
         assert "<ul><li>one</li><li>two<ul><li>nested</li></ul></li></ul>" in html
         assert "<ol><li>first</li><li>second</li></ol>" in html
-        assert "<table>" in html and '<td style="text-align:right">2</td>' in html
+        assert "<table>" in html
+        assert '<td style="text-align:right">2</td>' in html
         assert '<pre><code class="language-py">x = &#39;&lt;kb/&gt;&#39; &lt; 2</code></pre>' in html
         assert "<blockquote><p>quote</p></blockquote>" in html
 
     def test_links_only_safe_schemes(self, js: Callable[[str], Any]) -> None:
         html = js("return md.renderMarkdown('[ok](https://e.com/a) [bad](javascript:alert(1)) [rel](/kb/1)').html")
         assert '<a href="https://e.com/a" target="_blank" rel="noopener noreferrer">ok</a>' in html
-        assert "javascript:" not in html and ">bad<" not in html.replace("bad</a>", "")
+        assert "javascript:" not in html
+        assert ">bad<" not in html.replace("bad</a>", "")
         assert '<a href="/kb/1">rel</a>' in html
 
     def test_unterminated_fence_while_streaming(self, js: Callable[[str], Any]) -> None:
@@ -62,7 +67,8 @@ class TestCitations:
                     return {html: r.html, order: r.order.map(c => [c.n, c.kind, c.doc || c.url]), n: r.citations.map(c => c.n)};""")
         assert out["n"] == [1, 2, 1]
         assert out["order"] == [[1, "kb", "Doc & Co"], [2, "web", "https://x.org"]]
-        assert out["html"].count('class="cite-n"') == 3 and "&lt;kb" not in out["html"]
+        assert out["html"].count('class="cite-n"') == 3
+        assert "&lt;kb" not in out["html"]
 
     def test_partial_tag_hidden_while_streaming(self, js: Callable[[str], Any]) -> None:
         out = js("""return [md.renderMarkdown('Paris is big <kb doc="Fr', {streaming: true}).html,
@@ -125,8 +131,11 @@ class TestTurnReducer:
         assert out["answer"] == 'Final <kb doc="D" chunk_id="c1"/>'
         assert out["same"] is True
         assert out["steps"] == ["thinking", "preamble", "tool"]
-        assert out["tool"]["args"] == {"query": "q"} and out["tool"]["result"]["output"] == "3 hits"
-        assert out["status"] == "complete" and out["id"] == "m1" and out["refs"] == 1
+        assert out["tool"]["args"] == {"query": "q"}
+        assert out["tool"]["result"]["output"] == "3 hits"
+        assert out["status"] == "complete"
+        assert out["id"] == "m1"
+        assert out["refs"] == 1
         assert out["timings"] == [{"stage": "retrieval", "ms": 7.5, "kept": 3}]
         assert out["title"] == "A title"
 

@@ -96,7 +96,8 @@ def test_folder_upload_manual_entry_and_failure_reason(server: KnoraServer, new_
     expect(reason).not_to_be_empty()  # the parser's error message is shown next to the document
     names = sorted((d.get("file_name") or d.get("title") or "") for d in
                    server.api("GET", f"/knowledge-bases/{kb['id']}/knowledge"))
-    assert len(names) == 3 and any("tides" in n for n in names), names
+    assert len(names) == 3, names
+    assert any("tides" in n for n in names), names
 
     page.locator("details.card > summary", has_text="Write an entry").click()
     page.fill("#manual-title", "Harbour rules")

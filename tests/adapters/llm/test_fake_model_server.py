@@ -37,7 +37,8 @@ class TestFakeModelServer:
         assert "".join(reasoning) == "hmm"
         assert "".join(args) == '{"q": "x"}'
         assert finish == "tool_calls"
-        assert usage is not None and usage.total_tokens > 0
+        assert usage is not None
+        assert usage.total_tokens > 0
 
     def test_echo_when_script_is_empty_and_records_requests(self) -> None:
         with FakeModelServer() as fake:

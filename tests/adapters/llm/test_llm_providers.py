@@ -49,12 +49,14 @@ class TestOpenAIChatModel:
             model = OpenAIChatModel("m", base_url=fake.base_url, api_key="k", max_retries=0)
             answer, reasoning, chunks = await collect(model)
             await model.close()
-        assert answer == "Answer" and reasoning == "think hard"
+        assert answer == "Answer"
+        assert reasoning == "think hard"
         final = chunks[-1]
         assert final.finish_reason == "tool_calls"
         assert [(c.name, c.arguments) for c in final.tool_calls] == [("kb", '{"q": "长句子"}'), ("web", '{"u": 1}')]
         assert all(not c.tool_calls for c in chunks[:-1])
-        assert final.usage is not None and final.usage.total_tokens > 0
+        assert final.usage is not None
+        assert final.usage.total_tokens > 0
         assert fake.requests[0]["stream_options"] == {"include_usage": True}
 
     async def test_inline_think_tags_go_to_reasoning(self) -> None:
@@ -80,8 +82,10 @@ class TestOpenAIChatModel:
             with pytest.raises(ModelError) as e3:
                 await collect(model)
             await model.close()
-        assert e1.value.transient and e1.value.status == 429
-        assert not e2.value.transient and e2.value.status == 400
+        assert e1.value.transient
+        assert e1.value.status == 429
+        assert not e2.value.transient
+        assert e2.value.status == 400
         assert e3.value.transient
 
     async def test_options_reach_the_wire(self) -> None:
@@ -109,8 +113,10 @@ class TestOllamaChatModel:
             resp = await model.chat(USER)
             await model.close()
         assert (answer, reasoning) == ("hi there", "hmm")
-        assert chunks[-1].finish_reason == "tool_calls" and chunks[-1].tool_calls[0].arguments == '{"a": 1}'
-        assert fake.requests[0]["options"] == {"num_predict": 5} and fake.requests[0]["think"] is True
+        assert chunks[-1].finish_reason == "tool_calls"
+        assert chunks[-1].tool_calls[0].arguments == '{"a": 1}'
+        assert fake.requests[0]["options"] == {"num_predict": 5}
+        assert fake.requests[0]["think"] is True
         assert (resp.content, resp.reasoning_content) == ("x", "y")
 
 
@@ -158,7 +164,8 @@ class TestRegistry:
             assert by_default.model_id == row.id
             assert await reg.get(row.id, tenant_id=1) is by_default  # cached client
             resp = await by_default.chat(USER)
-            assert resp.content == "hello" and fake.headers[-1]["authorization"] == "Bearer k"
+            assert resp.content == "hello"
+            assert fake.headers[-1]["authorization"] == "Bearer k"
             with pytest.raises(ModelNotConfigured):
                 await reg.get("no-such-id", tenant_id=1)
             with pytest.raises(ModelNotConfigured):
@@ -169,7 +176,8 @@ class TestRegistry:
             rerankers = RerankerRegistry(make_settings(), rows)
             assert await rerankers.get(None) is None
             reranker = await rerankers.get(rr.id, tenant_id=1)
-            assert reranker is not None and (await reranker.rerank("a", ["b", "a"]))[0].index == 1
+            assert reranker is not None
+            assert (await reranker.rerank("a", ["b", "a"]))[0].index == 1
             await reg.close()
             await spec.close()
             await rerankers.close()

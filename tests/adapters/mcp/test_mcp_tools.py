@@ -53,7 +53,8 @@ class TestNaming:
     def test_sanitised_and_capped(self) -> None:
         assert tool_name("Test Tools", "delete-all") == "mcp_test_tools_delete_all"
         long = tool_name("S" * 80, "t" * 70)
-        assert len(long) == 64 and long.startswith("mcp_ssss_")
+        assert len(long) == 64
+        assert long.startswith("mcp_ssss_")
 
 
 class TestRealServer:
@@ -66,9 +67,12 @@ class TestRealServer:
         assert add.description.startswith("[MCP Service: Test Tools (external)] Add two integers")
         assert add.parameters["required"] == ["a", "b"]
         ok = await add.execute({"a": 2, "b": 40}, ToolContext(tenant_id=1))
-        assert ok.success and ok.output.endswith("\n42") and "untrusted data" in ok.output
+        assert ok.success
+        assert ok.output.endswith("\n42")
+        assert "untrusted data" in ok.output
         bad = await by_name["mcp_test_tools_explode"].execute({"reason": "x"}, ToolContext(tenant_id=1))
-        assert not bad.success and "explode" in bad.error
+        assert not bad.success
+        assert "explode" in bad.error
 
     async def test_selection_modes(self, server: tuple[str, dict[str, Any]]) -> None:
         url, _ = server
@@ -100,7 +104,8 @@ async def test_sse_transport() -> None:
         tools = await MCPToolset(MemoryRepo([svc]), stdio_enabled=False, approval=None).tools(1, "all", [])
         add = next(t for t in tools if t.name == "mcp_legacy_sse_add")
         res = await add.execute({"a": 20, "b": 22}, ToolContext(tenant_id=1))
-    assert res.success and res.output.endswith("\n42")
+    assert res.success
+    assert res.output.endswith("\n42")
 
 
 class TestBrokenServers:
@@ -176,7 +181,8 @@ class TestApproval:
         req = kinds.index(BusEvent.TOOL_APPROVAL_REQUIRED)
         assert kinds.index(BusEvent.TOOL_APPROVAL_RESOLVED) > req
         required = events[req].data
-        assert required["mcp_tool_name"] == "delete-all" and required["args"] == {"table": "users"}
+        assert required["mcp_tool_name"] == "delete-all"
+        assert required["args"] == {"table": "users"}
         assert res.steps[0]["tool_calls"][0]["result"]["success"] is True
 
     async def test_rejected_call_does_not_run(self, server: tuple[str, dict[str, Any]]) -> None:
@@ -185,7 +191,8 @@ class TestApproval:
         res, events = await self._run(url, ApprovalDecision(approved=False, reason="not today"))
         assert state["deleted"] == before
         result = res.steps[0]["tool_calls"][0]["result"]
-        assert result["success"] is False and "not today" in result["error"]
+        assert result["success"] is False
+        assert "not today" in result["error"]
         resolved = next(e for e in events if e.type == BusEvent.TOOL_APPROVAL_RESOLVED)
         assert resolved.data["approved"] is False
 

@@ -41,7 +41,8 @@ async def collect(it: AsyncIterator[StreamEvent | None]) -> list[StreamEvent]:
 
 class TestStreamLogContract:
     async def test_satisfies_ports(self, backend: tuple[Any, Any]) -> None:
-        assert isinstance(backend[0], StreamLog) and isinstance(backend[1], StopSignals)
+        assert isinstance(backend[0], StreamLog)
+        assert isinstance(backend[1], StopSignals)
 
     async def test_append_assigns_gap_free_seq(self, backend: tuple[Any, Any]) -> None:
         log = backend[0]
@@ -51,7 +52,8 @@ class TestStreamLogContract:
         assert [e.content for e in await log.read("s", "m", after=2)] == ["3", "4"]
         assert await log.read("s", "m", after=4) == []
         assert await log.read("s", "other") == []
-        assert await log.exists("s", "m") and not await log.exists("s", "other")
+        assert await log.exists("s", "m")
+        assert not await log.exists("s", "other")
 
     async def test_round_trip_keeps_fields(self, backend: tuple[Any, Any]) -> None:
         log = backend[0]
@@ -59,7 +61,8 @@ class TestStreamLogContract:
                         data={"references": [{"id": "k", "score": 0.5, "metadata": {"a": "b"}}]})
         await log.append("s", "m", e)
         (got,) = await log.read("s", "m")
-        assert got.model_dump(exclude={"seq"}) == e.model_dump(exclude={"seq"}) and got.seq == 0
+        assert got.model_dump(exclude={"seq"}) == e.model_dump(exclude={"seq"})
+        assert got.seq == 0
 
     async def test_streams_are_separate(self, backend: tuple[Any, Any]) -> None:
         log = backend[0]
@@ -111,7 +114,9 @@ class TestStreamLogContract:
             got.append(None if e is None else e.type)
             if e is None and got.count(None) == 1:
                 await log.append("s", "hb", ev("complete", done=True))  # idle → heartbeat → then the end
-        assert got[0] == "answer" and got[-1] == "complete" and None in got
+        assert got[0] == "answer"
+        assert got[-1] == "complete"
+        assert None in got
 
     async def test_many_followers_all_see_everything(self, backend: tuple[Any, Any]) -> None:
         log = backend[0]
@@ -190,7 +195,8 @@ class TestStopSignalsContract:
         await asyncio.sleep(0.1)
         await stops.request_stop("m")
         await asyncio.wait_for(waiter, 10)
-        assert await stops.is_stopped("m") and not await stops.is_stopped("m-other")
+        assert await stops.is_stopped("m")
+        assert not await stops.is_stopped("m-other")
         assert not other.done()
         other.cancel()
 
@@ -214,7 +220,8 @@ class TestMemoryRetention:
         for i in range(50):
             await log.append("s", f"m{i}", ev("answer"))
         assert len(log._streams) <= 11
-        assert await log.exists("s", "m49") and not await log.exists("s", "m0")
+        assert await log.exists("s", "m49")
+        assert not await log.exists("s", "m0")
 
 
 @pytest.mark.redis
@@ -253,7 +260,8 @@ class TestRedisSpecifics:
             assert not kept.done()  # the other stream is still followed
             await log.append("s", "kept", ev("complete", done=True))
             assert [e.type for e in await asyncio.wait_for(kept, 10)] == ["answer", "complete"]
-            assert not await log.exists("s", "gone") and await log.read("s", "gone") == []
+            assert not await log.exists("s", "gone")
+            assert await log.read("s", "gone") == []
         finally:
             await log.close()
 

@@ -55,7 +55,8 @@ class TestGrep:
 
     async def test_bad_regex(self, store: Store) -> None:
         res = await grep_chunks.GrepChunksTool(ToolDeps(repos=store)).execute({"query": "("}, ctx())
-        assert not res.success and "invalid regex" in res.error
+        assert not res.success
+        assert "invalid regex" in res.error
 
 
 class TestReading:
@@ -64,9 +65,11 @@ class TestReading:
         tool = list_knowledge_chunks.ListKnowledgeChunksTool(ToolDeps(repos=store))
         res = await tool.execute({"knowledge_id": doc.id, "limit": 1, "offset": 0}, ctx())
         assert [r["content"] for r in res.data["results"]] == ["Annual leave is 20 days."]
-        assert res.data["total_chunks"] == 2 and res.data["fetched_chunks"] == 1
+        assert res.data["total_chunks"] == 2
+        assert res.data["fetched_chunks"] == 1
         both = await tool.execute({"knowledge_id": doc.id, "chunk_id": "x"}, ctx())
-        assert not both.success and "exactly one" in both.error
+        assert not both.success
+        assert "exactly one" in both.error
 
     async def test_documents_outside_scope_are_not_found(self, store: Store) -> None:
         secret = store.docs[2]
@@ -75,7 +78,8 @@ class TestReading:
         info = await get_document_info.GetDocumentInfoTool(ToolDeps(repos=store)).execute(
             {"knowledge_ids": [store.docs[0].id, secret.id]}, ctx())
         assert [d["title"] for d in info.data["documents"]] == ["Leave policy"]
-        assert info.data["documents"][0]["chunk_count"] == 2 and info.data["not_found"] == [secret.id]
+        assert info.data["documents"][0]["chunk_count"] == 2
+        assert info.data["not_found"] == [secret.id]
 
 
 class FakeSearch:
@@ -115,7 +119,8 @@ class TestKnowledgeSearch:
             {"leave is 20 days": 0.9, "leave requests go to HR": 0.1})))
         res = await tool.execute({"queries": ["leave days", "parking"]}, ctx())
         assert [p.query_text for p in search.params] == ["leave days", "parking"]
-        assert search.params[0].match_count == 30 and search.params[0].vector_threshold == 0.2
+        assert search.params[0].match_count == 30
+        assert search.params[0].vector_threshold == 0.2
         assert [r["content"] for r in res.data["results"]] == ["leave is 20 days"]  # below 0.3 dropped
         assert res.data["results"][0]["score"] == 0.9
 
@@ -125,7 +130,8 @@ class TestKnowledgeSearch:
         res = await tool.execute({"queries": ["parking"]}, ctx())
         assert [r["content"] for r in res.data["results"]] == ["parking rules"]
         none = await tool.execute({"queries": ["zebra"]}, ctx())
-        assert none.success and none.output.startswith("No relevant content found in 1 knowledge base(s).")
+        assert none.success
+        assert none.output.startswith("No relevant content found in 1 knowledge base(s).")
 
 
 def xlsx_bytes() -> bytes:
@@ -148,7 +154,8 @@ class TestData:
         doc = store.add_doc("kb1", "sales.csv", [], file_type="csv", blob=b"region,sales\nnorth,10\nsouth,5\n")
         deps = ToolDeps(repos=store, blobs=store)
         schema = await data_schema.DataSchemaTool(deps).execute({"knowledge_id": doc.id}, ctx())
-        assert schema.data["table_name"] == "sales" and schema.data["row_count"] == 2
+        assert schema.data["table_name"] == "sales"
+        assert schema.data["row_count"] == 2
         assert [c["name"] for c in schema.data["columns"]] == ["region", "sales"]
         q = await data_analysis.DataAnalysisTool(deps).execute(
             {"knowledge_id": doc.id, "sql": "SELECT sum(sales) AS total FROM sales"}, ctx())
@@ -185,13 +192,15 @@ class TestPlanning:
         await tool.execute({"thought": "a", "next_thought_needed": True, "thought_number": 1, "total_thoughts": 2}, c)
         res = await tool.execute({"thought": "b", "next_thought_needed": False, "thought_number": 2,
                                   "total_thoughts": 2}, c)
-        assert res.data["thought_history_length"] == 2 and "Thinking complete" in res.output
+        assert res.data["thought_history_length"] == 2
+        assert "Thinking complete" in res.output
 
     async def test_todo_write_renders_progress(self) -> None:
         res = await todo_write.TodoWriteTool(ToolDeps()).execute({"task": "Compare", "steps": [
             {"description": "search A", "status": "completed"}, {"description": "search B", "status": "pending"}]},
             ctx())
-        assert "Progress: 1/2 completed" in res.output and "[x] 1. search A" in res.output
+        assert "Progress: 1/2 completed" in res.output
+        assert "[x] 1. search A" in res.output
 
 
 class FakeConversations:
@@ -232,4 +241,5 @@ async def test_search_conversations_skips_current_and_incomplete() -> None:
     assert [(h["question"], h["answer"]) for h in res.data["results"]] == [("How long is annual leave?", "20 days.")]
     none = await SearchConversationsTool(ToolDeps(conversations=conv)).execute(
         {"query": "parking"}, ToolContext(tenant_id=1, session_id=conv.s2.id))
-    assert none.success and none.data["results"] == []
+    assert none.success
+    assert none.data["results"] == []

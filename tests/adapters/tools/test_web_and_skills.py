@@ -62,7 +62,8 @@ class TestWebFetch:
         res = await fetch_tool().execute({"items": [{"url": f"{site}/page"}]}, ToolContext(tenant_id=1))
         assert not res.success
         page = res.data["pages"][0]
-        assert page["error_code"] == "blocked_address" and page["retryable"] is False
+        assert page["error_code"] == "blocked_address"
+        assert page["retryable"] is False
 
     @pytest.mark.parametrize("url", ["http://169.254.169.254/", "http://10.1.2.3/", "http://[::1]/",
                                      "http://0.0.0.0/", "file:///etc/passwd"])
@@ -74,16 +75,21 @@ class TestWebFetch:
         res = await fetch_tool(allow_private_network_fetch=True).execute(
             {"items": [{"url": f"{site}/hop"}, {"url": f"{site}/missing"}]}, ToolContext(tenant_id=1))
         ok, missing = res.data["pages"]
-        assert ok["status"] == "success" and ok["title"] == "Knora page" and ok["final_url"].endswith("/page")
-        assert "Hello body" in ok["content"] and "x()" not in ok["content"]
-        assert missing["error_code"] == "http_404" and res.success
+        assert ok["status"] == "success"
+        assert ok["title"] == "Knora page"
+        assert ok["final_url"].endswith("/page")
+        assert "Hello body" in ok["content"]
+        assert "x()" not in ok["content"]
+        assert missing["error_code"] == "http_404"
+        assert res.success
 
     async def test_every_redirect_hop_is_checked(self, site: str, monkeypatch: pytest.MonkeyPatch) -> None:
         # treat loopback as public for this test, so only the redirect target (link-local) is blocked
         monkeypatch.setattr(_netguard, "_blocked", lambda ip: ipaddress.ip_address(ip).is_link_local)
         res = await fetch_tool().execute({"items": [{"url": f"{site}/to-metadata"}]}, ToolContext(tenant_id=1))
         page = res.data["pages"][0]
-        assert page["status"] == "failed" and "169.254.169.254" in page["error"]
+        assert page["status"] == "failed"
+        assert "169.254.169.254" in page["error"]
 
 
 class FakeWeb:
@@ -98,7 +104,8 @@ async def test_web_search_uses_the_agent_limit() -> None:
     res = await web_search.WebSearchTool(ToolDeps(web_search=FakeWeb())).execute(
         {"query": "knora"}, ToolContext(tenant_id=1, web_search_max_results=2))
     assert [r["url"] for r in res.data["results"]] == ["https://example.org/0", "https://example.org/1"]
-    assert res.data["display_type"] == "web_search_results" and "c" * 501 not in res.output
+    assert res.data["display_type"] == "web_search_results"
+    assert "c" * 501 not in res.output
 
 
 @pytest.fixture
@@ -123,12 +130,14 @@ def skill_deps(root: Path, **kw: Any) -> ToolDeps:
 class TestSkills:
     def test_off_unless_enabled(self, skills: Path) -> None:
         deps = ToolDeps(settings=Settings(sample_kb=False, skills_dir=skills))
-        assert read_skill.make(deps) is None and execute_skill_script.make(deps) is None
+        assert read_skill.make(deps) is None
+        assert execute_skill_script.make(deps) is None
 
     async def test_read_skill_and_refuse_escapes(self, skills: Path) -> None:
         tool = read_skill.ReadSkillTool(skill_deps(skills))
         res = await tool.execute({"skill_name": "greeter"}, ToolContext(tenant_id=1))
-        assert "Run hello.py" in res.output and "hello.py" in res.data["files"]
+        assert "Run hello.py" in res.output
+        assert "hello.py" in res.data["files"]
         bad = await tool.execute({"skill_name": "greeter", "file_path": "../../etc/passwd"}, ToolContext(tenant_id=1))
         assert not bad.success
         reserved = await tool.execute({"skill_name": "claude-helper"}, ToolContext(tenant_id=1))
@@ -138,9 +147,11 @@ class TestSkills:
         tool = execute_skill_script.ExecuteSkillScriptTool(skill_deps(skills))
         res = await tool.execute({"skill_name": "greeter", "script_path": "hello.py", "args": ["Ada"],
                                   "input": "!"}, ToolContext(tenant_id=1))
-        assert res.data["exit_code"] == 0 and res.data["stdout"].strip() == "hello Ada !"
+        assert res.data["exit_code"] == 0
+        assert res.data["stdout"].strip() == "hello Ada !"
         fail = await tool.execute({"skill_name": "greeter", "script_path": "fail.sh"}, ToolContext(tenant_id=1))
-        assert fail.data["exit_code"] == 3 and "oops" in fail.data["stderr"]
+        assert fail.data["exit_code"] == 3
+        assert "oops" in fail.data["stderr"]
 
     async def test_time_limit(self, skills: Path) -> None:
         tool = execute_skill_script.ExecuteSkillScriptTool(skill_deps(skills, sandbox_timeout_seconds=1.0))
@@ -150,4 +161,5 @@ class TestSkills:
     async def test_memory_limit(self, skills: Path) -> None:
         tool = execute_skill_script.ExecuteSkillScriptTool(skill_deps(skills, sandbox_memory_mb=256))
         res = await tool.execute({"skill_name": "greeter", "script_path": "hog.py"}, ToolContext(tenant_id=1))
-        assert res.data["exit_code"] != 0 and "MemoryError" in res.data["stderr"]
+        assert res.data["exit_code"] != 0
+        assert "MemoryError" in res.data["stderr"]

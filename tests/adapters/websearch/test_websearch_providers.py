@@ -25,7 +25,8 @@ def transport(handler: object) -> httpx.MockTransport:
 class TestProviders:
     async def test_searxng(self) -> None:
         def handle(req: httpx.Request) -> httpx.Response:
-            assert req.url.path == "/search" and req.url.params["format"] == "json"
+            assert req.url.path == "/search"
+            assert req.url.params["format"] == "json"
             return httpx.Response(200, json={"results": [
                 {"title": "A", "url": "https://a.example", "content": "snip", "engine": "ddg",
                  "publishedDate": "2026-01-02"}, {"title": "no url"}]})
@@ -51,12 +52,15 @@ class TestProviders:
         with pytest.raises(ModelError) as err:
             await t.search("again")
         await t.close()
-        assert out[0].content == "full" and seen[0]["auth"] == "Bearer key" and seen[0]["max_results"] == 3
+        assert out[0].content == "full"
+        assert seen[0]["auth"] == "Bearer key"
+        assert seen[0]["max_results"] == 3
         assert err.value.transient
 
     async def test_bing(self) -> None:
         def handle(req: httpx.Request) -> httpx.Response:
-            assert req.headers["ocp-apim-subscription-key"] == "k" and req.url.params["count"] == "2"
+            assert req.headers["ocp-apim-subscription-key"] == "k"
+            assert req.url.params["count"] == "2"
             return httpx.Response(200, json={"webPages": {"value": [{"name": "N", "url": "https://n",
                                                                      "snippet": "s"}]}})
 
@@ -77,9 +81,9 @@ class TestProviders:
     def test_registry(self) -> None:
         assert build_web_search(None) is None
         assert build_web_search("duckduckgo").name == "duckduckgo"  # type: ignore[union-attr]
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError):  # noqa: PT011 - the type is the contract, not the message
             build_web_search("tavily")
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError):  # noqa: PT011 - the type is the contract, not the message
             build_web_search("altavista")
 
 
@@ -96,7 +100,9 @@ class TestPageFetcher:
         f = PageFetcher(allow_private=True, transport=transport(handle))
         text = await f("http://site.example/start")
         await f.close()
-        assert text.startswith("Title\nword") and "menu" not in text and "x()" not in text
+        assert text.startswith("Title\nword")
+        assert "menu" not in text
+        assert "x()" not in text
         assert len(text) <= 100 * 1024
 
     async def test_private_addresses_are_refused(self) -> None:

@@ -65,11 +65,14 @@ async def test_answer_steps_history_and_model_choice() -> None:
     ctx, rec = context()
     out = await r.run(request({"allowed_tools": ["thinking"], "model_id": "builtin-chat"}, history=[
         HistoryTurn(query="earlier?", answer="<think>x</think>Earlier answer.")]), ctx)
-    assert out.answer == "Hi there." and out.debug["tools"] == ["thinking"] and models.asked == [None]
+    assert out.answer == "Hi there."
+    assert out.debug["tools"] == ["thinking"]
+    assert models.asked == [None]
     assert out.agent_steps[0]["tool_calls"][0]["name"] == "thinking"
     msgs = fake.requests[0].messages
     assert [m.role for m in msgs] == ["system", "user", "assistant", "user"]
-    assert msgs[2].content == "Earlier answer." and msgs[3].content.endswith("hello?")
+    assert msgs[2].content == "Earlier answer."
+    assert msgs[3].content.endswith("hello?")
     assert any(e.data.get("source") == "thinking_tool" for e in rec.of(BusEvent.THOUGHT))
 
 
@@ -78,10 +81,12 @@ async def test_invalid_agent_and_missing_model_end_with_an_error() -> None:
     r, _ = runner(fake)
     ctx, rec = context()
     out = await r.run(request({"max_iterations": 500}), ctx)
-    assert out.answer == "" and "max iterations too high" in rec.of(BusEvent.ERROR)[0].data["error"]
+    assert out.answer == ""
+    assert "max iterations too high" in rec.of(BusEvent.ERROR)[0].data["error"]
     ctx, rec = context()
     out = await r.run(request({"model_id": "missing"}), ctx)
-    assert "chat model unavailable" in rec.of(BusEvent.ERROR)[0].data["error"] and fake.requests == []
+    assert "chat model unavailable" in rec.of(BusEvent.ERROR)[0].data["error"]
+    assert fake.requests == []
 
 
 async def test_skills_are_offered_and_pinned_per_request(tmp_path: Path) -> None:
@@ -96,7 +101,8 @@ async def test_skills_are_offered_and_pinned_per_request(tmp_path: Path) -> None
                               skill_names=["greeter"]), ctx)
     assert out.debug["tools"] == ["execute_skill_script", "read_skill", "thinking"]
     system, user = fake.requests[0].messages[0].content, fake.requests[0].messages[-1].content
-    assert "greeter: the greeter skill" in system and "counter" not in system
+    assert "greeter: the greeter skill" in system
+    assert "counter" not in system
     assert 'Must call read_skill(skill_name="greeter")' in user
 
 

@@ -39,7 +39,8 @@ configs = st.builds(
 def _check_offsets(text: str, drafts: list[ChunkDraft]) -> None:
     for d in drafts:
         assert text[d.start_at:d.end_at] == d.content
-        assert d.content and d.content == d.content.strip()
+        assert d.content
+        assert d.content == d.content.strip()
 
 
 def _check_coverage(text: str, drafts: list[ChunkDraft]) -> None:
@@ -61,9 +62,11 @@ def test_flat_chunks_respect_size_overlap_offsets_and_cover_the_text(text: str, 
     assert [d.chunk_index for d in drafts] == list(range(len(drafts)))
     for d in drafts:
         assert len(d.content) <= cfg.chunk_size
-        assert d.chunk_type == "text" and d.parent_index is None
+        assert d.chunk_type == "text"
+        assert d.parent_index is None
     for prev, nxt in itertools.pairwise(drafts):
-        assert nxt.start_at > prev.start_at and nxt.end_at > prev.end_at
+        assert nxt.start_at > prev.start_at
+        assert nxt.end_at > prev.end_at
         if nxt.start_at >= prev.end_at:
             assert text[prev.end_at:nxt.start_at].strip() == ""  # no gap with content in it
         else:
@@ -86,10 +89,12 @@ def test_parent_child_children_lie_inside_their_parent(text: str, size: int) -> 
         assert c.parent_index is not None
         parent = drafts[c.parent_index]
         assert parent.chunk_type == "parent_text"
-        assert parent.start_at <= c.start_at and c.end_at <= parent.end_at
+        assert parent.start_at <= c.start_at
+        assert c.end_at <= parent.end_at
         assert len(c.content) <= max(size // 4, 20)
     for p in parents:
-        assert len(p.content) <= size and p.parent_index is None
+        assert len(p.content) <= size
+        assert p.parent_index is None
 
 
 def test_defaults_are_512_with_80_overlap_at_sentence_boundaries() -> None:
@@ -175,7 +180,8 @@ def test_heading_strategy_sets_breadcrumbs_and_coalesces_tiny_sections() -> None
     _check_offsets(text, drafts)
     _check_coverage(text, drafts)
     install = [d for d in drafts if d.context_header == "Guide > Install"]
-    assert len(install) >= 3 and install[0].content.startswith("## Install")
+    assert len(install) >= 3
+    assert install[0].content.startswith("## Install")
     usage = next(d for d in drafts if "## Usage" in d.content)
     assert "### Flags" in usage.content  # tiny sibling/child sections are coalesced
     assert usage.context_header == "Guide > Usage"
@@ -197,7 +203,8 @@ def test_parent_child_defaults_and_child_overlap_is_a_fifth_of_the_child_size() 
     drafts = split_document(text, ChunkingConfig(enable_parent_child=True))
     parents = [d for d in drafts if d.chunk_type == "parent_text"]
     children = [d for d in drafts if d.chunk_type == "text"]
-    assert len(parents) >= 5 and max(len(p.content) for p in parents) <= 4096
+    assert len(parents) >= 5
+    assert max(len(p.content) for p in parents) <= 4096
     assert max(len(c.content) for c in children) <= 384
     siblings = [(a, b) for a, b in itertools.pairwise(children) if a.parent_index == b.parent_index]
     overlaps = [a.end_at - b.start_at for a, b in siblings]
@@ -209,7 +216,8 @@ def test_blank_text_gives_no_chunks_and_non_positive_config_falls_back_to_defaul
     assert split_document("  \n\n\t ", ChunkingConfig()) == []
     text = "word " * 400
     drafts = split_document(text, ChunkingConfig(chunk_size=0, chunk_overlap=-5))
-    assert max(len(d.content) for d in drafts) <= 512 and len(drafts) >= 4
+    assert max(len(d.content) for d in drafts) <= 512
+    assert len(drafts) >= 4
 
 
 def test_leading_whitespace_does_not_let_the_next_chunk_start_where_the_previous_one_did() -> None:
@@ -219,4 +227,5 @@ def test_leading_whitespace_does_not_let_the_next_chunk_start_where_the_previous
     drafts = split_document(text, ChunkingConfig(chunk_size=20, chunk_overlap=1))
     _check_offsets(text, drafts)
     for prev, nxt in itertools.pairwise(drafts):
-        assert nxt.start_at > prev.start_at and nxt.end_at > prev.end_at
+        assert nxt.start_at > prev.start_at
+        assert nxt.end_at > prev.end_at

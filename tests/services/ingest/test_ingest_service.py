@@ -58,14 +58,19 @@ class TestIngestFile:
         assert len(chunks) > 3
         assert all(len(c.content) <= 200 for c in chunks)
         by_id = {c.id: c for c in chunks}
-        assert chunks[0].pre_chunk_id is None and chunks[-1].next_chunk_id is None
+        assert chunks[0].pre_chunk_id is None
+        assert chunks[-1].next_chunk_id is None
         for a, b in itertools.pairwise(chunks):
-            assert a.next_chunk_id == b.id and by_id[b.id].pre_chunk_id == a.id
+            assert a.next_chunk_id == b.id
+            assert by_id[b.id].pre_chunk_id == a.id
         assert set(rec.rows) == set(by_id)
         row = rec.rows[chunks[0].id]
-        assert row.content.startswith(k.title + "\n") and chunks[0].content.strip() in row.content
-        assert row.embedding is not None and len(row.embedding) == container.embedders.default.dimension
-        assert row.knowledge_base_id == kb.id and row.tenant_id == container.default_tenant_id
+        assert row.content.startswith(k.title + "\n")
+        assert chunks[0].content.strip() in row.content
+        assert row.embedding is not None
+        assert len(row.embedding) == container.embedders.default.dimension
+        assert row.knowledge_base_id == kb.id
+        assert row.tenant_id == container.default_tenant_id
 
     async def test_same_content_twice_is_a_duplicate(self, sqlite_container: Any) -> None:
         c = sqlite_container
@@ -73,7 +78,8 @@ class TestIngestFile:
         first = await _ingest(c, kb)
         with pytest.raises(DuplicateKnowledge) as err:
             await c.ingest_service.add_file(c.default_tenant_id, kb.id, "copy.md", TEXT.encode())
-        assert err.value.existing.id == first.id and err.value.kind == "duplicate_file"
+        assert err.value.existing.id == first.id
+        assert err.value.kind == "duplicate_file"
 
     @pytest.mark.parametrize(("name", "data", "exc"), [
         ("a.exe", b"MZ....", BadRequest), ("empty.txt", b"  \n", BadRequest), ("", b"hello", BadRequest),
@@ -100,7 +106,8 @@ class TestIngestFile:
         c = sqlite_container
         kb = await _kb(c)
         k = await _ingest(c, kb, "../../../../etc/evil.txt", b"plain text body")
-        assert k.file_name == "evil.txt" and ".." not in k.file_path
+        assert k.file_name == "evil.txt"
+        assert ".." not in k.file_path
         assert (c.settings.data_dir / "blobs" / k.file_path).resolve().is_relative_to(
             (c.settings.data_dir / "blobs").resolve())
 
@@ -116,7 +123,8 @@ class TestIngestFile:
         k = await _ingest(c, kb, "broken.pdf", b"%PDF-1.4 this is not really a pdf")
         assert k.parse_status == ParseStatus.FAILED
         assert k.error_message
-        assert await _chunks(c, k.id) == [] and rec.rows == {}
+        assert await _chunks(c, k.id) == []
+        assert rec.rows == {}
 
     async def test_index_failure_marks_failed_and_leaves_no_chunk_rows(self, sqlite_container: Any) -> None:
         c = sqlite_container
@@ -124,7 +132,8 @@ class TestIngestFile:
         rec.fail_next_index = RuntimeError("index down")
         kb = await _kb(c)
         k = await _ingest(c, kb)
-        assert k.parse_status == ParseStatus.FAILED and "index down" in k.error_message
+        assert k.parse_status == ParseStatus.FAILED
+        assert "index down" in k.error_message
         assert await _chunks(c, k.id) == []
 
     async def test_parent_child_mode_indexes_children_only(self, sqlite_container: Any) -> None:
@@ -135,7 +144,8 @@ class TestIngestFile:
         k = await _ingest(c, kb)
         parents = await _chunks(c, k.id, ["parent_text"])
         children = await _chunks(c, k.id, ["text"])
-        assert parents and children
+        assert parents
+        assert children
         parent_ids = {p.id for p in parents}
         assert all(ch.parent_chunk_id in parent_ids for ch in children)
         assert all(ch.pre_chunk_id is None and ch.next_chunk_id is None for ch in children)
@@ -149,7 +159,9 @@ class TestIngestFile:
         draft = await c.ingest_service.add_manual(c.default_tenant_id, kb.id, "Later", "not yet", status="draft")
         await c.jobs.wait_idle(30)
         got = await c.repos.knowledge.get(None, k.id)
-        assert got.parse_status == ParseStatus.COMPLETED and got.title == "Notes" and got.file_type == "md"
+        assert got.parse_status == ParseStatus.COMPLETED
+        assert got.title == "Notes"
+        assert got.file_type == "md"
         assert (await c.repos.knowledge.get(None, draft.id)).parse_status == ParseStatus.PENDING
         assert await _chunks(c, draft.id) == []
 
@@ -165,7 +177,9 @@ class TestReparseDeleteRestart:
         await c.ingest_service.reparse(c.default_tenant_id, k.id)
         await c.jobs.wait_idle(30)
         after = {x.id for x in await _chunks(c, k.id)}
-        assert after and not (after & before) and len(after) > len(before)
+        assert after
+        assert not (after & before)
+        assert len(after) > len(before)
         assert set(rec.rows) == after
         assert (await c.repos.knowledge.get(None, k.id)).parse_status == ParseStatus.COMPLETED
 
@@ -180,7 +194,8 @@ class TestReparseDeleteRestart:
         assert {r.knowledge_id for r in rec.rows.values()} == {k2.id}
         assert not (c.settings.data_dir / "blobs" / k1.file_path).exists()
         await c.kb_service.delete(c.default_tenant_id, kb.id)
-        assert ("delete_knowledge_base", kb.id) in rec.calls and rec.rows == {}
+        assert ("delete_knowledge_base", kb.id) in rec.calls
+        assert rec.rows == {}
         assert await c.repos.knowledge.get(None, k2.id) is None
 
     async def test_deleted_while_queued_is_skipped(self, sqlite_container: Any) -> None:
@@ -268,14 +283,18 @@ class TestIngestUrl:
             await c.jobs.wait_idle(30)
             p = await c.repos.knowledge.get(None, page.id)
             assert p.parse_status == ParseStatus.COMPLETED, p.error_message
-            assert p.file_type == "html" and "Fetched page" in p.title
+            assert p.file_type == "html"
+            assert "Fetched page" in p.title
             assert "web pages" in (await _chunks(c, p.id))[0].content
             n = await c.repos.knowledge.get(None, note.id)
-            assert n.parse_status == ParseStatus.COMPLETED and n.file_type == "txt"
+            assert n.parse_status == ParseStatus.COMPLETED
+            assert n.file_type == "txt"
             b = await c.repos.knowledge.get(None, big.id)
-            assert b.parse_status == ParseStatus.FAILED and "limit" in b.error_message
+            assert b.parse_status == ParseStatus.FAILED
+            assert "limit" in b.error_message
             g = await c.repos.knowledge.get(None, gone.id)
-            assert g.parse_status == ParseStatus.FAILED and "404" in g.error_message
+            assert g.parse_status == ParseStatus.FAILED
+            assert "404" in g.error_message
         finally:
             await c.close()
 
@@ -290,12 +309,14 @@ class TestChunkEdit:
         old_vec = rec.rows[chunk.id].embedding
         edited = await c.chunk_service.update(c.default_tenant_id, k.id, chunk.id, {"content": "Alpacas now."})
         assert edited.content_revision == chunk.content_revision + 1
-        assert rec.rows[chunk.id].content.endswith("Alpacas now.") and rec.rows[chunk.id].embedding != old_vec
+        assert rec.rows[chunk.id].content.endswith("Alpacas now.")
+        assert rec.rows[chunk.id].embedding != old_vec
         await c.chunk_service.update(c.default_tenant_id, k.id, chunk.id, {"is_enabled": False})
         assert rec.rows[chunk.id].is_enabled is False
         with pytest.raises(BadRequest):
             await c.chunk_service.update(c.default_tenant_id, k.id, chunk.id, {"content": "  "})
         await c.chunk_service.delete(c.default_tenant_id, k.id, chunk.id)
-        assert chunk.id not in rec.rows and await _chunks(c, k.id) == []
+        assert chunk.id not in rec.rows
+        assert await _chunks(c, k.id) == []
 
 

@@ -36,7 +36,8 @@ class TestQuickAnswerEndToEnd:
         assert rec.of(BusEvent.THOUGHT)[-1].data["done"] is True
         # the model saw handles, never chunk ids, and the rewrite drove retrieval
         prompt = "\n".join(m["content"] for m in fake.chat_requests[1]["messages"])
-        assert '<chunk id="c1"' in prompt and refs[0]["id"] not in prompt
+        assert '<chunk id="c1"' in prompt
+        assert refs[0]["id"] not in prompt
         assert ctx.references.resolve("c1")["id"] == refs[0]["id"]  # type: ignore[index]
         calls = [e.data["tool_name"] for e in rec.of(BusEvent.TOOL_CALL)]
         results = {e.data["tool_name"]: e.data for e in rec.of(BusEvent.TOOL_RESULT)}
@@ -90,4 +91,5 @@ class TestTurnReads:
         await c.quick_answer.run(turn(c, "How is oolong tea processed?", [kb]), ctx)
         assert calls == Counter(knowledge_bases_with_tenant_config=2, chunks_with_knowledge=2)
         refs = rec.of(BusEvent.REFERENCES)[0].data["references"]
-        assert refs and all(r["knowledge_title"].endswith("(edited)") for r in refs)
+        assert refs
+        assert all(r["knowledge_title"].endswith("(edited)") for r in refs)

@@ -36,7 +36,8 @@ class TestFaqRendering:
 
     def test_cleaning(self) -> None:
         e = FaqEntryIn(standard_question=" Q ", similar_questions=["q", "a", "a ", ""]).cleaned()
-        assert e.standard_question == "Q" and e.similar_questions == ["a"]
+        assert e.standard_question == "Q"
+        assert e.similar_questions == ["a"]
         with pytest.raises(ValidationFailed):
             FaqEntryIn(standard_question="  ").cleaned()
 
@@ -49,14 +50,18 @@ class TestFaqService:
         created = await svc.create(t, kb.id, RESET)
         other = await svc.create(t, kb.id, FaqEntryIn(standard_question="Where is the office?",
                                                       answers=["Berlin"]))
-        assert created["id"] == 1 and other["id"] == 2
+        assert created["id"] == 1
+        assert other["id"] == 2
         items, total = await svc.list_entries(t, kb.id, page=1, page_size=10)
-        assert total == 2 and items[0]["standard_question"] == "How do I reset my password?"
+        assert total == 2
+        assert items[0]["standard_question"] == "How do I reset my password?"
         res = await svc.search(t, kb.id, "I forgot my password")
-        assert res[0].id == created["chunk_id"] and res[0].chunk_type == "faq"
+        assert res[0].id == created["chunk_id"]
+        assert res[0].chunk_type == "faq"
         assert set(res[0].scores) == {"vector", "fused"}  # FAQ KBs: vector only
         updated = await svc.update(t, kb.id, 2, FaqEntryIn(standard_question="Where is the headquarters?"))
-        assert updated["chunk_id"] == other["chunk_id"] and (await svc.get(t, kb.id, 2))["standard_question"] \
+        assert updated["chunk_id"] == other["chunk_id"]
+        assert (await svc.get(t, kb.id, 2))["standard_question"] \
             == "Where is the headquarters?"
         assert await svc.delete(t, kb.id, [1]) == 1
         with pytest.raises(NotFound):
@@ -99,7 +104,8 @@ class TestFaqService:
         await eventually(lambda: svc.progress(t, task)["status"] != "running", interval=0.02)
         assert svc.progress(t, task)["status"] == "completed"
         items, total = await svc.list_entries(t, kb.id, page=1, page_size=10)
-        assert total == 3 and items[0]["standard_question"] == "question number 0"
+        assert total == 3
+        assert items[0]["standard_question"] == "question number 0"
         with pytest.raises(NotFound):
             svc.progress(await seed.tenant(), task)
 
@@ -130,4 +136,5 @@ class TestFaqService:
                                                              match_count=5, vector_threshold=0))
         # first pool = max(5*5, 50) = 50 rows, all could be variants of one FAQ → re-retrieval at 15, 30, …
         assert len({r.id for r in res}) == 5
-        assert calls[0] == 0 and calls[1:2] == [15]
+        assert calls[0] == 0
+        assert calls[1:2] == [15]

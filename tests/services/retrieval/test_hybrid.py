@@ -32,12 +32,14 @@ class TestHybridSearch:
         svc: HybridSearch = rc.search_service
         res = await svc.search(rc.default_tenant_id, p(kb.id, "When did the French Revolution begin?",
                                                       skip_context_enrichment=True))
-        assert res and "French Revolution" in res[0].content
+        assert res
+        assert "French Revolution" in res[0].content
         top = res[0]
         assert set(top.scores) == {"vector", "keyword", "fused"}
         assert top.score == top.scores["fused"]
         assert top.match_type == MatchType.EMBEDDING
-        assert top.knowledge_title == "Facts" and top.knowledge_base_id == kb.id
+        assert top.knowledge_title == "Facts"
+        assert top.knowledge_base_id == kb.id
         assert top.matched_content.startswith("Facts\n")
 
     async def test_chinese_keyword_path(self, rc: Any, seed: Any) -> None:
@@ -54,7 +56,8 @@ class TestHybridSearch:
         await seed.doc(kb, TEXTS)
         res = await rc.search_service.search(rc.default_tenant_id, p(kb.id, "qubits superposition",
                                                                     disable_keywords_match=True))
-        assert res[0].scores.keys() == {"vector", "fused"} and res[0].score == res[0].scores["vector"]
+        assert res[0].scores.keys() == {"vector", "fused"}
+        assert res[0].score == res[0].scores["vector"]
 
     async def test_thresholds(self, rc: Any, seed: Any) -> None:
         kb = await seed.kb()
@@ -65,11 +68,13 @@ class TestHybridSearch:
                                                                       skip_context_enrichment=True))
         strict = await rc.search_service.search(rc.default_tenant_id, p(kb.id, q, vector_threshold=0.9,
                                                                        keyword_threshold=0.9))
-        assert len(loose) > 1 and strict == []
+        assert len(loose) > 1
+        assert strict == []
         kw_only = await rc.search_service.search(rc.default_tenant_id, p(kb.id, q, keyword_threshold=0.3,
                                                                         disable_vector_match=True,
                                                                         skip_context_enrichment=True))
-        assert [r.content for r in kw_only] == [TEXTS[0]] and 0.3 <= kw_only[0].score < 0.9
+        assert [r.content for r in kw_only] == [TEXTS[0]]
+        assert 0.3 <= kw_only[0].score < 0.9
 
     @pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan")])
     async def test_threshold_out_of_range_is_400(self, rc: Any, seed: Any, bad: float) -> None:

@@ -46,7 +46,9 @@ class TestTurnReads:
         assert [c.id for c in got] == [chunks[1].id, chunks[0].id]
         assert [c.id for c in await reads.chunks([chunks[0].id])] == [chunks[0].id]
         assert [d.id for d in await reads.knowledge([k.id])] == [k.id]
-        assert await reads.knowledge([k.id]) and calls["chunks"] == 1 and calls["knowledge"] == 1
+        assert await reads.knowledge([k.id])
+        assert calls["chunks"] == 1
+        assert calls["knowledge"] == 1
 
     async def test_hydration_read_brings_documents_and_short_neighbours(self, rc: Any, seed: Any,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,7 +58,8 @@ class TestTurnReads:
         calls = spy(store, monkeypatch)
         reads = TurnReads(store, neighbours_below=350)
         found, docs = await reads.chunks_with_knowledge([chunks[1].id, chunks[3].id])
-        assert [c.id for c in found] == [chunks[1].id, chunks[3].id] and [d.id for d in docs] == [k.id]
+        assert [c.id for c in found] == [chunks[1].id, chunks[3].id]
+        assert [d.id for d in docs] == [k.id]
         # chunk 1 is short: its neighbours 0 and 2 came along; chunk 3 is long: 4 did not
         assert {c.id for c in await reads.chunks([chunks[0].id, chunks[2].id])} == {chunks[0].id, chunks[2].id}
         assert calls == Counter(chunks_with_knowledge=1)
@@ -106,4 +109,5 @@ def test_stored_reference_precheck_never_misses_a_match(text: str) -> None:
 
 def test_protocol_prompt_skips_the_stored_reference_scan() -> None:
     prompt = ReferenceRegistry(True).protocol_prompt()
-    assert "res://" in prompt and not _may_hold_stored_ref(prompt)
+    assert "res://" in prompt
+    assert not _may_hold_stored_ref(prompt)

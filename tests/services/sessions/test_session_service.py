@@ -117,6 +117,8 @@ def test_title_helpers() -> None:
     assert fallback_title("  a   b  ") == "a b"
     long = "How do I configure the retrieval thresholds for hybrid search in Knora"
     t = fallback_title(long)
-    assert t.endswith("…") and len(t) <= 31 and long.startswith(t[:-1])
+    assert t.endswith("…")
+    assert len(t) <= 31
+    assert long.startswith(t[:-1])
     assert sanitize_title("x" * 300) == "x" * 100
     assert sanitize_title("《标题》") == "标题"

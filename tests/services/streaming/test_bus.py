@@ -64,7 +64,8 @@ async def test_deltas_within_the_hold_are_merged_after_an_immediate_first() -> N
     assert seen == [("final_answer", "The ", False, "a")]  # the first delta of a turn is never held
     for piece in ("quick ", "brown ", "fox"):
         await answer(bus, piece)
-    assert len(seen) == 1 and pacer.streams == 1
+    assert len(seen) == 1
+    assert pacer.streams == 1
     await answer(bus, "", done=True)  # the done mark releases the held text first
     assert seen == [("final_answer", "The ", False, "a"), ("final_answer", "quick brown fox", False, "a"),
                     ("final_answer", "", True, "a")]
@@ -119,7 +120,8 @@ async def test_after_close_text_is_dispatched_unpaced() -> None:
     await answer(bus, "x")
     await answer(bus, "y")
     await bus.close()
-    assert [s[1] for s in seen] == ["x", "y"] and pacer.streams == 0
+    assert [s[1] for s in seen] == ["x", "y"]
+    assert pacer.streams == 0
     await answer(bus, "late1")
     await answer(bus, "late2")
     assert [s[1] for s in seen][-2:] == ["late1", "late2"]
@@ -181,9 +183,11 @@ async def test_a_paced_turn_streams_fewer_entries_and_saves_exactly_what_was_str
         assert 2 <= len(answers) < deltas / 2  # merged: far fewer entries than the model's deltas
         assert "".join(e.content for e in answers) == EXPANDED
         types = [e.type for e in events]
-        assert answers[-1].done and types.index("complete") > types.index("answer")
+        assert answers[-1].done
+        assert types.index("complete") > types.index("answer")
         saved = await c.session_service.get_message(c.default_tenant_id, turn.assistant_message_id)
-        assert saved.content == EXPANDED and len(saved.knowledge_references) == len(RESULTS)
+        assert saved.content == EXPANDED
+        assert len(saved.knowledge_references) == len(RESULTS)
         assert c.chat_service.pacer.streams == 0
     finally:
         await c.close()
@@ -219,9 +223,12 @@ async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: C
         assert await c.chat_service.stop(c.default_tenant_id, s.id, mid) == "Generation stopped"
         events = await c.stream_log.read(s.id, mid)
         streamed = "".join(e.content for e in events if e.type == "answer")
-        assert streamed == "Held text is never lost." and events[-1].type == "stop"
+        assert streamed == "Held text is never lost."
+        assert events[-1].type == "stop"
         saved = await c.session_service.get_message(c.default_tenant_id, mid)
-        assert saved.is_completed and saved.content == streamed and not saved.is_fallback
+        assert saved.is_completed
+        assert saved.content == streamed
+        assert not saved.is_fallback
     finally:
         await c.close()
 

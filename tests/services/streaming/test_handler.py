@@ -38,7 +38,8 @@ async def test_answer_split_at_every_point_expands_identically(cut: int) -> None
     events = await log.read("s", "m")
     assert "".join(e.content for e in events) == EXPANDED == handler.final_answer
     assert all("<ref" not in e.content for e in events)
-    assert events[-1].done and "duration_ms" in events[-1].data
+    assert events[-1].done
+    assert "duration_ms" in events[-1].data
 
 
 async def test_tool_call_supersedes_preamble_and_times_tools() -> None:
@@ -50,9 +51,12 @@ async def test_tool_call_supersedes_preamble_and_times_tools() -> None:
     await bus.emit(BusEvent.FINAL_ANSWER, {"content": 'Final<ref id="c2"/>', "done": True, "event_id": "f"})
     events = await log.read("s", "m")
     assert [e.type for e in events] == ["answer", "tool_call", "error", "answer"]
-    assert events[2].content == "bad pattern" and events[2].done is False
-    assert events[2].data["duration_ms"] >= 0 and events[2].data["tool_call_id"] == "t1"
-    assert handler.final_answer.startswith("Final<kb ") and "Let me search" not in handler.final_answer
+    assert events[2].content == "bad pattern"
+    assert events[2].done is False
+    assert events[2].data["duration_ms"] >= 0
+    assert events[2].data["tool_call_id"] == "t1"
+    assert handler.final_answer.startswith("Final<kb ")
+    assert "Let me search" not in handler.final_answer
     assert handler.tool_calls[0]["result"]["success"] is False
 
 
@@ -98,7 +102,10 @@ async def test_shutdown_mid_turn_saves_partial_and_ends_the_log(make_settings: C
     events_log = c.stream_log
     await c.chat_service.close()
     events = await events_log.read(s.id, turn.assistant_message_id)
-    assert events[-1].type == "stop" and events[-1].data["reason"] == "shutdown"
+    assert events[-1].type == "stop"
+    assert events[-1].data["reason"] == "shutdown"
     saved = await c.session_service.get_message(c.default_tenant_id, turn.assistant_message_id)
-    assert saved.is_completed and saved.content and EXPANDED.startswith(saved.content)
+    assert saved.is_completed
+    assert saved.content
+    assert EXPANDED.startswith(saved.content)
     await c.close()

@@ -75,7 +75,9 @@ async def test_a_failed_lookup_fails_every_waiter_and_the_next_request_tries_aga
         tenants = TenantService(Broken())  # type: ignore[arg-type]
         results = await asyncio.gather(*(tenants.authenticate(TEST_API_KEY) for _ in range(5)),
                                        return_exceptions=True)
-        assert all(isinstance(r, ConnectionError) for r in results) and calls == 1  # one lookup, shared
-        assert await tenants.authenticate(TEST_API_KEY) == c.default_tenant_id and calls == 2
+        assert all(isinstance(r, ConnectionError) for r in results)
+        assert calls == 1  # one lookup, shared
+        assert await tenants.authenticate(TEST_API_KEY) == c.default_tenant_id
+        assert calls == 2
     finally:
         await c.close()
