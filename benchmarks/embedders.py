@@ -26,7 +26,8 @@ import numpy as np
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def load_beir(folder: Path, max_queries: int | None) -> tuple[list[str], list[str], list[str], dict[str, set[str]]]:
+def load_beir(folder: Path, max_queries: int | None) -> tuple[list[str], list[str], list[str],
+                                                              dict[str, set[str]]]:
     corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line]
     queries = [json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines() if line]
     qrels: dict[str, set[str]] = {}

@@ -90,7 +90,8 @@ async def run_dataset(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
                           if chunks and raw_texts and e2e_cpu else None)}
 
 
-async def ingest_slice(http: httpx.AsyncClient, kb: str, passages: list[str], offset: int) -> tuple[float, int, int]:
+async def ingest_slice(http: httpx.AsyncClient, kb: str, passages: list[str],
+                       offset: int) -> tuple[float, int, int]:
     """Upload every passage, wait until all of them are done; (seconds, chunks, failed documents).
 
     The clock runs from the first upload to the moment the last document became searchable, which is the
@@ -149,10 +150,12 @@ async def indexed_texts(c: Any, kb_id: str) -> list[str]:
 async def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--embedder", default=None, help="provider:model (default: Knora's default embedder)")
-    p.add_argument("--dataset", action="append", default=None, help="folder under ../shared/data (repeatable)")
+    p.add_argument("--dataset", action="append", default=None,
+                   help="folder under ../shared/data (repeatable)")
     p.add_argument("--limit", type=int, default=None, help="first N passages only")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=4, help="alternate e2e and raw measurement in this many slices")
+    p.add_argument("--rounds", type=int, default=4,
+                   help="alternate e2e and raw measurement in this many slices")
     args = p.parse_args(argv)
     if args.embedder is None:
         from knora.settings import Settings

@@ -66,7 +66,8 @@ class InstantModel:
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
         t = time.perf_counter()
         user = messages[-1].content.rsplit("\n", 3)[-3] if messages else ""
-        resp = ChatResponse(content=json.dumps({"rewrite_query": user, "intent": "kb_search"}), finish_reason="stop")
+        resp = ChatResponse(content=json.dumps({"rewrite_query": user, "intent": "kb_search"}),
+                            finish_reason="stop")
         self.spent += time.perf_counter() - t
         return resp
 
@@ -126,7 +127,8 @@ async def seed(c: Container, docs: list[tuple[str, list[str]]]) -> tuple[str, li
     ks: list[Knowledge] = []
     chunks: list[Chunk] = []
     for title, parts in docs:
-        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=title, parse_status=ParseStatus.COMPLETED)
+        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=title,
+                      parse_status=ParseStatus.COMPLETED)
         ks.append(k)
         mine = [Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=p, chunk_index=i,
                       start_at=0, end_at=len(p)) for i, p in enumerate(parts)]
@@ -145,7 +147,8 @@ async def seed(c: Container, docs: list[tuple[str, list[str]]]) -> tuple[str, li
         vecs = await c.embedders.default.embed_passages(texts)
         await c.retrieval.index([IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=ch.knowledge_id,
                                           knowledge_base_id=kb.id, tenant_id=tenant, content=t,
-                                          embedding=vecs[j].tolist()) for j, (ch, t) in enumerate(zip(part, texts,
+                                          embedding=vecs[j].tolist()) for j, (ch,
+                                                                              t) in enumerate(zip(part, texts,
                                                                                                        strict=True))])
     return kb.id, chunks
 
@@ -161,7 +164,8 @@ def synthetic_docs(n_chunks: int, rng: random.Random) -> list[tuple[str, list[st
 
 
 def turn(c: Container, query: str, kb_id: str, agent: AgentConfig | None = None) -> TurnRequest:
-    return TurnRequest(tenant_id=c.default_tenant_id, session_id=str(uuid.uuid4()), request_id=str(uuid.uuid4()),
+    return TurnRequest(tenant_id=c.default_tenant_id, session_id=str(uuid.uuid4()),
+                       request_id=str(uuid.uuid4()),
                        user_message_id=str(uuid.uuid4()), assistant_message_id=str(uuid.uuid4()), query=query,
                        knowledge_base_ids=[kb_id], agent=agent)
 
@@ -224,7 +228,8 @@ async def overhead(size: int, turns: int, rng: random.Random) -> dict[str, Any]:
                 await timed._engine.search(q)
             kw_alone.append((time.perf_counter() - t) * 1000)
             kw_cpu.append((time.process_time() - p) * 1000)
-        wall_ex = [tot - max(0.0, kw - vec) for tot, kw, vec in zip(totals, kw_in_turn, vec_in_turn, strict=True)]
+        wall_ex = [tot - max(0.0, kw - vec) for tot, kw, vec in zip(totals, kw_in_turn, vec_in_turn,
+                                                                    strict=True)]
         cpu_ex = [c_ms - k_ms for c_ms, k_ms in zip(cpu, kw_cpu, strict=True)]
         return {"chunks": len(chunks), "seed_s": round(seed_s, 1), "turns": len(totals),
                 "first_token_overhead_ms": {"p50": pct(totals, 50), "p95": pct(totals, 95)},
@@ -246,7 +251,8 @@ def load_qa(name: str, limit: int) -> tuple[list[dict[str, Any]], list[dict[str,
     corpus = [json.loads(x) for x in (path / "corpus.jsonl").read_text().splitlines() if x.strip()]
     queries = [json.loads(x) for x in (path / "queries.jsonl").read_text().splitlines() if x.strip()]
     qrels = {q: d for q, d, _ in (ln.split("\t") for ln in (path / "qrels.tsv").read_text().splitlines()[1:])}
-    answers = {a["_id"]: a["answers"] for a in map(json.loads, (path / "answers.jsonl").read_text().splitlines())}
+    answers = {a["_id"]: a["answers"] for a in map(json.loads,
+                                                   (path / "answers.jsonl").read_text().splitlines())}
     queries = [q for q in queries if q["_id"] in answers and q["_id"] in qrels]
     return corpus, queries[:limit] if limit else queries, qrels, answers
 
@@ -259,7 +265,8 @@ def contains_gold(answer: str, golds: list[str]) -> bool:
 async def accuracy(name: str, limit: int, embedder: str) -> dict[str, Any]:
     corpus, queries, qrels, answers = load_qa(name, limit)
     by_id = {d["_id"]: d for d in corpus}
-    gold_hits = sum(contains_gold(compose_answer(q["text"], [Passage("c1", by_id[qrels[q["_id"]]]["text"], 0)]),
+    gold_hits = sum(contains_gold(compose_answer(q["text"], [Passage("c1", by_id[qrels[q["_id"]]]["text"],
+                                                                     0)]),
                                   answers[q["_id"]]) for q in queries)
     c = await start(embedder)
     try:

@@ -173,8 +173,10 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
 
     prefix = f"knora-bench-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as tmp:
-        c: Any = Container(Settings(data_dir=Path(tmp), api_key="sk-bench", embedder="local:hash", sample_kb=False,
-                                    database_url=database_url, stream_log=stream_log,  # type: ignore[arg-type]
+        c: Any = Container(Settings(data_dir=Path(tmp), api_key="sk-bench", embedder="local:hash",
+                                    sample_kb=False,
+                                    database_url=database_url,
+                                    stream_log=stream_log,  # type: ignore[arg-type]
                                     redis_url=redis_url, redis_prefix=prefix,
                                     **({} if frame_budget is None else {"stream_frame_budget": frame_budget})))
         await c.start(wiring=("knora.services.streaming.wiring",))
@@ -268,7 +270,8 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             "cpu_s": round(cpu, 3), "cpu_us_per_event": round(cpu * 1e6 / max(events_total, 1), 1),
             # chats a whole free core keeps up with at this CPU cost (the process's CPU seconds per model second)
             "cpu_bound_chats_per_core": int(chats * ideal / cpu) if cpu else None,
-            "turn_start_ms_p50": round(statistics.median(start_ms), 1), "turn_start_ms_p99": round(pct(start_ms, .99), 1),
+            "turn_start_ms_p50": round(statistics.median(start_ms), 1),
+            "turn_start_ms_p99": round(pct(start_ms, .99), 1),
             "first_token_overhead_ms_p50": round(statistics.median(first_ms), 1),
             "first_token_overhead_ms_p99": round(pct(first_ms, .99), 1),
             "fake_tokens_per_s": rate,
@@ -279,7 +282,8 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             "hold_ms_max": round(max(holds), 1) if holds else 0.0,
             "chat_tokens_per_s_p50": round(statistics.median(stream_rate), 1) if stream_rate else None,
             "chat_tokens_per_s_p10": round(pct(stream_rate, .10), 1) if stream_rate else None,
-            "keep_up_ratio_p50": round(statistics.median(ratio), 3), "keep_up_ratio_p10": round(pct(ratio, .10), 3),
+            "keep_up_ratio_p50": round(statistics.median(ratio), 3),
+            "keep_up_ratio_p10": round(pct(ratio, .10), 3),
             "keeps_up": pct(ratio, .10) >= KEEP_UP,
             # On a loaded machine the fake itself oversleeps: the same N fakes alone, just before the run
             "fake_alone_wall_s": round(fake_wall, 3),
@@ -297,8 +301,10 @@ async def sweep(levels: list[int], args: argparse.Namespace) -> dict[str, Any]:
     for n in levels:
         row = await concurrency(n, args.tokens, args.token_interval, args.database_url, args.stream_log,
                                 args.redis_url, args.frame_budget, args.ramp, args.closed_loop)
-        rows.append({k: row[k] for k in ("chats", "keep_up_ratio_p50", "keep_up_ratio_p10", "chat_tokens_per_s_p10",
-                                         "turn_start_ms_p50", "turn_start_ms_p99", "first_token_overhead_ms_p50",
+        rows.append({k: row[k] for k in ("chats", "keep_up_ratio_p50", "keep_up_ratio_p10",
+                                         "chat_tokens_per_s_p10",
+                                         "turn_start_ms_p50", "turn_start_ms_p99",
+                                         "first_token_overhead_ms_p50",
                                          "first_token_overhead_ms_p99", "cpu_s", "cpu_us_per_event",
                                          "cpu_bound_chats_per_core", "wall_s", "fake_alone_wall_s",
                                          "keep_up_vs_fake_alone",
@@ -332,14 +338,16 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     if args.sweep:
         out["sweep"] = await sweep([int(x) for x in args.sweep.split(",")], args)
     elif args.chats:
-        out["concurrency"] = await concurrency(args.chats, args.tokens, args.token_interval, args.database_url,
+        out["concurrency"] = await concurrency(args.chats, args.tokens, args.token_interval,
+                                               args.database_url,
                                                args.stream_log, args.redis_url, args.frame_budget, args.ramp,
                                                args.closed_loop)
     return out
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--chats", type=int, default=1000)
     parser.add_argument("--tokens", type=int, default=300)
@@ -355,7 +363,8 @@ if __name__ == "__main__":
     parser.add_argument("--closed-loop", action="store_true",
                         help="the fake sleeps one interval after each token is handled (its rate drops with any "
                         "delay of the process) instead of sending on its own clock like a model server")
-    parser.add_argument("--sweep", default="", help="comma-separated concurrency levels, e.g. 100,200,400,1000")
+    parser.add_argument("--sweep", default="",
+                        help="comma-separated concurrency levels, e.g. 100,200,400,1000")
     parser.add_argument("--database-url", default=None, help="e.g. postgresql+asyncpg://postgres@127.0.0.1/x "
                         "(an empty database; default: a temporary SQLite file)")
     parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",

@@ -19,13 +19,15 @@ STORE_ONLY = ("knora.services.ingest.wiring",)
 def http_for(c: Any, **headers: str) -> httpx.AsyncClient:
     from knora.api.app import create_app
 
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(container=c)), base_url="http://knora.test",
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(container=c)),
+                             base_url="http://knora.test",
                              headers={"X-API-Key": TEST_API_KEY, **headers}, timeout=60)
 
 
 @pytest.fixture
 async def store_container(make_settings: Callable[..., Settings], db_url: str) -> AsyncIterator[Any]:
-    c = Container(make_settings(database_url=db_url, allow_private_network_fetch=True, max_upload_bytes=50_000))
+    c = Container(make_settings(database_url=db_url, allow_private_network_fetch=True,
+                                max_upload_bytes=50_000))
     await c.start(wiring=STORE_ONLY)
     try:
         yield c

@@ -25,14 +25,16 @@ def data(r: httpx.Response) -> Any:
 
 
 class TestAgents:
-    async def test_builtins_are_listed_with_a_ready_chat_model(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_builtins_are_listed_with_a_ready_chat_model(self,
+                                                               sqlite_client: httpx.AsyncClient) -> None:
         agents = {a["id"]: a for a in data(await sqlite_client.get("/api/v1/agents"))}
         assert {"builtin-quick-answer", "builtin-smart-reasoning"} <= set(agents)
         smart = agents["builtin-smart-reasoning"]
         assert smart["is_builtin"]
         assert smart["config"]["agent_mode"] == "smart-reasoning"
         assert smart["config"]["max_iterations"] == 50
-        assert smart["config"]["allowed_tools"] == ["knowledge_search", "grep_chunks", "list_knowledge_chunks",
+        assert smart["config"]["allowed_tools"] == ["knowledge_search", "grep_chunks",
+                                                    "list_knowledge_chunks",
                                                     "query_knowledge_graph", "get_document_info"]
         models = data(await sqlite_client.get("/api/v1/models"))
         chat_ids = {m["id"] for m in models if m["type"] == "KnowledgeQA"}

@@ -28,7 +28,8 @@ def fake() -> Iterator[FakeModelServer]:
 
 
 @pytest.fixture
-async def app(make_settings: Callable[..., Settings], fake: FakeModelServer) -> AsyncIterator[tuple[Any, Any]]:
+async def app(make_settings: Callable[..., Settings],
+              fake: FakeModelServer) -> AsyncIterator[tuple[Any, Any]]:
     from knora.container import Container
 
     c = Container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url, chat_api_key="x"))
@@ -77,7 +78,8 @@ async def test_agent_chat_searches_the_kb_and_cites(app: tuple[Any, Any], fake: 
     fake.handler = reply
     sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
     r = await http.post(f"/api/v1/agent-chat/{sid}", json={
-        "query": "How many days of annual leave?", "agent_enabled": True, "agent_id": "builtin-smart-reasoning",
+        "query": "How many days of annual leave?", "agent_enabled": True,
+                                                           "agent_id": "builtin-smart-reasoning",
         "knowledge_base_ids": [kb]})
     assert r.status_code == 200
     s = parse_sse(r.content)
@@ -107,7 +109,8 @@ async def test_agent_chat_searches_the_kb_and_cites(app: tuple[Any, Any], fake: 
     assert all(chunk_id not in json.dumps(b["messages"]) for b in agent_requests)
     assert all(kb not in json.dumps(b["messages"]) for b in agent_requests)
     assert sorted(t["function"]["name"] for t in agent_requests[0]["tools"]) == [
-        "get_document_info", "grep_chunks", "knowledge_search", "list_knowledge_chunks", "query_knowledge_graph"]
+        "get_document_info", "grep_chunks", "knowledge_search", "list_knowledge_chunks",
+                                                                                 "query_knowledge_graph"]
 
 
 async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServer) -> None:
@@ -115,16 +118,19 @@ async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServe
     with mcp_server() as (url, state):
         sid_svc = (await http.post("/api/v1/mcp-services", json={
             "name": "Ops", "transport_type": "http-streamable", "url": url})).json()["data"]["id"]
-        await http.put(f"/api/v1/mcp-services/{sid_svc}/tool-approvals/delete-all", json={"require_approval": True})
+        await http.put(f"/api/v1/mcp-services/{sid_svc}/tool-approvals/delete-all",
+                       json={"require_approval": True})
         agent = (await http.post("/api/v1/agents", json={"name": "Ops agent", "config": {
-            "agent_mode": "smart-reasoning", "mcp_selection_mode": "all", "allowed_tools": ["thinking"]}})).json()
+            "agent_mode": "smart-reasoning", "mcp_selection_mode": "all",
+                                                                                         "allowed_tools": ["thinking"]}})).json()
         aid = agent["data"]["id"]
 
         def reply(body: dict[str, Any]) -> Reply:
             if not body.get("tools"):
                 return Reply(content="Ops")
             if not tool_messages(body):
-                return Reply(tool_calls=[{"name": "mcp_ops_delete_all", "arguments": json.dumps({"table": "tmp"})}])
+                return Reply(tool_calls=[{"name": "mcp_ops_delete_all",
+                                          "arguments": json.dumps({"table": "tmp"})}])
             return Reply(content="Done: " + tool_messages(body)[-1].splitlines()[-1])
 
         fake.handler = reply
@@ -152,13 +158,15 @@ async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServe
     assert tools == ["mcp_ops_add", "mcp_ops_delete_all", "mcp_ops_explode", "thinking"]
 
 
-async def test_smart_reasoning_without_any_model_key(sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
+async def test_smart_reasoning_without_any_model_key(sqlite_client: httpx.AsyncClient,
+                                                     sqlite_container: Any) -> None:
     """No chat model configured: the extractive answerer (no function calling) gets the text protocol, seeded
     with a knowledge search for the question, and answers with cited sentences."""
     kb = await kb_with_document(sqlite_client)
     sid = (await sqlite_client.post("/api/v1/sessions", json={})).json()["data"]["id"]
     r = await sqlite_client.post(f"/api/v1/agent-chat/{sid}", json={
-        "query": "How many days of annual leave?", "agent_enabled": True, "agent_id": "builtin-smart-reasoning",
+        "query": "How many days of annual leave?", "agent_enabled": True,
+                                                                    "agent_id": "builtin-smart-reasoning",
         "knowledge_base_ids": [kb]})
     s = parse_sse(r.content)
     assert s.of("tool_call")[0]["data"]["tool_name"] == "knowledge_search"

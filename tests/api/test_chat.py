@@ -32,9 +32,11 @@ def runner(sqlite_container: Any) -> ScriptedRunner:
 
 
 class TestChatStream:
-    async def test_frames_order_and_shape(self, sqlite_client: httpx.AsyncClient, runner: ScriptedRunner) -> None:
+    async def test_frames_order_and_shape(self, sqlite_client: httpx.AsyncClient,
+                                          runner: ScriptedRunner) -> None:
         sid = await new_session(sqlite_client)
-        r = await chat(sqlite_client, sid, {"query": "How does Knora stream?"}, headers={"X-Request-ID": "req-1"})
+        r = await chat(sqlite_client, sid, {"query": "How does Knora stream?"},
+                       headers={"X-Request-ID": "req-1"})
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/event-stream")
         assert r.headers["cache-control"] == "no-cache"
@@ -68,7 +70,8 @@ class TestChatStream:
     async def test_message_pair_is_saved(self, sqlite_client: httpx.AsyncClient, runner: ScriptedRunner,
                                          sqlite_container: Any) -> None:
         sid = await new_session(sqlite_client)
-        s = parse_sse((await chat(sqlite_client, sid, {"query": "Q1"}, headers={"X-Request-ID": "r-a"})).content)
+        s = parse_sse((await chat(sqlite_client, sid, {"query": "Q1"},
+                                  headers={"X-Request-ID": "r-a"})).content)
         await sqlite_container.chat_service.wait_idle()
         msgs = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"]
         assert [m["role"] for m in msgs] == ["user", "assistant"]
@@ -95,7 +98,8 @@ class TestChatStream:
         assert "session_title" not in first.types  # the session already had a title
         await sqlite_container.chat_service.wait_idle()
         await chat(sqlite_client, sid, {"query": "second", "knowledge_base_ids": ["k1"],
-                                        "mentioned_items": [{"type": "kb", "id": "k2"}, {"type": "file", "id": "f"}]})
+                                        "mentioned_items": [{"type": "kb", "id": "k2"}, {"type": "file",
+                                                                                         "id": "f"}]})
         req = runner.requests[-1]
         assert [(h.query, h.answer) for h in req.history] == [("first", EXPANDED)]
         assert req.knowledge_base_ids == ["k1", "k2"]
@@ -157,7 +161,8 @@ class TestAgentChat:
         assert r.json()["error"]["message"] == "agent_id is required when agent mode is enabled"
 
     async def test_smart_reasoning_agent_uses_that_runner(self, sqlite_client: httpx.AsyncClient,
-                                                          sqlite_container: Any, runner: ScriptedRunner) -> None:
+                                                          sqlite_container: Any,
+                                                          runner: ScriptedRunner) -> None:
         from knora.domain.models import AgentConfig
 
         smart = ScriptedRunner(answer="smart answer")
@@ -186,7 +191,8 @@ class TestAgentChat:
 
 class TestBadInput:
     async def test_unknown_and_foreign_sessions_are_404(self, sqlite_client: httpx.AsyncClient,
-                                                        sqlite_container: Any, runner: ScriptedRunner) -> None:
+                                                        sqlite_container: Any,
+                                                        runner: ScriptedRunner) -> None:
         r = await chat(sqlite_client, "00000000-0000-0000-0000-000000000000", {"query": "q"})
         assert r.status_code == 404
         assert r.json()["error"] == {"code": 1003, "message": "Session not found"}
@@ -212,19 +218,22 @@ class TestBadInput:
         msgs = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"]
         assert msgs == []  # nothing half-created
 
-    async def test_megabyte_query_is_413(self, sqlite_client: httpx.AsyncClient, runner: ScriptedRunner) -> None:
+    async def test_megabyte_query_is_413(self, sqlite_client: httpx.AsyncClient,
+                                         runner: ScriptedRunner) -> None:
         sid = await new_session(sqlite_client)
         r = await chat(sqlite_client, sid, {"query": "x" * (1024 * 1024)})
         assert r.status_code == 413
         assert r.json()["success"] is False
         assert runner.requests == []
 
-    async def test_bad_resource_urls_mode(self, sqlite_client: httpx.AsyncClient, runner: ScriptedRunner) -> None:
+    async def test_bad_resource_urls_mode(self, sqlite_client: httpx.AsyncClient,
+                                          runner: ScriptedRunner) -> None:
         sid = await new_session(sqlite_client)
         r = await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}?resource_urls=bogus", json={"query": "q"})
         assert r.status_code == 400
 
-    async def test_unauthenticated_is_401(self, sqlite_client: httpx.AsyncClient, runner: ScriptedRunner) -> None:
+    async def test_unauthenticated_is_401(self, sqlite_client: httpx.AsyncClient,
+                                          runner: ScriptedRunner) -> None:
         sid = await new_session(sqlite_client)
         r = await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "q"},
                                      headers={"X-API-Key": "wrong"})

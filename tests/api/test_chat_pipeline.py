@@ -76,7 +76,8 @@ async def test_extractive_answer_is_cited_and_titled_from_the_query(plain: Any) 
 
 async def test_model_answer_streams_expanded_citations(with_model: Any, fake: FakeModelServer) -> None:
     kb = await add_kb(with_model, DOCS)
-    fake.script([Reply(content=json.dumps({"rewrite_query": "solar panel peak watts", "intent": "kb_search"})),
+    fake.script([Reply(content=json.dumps({"rewrite_query": "solar panel peak watts",
+                                           "intent": "kb_search"})),
                  Reply(content='About 400 W <ref id="c1"/> at peak<ref id="c7"/>.', chunk_size=3)])
     async with _client_for(with_model) as http:
         sid = await session(http, title="set")
@@ -91,7 +92,8 @@ async def test_model_answer_streams_expanded_citations(with_model: Any, fake: Fa
         assert all("<ref" not in f["content"] and not f["content"].endswith("<") for f in s.of("answer"))
 
 
-async def test_title_comes_from_the_model_when_one_is_configured(with_model: Any, fake: FakeModelServer) -> None:
+async def test_title_comes_from_the_model_when_one_is_configured(with_model: Any,
+                                                                 fake: FakeModelServer) -> None:
     with_model.quick_answer = ScriptedRunner()  # so the title is the only model call
     fake.script([Reply(content="Streaming in Knora")])
     async with _client_for(with_model) as http:
@@ -106,7 +108,8 @@ async def test_agent_chat_runs_the_smart_reasoning_agent(with_model: Any, fake: 
     fake.script([Reply(content="The agent answers directly.", chunk_size=4)])
     async with _client_for(with_model) as http:
         sid = await session(http, title="set")
-        r = await http.post(f"/api/v1/agent-chat/{sid}", json={"query": "hello agent", "knowledge_base_ids": [kb],
+        r = await http.post(f"/api/v1/agent-chat/{sid}", json={"query": "hello agent",
+                                                               "knowledge_base_ids": [kb],
                                                                "agent_id": "builtin-smart-reasoning"})
         s = parse_sse(r.content)
         assert s.types[0] == "agent_query"

@@ -144,7 +144,8 @@ class TestStop:
             assert stop.status_code == 200
             assert stop.json() == {"success": True, "message": "Generation stopped"}
             rest = [f async for f in it if f is not None]
-        assert rest[-1] == {"id": seen[0]["id"], "response_type": "stop", "content": "Generation stopped by user",
+        assert rest[-1] == {"id": seen[0]["id"], "response_type": "stop",
+                            "content": "Generation stopped by user",
                             "done": True}
         assert "complete" not in [f["response_type"] for f in rest]
         partial = "".join(f["content"] for f in seen + rest if f["response_type"] == "answer")

@@ -60,7 +60,8 @@ class TestFaqRoutes:
         base = f"/api/v1/knowledge-bases/{kb}/faq"
         assert (await sqlite_client.post(f"{base}/entry", json={"standard_question": " "})).status_code == 400
         assert (await sqlite_client.post(f"{base}/entry", json={"answers": ["x"]})).status_code == 400
-        assert (await sqlite_client.post(f"{base}/entries", json={"mode": "merge", "entries": []})).status_code == 400
+        assert (await sqlite_client.post(f"{base}/entries", json={"mode": "merge",
+                                                                  "entries": []})).status_code == 400
         missing = "/api/v1/knowledge-bases/00000000-0000-0000-0000-000000000000/faq/entries"
         assert (await sqlite_client.get(missing)).status_code == 404
         assert (await sqlite_client.get("/api/v1/faq/import/progress/nope")).status_code == 404

@@ -34,9 +34,11 @@ async def seed_kb(c: Any, name: str, tenant_id: int | None = None, tag: bool = F
     embedder = c.embedders.default
     for title, texts in DOCS.items():
         tag_id = out["tag"].id if out["tag"] is not None and title == "Space" else None
-        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=title, parse_status=ParseStatus.COMPLETED,
+        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=title,
+                      parse_status=ParseStatus.COMPLETED,
                       tag_id=tag_id)
-        chunks = [Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=t, chunk_index=i,
+        chunks = [Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=t,
+                        chunk_index=i,
                         tag_id=tag_id) for i, t in enumerate(texts)]
         async with c.sessions.begin() as s:
             s.add(to_row(KnowledgeRow, k))
@@ -45,8 +47,10 @@ async def seed_kb(c: Any, name: str, tenant_id: int | None = None, tag: bool = F
                 s.add(to_row(ChunkRow, ch))
         contents = [ch.index_content(title) for ch in chunks]
         vecs = await embedder.embed_passages(contents)
-        await c.retrieval.index([IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=k.id, knowledge_base_id=kb.id,
-                                          tenant_id=tenant, content=t, embedding=vecs[i].tolist(), tag_id=tag_id)
+        await c.retrieval.index([IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=k.id,
+                                          knowledge_base_id=kb.id,
+                                          tenant_id=tenant, content=t, embedding=vecs[i].tolist(),
+                                          tag_id=tag_id)
                                  for i, (ch, t) in enumerate(zip(chunks, contents, strict=True))])
         out["docs"][title] = (k, chunks)
     return out
@@ -61,7 +65,8 @@ async def other_tenant(c: Any) -> int:
 
 
 class TestHybridSearchRoute:
-    async def test_post_and_get_with_body(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
+    async def test_post_and_get_with_body(self, sqlite_client: httpx.AsyncClient,
+                                          sqlite_container: Any) -> None:
         seeded = await seed_kb(sqlite_container, "geo")
         url = f"/api/v1/knowledge-bases/{seeded['kb'].id}/hybrid-search"
         body = {"query_text": "Which river flows through Egypt?", "match_count": 3}
@@ -86,7 +91,8 @@ class TestHybridSearchRoute:
         ({"query_text": "nile", "keyword_threshold": -0.2}, 400),
         ({"query_text": "nile", "match_count": "many"}, 400),
     ])
-    async def test_bad_input(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any, body: dict[str, Any],
+    async def test_bad_input(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any,
+                             body: dict[str, Any],
                              status: int) -> None:
         seeded = await seed_kb(sqlite_container, "geo")
         r = await sqlite_client.post(f"/api/v1/knowledge-bases/{seeded['kb'].id}/hybrid-search", json=body)
@@ -96,7 +102,8 @@ class TestHybridSearchRoute:
 
     async def test_malformed_json(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
         seeded = await seed_kb(sqlite_container, "geo")
-        r = await sqlite_client.post(f"/api/v1/knowledge-bases/{seeded['kb'].id}/hybrid-search", content=b"{nope",
+        r = await sqlite_client.post(f"/api/v1/knowledge-bases/{seeded['kb'].id}/hybrid-search",
+                                     content=b"{nope",
                                      headers={"content-type": "application/json"})
         assert r.status_code == 400
 
@@ -110,7 +117,8 @@ class TestHybridSearchRoute:
             assert r.status_code == 200
             assert len(r.json()["data"]) == 4
 
-    async def test_foreign_and_unknown_kb(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
+    async def test_foreign_and_unknown_kb(self, sqlite_client: httpx.AsyncClient,
+                                          sqlite_container: Any) -> None:
         theirs = await seed_kb(sqlite_container, "theirs", tenant_id=await other_tenant(sqlite_container))
         for kb_id in (theirs["kb"].id, "00000000-0000-0000-0000-000000000000"):
             r = await sqlite_client.post(f"/api/v1/knowledge-bases/{kb_id}/hybrid-search",
@@ -143,7 +151,8 @@ class TestKnowledgeSearchRoute:
     async def test_by_document_and_tag(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
         seeded = await seed_kb(sqlite_container, "geo", tag=True)
         rivers, _ = seeded["docs"]["Rivers"]
-        r = await sqlite_client.post("/api/v1/knowledge-search", json={"query": "moons", "knowledge_ids": [rivers.id]})
+        r = await sqlite_client.post("/api/v1/knowledge-search", json={"query": "moons",
+                                                                       "knowledge_ids": [rivers.id]})
         assert r.status_code == 200
         assert {x["knowledge_id"] for x in r.json()["data"]} <= {rivers.id}
         assert r.json()["data"]  # explicit scope: recall thresholds off, the best chunk still comes back
@@ -156,10 +165,12 @@ class TestKnowledgeSearchRoute:
 
     async def test_needs_a_scope_and_a_query(self, sqlite_client: httpx.AsyncClient) -> None:
         assert (await sqlite_client.post("/api/v1/knowledge-search", json={"query": "x"})).status_code == 400
-        r = await sqlite_client.post("/api/v1/knowledge-search", json={"query": " ", "knowledge_base_id": "a"})
+        r = await sqlite_client.post("/api/v1/knowledge-search", json={"query": " ",
+                                                                       "knowledge_base_id": "a"})
         assert r.status_code == 400
 
-    async def test_foreign_scope_is_empty(self, sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
+    async def test_foreign_scope_is_empty(self, sqlite_client: httpx.AsyncClient,
+                                          sqlite_container: Any) -> None:
         theirs = await seed_kb(sqlite_container, "theirs", tenant_id=await other_tenant(sqlite_container))
         r = await sqlite_client.post("/api/v1/knowledge-search", json={"query": "nile",
                                                                        "knowledge_base_id": theirs["kb"].id})

@@ -107,22 +107,26 @@ class TestMessages:
         for i in range(n):
             at = base + timedelta(seconds=i)
             for role in ("assistant", "user"):  # inserted assistant first: ordering must not depend on it
-                m = Message(session_id=sid, tenant_id=container.default_tenant_id, request_id=f"r{i}", role=role,
+                m = Message(session_id=sid, tenant_id=container.default_tenant_id, request_id=f"r{i}",
+                            role=role,
                             content=f"{role} {i}", is_completed=True, created_at=at, updated_at=at)
                 await container.session_service.messages.create(m)
                 made.append(m)
         return made
 
-    async def test_load_orders_pairs_and_pages_by_time(self, client: httpx.AsyncClient, container: Any) -> None:
+    async def test_load_orders_pairs_and_pages_by_time(self, client: httpx.AsyncClient,
+                                                       container: Any) -> None:
         sid = (await create(client))["id"]
         await self._seed(container, sid, 4)
         msgs = (await client.get(f"{API}/messages/{sid}/load?limit=4")).json()["data"]
         assert [m["content"] for m in msgs] == ["user 2", "assistant 2", "user 3", "assistant 3"]
         before = msgs[0]["created_at"]
         older = (await client.get(f"{API}/messages/{sid}/load", params={"limit": 10, "before_time": before}))
-        assert [m["content"] for m in older.json()["data"]] == ["user 0", "assistant 0", "user 1", "assistant 1"]
+        assert [m["content"] for m in older.json()["data"]] == ["user 0", "assistant 0", "user 1",
+                                                                "assistant 1"]
         nano = before.replace("Z", "123Z") if "." in before else before.replace("Z", ".000000001Z")
-        assert (await client.get(f"{API}/messages/{sid}/load", params={"before_time": nano})).status_code == 200
+        assert (await client.get(f"{API}/messages/{sid}/load",
+                                 params={"before_time": nano})).status_code == 200
         bad = await client.get(f"{API}/messages/{sid}/load", params={"before_time": "yesterday"})
         assert bad.status_code == 400
         assert "RFC3339" in bad.json()["error"]["message"]

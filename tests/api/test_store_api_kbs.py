@@ -37,7 +37,8 @@ class TestAuth:
             _err(await http.get("/api/v1/knowledge-bases"), 401)
 
     async def test_bearer_token_authenticates(self, lite_container: Any) -> None:
-        async with http_for(lite_container, **{"X-API-Key": "", "Authorization": "Bearer sk-test-key"}) as http:
+        async with http_for(lite_container, **{"X-API-Key": "",
+                                               "Authorization": "Bearer sk-test-key"}) as http:
             assert (await http.get("/api/v1/knowledge-bases")).status_code == 200
 
     async def test_unknown_route_is_404_not_401(self, lite_container: Any) -> None:
@@ -47,7 +48,8 @@ class TestAuth:
 
 class TestKnowledgeBases:
     async def test_crud_with_counts(self, store_client: httpx.AsyncClient) -> None:
-        kb = await _kb(store_client, description="d", chunking_config={"chunk_size": 256, "chunk_overlap": 30},
+        kb = await _kb(store_client, description="d", chunking_config={"chunk_size": 256,
+                                                                       "chunk_overlap": 30},
                        unknown_field="ignored")
         assert kb["chunking_config"]["chunk_size"] == 256
         assert kb["created_at"].endswith("Z")
@@ -56,7 +58,8 @@ class TestKnowledgeBases:
         assert listed[0]["knowledge_count"] == 0
         assert listed[0]["chunk_count"] == 0
         r = await store_client.put(f"/api/v1/knowledge-bases/{kb['id']}",
-                                   json={"name": "Renamed", "config": {"chunking_config": {"chunk_size": 128}}})
+                                   json={"name": "Renamed",
+                                         "config": {"chunking_config": {"chunk_size": 128}}})
         assert r.status_code == 200
         assert r.json()["data"]["name"] == "Renamed"
         assert r.json()["data"]["chunking_config"] == {**kb["chunking_config"], "chunk_size": 128}
@@ -84,7 +87,8 @@ class TestKnowledgeBases:
             _err(await lite_client.get(path), 404)
             _err(await lite_client.delete(path), 404)
 
-    async def test_another_tenants_kb_is_404(self, store_container: Any, store_client: httpx.AsyncClient) -> None:
+    async def test_another_tenants_kb_is_404(self, store_container: Any,
+                                             store_client: httpx.AsyncClient) -> None:
         kb = await _kb(store_client)
         _, key = await store_container.tenants.create("intruder")
         async with http_for(store_container, **{"X-API-Key": key}) as other:
@@ -96,7 +100,8 @@ class TestKnowledgeBases:
         assert (await store_client.get(f"/api/v1/knowledge-bases/{kb['id']}")).status_code == 200
 
     async def test_shared_list_exists_and_is_empty(self, lite_client: httpx.AsyncClient) -> None:
-        assert (await lite_client.get("/api/v1/shared-knowledge-bases")).json() == {"success": True, "data": []}
+        assert (await lite_client.get("/api/v1/shared-knowledge-bases")).json() == {"success": True,
+                                                                                    "data": []}
 
 
 class TestTags:
@@ -116,7 +121,8 @@ class TestTags:
         r = await store_client.put(f"{base}/{red['id']}", json={"name": "crimson"})
         assert r.json()["data"]["name"] == "crimson"
         await store_client.post(f"/api/v1/knowledge-bases/{kb['id']}/knowledge/manual",
-                                json={"title": "t", "content": "tagged text", "tag_id": red["id"], "status": "draft"})
+                                json={"title": "t", "content": "tagged text", "tag_id": red["id"],
+                                      "status": "draft"})
         _err(await store_client.delete(f"{base}/{red['id']}"), 409)
         assert (await store_client.delete(f"{base}/{red['id']}", params={"force": "true"})).status_code == 200
         assert (await store_client.get(base)).json()["data"]["total"] == 1
@@ -137,7 +143,8 @@ class TestModels:
         listed = (await store_client.get("/api/v1/models")).json()["data"]
         assert {"builtin-chat", "builtin-embedding", m["id"]} <= {x["id"] for x in listed}
         assert "sk-secret" not in (await store_client.get("/api/v1/models")).text
-        r = await store_client.put(f"/api/v1/models/{m['id']}", json={"display_name": "Mini", "type": "rerank"})
+        r = await store_client.put(f"/api/v1/models/{m['id']}", json={"display_name": "Mini",
+                                                                      "type": "rerank"})
         assert r.json()["data"]["display_name"] == "Mini"
         assert r.json()["data"]["type"] == "Rerank"
         assert (await store_client.get(f"/api/v1/models/{m['id']}")).json()["data"]["name"] == "gpt-4o-mini"

@@ -28,7 +28,8 @@ async def _kb(http: httpx.AsyncClient, **body: Any) -> str:
 
 async def _upload(http: httpx.AsyncClient, kb: str, name: str = "guide.md", data: bytes = DOC,
                   **form: str) -> httpx.Response:
-    return await http.post(f"/api/v1/knowledge-bases/{kb}/knowledge/file", files={"file": (name, data)}, data=form)
+    return await http.post(f"/api/v1/knowledge-bases/{kb}/knowledge/file", files={"file": (name, data)},
+                           data=form)
 
 
 def _err(r: httpx.Response, status: int) -> dict[str, Any]:
@@ -39,7 +40,8 @@ def _err(r: httpx.Response, status: int) -> dict[str, Any]:
 
 
 class TestUpload:
-    async def test_upload_poll_list_get_and_chunks(self, store_container: Any, store_client: httpx.AsyncClient) -> None:
+    async def test_upload_poll_list_get_and_chunks(self, store_container: Any,
+                                                   store_client: httpx.AsyncClient) -> None:
         kb = await _kb(store_client, chunking_config={"chunk_size": 120, "chunk_overlap": 20})
         r = await _upload(store_client, kb, metadata='{"team": "docs"}')
         assert r.status_code == 200, r.text
@@ -65,7 +67,8 @@ class TestUpload:
         assert kbs[0]["chunk_count"] == chunks["total"]
         assert (await store_client.get(f"/api/v1/knowledge/{k['id']}/download")).content == DOC
 
-    async def test_duplicate_upload_is_409_with_the_existing_document(self, lite_client: httpx.AsyncClient) -> None:
+    async def test_duplicate_upload_is_409_with_the_existing_document(self,
+                                                                      lite_client: httpx.AsyncClient) -> None:
         kb = await _kb(lite_client)
         first = (await _upload(lite_client, kb)).json()["data"]
         body = _err(await _upload(lite_client, kb, "again.md"), 409)
@@ -87,14 +90,17 @@ class TestUpload:
         _err(await _upload(lite_client, "../etc"), 404)
         assert (await lite_client.get(f"/api/v1/knowledge-bases/{kb}/knowledge")).json()["total"] == 0
 
-    async def test_traversal_name_is_reduced_to_a_safe_base_name(self, lite_client: httpx.AsyncClient) -> None:
+    async def test_traversal_name_is_reduced_to_a_safe_base_name(self,
+                                                                 lite_client: httpx.AsyncClient) -> None:
         kb = await _kb(lite_client)
         k = (await _upload(lite_client, kb, "../../secret/notes.txt", b"hello there")).json()["data"]
         assert k["file_name"] == "notes.txt"
 
-    async def test_corrupt_docx_ends_failed_with_reason(self, lite_container: Any, lite_client: httpx.AsyncClient) -> None:
+    async def test_corrupt_docx_ends_failed_with_reason(self, lite_container: Any,
+                                                        lite_client: httpx.AsyncClient) -> None:
         kb = await _kb(lite_client)
-        k = (await _upload(lite_client, kb, "broken.docx", b"PK\x03\x04 definitely not a docx")).json()["data"]
+        k = (await _upload(lite_client, kb, "broken.docx",
+                           b"PK\x03\x04 definitely not a docx")).json()["data"]
         await lite_container.jobs.wait_idle(30)
         got = (await lite_client.get(f"/api/v1/knowledge/{k['id']}")).json()["data"]
         assert got["parse_status"] == "failed"
@@ -105,7 +111,8 @@ class TestUpload:
 
 
 class TestManualUrlReparseDelete:
-    async def test_manual_then_reparse_then_delete(self, store_container: Any, store_client: httpx.AsyncClient) -> None:
+    async def test_manual_then_reparse_then_delete(self, store_container: Any,
+                                                   store_client: httpx.AsyncClient) -> None:
         rec = record_retrieval(store_container)
         kb = await _kb(store_client)
         r = await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual",
@@ -132,27 +139,32 @@ class TestManualUrlReparseDelete:
         assert r.json()["data"]["task_id"] == kid
         _err(await store_client.get(f"/api/v1/knowledge/{kid}"), 404)
         assert rec.rows == {}
-        _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual", json={"content": " "}), 400)
+        _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual", json={"content": " "}),
+             400)
         _err(await store_client.post(f"/api/v1/knowledge/{MISSING}/reparse"), 404)
 
     async def test_url_is_201_and_fetched(self, store_container: Any, store_client: httpx.AsyncClient,
                                           site: str) -> None:
         kb = await _kb(store_client)
-        r = await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url", json={"url": f"{site}/a.html"})
+        r = await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url",
+                                    json={"url": f"{site}/a.html"})
         assert r.status_code == 201
         assert r.json()["data"]["type"] == "url"
         body = _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url",
                                             json={"url": f"{site}/a.html"}), 409)
         assert body["code"] == "duplicate_url"
-        _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url", json={"url": "ftp://x/y"}), 400)
+        _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url",
+                                     json={"url": "ftp://x/y"}), 400)
         _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url", json={}), 400)
         await store_container.jobs.wait_idle(30)
         got = (await store_client.get(f"/api/v1/knowledge/{r.json()['data']['id']}")).json()["data"]
         assert got["parse_status"] == "completed", got["error_message"]
 
-    async def test_url_to_loopback_is_refused_by_default(self, lite_client: httpx.AsyncClient, site: str) -> None:
+    async def test_url_to_loopback_is_refused_by_default(self, lite_client: httpx.AsyncClient,
+                                                         site: str) -> None:
         kb = await _kb(lite_client)
-        _err(await lite_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url", json={"url": f"{site}/a.html"}), 400)
+        _err(await lite_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url",
+                                    json={"url": f"{site}/a.html"}), 400)
 
 
 class TestChunksAndTenancy:
@@ -165,7 +177,8 @@ class TestChunksAndTenancy:
         one = (await store_client.get(f"/api/v1/chunks/{kid}/{chunk['id']}")).json()["data"]
         assert one["content"] == "Chunk about otters."
         assert (await store_client.get(f"/api/v1/chunks/by-id/{chunk['id']}")).json()["data"]["id"] == chunk["id"]
-        r = await store_client.put(f"/api/v1/chunks/{kid}/{chunk['id']}", json={"content": "Chunk about beavers."})
+        r = await store_client.put(f"/api/v1/chunks/{kid}/{chunk['id']}",
+                                   json={"content": "Chunk about beavers."})
         assert r.json()["data"]["content"] == "Chunk about beavers."
         assert "beavers" in rec.rows[chunk["id"]].content
         _err(await store_client.put(f"/api/v1/chunks/{kid}/{chunk['id']}", json={"is_enabled": "no"}), 400)

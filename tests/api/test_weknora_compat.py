@@ -81,14 +81,16 @@ class TestTransport:
         for r in (bare, bare_post, authed, authed_post):
             assert r.status_code == 404, (path, r.request.method, r.status_code, r.text)
 
-    async def test_api_404_is_the_envelope_with_an_integer_code(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_api_404_is_the_envelope_with_an_integer_code(self,
+                                                                sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.get("/api/v1/no-such-endpoint")
         body = r.json()
         assert body["success"] is False
         assert body["error"]["code"] == 1003
         assert_int(body["error"]["code"])
 
-    async def test_unknown_route_outside_the_api_is_gins_plain_text(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_unknown_route_outside_the_api_is_gins_plain_text(self,
+                                                                    sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.get("/definitely-not-here.php")
         assert r.status_code == 404
         assert r.text == "404 page not found"
@@ -112,7 +114,8 @@ class TestTransport:
 
 
 class TestAuth:
-    async def test_missing_credentials_is_401_with_a_readable_error(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_missing_credentials_is_401_with_a_readable_error(self,
+                                                                    sqlite_client: httpx.AsyncClient) -> None:
         async with anonymous(sqlite_client) as anon:
             r = await anon.get("/api/v1/sessions")
         assert r.status_code == 401
@@ -168,11 +171,13 @@ class TestAuth:
         assert isinstance(rb["access_token"], str)
         assert rb["refresh_token"]
 
-    async def test_login_page_accepts_an_api_key_as_the_password(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_login_page_accepts_an_api_key_as_the_password(self,
+                                                                 sqlite_client: httpx.AsyncClient) -> None:
         """Off the loopback interface auto-setup is refused, so the FE shows its login page (POST /auth/login,
         P0 for the FE): Knora has no passwords, so a tenant API key is the password."""
         async with anonymous(sqlite_client) as anon:
-            r = await anon.post("/api/v1/auth/login", json={"email": "me@example.com", "password": TEST_API_KEY})
+            r = await anon.post("/api/v1/auth/login", json={"email": "me@example.com",
+                                                            "password": TEST_API_KEY})
             assert r.status_code == 200, r.text
             body = r.json()
             assert body["success"] is True
@@ -182,7 +187,8 @@ class TestAuth:
             assert body["memberships"][0]["role"] == "owner"
             me = await anon.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {body['token']}"})
             assert me.status_code == 200
-            bad = await anon.post("/api/v1/auth/login", json={"email": "me@example.com", "password": "wrong-pw"})
+            bad = await anon.post("/api/v1/auth/login", json={"email": "me@example.com",
+                                                              "password": "wrong-pw"})
         assert bad.status_code == 401
         assert bad.json()["success"] is False
         assert fe_error_text(bad.json())
@@ -259,7 +265,8 @@ class TestFrontendStartup:
         assert any(m["type"] == "KnowledgeQA" for m in models)
         assert any(m["type"] == "Embedding" for m in models)
 
-    async def test_default_agent_points_at_a_knowledgeqa_model(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_default_agent_points_at_a_knowledgeqa_model(self,
+                                                               sqlite_client: httpx.AsyncClient) -> None:
         """The FE refuses to send until the selected agent's config.model_id is a KnowledgeQA model's id."""
         models = (await sqlite_client.get("/api/v1/models")).json()["data"]
         qa_ids = {m["id"] for m in models if m["type"] == "KnowledgeQA"}
@@ -306,7 +313,8 @@ class TestFrontendStartup:
                 if key in a["config"]:
                     assert isinstance(a["config"][key], list), (a["id"], key)
 
-    async def test_custom_agent_ids_are_uuids_and_create_is_201(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_custom_agent_ids_are_uuids_and_create_is_201(self,
+                                                                sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.post("/api/v1/agents", json={"name": "Helper", "description": "d",
                                                              "config": {"agent_mode": "quick-answer"}})
         assert r.status_code == 201, r.text
@@ -338,7 +346,8 @@ class TestFrontendStartup:
             assert r.json()["success"] is True
 
 
-WEKNORA_TYPES = {"agent_query", "tool_call", "tool_result", "references", "memory_recalled", "thinking", "answer",
+WEKNORA_TYPES = {"agent_query", "tool_call", "tool_result", "references", "memory_recalled", "thinking",
+                 "answer",
                  "reflection", "tool_approval_required", "tool_approval_resolved", "mcp_oauth_required",
                  "mcp_oauth_resolved", "error", "complete", "session_title", "stop"}
 
@@ -359,7 +368,8 @@ class TestFrontendChatPage:
         body = {"query": "hello there", "knowledge_base_ids": [], "agent_enabled": False,
                 "agent_id": "builtin-quick-answer", "web_search_enabled": False, "mentioned_items": []}
         r = await sqlite_client.post(f"/api/v1/knowledge-chat/{s['id']}", content=json.dumps(body),
-                                     headers={"Content-Type": "text/event-stream", "Accept": "text/event-stream",
+                                     headers={"Content-Type": "text/event-stream",
+                                              "Accept": "text/event-stream",
                                               "X-Request-ID": "fe-req-1"})
         assert r.status_code == 200, r.text
         assert r.headers["content-type"].startswith("text/event-stream")
@@ -418,11 +428,13 @@ class TestFrontendChatPage:
     async def test_history_paging_by_before_time(self, sqlite_client: httpx.AsyncClient) -> None:
         sid = (await sqlite_client.post("/api/v1/sessions", json={})).json()["data"]["id"]
         for q in ("one", "two"):
-            await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}", json={"query": q, "disable_title": True})
+            await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}", json={"query": q,
+                                                                            "disable_title": True})
         msgs = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"]
         assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant"]
         older = (await sqlite_client.get(f"/api/v1/messages/{sid}/load",
-                                         params={"limit": 20, "before_time": msgs[2]["created_at"]})).json()["data"]
+                                         params={"limit": 20,
+                                                 "before_time": msgs[2]["created_at"]})).json()["data"]
         assert [m["id"] for m in older] == [m["id"] for m in msgs[:2]]
         # The Go SDK formats before_time with time.RFC3339Nano: up to nine fractional digits.
         stamp = msgs[2]["created_at"].replace("Z", "")

@@ -93,8 +93,10 @@ def _kb_fields(kb: dict[str, Any]) -> None:
 
 
 def _search_result_fields(r: dict[str, Any]) -> None:
-    for key in ("id", "content", "knowledge_id", "chunk_index", "knowledge_title", "start_at", "end_at", "seq",
-                "score", "match_type", "sub_chunk_id", "metadata", "chunk_type", "parent_chunk_id", "image_info",
+    for key in ("id", "content", "knowledge_id", "chunk_index", "knowledge_title", "start_at", "end_at",
+                "seq",
+                "score", "match_type", "sub_chunk_id", "metadata", "chunk_type", "parent_chunk_id",
+                "image_info",
                 "knowledge_filename", "knowledge_source"):
         assert key in r, key
     assert_uuid(r["id"])
@@ -120,7 +122,8 @@ async def _kb_with_docs(c: Any, http: httpx.AsyncClient, name: str) -> str:
 
 
 class TestKnowledgeBaseTools:
-    async def test_create_by_name_then_resolve_get_and_delete(self, mcp: tuple[Any, httpx.AsyncClient]) -> None:
+    async def test_create_by_name_then_resolve_get_and_delete(self, mcp: tuple[Any,
+                                                                               httpx.AsyncClient]) -> None:
         _c, http = mcp
         r = await http.post("/api/v1/knowledge-bases", json={"name": "Field notes", "description": "d"})
         assert r.status_code == 201
@@ -241,7 +244,8 @@ class TestChatTools:
         r = await http.post("/api/v1/sessions", json={
             "title": "mcp", "description": "", "knowledge_base_id": kb,
             "session_strategy": {"max_rounds": 5, "enable_rewrite": True, "fallback_strategy": "fixed_answer",
-                                 "fallback_response": "sorry", "keyword_threshold": 0.5, "vector_threshold": 0.7,
+                                 "fallback_response": "sorry", "keyword_threshold": 0.5,
+                                 "vector_threshold": 0.7,
                                  "embedding_top_k": 10, "rerank_top_k": 5}})
         assert r.status_code == 201, r.text
         sid = r.json()["data"]["id"]
@@ -265,7 +269,8 @@ class TestChatTools:
         kb = await _kb_with_docs(c, http, "Agent KB")
         sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
         out = await mcp_chat(http, f"/api/v1/agent-chat/{sid}",
-                             {"query": "How much power does a solar panel produce?", "knowledge_base_ids": [kb],
+                             {"query": "How much power does a solar panel produce?",
+                              "knowledge_base_ids": [kb],
                               "agent_enabled": True, "agent_id": "builtin-quick-answer"})
         assert out["types"][0] == "agent_query"
         assert out["types"][-1] == "complete"

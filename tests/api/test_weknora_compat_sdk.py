@@ -72,7 +72,8 @@ class TestKnowledgeSearch:
     async def test_by_kb_id_ids_and_knowledge_ids(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
         c, http = sdk
         kb = await _kb(c, http)
-        by_one = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea", "knowledge_base_id": kb})
+        by_one = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea",
+                                                                   "knowledge_base_id": kb})
         assert by_one.status_code == 200, by_one.text
         results = by_one.json()["data"]
         assert results
@@ -84,7 +85,8 @@ class TestKnowledgeSearch:
                                                                     "knowledge_base_ids": [kb]})
         assert [r["id"] for r in by_many.json()["data"]] == [r["id"] for r in results]
         doc = results[0]["knowledge_id"]
-        by_doc = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea", "knowledge_ids": [doc]})
+        by_doc = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea",
+                                                                   "knowledge_ids": [doc]})
         assert by_doc.status_code == 200
         assert {r["knowledge_id"] for r in by_doc.json()["data"]} == {doc}
 
@@ -134,12 +136,14 @@ class TestSessions:
 
 
 class TestChatAndResume:
-    async def test_go_sdk_parses_knowledge_chat_and_replays_it(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+    async def test_go_sdk_parses_knowledge_chat_and_replays_it(self, sdk: tuple[Any,
+                                                                                httpx.AsyncClient]) -> None:
         c, http = sdk
         kb = await _kb(c, http)
         sid = (await http.post("/api/v1/sessions", json={"title": "sdk"})).json()["data"]["id"]
         r = await http.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "How is oolong tea processed?",
-                                                                    "knowledge_base_ids": [kb], "channel": "api"},
+                                                                    "knowledge_base_ids": [kb],
+                                                                   "channel": "api"},
                             headers={"X-Request-ID": "sdk-req-7"})
         assert r.status_code == 200
         live = go_sdk_frames(r.content)
@@ -157,7 +161,8 @@ class TestChatAndResume:
                   and f["data"]["tool_name"] == "knowledge_search"]
         assert len(search) == 1
         d = search[0]["data"]
-        assert {"tool_name", "success", "error", "duration_ms", "tool_call_id", "output", "count", "doc_count",
+        assert {"tool_name", "success", "error", "duration_ms", "tool_call_id", "output", "count",
+                "doc_count",
                 "web_count", "search_source", "candidate_count"} <= set(d)
         assert "data" not in d
         assert d["count"] >= 1
@@ -265,9 +270,11 @@ async def test_running_turn_history_resume_and_stop(live: tuple[Any, httpx.Async
     assert again.json() == {"success": True, "message": "Message already completed"}
 
 
-async def test_faq_entries_use_the_nested_page_and_integer_seq_ids(sdk: tuple[Any, httpx.AsyncClient]) -> None:
+async def test_faq_entries_use_the_nested_page_and_integer_seq_ids(sdk: tuple[Any,
+                                                                              httpx.AsyncClient]) -> None:
     _c, http = sdk
-    kb = (await http.post("/api/v1/knowledge-bases", json={"name": "FAQ", "type": "faq"})).json()["data"]["id"]
+    kb = (await http.post("/api/v1/knowledge-bases", json={"name": "FAQ",
+                                                           "type": "faq"})).json()["data"]["id"]
     empty = (await http.get(f"/api/v1/knowledge-bases/{kb}/faq/entries")).json()
     assert empty == {"success": True, "data": {"data": [], "total": 0, "page": 1, "page_size": 20}}
     r = await http.post(f"/api/v1/knowledge-bases/{kb}/faq/entry",
@@ -278,7 +285,8 @@ async def test_faq_entries_use_the_nested_page_and_integer_seq_ids(sdk: tuple[An
     assert_int(entry["tag_id"])
     assert isinstance(entry["similar_questions"], list)
     assert isinstance(entry["negative_questions"], list)
-    paged = (await http.get(f"/api/v1/knowledge-bases/{kb}/faq/entries", params={"page": 1, "page_size": 5})).json()
+    paged = (await http.get(f"/api/v1/knowledge-bases/{kb}/faq/entries", params={"page": 1,
+                                                                                 "page_size": 5})).json()
     assert set(paged) == {"success", "data"}
     assert paged["data"]["total"] == 1
     assert paged["data"]["page_size"] == 5

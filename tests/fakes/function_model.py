@@ -44,7 +44,8 @@ class ModelRequest:
         return [t["function"]["name"] for t in self.tools]
 
 
-def tool_call(name: str, arguments: dict[str, Any] | str | None = None, call_id: str | None = None) -> ToolCall:
+def tool_call(name: str, arguments: dict[str, Any] | str | None = None,
+              call_id: str | None = None) -> ToolCall:
     """A tool call as a model would emit it (``arguments`` as JSON text; a string is passed on as it is)."""
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False)
     return ToolCall(id=call_id or f"call_{uuid.uuid4().hex[:12]}", name=name, arguments=raw)

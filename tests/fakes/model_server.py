@@ -149,7 +149,8 @@ class _Handler(BaseHTTPRequestHandler):
         inputs = body.get("input", [])
         texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
         dim = int(body.get("dimensions") or fake.embedding_dimension)
-        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)} for i, t in enumerate(texts)]
+        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)} for i,
+                t in enumerate(texts)]
         n = sum(len(t) for t in texts)
         self._json(200, {"object": "list", "data": data, "model": body.get("model", "fake-embed"),
                          "usage": {"prompt_tokens": n, "total_tokens": n}})
@@ -203,7 +204,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/x-ndjson")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        lines = [{"model": model, "done": False, "message": {"role": "assistant", "content": "", "thinking": p}}
+        lines = [{"model": model, "done": False, "message": {"role": "assistant", "content": "",
+                                                             "thinking": p}}
                  for p in _split(thinking, reply.chunk_size)]
         lines += [{"model": model, "done": False, "message": {"role": "assistant", "content": p}}
                   for p in _split(content, reply.chunk_size)]
@@ -252,15 +254,18 @@ class _Handler(BaseHTTPRequestHandler):
                 message["reasoning_content"] = reasoning
             if calls:
                 message["tool_calls"] = [{"id": c["id"], "type": "function",
-                                          "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]
-            self._json(200, {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
+                                          "function": {"name": c["name"],
+                                                       "arguments": c["arguments"]}} for c in calls]
+            self._json(200, {"id": cid, "object": "chat.completion", "created": int(time.time()),
+                             "model": model,
                              "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                              "usage": usage})
             return
         self._stream(body, reply, cid, model, content, reasoning, calls, finish, usage, fake)
 
     def _stream(self, body: dict[str, Any], reply: Reply, cid: str, model: str, content: str, reasoning: str,
-                calls: list[dict[str, Any]], finish: str, usage: dict[str, int], fake: FakeModelServer) -> None:
+                calls: list[dict[str, Any]], finish: str, usage: dict[str, int],
+                fake: FakeModelServer) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")

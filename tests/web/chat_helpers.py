@@ -16,7 +16,8 @@ LIGHTHOUSE = ("The Phare du Créac'h on Ushant is among the most powerful lighth
               "Keepers lived at the light until it was automated in 1994.")
 
 
-def seed_kb(server: KnoraServer, title: str = "Créac'h lighthouse", content: str = LIGHTHOUSE) -> dict[str, Any]:
+def seed_kb(server: KnoraServer, title: str = "Créac'h lighthouse",
+            content: str = LIGHTHOUSE) -> dict[str, Any]:
     kb = server.api("POST", "/knowledge-bases", json={"name": "Lighthouses"})
     doc = server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
                      json={"title": title, "content": content, "status": "publish"})

@@ -22,7 +22,8 @@ from tests.fakes.model_server import FakeModelServer
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "docs" / "screenshots"
 API_KEY = "sk-web-test"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
 
 
@@ -103,7 +104,8 @@ def stop_server(server: KnoraServer) -> None:
 
 
 @pytest.fixture(scope="module")
-def shared_server(tmp_path_factory: pytest.TempPathFactory, fake_model: FakeModelServer) -> Iterator[KnoraServer]:
+def shared_server(tmp_path_factory: pytest.TempPathFactory,
+                  fake_model: FakeModelServer) -> Iterator[KnoraServer]:
     """One server per test module (starting one costs seconds); ``server`` empties it before each test."""
     srv = launch_server(tmp_path_factory.mktemp("knora") / "data", fake_model)
     yield srv
@@ -112,7 +114,8 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory, fake_model: FakeMode
 
 def _reset(server: KnoraServer, fake: FakeModelServer) -> None:
     fake.handler = None
-    for path, listing in (("/sessions", "/sessions?page=1&page_size=1000"), ("/knowledge-bases", "/knowledge-bases")):
+    for path, listing in (("/sessions", "/sessions?page=1&page_size=1000"), ("/knowledge-bases",
+                                                                             "/knowledge-bases")):
         r = server.http.get(listing)
         assert r.status_code == 200, f"GET {listing} -> {r.status_code} {r.text[:300]}"
         for row in r.json().get("data") or []:
@@ -136,7 +139,8 @@ def static_server() -> Iterator[str]:
     app = FastAPI()
     mount(app)
     port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                        lifespan="off"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     wait_http(f"http://127.0.0.1:{port}/index.html")

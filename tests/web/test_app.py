@@ -42,10 +42,12 @@ class TestMount:
         assert resolve_static("js/app.js") == STATIC_DIR / "js" / "app.js"
 
 
-def test_sign_in_with_api_key_when_auto_setup_is_refused(server: KnoraServer, new_page: Callable[..., Any]) -> None:
+def test_sign_in_with_api_key_when_auto_setup_is_refused(server: KnoraServer, new_page: Callable[...,
+                                                                                                 Any]) -> None:
     page = new_page()
     page.route("**/api/v1/auth/auto-setup", lambda route: route.fulfill(
-        status=403, content_type="application/json", body='{"success":false,"error":{"code":1002,"message":"no"}}'))
+        status=403, content_type="application/json",
+                                                                        body='{"success":false,"error":{"code":1002,"message":"no"}}'))
     page.goto(f"{server.base_url}/settings")
     key = page.locator("#api-key")
     expect(key).to_be_focused()
@@ -106,4 +108,5 @@ def test_models_and_language(server: KnoraServer, new_page: Callable[..., Any]) 
     expect(page.locator("h1")).to_have_text("设置")
     expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
     page.goto(f"{server.base_url}/chat")
-    expect(page.locator("#chat-input")).to_have_attribute("placeholder", "输入问题…（Enter 发送，Shift+Enter 换行，@ 指定范围）")
+    expect(page.locator("#chat-input")).to_have_attribute("placeholder",
+                                                          "输入问题…（Enter 发送，Shift+Enter 换行，@ 指定范围）")

@@ -141,7 +141,8 @@ def test_smart_reasoning_turn_with_tool_call(server: KnoraServer, director: Dire
     seed_kb(server)
     director.add(
         Reply(content="Let me search the documents.",
-              tool_calls=[{"name": "knowledge_search", "arguments": {"queries": ["Créac'h lighthouse automated"]}}]),
+              tool_calls=[{"name": "knowledge_search",
+                           "arguments": {"queries": ["Créac'h lighthouse automated"]}}]),
         Reply(content="It was automated in 1994 <ref id=\"c1\"/>.", chunk_size=4))
     page = new_page()
     page.goto(f"{server.base_url}/chat")
@@ -189,11 +190,13 @@ def test_sessions_rename_pin_delete(server: KnoraServer, new_page: Callable[...,
     expect(page).to_have_url(f"{server.base_url}/chat")
 
 
-def test_history_loads_page_by_page(server: KnoraServer, director: Director, new_page: Callable[..., Any]) -> None:
+def test_history_loads_page_by_page(server: KnoraServer, director: Director, new_page: Callable[...,
+                                                                                                Any]) -> None:
     session = server.api("POST", "/sessions", json={"title": "Long chat"})
     for i in range(11):
         director.add(Reply(content=f"answer number {i}"))
-        with server.http.stream("POST", f"/knowledge-chat/{session['id']}", json={"query": f"question {i}"}) as r:
+        with server.http.stream("POST", f"/knowledge-chat/{session['id']}",
+                                json={"query": f"question {i}"}) as r:
             assert r.status_code == 200
             for _ in r.iter_lines():
                 pass

@@ -22,7 +22,8 @@ Keepers lived at the light until it was automated in 1994.
 """
 
 
-def test_create_kb_upload_and_edit_chunk(server: KnoraServer, new_page: Callable[..., Any], tmp_path: Path) -> None:
+def test_create_kb_upload_and_edit_chunk(server: KnoraServer, new_page: Callable[..., Any],
+                                         tmp_path: Path) -> None:
     page = new_page()
     page.goto(f"{server.base_url}/kb")
     page.fill("#kb-name", "Lighthouses")
@@ -56,11 +57,13 @@ def test_create_kb_upload_and_edit_chunk(server: KnoraServer, new_page: Callable
 def test_search_playground_shows_scores_by_path(server: KnoraServer, new_page: Callable[..., Any]) -> None:
     kb = server.api("POST", "/knowledge-bases", json={"name": "Ships"})
     server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
-               json={"title": "Clipper ships", "content": "Clipper ships were fast sailing ships of the 19th century "
+               json={"title": "Clipper ships",
+                     "content": "Clipper ships were fast sailing ships of the 19th century "
                                                         "that carried tea from China.", "status": "publish"})
     page = new_page()
     page.goto(f"{server.base_url}/kb/{kb['id']}")
-    expect(page.locator("#doc-list tbody tr").first).to_have_attribute("data-status", "completed", timeout=60_000)
+    expect(page.locator("#doc-list tbody tr").first).to_have_attribute("data-status", "completed",
+                                                                       timeout=60_000)
     page.goto(f"{server.base_url}/kb/{kb['id']}/search")
     page.fill("#search-q", "clipper ships tea")
     page.fill("#search-vt", "0")

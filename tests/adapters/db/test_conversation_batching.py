@@ -97,7 +97,8 @@ async def test_turn_writes_of_many_turns_share_few_transactions(c: Any) -> None:
     assert writer.transactions - before <= 2
     await asyncio.gather(*(svc.messages.complete(a.id, {"content": f"answer {i}", "is_completed": True,
                                                         "knowledge_references": [{"id": f"k{i}"}]},
-                                                 user_message_id=u.id, user_fields={"rendered_content": f"r{i}"})
+                                                 user_message_id=u.id,
+                                                 user_fields={"rendered_content": f"r{i}"})
                            for i, (u, a) in enumerate(pairs)))
     assert writer.transactions - before <= 4
     for i, (s, (u, a)) in enumerate(zip(sessions, pairs, strict=True)):
@@ -175,7 +176,8 @@ async def test_title_is_set_once_through_the_writer(c: Any) -> None:
     svc = c.session_service
     tenant = c.default_tenant_id
     s = await svc.create(tenant)
-    results = await asyncio.gather(*(svc.sessions.set_title_if_empty(tenant, s.id, f"t{i}") for i in range(5)))
+    results = await asyncio.gather(*(svc.sessions.set_title_if_empty(tenant, s.id,
+                                                                     f"t{i}") for i in range(5)))
     assert results.count(True) == 1
     assert (await svc.get(tenant, s.id)).title == f"t{results.index(True)}"
 
@@ -246,10 +248,12 @@ async def test_history_leaves_out_the_excluded_request_but_still_counts_it(c: An
         got = await svc.messages.history(s.id, limit, "r3")
         assert [(m.request_id, m.role, m.content) for m in got] == [(m.request_id, m.role, m.content)
                                                                    for m in want]
-        assert all(g.created_at == w.created_at and g.created_at.tzinfo is not None for g, w in zip(got, want, strict=False))
+        assert all(g.created_at == w.created_at and g.created_at.tzinfo is not None for g,
+                   w in zip(got, want, strict=False))
     # the last 6: r1 (assistant), r2, r3 and the row without a request (newest)
     assert [m.request_id for m in await svc.messages.history(s.id, 6, "r3")] == ["r1", "r2", "r2"]
-    mine, theirs = await asyncio.gather(svc.messages.history(s.id, 20, "r3"), svc.messages.history(s.id, 20, "r2"))
+    mine, theirs = await asyncio.gather(svc.messages.history(s.id, 20, "r3"), svc.messages.history(s.id, 20,
+                                                                                                   "r2"))
     assert "r3" not in {m.request_id for m in mine}
     assert "r2" in {m.request_id for m in mine}
     assert "r2" not in {m.request_id for m in theirs}

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.integration
 
 
 def _kb(c: Any, name: str = "kb") -> KnowledgeBase:
-    return KnowledgeBase(tenant_id=c.default_tenant_id, name=name, chunking_config=ChunkingConfig(chunk_size=300))
+    return KnowledgeBase(tenant_id=c.default_tenant_id, name=name,
+                         chunking_config=ChunkingConfig(chunk_size=300))
 
 
 def _doc(kb: KnowledgeBase, **kw: Any) -> Knowledge:
@@ -81,7 +82,8 @@ class TestKnowledgeRepo:
         pdfs = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=10,
                                       filters=KnowledgeFilter(file_type="pdf"))
         assert pdfs.total == 2
-        kw = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=10, filters=KnowledgeFilter(keyword="doc 3"))
+        kw = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=10,
+                                    filters=KnowledgeFilter(keyword="doc 3"))
         assert [k.title for k in kw.items] == ["Doc 3"]
 
     async def test_find_duplicate_by_hash_and_url(self, container: Any) -> None:
@@ -89,8 +91,10 @@ class TestKnowledgeRepo:
         kb = await r.kbs.create(_kb(container))
         a = await r.knowledge.create(_doc(kb, file_hash="h1"))
         u = await r.knowledge.create(_doc(kb, type="url", source="https://example.org/x"))
-        assert (await r.knowledge.find_duplicate(kb.id, file_hash="h1")).id == a.id  # type: ignore[union-attr]
-        assert (await r.knowledge.find_duplicate(kb.id, source="https://example.org/x")).id == u.id  # type: ignore
+        assert (await r.knowledge.find_duplicate(kb.id,
+                                                 file_hash="h1")).id == a.id  # type: ignore[union-attr]
+        assert (await r.knowledge.find_duplicate(kb.id,
+                                                 source="https://example.org/x")).id == u.id  # type: ignore
         assert await r.knowledge.find_duplicate(kb.id, file_hash="h2") is None
         other = await r.kbs.create(_kb(container, "other"))
         assert await r.knowledge.find_duplicate(other.id, file_hash="h1") is None
@@ -104,7 +108,8 @@ class TestKnowledgeRepo:
         assert got is not None
         assert got.parse_status == ParseStatus.FAILED
         assert got.error_message == "bad file"
-        assert await r.knowledge.set_status("00000000-0000-0000-0000-000000000000", ParseStatus.FAILED) is False
+        assert await r.knowledge.set_status("00000000-0000-0000-0000-000000000000",
+                                            ParseStatus.FAILED) is False
 
 
 class TestChunkRepo:
@@ -115,7 +120,8 @@ class TestChunkRepo:
         first = _chunks(k, 3)
         assert await r.chunks.replace_for_knowledge(k.id, first) == []
         second = _chunks(k, 2)
-        old = await r.chunks.replace_for_knowledge(k.id, second, complete={"parse_status": "completed", "title": "T"})
+        old = await r.chunks.replace_for_knowledge(k.id, second, complete={"parse_status": "completed",
+                                                                           "title": "T"})
         assert sorted(old or []) == sorted(c.id for c in first)
         assert sorted(await r.chunks.ids_for_knowledge(k.id)) == sorted(c.id for c in second)
         got = await r.knowledge.get(None, k.id)
@@ -172,7 +178,8 @@ class TestTagAndModelRepos:
 
     async def test_models_are_per_tenant_and_keep_the_key(self, container: Any) -> None:
         r = container.repos
-        m = await r.models.create(ModelConfig(tenant_id=container.default_tenant_id, name="gpt", type="KnowledgeQA",
+        m = await r.models.create(ModelConfig(tenant_id=container.default_tenant_id, name="gpt",
+                                              type="KnowledgeQA",
                                               api_key="secret", parameters={"base_url": "http://x"}))
         got = await r.models.get(container.default_tenant_id, m.id)
         assert got is not None

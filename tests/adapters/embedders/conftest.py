@@ -73,7 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"object": "list", "data": list(reversed(data)), "model": body.get("model"),
                              "usage": {"prompt_tokens": 1, "total_tokens": 1}})
         elif self.path == "/api/embed":
-            self._send(200, {"model": body.get("model"), "embeddings": [server_vector(t, state.dim) for t in texts]})
+            self._send(200, {"model": body.get("model"), "embeddings": [server_vector(t,
+                                                                                      state.dim) for t in texts]})
         else:
             self._send(404, {"error": "not found"})
 

@@ -22,7 +22,8 @@ TEXTS = ["red apples and green pears", "fast cars on the highway", "green pears 
 
 async def test_openai_adapter_batches_orders_and_normalises(embed_server: EmbedServer,
                                                             make_settings: Callable[..., Settings]) -> None:
-    settings = make_settings(embedder_base_url=f"{embed_server.url}/v1", embedder_api_key="k", embed_batch_size=2)
+    settings = make_settings(embedder_base_url=f"{embed_server.url}/v1", embedder_api_key="k",
+                             embed_batch_size=2)
     e = build_embedder("openai:my-embed", settings)
     assert e.model_id == "openai:my-embed"
     out = await e.embed_passages(TEXTS)
@@ -57,7 +58,8 @@ async def test_openai_adapter_gives_up_on_permanent_errors(embed_server: EmbedSe
     await e.aclose()
 
 
-async def test_openai_adapter_against_the_shared_fake_model_server(make_settings: Callable[..., Settings]) -> None:
+async def test_openai_adapter_against_the_shared_fake_model_server(make_settings: Callable[...,
+                                                                                           Settings]) -> None:
     async with FakeModelServer(embedding_dimension=32) as fake:
         e = build_embedder("openai:fake-embed", make_settings(embedder_base_url=fake.base_url))
         out = await e.embed_passages(["apples and pears", "pears and apples", "quantum chromodynamics"])

@@ -48,7 +48,8 @@ async def _check_embedder(e: Embedder, dim: int, *, chinese: bool, batch_invaria
         np.testing.assert_allclose(again[0], passages[0], atol=1e-5)  # deterministic, batch-independent
     else:  # dynamic int8 quantises activations per batch: a text's vector moves slightly with its batch-mates
         assert float(again[0] @ passages[0]) > 0.98
-    np.testing.assert_allclose(await e.embed_passages(PASSAGES), passages, atol=1e-5)  # same batch → same vectors
+    np.testing.assert_allclose(await e.embed_passages(PASSAGES), passages,
+                               atol=1e-5)  # same batch → same vectors
     assert (await e.embed_passages([])).shape == (0, e.dimension)
 
 
@@ -172,7 +173,8 @@ def test_minilm_onnx_int8_matches_the_reference_and_is_cached(minilm_cache: Path
 @pytest.mark.unit
 def test_minilm_spec_names_pick_the_backend(make_settings: Callable[..., Settings]) -> None:
     settings = make_settings()
-    for spec, backend in (("local:minilm", "auto"), ("local:minilm-onnx", "onnx"), ("local:minilm-torch", "torch")):
+    for spec, backend in (("local:minilm", "auto"), ("local:minilm-onnx", "onnx"), ("local:minilm-torch",
+                                                                                    "torch")):
         e = build_embedder(spec, settings)
         assert isinstance(e, MiniLMEmbedder)
         assert e.model_id == "local:minilm"

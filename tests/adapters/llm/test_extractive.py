@@ -10,12 +10,15 @@ from knora.ports.chat import ChatMessage, ChatOptions
 pytestmark = pytest.mark.unit
 
 PASSAGES = [
-    {"handle": "c1", "content": "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair."},
-    {"handle": "c2", "content": "Paris has many museums. The Louvre is the most visited museum in the world."},
+    {"handle": "c1",
+     "content": "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair."},
+    {"handle": "c2",
+     "content": "Paris has many museums. The Louvre is the most visited museum in the world."},
 ]
 
 
-async def ask(query: str, passages: list[dict[str, str]] | None = None, messages: list[ChatMessage] | None = None
+async def ask(query: str, passages: list[dict[str, str]] | None = None,
+              messages: list[ChatMessage] | None = None
               ) -> str:
     model = ExtractiveAnswerer()
     opts = ChatOptions(extra={"query": query, **({"passages": passages} if passages is not None else {})})
@@ -63,6 +66,7 @@ class TestExtractiveAnswerer:
         assert all(p == '<ref id="c12"/>' for p in pieces if "<" in p)
 
     async def test_session_title_purpose(self) -> None:
-        resp = await ExtractiveAnswerer().chat([ChatMessage(role="user", content="How do  solar panels work?")],
+        resp = await ExtractiveAnswerer().chat([ChatMessage(role="user",
+                                                            content="How do  solar panels work?")],
                                                ChatOptions(extra={"purpose": "session_title"}))
         assert resp.content == "How do solar panels work?"

@@ -53,7 +53,8 @@ class TestOpenAIChatModel:
         assert reasoning == "think hard"
         final = chunks[-1]
         assert final.finish_reason == "tool_calls"
-        assert [(c.name, c.arguments) for c in final.tool_calls] == [("kb", '{"q": "长句子"}'), ("web", '{"u": 1}')]
+        assert [(c.name, c.arguments) for c in final.tool_calls] == [("kb", '{"q": "长句子"}'), ("web",
+                                                                                              '{"u": 1}')]
         assert all(not c.tool_calls for c in chunks[:-1])
         assert final.usage is not None
         assert final.usage.total_tokens > 0
@@ -61,7 +62,8 @@ class TestOpenAIChatModel:
 
     async def test_inline_think_tags_go_to_reasoning(self) -> None:
         async with FakeModelServer() as fake:
-            fake.script([Reply(content="\n\nThe answer", reasoning_content="secret", think_tags=True, chunk_size=3),
+            fake.script([Reply(content="\n\nThe answer", reasoning_content="secret", think_tags=True,
+                               chunk_size=3),
                          Reply(content="x", reasoning_content="r", think_tags=True)])
             model = OpenAIChatModel("m", base_url=fake.base_url, max_retries=0)
             answer, reasoning, _ = await collect(model)
@@ -72,7 +74,8 @@ class TestOpenAIChatModel:
 
     async def test_errors_are_classified(self) -> None:
         async with FakeModelServer() as fake:
-            fake.script([Reply(status=429), Reply(status=400, error="bad"), Reply(content="abcdef", chunk_size=1,
+            fake.script([Reply(status=429), Reply(status=400, error="bad"), Reply(content="abcdef",
+                                                                                  chunk_size=1,
                                                                                  abort_after_chunks=3)])
             model = OpenAIChatModel("m", base_url=fake.base_url, max_retries=0)
             with pytest.raises(ModelError) as e1:
@@ -90,14 +93,16 @@ class TestOpenAIChatModel:
 
     async def test_options_reach_the_wire(self) -> None:
         async with FakeModelServer() as fake:
-            model = OpenAIChatModel("m", base_url=fake.base_url, max_retries=0, thinking_param="enable_thinking")
+            model = OpenAIChatModel("m", base_url=fake.base_url, max_retries=0,
+                                    thinking_param="enable_thinking")
             opts = ChatOptions(temperature=0.3, max_tokens=150, thinking=False,
                                response_format={"type": "json_object"}, extra={"passages": [1], "seed": 7})
             resp = await model.chat(USER, opts)
             await model.close()
         body = fake.requests[0]
         assert resp.content == "hello"
-        assert (body["temperature"], body["max_tokens"], body["enable_thinking"], body["seed"]) == (0.3, 150, False, 7)
+        assert (body["temperature"], body["max_tokens"], body["enable_thinking"],
+                body["seed"]) == (0.3, 150, False, 7)
         assert "passages" not in body
 
 
@@ -156,7 +161,8 @@ class TestRegistry:
         async with FakeModelServer() as fake:
             row = ModelConfig(tenant_id=1, name="fake-chat", type="KnowledgeQA",
                               parameters={"base_url": fake.base_url, "provider": "openai"}, api_key="k")
-            rr = ModelConfig(tenant_id=1, name="fake-rerank", type="Rerank", parameters={"base_url": fake.base_url})
+            rr = ModelConfig(tenant_id=1, name="fake-rerank", type="Rerank",
+                             parameters={"base_url": fake.base_url})
             rows = _Rows([row, rr])
             reg = ChatModelRegistry(make_settings(), rows)
             assert isinstance(await reg.get(None), ExtractiveAnswerer)  # no tenant → nothing to look up
@@ -170,7 +176,8 @@ class TestRegistry:
                 await reg.get("no-such-id", tenant_id=1)
             with pytest.raises(ModelNotConfigured):
                 await reg.get(rr.id, tenant_id=1)
-            spec = ChatModelRegistry(make_settings(chat_model="ollama:qwen2.5:7b", chat_base_url=fake.root_url))
+            spec = ChatModelRegistry(make_settings(chat_model="ollama:qwen2.5:7b",
+                                                   chat_base_url=fake.root_url))
             model = await spec.get(None)
             assert model.model_id == "ollama:qwen2.5:7b"
             rerankers = RerankerRegistry(make_settings(), rows)

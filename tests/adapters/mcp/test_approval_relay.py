@@ -29,7 +29,8 @@ async def test_decision_posted_to_another_replica_reaches_the_waiting_run(redis_
             requested.append(str(data["pending_id"]))
 
     try:
-        run = asyncio.create_task(waiting.request(ToolContext(tenant_id=7, emit=emit), {"timeout_seconds": 10}))
+        run = asyncio.create_task(waiting.request(ToolContext(tenant_id=7, emit=emit),
+                                                  {"timeout_seconds": 10}))
         while not requested:
             await asyncio.sleep(0.01)
         await other.resolve(7, requested[0], ApprovalDecision(approved=True, reason="from replica B"))

@@ -60,7 +60,8 @@ class TestNaming:
 class TestRealServer:
     async def test_tools_are_wrapped_and_called(self, server: tuple[str, dict[str, Any]]) -> None:
         url, _ = server
-        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False, approval=None).tools(1, "all", [])
+        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False,
+                                 approval=None).tools(1, "all", [])
         by_name = {t.name: t for t in tools}
         assert set(by_name) == {"mcp_test_tools_add", "mcp_test_tools_explode", "mcp_test_tools_delete_all"}
         add = by_name["mcp_test_tools_add"]
@@ -86,9 +87,11 @@ class TestRealServer:
 
     async def test_engine_uses_an_mcp_tool(self, server: tuple[str, dict[str, Any]]) -> None:
         url, _ = server
-        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False, approval=None).tools(1, "all", [])
+        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False,
+                                 approval=None).tools(1, "all", [])
         with FakeModelServer() as fake:
-            fake.script([Reply(tool_calls=[{"name": "mcp_test_tools_add", "arguments": json.dumps({"a": 1, "b": 2})}]),
+            fake.script([Reply(tool_calls=[{"name": "mcp_test_tools_add", "arguments": json.dumps({"a": 1,
+                                                                                                   "b": 2})}]),
                          Reply(content="It is 3.")])
             h = harness(openai_model(fake), tools)
             res = await h.run()
@@ -113,7 +116,8 @@ class TestBrokenServers:
         down = service(f"http://127.0.0.1:{free_port()}/mcp", advanced_config={"timeout": 3})
         with pytest.raises(MCPUnavailable):
             await MCPClient(down).list_tools()
-        assert await MCPToolset(MemoryRepo([down]), stdio_enabled=False, approval=None).tools(1, "all", []) == []
+        assert await MCPToolset(MemoryRepo([down]), stdio_enabled=False, approval=None).tools(1, "all",
+                                                                                              []) == []
 
     async def test_garbage_answers(self) -> None:
         class Garbage(BaseHTTPRequestHandler):
@@ -141,7 +145,8 @@ class TestBrokenServers:
             httpd.server_close()
 
     async def test_stdio_refused_unless_enabled(self) -> None:
-        stdio = MCPService(tenant_id=1, name="local", transport_type="stdio", stdio_config={"command": "true"})
+        stdio = MCPService(tenant_id=1, name="local", transport_type="stdio",
+                           stdio_config={"command": "true"})
         with pytest.raises(MCPUnavailable, match="disabled"):
             await MCPClient(stdio, stdio_enabled=False).list_tools()
 
@@ -154,7 +159,8 @@ class TestApproval:
                                  approval_timeout=timeout).tools(1, "all", [])
         with FakeModelServer() as fake:
             fake.script([Reply(tool_calls=[{"name": "mcp_test_tools_delete_all",
-                                            "arguments": json.dumps({"table": "users"})}]), Reply(content="done")])
+                                            "arguments": json.dumps({"table": "users"})}]),
+                         Reply(content="done")])
             h = harness(openai_model(fake), tools)
 
             resolving: list[asyncio.Task[None]] = []

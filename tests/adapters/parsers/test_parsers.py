@@ -187,7 +187,8 @@ def test_corrupt_docx_fails_with_reason() -> None:
 def test_xlsx_sheets_become_tables_and_markdown() -> None:
     doc = parse_bytes(make_xlsx(), "report.xlsx")
     assert doc.title == "report"
-    assert doc.tables == [[["region", "quarter", "revenue"], ["north", "Q1", "1200"], ["south", "Q1", "980.5"]],
+    assert doc.tables == [[["region", "quarter", "revenue"], ["north", "Q1", "1200"], ["south", "Q1",
+                                                                                       "980.5"]],
                           [["name", "team"], ["Li Lei", "研发"]]]
     assert "## Sales\n\n| region | quarter | revenue |\n| --- | --- | --- |\n| north | Q1 | 1200 |" in doc.text
     assert "## Staff" in doc.text

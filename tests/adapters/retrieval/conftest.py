@@ -53,7 +53,8 @@ async def fresh_database(pgvector_server: Any) -> AsyncIterator[str]:
         await _admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.pgvector, pytest.mark.integration])])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.pgvector,
+                                                                  pytest.mark.integration])])
 async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     eng: Any
     if request.param == "sqlite":

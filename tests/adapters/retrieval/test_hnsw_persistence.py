@@ -31,7 +31,8 @@ def rows(start: int, vecs: np.ndarray, kb: str = "kb") -> list[IndexRow]:
 
 
 def engine(tmp_path: Path, index: bool = True) -> SqliteEngine:
-    return SqliteEngine(tmp_path / "k.db", ann_min_rows=ANN_MIN, index_dir=tmp_path / "index" if index else None)
+    return SqliteEngine(tmp_path / "k.db", ann_min_rows=ANN_MIN,
+                        index_dir=tmp_path / "index" if index else None)
 
 
 async def started(tmp_path: Path, data: np.ndarray | None = None) -> SqliteEngine:
@@ -44,7 +45,8 @@ async def started(tmp_path: Path, data: np.ndarray | None = None) -> SqliteEngin
 
 
 async def top1(eng: SqliteEngine, vec: np.ndarray, k: int = 1) -> list[str]:
-    hits = await eng.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=vec.tolist(), top_k=k,
+    hits = await eng.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=vec.tolist(),
+                                        top_k=k,
                                         threshold=-1))
     return [h.chunk_id for h in hits]
 
@@ -87,7 +89,8 @@ class TestFileFormat:
         return index, data
 
     def _meta(self, **kw: Any) -> hnsw_file.GraphMeta:
-        base: dict[str, Any] = {"db_id": "db", "kb_id": "kb", "dim": DIM, "metric": "cos", "dtype": "i8", "seq": 42,
+        base: dict[str, Any] = {"db_id": "db", "kb_id": "kb", "dim": DIM, "metric": "cos", "dtype": "i8",
+                                "seq": 42,
                                 "count": 200, "expansion_search": 128, "recall": 0.97}
         return hnsw_file.GraphMeta(**{**base, **kw})
 
@@ -190,7 +193,8 @@ class TestRestart:
         try:
             await eng.index(rows(0, data) + rows(1000, other, kb="kb2"))
             await graph(eng, data[0])
-            await eng.search(EngineQuery(mode="vector", knowledge_base_ids=["kb2"], embedding=other[0].tolist(),
+            await eng.search(EngineQuery(mode="vector", knowledge_base_ids=["kb2"],
+                                         embedding=other[0].tolist(),
                                          top_k=1, threshold=-1))
             assert eng._sets[("kb2", DIM)].wait_ann(timeout=60)
             assert len(list((tmp_path / "index").glob("*.hnsw"))) == 2
@@ -208,7 +212,8 @@ class TestRestart:
         assert not kb_file.exists()  # closing does not write the deleted KB's graph back
         assert len(list((tmp_path / "index").glob("*.hnsw"))) == 1
 
-    async def test_deletes_and_upserts_after_restore_follow_the_graph_and_are_saved(self, tmp_path: Path) -> None:
+    async def test_deletes_and_upserts_after_restore_follow_the_graph_and_are_saved(self,
+                                                                                    tmp_path: Path) -> None:
         rng = np.random.default_rng(2)
         data = unit(rng, 300)
         eng = await started(tmp_path, data)
@@ -247,7 +252,8 @@ class TestRestart:
         finally:
             await eng.close()
 
-    async def test_close_vouches_for_an_unchanged_file_when_other_kbs_move_the_log(self, tmp_path: Path) -> None:
+    async def test_close_vouches_for_an_unchanged_file_when_other_kbs_move_the_log(self,
+                                                                                   tmp_path: Path) -> None:
         rng = np.random.default_rng(3)
         data = unit(rng, 200)
         eng = await started(tmp_path, data)
@@ -391,7 +397,8 @@ class TestTwoProcesses:
 
 @pytest.mark.unit
 class TestChangesDuringAJob:
-    def test_rows_changed_while_the_graph_is_being_saved_are_searched_then_applied(self, tmp_path: Path) -> None:
+    def test_rows_changed_while_the_graph_is_being_saved_are_searched_then_applied(self,
+                                                                                   tmp_path: Path) -> None:
         rng = np.random.default_rng(7)
         data = unit(rng, 400)
         meta = [RowMeta(knowledge_id="k", tag_id=None, is_enabled=True, is_recommended=True,

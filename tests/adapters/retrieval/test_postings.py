@@ -221,7 +221,8 @@ class TestFollowsTheLog:
         await eng.start()
         try:
             await eng.index(make_rows(rng, 300))
-            q = EngineQuery(mode="keyword", knowledge_base_ids=["kb0", "kb1", "kb2"], text="w1 w7 w40", top_k=5)
+            q = EngineQuery(mode="keyword", knowledge_base_ids=["kb0", "kb1", "kb2"], text="w1 w7 w40",
+                            top_k=5)
             first = await eng.search(q)  # FTS5 (the load has just started)
             await eng.warm_keyword()
             assert eng.keyword_index_info()["ready"]

@@ -35,7 +35,8 @@ class TestOtherWriters:
         await cli.start()
         try:
             await cli.index([row(i, f"text {i}", vecs[i]) for i in range(3)])
-            q = EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=vecs[4].tolist(), threshold=-1)
+            q = EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=vecs[4].tolist(),
+                            threshold=-1)
             assert len(await server.search(q)) == 3  # loads the set
             loaded = server._sets[("kb", 16)]
             await cli.index([row(4, "text four", vecs[4])])
@@ -94,7 +95,8 @@ class TestKeywordScores:
             rng = np.random.default_rng(2)
             texts = ["apples and pears", "apples only here", "bananas grow in bunches", "cherries are red"]
             await eng.index([row(i, t, unit(rng, 1)[0]) for i, t in enumerate(texts)])
-            hits = await eng.search(EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text="apples pears"))
+            hits = await eng.search(EngineQuery(mode="keyword", knowledge_base_ids=["kb"],
+                                                text="apples pears"))
             assert hits[0].chunk_id == "c0"
             assert hits[0].score > hits[1].score
             assert 0 < hits[1].score < 1

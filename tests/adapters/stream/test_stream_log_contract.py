@@ -21,7 +21,8 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Any, An
         pair: tuple[Any, Any] = (MemoryStreamLog(ttl_seconds=60), MemoryStopSignals())
     else:
         prefix = request.getfixturevalue("redis_prefix")
-        pair = (RedisStreamLog(REDIS_URL, prefix=prefix, ttl_seconds=60), RedisStopSignals(REDIS_URL, prefix=prefix))
+        pair = (RedisStreamLog(REDIS_URL, prefix=prefix, ttl_seconds=60), RedisStopSignals(REDIS_URL,
+                                                                                           prefix=prefix))
     yield pair
     await pair[0].close()
     await pair[1].close()
@@ -130,7 +131,8 @@ class TestStreamLogContract:
             assert [e.seq for e in got] == list(range(51))
 
     async def test_concurrent_appends_of_many_streams_keep_each_streams_order(self,
-                                                                             backend: tuple[Any, Any]) -> None:
+                                                                             backend: tuple[Any,
+                                                                                            Any]) -> None:
         """Hundreds of streams appending at once (Redis: batched into pipelines) — per stream gap-free, in order."""
         log = backend[0]
         streams, per_stream = 300, 5
@@ -140,13 +142,15 @@ class TestStreamLogContract:
 
         seqs = await asyncio.wait_for(asyncio.gather(*(writer(n) for n in range(streams))), 30)
         assert all(s == list(range(per_stream)) for s in seqs)
-        both = await asyncio.gather(log.append("s", "same", ev("answer", "a")), log.append("s", "same", ev("answer", "b")))
+        both = await asyncio.gather(log.append("s", "same", ev("answer", "a")), log.append("s", "same",
+                                                                                           ev("answer", "b")))
         assert sorted(both) == [0, 1]
         for n in (0, streams // 2, streams - 1):
             assert [e.content for e in await log.read("s", f"m{n}")] == [str(i) for i in range(per_stream)]
 
     async def test_followers_joining_at_different_points_each_get_their_part(self,
-                                                                             backend: tuple[Any, Any]) -> None:
+                                                                             backend: tuple[Any,
+                                                                                            Any]) -> None:
         """Redis: one shared reader per process; a late joiner reads the stored part itself, then shares it."""
         log = backend[0]
         early = asyncio.create_task(collect(log.follow("s", "join")))

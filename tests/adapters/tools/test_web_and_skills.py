@@ -86,7 +86,8 @@ class TestWebFetch:
     async def test_every_redirect_hop_is_checked(self, site: str, monkeypatch: pytest.MonkeyPatch) -> None:
         # treat loopback as public for this test, so only the redirect target (link-local) is blocked
         monkeypatch.setattr(_netguard, "_blocked", lambda ip: ipaddress.ip_address(ip).is_link_local)
-        res = await fetch_tool().execute({"items": [{"url": f"{site}/to-metadata"}]}, ToolContext(tenant_id=1))
+        res = await fetch_tool().execute({"items": [{"url": f"{site}/to-metadata"}]},
+                                         ToolContext(tenant_id=1))
         page = res.data["pages"][0]
         assert page["status"] == "failed"
         assert "169.254.169.254" in page["error"]
@@ -138,7 +139,8 @@ class TestSkills:
         res = await tool.execute({"skill_name": "greeter"}, ToolContext(tenant_id=1))
         assert "Run hello.py" in res.output
         assert "hello.py" in res.data["files"]
-        bad = await tool.execute({"skill_name": "greeter", "file_path": "../../etc/passwd"}, ToolContext(tenant_id=1))
+        bad = await tool.execute({"skill_name": "greeter", "file_path": "../../etc/passwd"},
+                                 ToolContext(tenant_id=1))
         assert not bad.success
         reserved = await tool.execute({"skill_name": "claude-helper"}, ToolContext(tenant_id=1))
         assert not reserved.success
@@ -149,13 +151,15 @@ class TestSkills:
                                   "input": "!"}, ToolContext(tenant_id=1))
         assert res.data["exit_code"] == 0
         assert res.data["stdout"].strip() == "hello Ada !"
-        fail = await tool.execute({"skill_name": "greeter", "script_path": "fail.sh"}, ToolContext(tenant_id=1))
+        fail = await tool.execute({"skill_name": "greeter", "script_path": "fail.sh"},
+                                  ToolContext(tenant_id=1))
         assert fail.data["exit_code"] == 3
         assert "oops" in fail.data["stderr"]
 
     async def test_time_limit(self, skills: Path) -> None:
         tool = execute_skill_script.ExecuteSkillScriptTool(skill_deps(skills, sandbox_timeout_seconds=1.0))
-        res = await tool.execute({"skill_name": "greeter", "script_path": "spin.py"}, ToolContext(tenant_id=1))
+        res = await tool.execute({"skill_name": "greeter", "script_path": "spin.py"},
+                                 ToolContext(tenant_id=1))
         assert not res.success or res.data["exit_code"] != 0
 
     async def test_memory_limit(self, skills: Path) -> None:

@@ -76,7 +76,8 @@ class TestProviders:
         d = DuckDuckGoSearch(transport=transport(lambda req: httpx.Response(200, text=html)))
         out = await d.search("q")
         await d.close()
-        assert [(r.title, r.url, r.snippet) for r in out] == [("Real", "https://real.example/p", "The snippet")]
+        assert [(r.title, r.url, r.snippet) for r in out] == [("Real", "https://real.example/p",
+                                                               "The snippet")]
 
     def test_registry(self) -> None:
         assert build_web_search(None) is None

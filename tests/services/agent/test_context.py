@@ -15,8 +15,10 @@ class TestSanitize:
     pytestmark = pytest.mark.unit
 
     def test_drops_empty_merges_and_rescues_orphans(self) -> None:
-        out = context.sanitize([M(role="system", content="s"), M(role="user", content="a"), M(role="user", content="b"),
-                                M(role="assistant", content=""), M(role="tool", content="r", tool_call_id="zz",
+        out = context.sanitize([M(role="system", content="s"), M(role="user", content="a"), M(role="user",
+                                                                                              content="b"),
+                                M(role="assistant", content=""), M(role="tool", content="r",
+                                                                   tool_call_id="zz",
                                                                    name="t")])
         assert [(m.role, m.content) for m in out] == [("system", "s"), ("user", "a\n\nb"),
                                                       ("system", "[Tool result for t]: r")]
@@ -38,7 +40,8 @@ class TestBudgets:
         big = "x" * 40000  # ~10k tokens each; budget 8192 tokens
         msgs = [M(role="system", content="s"), M(role="user", content="q"),
                 M(role="assistant", tool_calls=[ToolCall(id="1", name="t"), ToolCall(id="2", name="t")]),
-                M(role="tool", content=big, tool_call_id="1"), M(role="tool", content="new " + big, tool_call_id="2")]
+                M(role="tool", content=big, tool_call_id="1"), M(role="tool", content="new " + big,
+                                                                 tool_call_id="2")]
         out = context.trim_current_turn_tool_results(msgs, 10_000)
         assert out[3].content.startswith("[Tool result compacted: original_bytes=40000.")
         assert out[4].content.startswith("new ")
@@ -63,7 +66,8 @@ async def test_consolidation_summarises_older_history() -> None:
     model = script("SUMMARY: user asked about leave")
     msgs = [M(role="system", content="sys")]
     for i in range(6):
-        msgs += [M(role="user", content=f"q{i} " + "w" * 4000), M(role="assistant", content=f"a{i} " + "w" * 4000)]
+        msgs += [M(role="user", content=f"q{i} " + "w" * 4000), M(role="assistant",
+                                                                  content=f"a{i} " + "w" * 4000)]
     msgs.append(M(role="user", content="now?"))
     out = await context.consolidate(msgs, 8000, model)
     assert out[1].role == "system"

@@ -83,7 +83,8 @@ class TestRounds:
             await asyncio.wait_for(both.wait(), 2.0)  # only returns if the other call runs at the same time
             return ToolResult(output=f"met {args['q']}")
 
-        fake.script([Reply(tool_calls=[call("meet", {"q": "a"}), call("meet", {"q": "b"})]), Reply(content="ok")])
+        fake.script([Reply(tool_calls=[call("meet", {"q": "a"}), call("meet", {"q": "b"})]),
+                     Reply(content="ok")])
         h = harness(openai_model(fake), [FuncTool("meet", rendezvous)], parallel_tool_calls=True)
         res = await h.run()
         assert [tc["result"]["success"] for tc in res.steps[0]["tool_calls"]] == [True, True]
@@ -98,7 +99,8 @@ class TestRounds:
             order.append(f"end {args['q']}")
             return ToolResult(output="done")
 
-        fake.script([Reply(tool_calls=[call("rec", {"q": "a"}), call("rec", {"q": "b"})]), Reply(content="ok")])
+        fake.script([Reply(tool_calls=[call("rec", {"q": "a"}), call("rec", {"q": "b"})]),
+                     Reply(content="ok")])
         await harness(openai_model(fake), [FuncTool("rec", record)]).run()
         assert order == ["start a", "end a", "start b", "end b"]
 
@@ -128,7 +130,8 @@ class TestRounds:
 
 
 class TestGuards:
-    async def test_repeated_identical_calls_are_not_executed_and_stop_the_run(self, fake: FakeModelServer) -> None:
+    async def test_repeated_identical_calls_are_not_executed_and_stop_the_run(self,
+                                                                              fake: FakeModelServer) -> None:
         fake.handler = lambda body: (Reply(tool_calls=[call("lookup", {"q": "same"})]) if body.get("tools")
                                      else Reply(content="Best effort answer."))
         tool = echo_tool()
@@ -149,7 +152,8 @@ class TestGuards:
 
         tool = FuncTool("count", count, parameters={"type": "object", "properties": {
             "n": {"type": "integer", "minimum": 1}}, "required": ["n"]})
-        fake.script([Reply(tool_calls=[call("count", {"n": "abc"})]), Reply(tool_calls=[call("count", {"n": "3"})]),
+        fake.script([Reply(tool_calls=[call("count", {"n": "abc"})]), Reply(tool_calls=[call("count",
+                                                                                             {"n": "3"})]),
                      Reply(content="done")])
         h = harness(openai_model(fake), [tool])
         res = await h.run()
@@ -169,7 +173,8 @@ class TestGuards:
             await asyncio.sleep(30)
             return ToolResult(output="never")
 
-        fake.script([Reply(tool_calls=[call("boom", {"q": "1"}), call("slow", {"q": "2"})]), Reply(content="ok")])
+        fake.script([Reply(tool_calls=[call("boom", {"q": "1"}), call("slow", {"q": "2"})]),
+                     Reply(content="ok")])
         h = harness(openai_model(fake), [FuncTool("boom", boom), FuncTool("slow", slow, timeout_seconds=0.2)])
         res = await h.run()
         results = [e.data for e in h.rec.of(BusEvent.TOOL_RESULT)]
@@ -216,7 +221,8 @@ class TestModelBehaviour:
         assert res.answer == "finally"
         assert len(fake.chat_requests) == 3
 
-    async def test_persistent_error_without_tool_calls_ends_with_an_error_event(self, fake: FakeModelServer) -> None:
+    async def test_persistent_error_without_tool_calls_ends_with_an_error_event(self,
+                                                                                fake: FakeModelServer) -> None:
         fake.script([Reply(status=400, error="bad model")])
         h = harness(openai_model(fake), [])
         res = await h.run()
@@ -289,7 +295,8 @@ class TestModelBehaviour:
 
 
 class TestReferences:
-    async def test_knowledge_rows_are_rendered_with_handles_and_accumulated(self, fake: FakeModelServer) -> None:
+    async def test_knowledge_rows_are_rendered_with_handles_and_accumulated(self,
+                                                                            fake: FakeModelServer) -> None:
         chunk_id = "6f1c2d9e-0000-4000-8000-000000000001"
 
         async def search(args: dict[str, Any], _ctx: ToolContext) -> ToolResult:
@@ -297,7 +304,8 @@ class TestReferences:
                 {"chunk_id": chunk_id, "knowledge_id": "doc-1", "knowledge_base_id": "kb-1",
                  "knowledge_title": "Handbook", "chunk_index": 3, "content": "Leave is 20 days."}]})
 
-        fake.script([Reply(tool_calls=[call("search", {"q": "leave"})]), Reply(content='20 days <ref id="c1"/>')])
+        fake.script([Reply(tool_calls=[call("search", {"q": "leave"})]),
+                     Reply(content='20 days <ref id="c1"/>')])
         h = harness(openai_model(fake), [FuncTool("search", search)])
         res = await h.run()
         rendered = tool_messages(fake.chat_requests[1])[0]["content"]
@@ -316,13 +324,16 @@ class TestReferences:
 
         async def search(args: dict[str, Any], _ctx: ToolContext) -> ToolResult:
             return ToolResult(data={"display_type": "search_results", "results": [
-                {"chunk_id": chunk_id, "knowledge_id": "doc-9", "knowledge_base_id": "kb-9", "content": "text"}]})
+                {"chunk_id": chunk_id, "knowledge_id": "doc-9", "knowledge_base_id": "kb-9",
+                 "content": "text"}]})
 
         async def read(args: dict[str, Any], _ctx: ToolContext) -> ToolResult:
             return ToolResult(output=f"read {args['chunk_id']}")
 
-        reader = FuncTool("read", read, parameters={"type": "object", "properties": {"chunk_id": {"type": "string"}}})
-        fake.script([Reply(tool_calls=[call("search", {"q": "x"})]), Reply(tool_calls=[call("read", {"chunk_id": "c1"})]),
+        reader = FuncTool("read", read, parameters={"type": "object",
+                                                    "properties": {"chunk_id": {"type": "string"}}})
+        fake.script([Reply(tool_calls=[call("search", {"q": "x"})]), Reply(tool_calls=[call("read",
+                                                                                            {"chunk_id": "c1"})]),
                      Reply(content="ok")])
         h = harness(openai_model(fake), [FuncTool("search", search), reader])
         await h.run()

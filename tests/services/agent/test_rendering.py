@@ -44,7 +44,8 @@ def test_web_search_caps_snippets_and_registers_pages() -> None:
 
 
 def test_web_fetch_failures_get_next_steps() -> None:
-    out = model_output(ToolResult(success=False, error="all failed", data={"display_type": "web_fetch_results",
+    out = model_output(ToolResult(success=False, error="all failed",
+                                  data={"display_type": "web_fetch_results",
         "pages": [{"url": "https://x.test/", "status": "failed", "error": "boom", "error_code": "network",
                    "retryable": True}]}), ReferenceRegistry())
     assert 'status="failed" retryable="true" error_code="network"' in out

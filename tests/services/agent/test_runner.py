@@ -39,11 +39,13 @@ class Models:
 
 
 def request(config: dict[str, Any], **kw: Any) -> TurnRequest:
-    return TurnRequest(tenant_id=1, session_id="s", request_id="r", user_message_id="u", assistant_message_id="a",
+    return TurnRequest(tenant_id=1, session_id="s", request_id="r", user_message_id="u",
+                       assistant_message_id="a",
                        query=kw.pop("query", "hello?"), agent=AgentConfig(name="t", config=config), **kw)
 
 
-def runner(model: FunctionModel, tmp: Path | None = None, **settings: Any) -> tuple[SmartReasoningRunner, Models]:
+def runner(model: FunctionModel, tmp: Path | None = None, **settings: Any) -> tuple[SmartReasoningRunner,
+                                                                                    Models]:
     s = Settings(sample_kb=False, **settings)
     models = Models(model)
     deps = RunnerDeps(chat_models=models, tool_deps=ToolDeps(settings=s), catalog=CATALOG,

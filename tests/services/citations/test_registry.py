@@ -23,7 +23,8 @@ def _results() -> list[SearchResult]:
     return [
         SearchResult(id=CHUNK_A, content="alpha", knowledge_id=DOC_A, knowledge_title="Guide <A>",
                      knowledge_base_id=KB),
-        SearchResult(id=CHUNK_B, content="beta", knowledge_id=DOC_B, knowledge_filename="b.md", knowledge_base_id=KB),
+        SearchResult(id=CHUNK_B, content="beta", knowledge_id=DOC_B, knowledge_filename="b.md",
+                     knowledge_base_id=KB),
         SearchResult(id=CHUNK_A, content="alpha again", knowledge_id=DOC_A, knowledge_base_id=KB),
     ]
 
@@ -70,7 +71,8 @@ class TestHandles:
     def test_resolve_any_case(self, reg: ReferenceRegistry) -> None:
         assert reg.resolve("C1") == {"kind": "chunk", "id": CHUNK_A, "knowledge_id": DOC_A, "kb_id": KB,
                                      "title": "Guide <A>", "chunk_index": 0, "chunk_type": "text"}
-        assert reg.resolve("w1") == {"kind": "web", "url": "https://example.com/page#frag", "title": "Example"}
+        assert reg.resolve("w1") == {"kind": "web", "url": "https://example.com/page#frag",
+                                     "title": "Example"}
         assert reg.resolve("c7") is None
         assert reg.resolve("zz") is None
 

@@ -49,7 +49,8 @@ async def test_concurrent_callers_share_batches_and_get_their_own_rows() -> None
 async def test_a_failed_batch_fails_its_callers_only() -> None:
     model = _Recorder(fail_on="bad")
     batcher = EmbedBatcher(model, batch_size=2)  # type: ignore[arg-type]
-    ok, bad = await asyncio.gather(batcher.embed(["a", "b"]), batcher.embed(["bad", "c"]), return_exceptions=True)
+    ok, bad = await asyncio.gather(batcher.embed(["a", "b"]), batcher.embed(["bad", "c"]),
+                                   return_exceptions=True)
     assert isinstance(bad, RuntimeError)
     assert not isinstance(ok, BaseException)
     assert ok.shape == (2, 2)

@@ -14,7 +14,8 @@ from knora.services.ingest.chunker import ChunkDraft, split_document
 
 pytestmark = pytest.mark.unit
 
-WORDS = ["alpha", "beta", "gamma", "delta", "knowledge", "retrieval", "chunk", "overlap", "a", "of", "中文", "检索"]
+WORDS = ["alpha", "beta", "gamma", "delta", "knowledge", "retrieval", "chunk", "overlap", "a", "of", "中文",
+         "检索"]
 
 
 def _prose(draw: st.DrawFn) -> str:
@@ -23,7 +24,8 @@ def _prose(draw: st.DrawFn) -> str:
         st.sampled_from(WORDS),
         st.sampled_from([". ", "\n", "\n\n", "。", "，", "  "]),
         st.text(alphabet="测试数据知识库问答系统", min_size=1, max_size=30),
-        st.text(alphabet="abcdefghij", min_size=1, max_size=700),  # sometimes a word longer than the chunk size
+        st.text(alphabet="abcdefghij", min_size=1,
+                max_size=700),  # sometimes a word longer than the chunk size
     ), min_size=1, max_size=300))
     return " ".join(tokens)
 
@@ -54,7 +56,8 @@ def _check_coverage(text: str, drafts: list[ChunkDraft]) -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=prose(), config=configs)
-def test_flat_chunks_respect_size_overlap_offsets_and_cover_the_text(text: str, config: ChunkingConfig) -> None:
+def test_flat_chunks_respect_size_overlap_offsets_and_cover_the_text(text: str,
+                                                                     config: ChunkingConfig) -> None:
     cfg = config.normalised()
     drafts = split_document(text, config)
     _check_offsets(text, drafts)
@@ -76,7 +79,8 @@ def test_flat_chunks_respect_size_overlap_offsets_and_cover_the_text(text: str, 
 @settings(max_examples=60, deadline=None)
 @given(text=prose(), size=st.integers(min_value=60, max_value=1500))
 def test_parent_child_children_lie_inside_their_parent(text: str, size: int) -> None:
-    config = ChunkingConfig(enable_parent_child=True, parent_chunk_size=size, child_chunk_size=max(size // 4, 20))
+    config = ChunkingConfig(enable_parent_child=True, parent_chunk_size=size, child_chunk_size=max(size // 4,
+                                                                                                   20))
     drafts = split_document(text, config)
     _check_offsets(text, drafts)
     parents = [d for d in drafts if d.chunk_type == "parent_text"]
@@ -104,7 +108,8 @@ def test_defaults_are_512_with_80_overlap_at_sentence_boundaries() -> None:
     assert max(len(d.content) for d in drafts) <= 512
     overlaps = [p.end_at - n.start_at for p, n in itertools.pairwise(drafts)]
     assert all(0 < o <= 80 for o in overlaps)  # overlap happens, and stays within the budget
-    assert all(re.match(r"Sentence|number|\d|talks|about|topic", d.content) for d in drafts)  # starts at a word
+    assert all(re.match(r"Sentence|number|\d|talks|about|topic",
+                        d.content) for d in drafts)  # starts at a word
 
 
 def test_chinese_is_measured_in_characters_and_split_at_the_full_stop() -> None:

@@ -36,7 +36,8 @@ async def _search(c: Any, kb_id: str, text: str) -> list[Any]:
 
 async def test_ingested_document_is_searchable_then_gone(full: Any) -> None:
     c = full
-    kb = await c.kb_service.create(c.default_tenant_id, {"name": "animals", "chunking_config": {"chunk_size": 100}})
+    kb = await c.kb_service.create(c.default_tenant_id, {"name": "animals",
+                                                         "chunking_config": {"chunk_size": 100}})
     k = await c.ingest_service.add_file(c.default_tenant_id, kb.id, "animals.md", DOC)
     await c.jobs.wait_idle(60)
     hits = await _search(c, kb.id, "otters sleep holding hands")

@@ -44,7 +44,8 @@ async def _ingest(c: Any, kb: Any, name: str = "guide.md", data: bytes = TEXT.en
 
 
 async def _chunks(c: Any, knowledge_id: str, types: list[str] | None = None) -> list[Any]:
-    page = await c.repos.chunks.list(c.default_tenant_id, knowledge_id, page=1, page_size=1000, chunk_types=types)
+    page = await c.repos.chunks.list(c.default_tenant_id, knowledge_id, page=1, page_size=1000,
+                                     chunk_types=types)
     return list(page.items)
 
 
@@ -85,7 +86,8 @@ class TestIngestFile:
         ("a.exe", b"MZ....", BadRequest), ("empty.txt", b"  \n", BadRequest), ("", b"hello", BadRequest),
     ])
     async def test_bad_uploads_are_refused_before_anything_is_written(self, sqlite_container: Any, name: str,
-                                                                      data: bytes, exc: type[Exception]) -> None:
+                                                                      data: bytes,
+                                                                      exc: type[Exception]) -> None:
         c = sqlite_container
         kb = await _kb(c)
         with pytest.raises(exc):
@@ -102,7 +104,8 @@ class TestIngestFile:
         finally:
             await c.close()
 
-    async def test_path_traversal_in_the_name_stays_inside_the_blob_store(self, sqlite_container: Any) -> None:
+    async def test_path_traversal_in_the_name_stays_inside_the_blob_store(self,
+                                                                          sqlite_container: Any) -> None:
         c = sqlite_container
         kb = await _kb(c)
         k = await _ingest(c, kb, "../../../../etc/evil.txt", b"plain text body")
@@ -114,7 +117,8 @@ class TestIngestFile:
     async def test_unknown_kb_is_not_found(self, sqlite_container: Any) -> None:
         with pytest.raises(NotFound):
             await sqlite_container.ingest_service.add_file(sqlite_container.default_tenant_id,
-                                                           "00000000-0000-0000-0000-000000000000", "a.txt", b"x")
+                                                           "00000000-0000-0000-0000-000000000000", "a.txt",
+                                                           b"x")
 
     async def test_corrupt_file_fails_with_a_reason_and_indexes_nothing(self, sqlite_container: Any) -> None:
         c = sqlite_container
@@ -155,8 +159,10 @@ class TestIngestFile:
     async def test_manual_text_is_ingested_and_a_draft_is_not(self, sqlite_container: Any) -> None:
         c = sqlite_container
         kb = await _kb(c)
-        k = await c.ingest_service.add_manual(c.default_tenant_id, kb.id, "Notes", "# Notes\n\nKnora is a RAG engine.")
-        draft = await c.ingest_service.add_manual(c.default_tenant_id, kb.id, "Later", "not yet", status="draft")
+        k = await c.ingest_service.add_manual(c.default_tenant_id, kb.id, "Notes",
+                                              "# Notes\n\nKnora is a RAG engine.")
+        draft = await c.ingest_service.add_manual(c.default_tenant_id, kb.id, "Later", "not yet",
+                                                  status="draft")
         await c.jobs.wait_idle(30)
         got = await c.repos.knowledge.get(None, k.id)
         assert got.parse_status == ParseStatus.COMPLETED
@@ -173,7 +179,8 @@ class TestReparseDeleteRestart:
         kb = await _kb(c, chunking_config={"chunk_size": 500})
         k = await _ingest(c, kb)
         before = {x.id for x in await _chunks(c, k.id)}
-        await c.kb_service.update(c.default_tenant_id, kb.id, {"config": {"chunking_config": {"chunk_size": 150}}})
+        await c.kb_service.update(c.default_tenant_id, kb.id,
+                                  {"config": {"chunking_config": {"chunk_size": 150}}})
         await c.ingest_service.reparse(c.default_tenant_id, k.id)
         await c.jobs.wait_idle(30)
         after = {x.id for x in await _chunks(c, k.id)}
@@ -209,7 +216,8 @@ class TestReparseDeleteRestart:
         await c.jobs.wait_idle(30)
         assert rec.rows == {}
 
-    async def test_pending_job_survives_a_restart(self, make_settings: Callable[..., Settings], db_url: str) -> None:
+    async def test_pending_job_survives_a_restart(self, make_settings: Callable[..., Settings],
+                                                  db_url: str) -> None:
         settings = make_settings(database_url=db_url)
         first = await Container(settings).start(wiring=INGEST_ONLY)
         await _stop_jobs(first)  # nothing runs in this process
@@ -268,10 +276,13 @@ class TestIngestUrl:
     async def test_private_addresses_are_refused_by_default(self, sqlite_container: Any, web: str) -> None:
         kb = await _kb(sqlite_container)
         with pytest.raises(BadRequest, match="private or local"):
-            await sqlite_container.ingest_service.add_url(sqlite_container.default_tenant_id, kb.id, f"{web}/page")
+            await sqlite_container.ingest_service.add_url(sqlite_container.default_tenant_id, kb.id,
+                                                          f"{web}/page")
 
-    async def test_page_and_file_urls_with_redirect(self, make_settings: Callable[..., Settings], web: str) -> None:
-        c = await Container(make_settings(allow_private_network_fetch=True, max_upload_bytes=1000)).start(wiring=INGEST_ONLY)
+    async def test_page_and_file_urls_with_redirect(self, make_settings: Callable[..., Settings],
+                                                    web: str) -> None:
+        c = await Container(make_settings(allow_private_network_fetch=True,
+                                          max_upload_bytes=1000)).start(wiring=INGEST_ONLY)
         try:
             kb = await _kb(c)
             page = await c.ingest_service.add_url(c.default_tenant_id, kb.id, f"{web}/moved")
@@ -307,7 +318,8 @@ class TestChunkEdit:
         k = await _ingest(c, kb, "t.txt", b"Original chunk text about llamas.")
         chunk = (await _chunks(c, k.id))[0]
         old_vec = rec.rows[chunk.id].embedding
-        edited = await c.chunk_service.update(c.default_tenant_id, k.id, chunk.id, {"content": "Alpacas now."})
+        edited = await c.chunk_service.update(c.default_tenant_id, k.id, chunk.id,
+                                              {"content": "Alpacas now."})
         assert edited.content_revision == chunk.content_revision + 1
         assert rec.rows[chunk.id].content.endswith("Alpacas now.")
         assert rec.rows[chunk.id].embedding != old_vec

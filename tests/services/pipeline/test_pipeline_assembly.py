@@ -39,11 +39,13 @@ async def _list_kbs(tenant_id: int) -> list[KnowledgeBase]:
 
 
 def deps() -> PipelineDeps:
-    return PipelineDeps(chat_models=None, rerankers=None, reads=_Reads(), list_kbs=_list_kbs)  # type: ignore[arg-type]
+    return PipelineDeps(chat_models=None, rerankers=None, reads=_Reads(),
+                        list_kbs=_list_kbs)  # type: ignore[arg-type]
 
 
 def req(**kw: Any) -> TurnRequest:
-    return TurnRequest(tenant_id=1, session_id="s", request_id="r", user_message_id="u", assistant_message_id="a",
+    return TurnRequest(tenant_id=1, session_id="s", request_id="r", user_message_id="u",
+                       assistant_message_id="a",
                        query=kw.pop("query", "q"), **kw)
 
 
@@ -55,12 +57,15 @@ class TestAssembly:
                 pr.rerank_threshold, pr.max_rounds) == (10, 0.5, 0.3, 10, 0.3, 5)
         assert pr.summary.prompt == prompts.content("default_kb")
         assert pr.fallback_strategy == "model"
-        assert build_stages(pr) == [E.LOAD_HISTORY, E.QUERY_UNDERSTAND, E.CHUNK_SEARCH_PARALLEL, E.CHUNK_RERANK,
-                                    E.CHUNK_MERGE, E.FILTER_TOP_K, E.INTO_CHAT_MESSAGE, E.CHAT_COMPLETION_STREAM]
+        assert build_stages(pr) == [E.LOAD_HISTORY, E.QUERY_UNDERSTAND, E.CHUNK_SEARCH_PARALLEL,
+                                    E.CHUNK_RERANK,
+                                    E.CHUNK_MERGE, E.FILTER_TOP_K, E.INTO_CHAT_MESSAGE,
+                                    E.CHAT_COMPLETION_STREAM]
 
     async def test_agent_overrides(self) -> None:
         agent = AgentConfig(name="x", config={
-            "kb_selection_mode": "all", "multi_turn_enabled": False, "rerank_threshold": 0, "embedding_top_k": 0,
+            "kb_selection_mode": "all", "multi_turn_enabled": False, "rerank_threshold": 0,
+                                              "embedding_top_k": 0,
             "system_prompt": "Custom {contexts}", "data_analysis_enabled": True, "fallback_strategy": "fixed",
             "citation_enabled": False, "intent_prompts": {"greeting": "Hi!"}})
         pr, _ = await build_request(deps(), req(agent=agent, web_search_enabled=True))

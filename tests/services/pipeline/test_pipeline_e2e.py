@@ -22,8 +22,10 @@ class TestQuickAnswerEndToEnd:
                                                                  fake: FakeModelServer) -> None:
         c = model_container
         kb = await add_kb(c, DOCS)
-        fake.script([Reply(content=json.dumps({"rewrite_query": "solar panel peak watts", "intent": "kb_search"})),
-                     Reply(content='About 400 W <ref id="c1"/>.', reasoning_content="look at c1", chunk_size=5)])
+        fake.script([Reply(content=json.dumps({"rewrite_query": "solar panel peak watts",
+                                               "intent": "kb_search"})),
+                     Reply(content='About 400 W <ref id="c1"/>.', reasoning_content="look at c1",
+                           chunk_size=5)])
         ctx, rec = make_ctx()
         outcome = await c.quick_answer.run(turn(c, "How much power does a solar panel produce?", [kb]), ctx)
         types = rec.types()
@@ -69,7 +71,8 @@ class TestTurnReads:
         store = c.search_service.store
         assert c.pipeline_deps.reads is store
         calls: Counter[str] = Counter()
-        for name in ("knowledge_bases", "tenant_retrieval_config", "chunks", "knowledge", "chunks_with_knowledge",
+        for name in ("knowledge_bases", "tenant_retrieval_config", "chunks", "knowledge",
+                     "chunks_with_knowledge",
                      "knowledge_bases_with_tenant_config"):
             real = getattr(store, name)
 

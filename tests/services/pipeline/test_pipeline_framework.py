@@ -27,7 +27,8 @@ E = EventType
 class _Probe:
     """Records 'before'/'after' around next(); optionally fails instead of calling next()."""
 
-    def __init__(self, name: str, log: list[str], *, post: bool = False, fail: PluginError | None = None) -> None:
+    def __init__(self, name: str, log: list[str], *, post: bool = False,
+                 fail: PluginError | None = None) -> None:
         self.name, self.log, self.post, self.fail = name, log, post, fail
 
     def activation_events(self) -> Sequence[EventType]:
@@ -48,7 +49,8 @@ class _Probe:
 
 def _cm() -> ChatManage:
     ctx, _ = make_ctx()
-    return ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query="q"), PipelineState(), ctx)
+    return ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query="q"),
+                      PipelineState(), ctx)
 
 
 class TestEventManager:
@@ -80,12 +82,14 @@ class TestPluginError:
         assert err.error_type == "search_failed"
         assert "boom" in err.message
         assert ERR_SEARCH.err is None
-        assert {e.error_type for e in CATALOGUE} >= {"search_nothing", "model_call_failed", "get_chat_model_failed"}
+        assert {e.error_type for e in CATALOGUE} >= {"search_nothing", "model_call_failed",
+                                                     "get_chat_model_failed"}
 
 
 class TestBuilderAndPresets:
     def test_add_if(self) -> None:
-        stages = PipelineBuilder().add_if(False, E.LOAD_HISTORY).add(E.QUERY_UNDERSTAND).add_if(True, E.WEB_FETCH)
+        stages = PipelineBuilder().add_if(False, E.LOAD_HISTORY).add(E.QUERY_UNDERSTAND).add_if(True,
+                                                                                                E.WEB_FETCH)
         assert stages.build() == [E.QUERY_UNDERSTAND, E.WEB_FETCH]
 
     def test_presets(self) -> None:

@@ -24,7 +24,8 @@ async def test_knowledge_chat_streams_a_cited_extractive_answer(plain_container:
         session = (await http.post("/api/v1/sessions", json={"title": "t"})).json()["data"]
         frames: list[dict[str, Any]] = []
         async with http.stream("POST", f"/api/v1/knowledge-chat/{session['id']}",
-                               json={"query": "How is oolong tea processed?", "knowledge_base_ids": [kb]}) as r:
+                               json={"query": "How is oolong tea processed?",
+                                     "knowledge_base_ids": [kb]}) as r:
             async for line in r.aiter_lines():
                 if line.startswith("data:"):
                     frames.append(json.loads(line[5:]))

@@ -42,7 +42,8 @@ def R(id: str, content: str = "", score: float = 0.0, **kw: Any) -> SearchResult
 
 def cm_with(**req: Any) -> ChatManage:
     ctx, _ = make_ctx()
-    return ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query=req.pop("query", "q"),
+    return ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query=req.pop("query",
+                                                                                                 "q"),
                                       **req), PipelineState(), ctx)
 
 
@@ -166,7 +167,8 @@ class TestRerankRules:
 @pytest.mark.unit
 class TestMergeSteps:
     def test_dedup_by_id_then_signature(self) -> None:
-        out = remove_duplicate_results([R("a", "Same  Text"), R("a", "other"), R("b", "same text"), R("c", "x")])
+        out = remove_duplicate_results([R("a", "Same  Text"), R("a", "other"), R("b", "same text"),
+                                        R("c", "x")])
         assert [r.id for r in out] == ["a", "c"]
 
     def test_history_references_are_weakened_and_capped(self) -> None:

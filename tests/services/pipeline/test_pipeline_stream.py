@@ -49,7 +49,8 @@ class _Models:
 
 def _setup(chunks: list[ChatChunk]) -> tuple[ChatManage, EventManager, object]:
     ctx, rec = make_ctx()
-    cm = ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query="q"), PipelineState(), ctx)
+    cm = ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query="q"), PipelineState(),
+                    ctx)
     m = EventManager()
     m.register(ChatCompletionStream(PipelineDeps(chat_models=_Models(FunctionModel(chunks)),
                                                  rerankers=None)))  # type: ignore[arg-type]
@@ -61,7 +62,8 @@ async def test_channels_and_duplicate_done() -> None:
                          ChatChunk(content="A"), ChatChunk(content="B", finish_reason="stop"),
                          ChatChunk(finish_reason="stop"), ChatChunk(content="late")])
     assert await m.trigger(cm, EventType.CHAT_COMPLETION_STREAM) is None
-    kinds = [(str(e.type), e.data.get("content"), e.data.get("done")) for e in rec.events]  # type: ignore[attr-defined]
+    kinds = [(str(e.type), e.data.get("content"),
+              e.data.get("done")) for e in rec.events]  # type: ignore[attr-defined]
     assert kinds == [("thought", "hm", False), ("thought", "m", False), ("thought", "", True),
                      ("final_answer", "A", False), ("final_answer", "B", True)]
     assert cm.state.chat_response == "AB"

@@ -159,7 +159,8 @@ class TestFailures:
                                                         fake: FakeModelServer) -> None:
         c = model_container
         kb = await add_kb(c, DOCS)
-        fake.script([rewrite("solar panel watts"), Reply(content="x" * 40, chunk_size=2, delay_per_chunk=0.01)])
+        fake.script([rewrite("solar panel watts"), Reply(content="x" * 40, chunk_size=2,
+                                                         delay_per_chunk=0.01)])
         ctx, rec = make_ctx()
 
         async def stop_after_two(ev: Event) -> None:
@@ -185,7 +186,8 @@ class _Web:
 
 
 class TestSearchSources:
-    async def test_entity_search_brings_graph_chunks(self, model_container: Any, fake: FakeModelServer) -> None:
+    async def test_entity_search_brings_graph_chunks(self, model_container: Any,
+                                                     fake: FakeModelServer) -> None:
         c = model_container
         kb = await add_kb(c, DOCS, extract_config={"enabled": True})
         wall = (await chunks_of(c, kb))["长城"][0]
@@ -198,7 +200,8 @@ class TestSearchSources:
         refs = rec.of(BusEvent.REFERENCES)[0].data["references"]
         assert any(r["id"] == wall.id and r["match_type"] == 6 for r in refs)
 
-    async def test_web_search_results_are_web_handles(self, model_container: Any, fake: FakeModelServer) -> None:
+    async def test_web_search_results_are_web_handles(self, model_container: Any,
+                                                      fake: FakeModelServer) -> None:
         c = model_container
         web = _Web()
         c.quick_answer.deps.web_search = web
@@ -215,7 +218,8 @@ class TestSearchSources:
         assert '<page id="w1" title="Solar news">' in prompt
         assert "<published>2026-01-01</published>" in prompt
 
-    async def test_concurrent_turns_do_not_share_state(self, model_container: Any, fake: FakeModelServer) -> None:
+    async def test_concurrent_turns_do_not_share_state(self, model_container: Any,
+                                                       fake: FakeModelServer) -> None:
         c = model_container
         kb = await add_kb(c, DOCS)
         fake.handler = lambda body: Reply(content="done")
@@ -275,6 +279,7 @@ class TestDataAnalysis:
 
         fake.handler = handle
         ctx, _ = make_ctx()
-        outcome = await c.quick_answer.run(turn(c, "a b", [kb.id], agent=agent(data_analysis_enabled=True)), ctx)
+        outcome = await c.quick_answer.run(turn(c, "a b", [kb.id], agent=agent(data_analysis_enabled=True)),
+                                           ctx)
         assert outcome.answer == "fine"
         assert not any(r.id.startswith("analysis_") for r in outcome.references)

@@ -25,11 +25,13 @@ class TestFaqRendering:
 
     def test_content_and_index_rows(self) -> None:
         e = RESET.cleaned()
-        assert render(e, FAQConfig()) == ("Q: How do I reset my password?\nSimilar Questions:\n- forgot password\n"
+        assert render(e,
+                      FAQConfig()) == ("Q: How do I reset my password?\nSimilar Questions:\n- forgot password\n"
                                           "- password reset link\nAnswers:\n- Use the 'Forgot password' link on the "
                                           "sign-in page.")
         assert "router" not in render(e, FAQConfig())
-        assert index_texts(e, FAQConfig()) == [("How do I reset my password?\nforgot password\npassword reset link\n"
+        assert index_texts(e,
+                           FAQConfig()) == [("How do I reset my password?\nforgot password\npassword reset link\n"
                                                 "Use the 'Forgot password' link on the sign-in page.")]
         sep = index_texts(e, FAQConfig(index_mode="question_only", question_index_mode="separate"))
         assert sep == ["How do I reset my password?", "forgot password", "password reset link"]
@@ -132,7 +134,8 @@ class TestFaqService:
             return await orig(groups, top_k=top_k)
 
         rc.search_service._retrieve = spy
-        res = await rc.search_service.search(t, SearchParams(knowledge_base_id=kb.id, query_text="shipping cost",
+        res = await rc.search_service.search(t, SearchParams(knowledge_base_id=kb.id,
+                                                             query_text="shipping cost",
                                                              match_count=5, vector_threshold=0))
         # first pool = max(5*5, 50) = 50 rows, all could be variants of one FAQ → re-retrieval at 15, 30, …
         assert len({r.id for r in res}) == 5

@@ -94,10 +94,12 @@ class TestHybridSearch:
         kb = await seed.kb()
         await seed.doc(kb, [f"alpha topic number {i}" for i in range(60)])
         svc = rc.search_service
-        zero = await svc.search(rc.default_tenant_id, p(kb.id, "alpha topic", match_count=0, vector_threshold=0,
+        zero = await svc.search(rc.default_tenant_id, p(kb.id, "alpha topic", match_count=0,
+                                                        vector_threshold=0,
                                                        keyword_threshold=0, skip_context_enrichment=True))
         assert len(zero) == 50  # ≤ 0 → default 50
-        huge = await svc.search(rc.default_tenant_id, p(kb.id, "alpha topic", match_count=10_000, vector_threshold=0,
+        huge = await svc.search(rc.default_tenant_id, p(kb.id, "alpha topic", match_count=10_000,
+                                                        vector_threshold=0,
                                                        keyword_threshold=0, skip_context_enrichment=True))
         assert len(huge) == 60
         two = await svc.search(rc.default_tenant_id, p(kb.id, "alpha topic", match_count=2))
@@ -121,7 +123,8 @@ class TestHybridSearch:
         a = await seed.kb("a", embedding_model_id="local:hash")
         b = await seed.kb("b", embedding_model_id="local:other")
         with pytest.raises(BadRequest, match="different embedding models"):
-            await rc.search_service.search(rc.default_tenant_id, p(a.id, "x", knowledge_base_ids=[a.id, b.id]))
+            await rc.search_service.search(rc.default_tenant_id, p(a.id, "x", knowledge_base_ids=[a.id,
+                                                                                                  b.id]))
 
     async def test_multi_kb_search(self, rc: Any, seed: Any) -> None:
         a, b = await seed.kb("a"), await seed.kb("b")
@@ -144,9 +147,11 @@ class TestHybridSearch:
 
     async def test_enrichment_adds_neighbours(self, rc: Any, seed: Any) -> None:
         kb = await seed.kb()
-        _, chunks = await seed.doc(kb, ["intro about cooking", "the secret ingredient is saffron", "closing words"],
+        _, chunks = await seed.doc(kb, ["intro about cooking", "the secret ingredient is saffron",
+                                        "closing words"],
                                    index=False)
-        await seed.index(kb, (await rc.search_service.store.knowledge([chunks[0].knowledge_id]))[0], [chunks[1]])
+        await seed.index(kb, (await rc.search_service.store.knowledge([chunks[0].knowledge_id]))[0],
+                         [chunks[1]])
         q = p(kb.id, "secret ingredient saffron")
         enriched = await rc.search_service.search(rc.default_tenant_id, q)
         assert enriched[0].id == chunks[1].id

@@ -77,7 +77,8 @@ class TestTargets:
             return await orig(tenant_id, params)
 
         rc.search_service.search = spy
-        targets = [SearchTarget(knowledge_base_id=a.id, tenant_id=t), SearchTarget(knowledge_base_id=b.id, tenant_id=t),
+        targets = [SearchTarget(knowledge_base_id=a.id, tenant_id=t), SearchTarget(knowledge_base_id=b.id,
+                                                                                   tenant_id=t),
                    SearchTarget(type="knowledge", knowledge_base_id=c.id, tenant_id=t, knowledge_ids=[kc.id],
                                 disable_recall_thresholds=True)]
         results, err = await search_targets(rc.search_service, t, targets, TargetSearch(query="glaciers"))
@@ -100,7 +101,8 @@ class TestTargets:
             return await orig(tenant_id, params)
 
         rc.search_service.search = spy
-        out = await run_query_expansion(rc.search_service, t, [SearchTarget(knowledge_base_id=kb.id, tenant_id=t)],
+        out = await run_query_expansion(rc.search_service, t, [SearchTarget(knowledge_base_id=kb.id,
+                                                                            tenant_id=t)],
                                         rewrite_query="what is machine learning, and how do models learn?",
                                         keyword_threshold=0.5, embedding_top_k=10, rerank_top_k=30)
         assert 1 <= len(seen) <= expansion.MAX_VARIANTS

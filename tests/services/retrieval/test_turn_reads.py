@@ -61,7 +61,8 @@ class TestTurnReads:
         assert [c.id for c in found] == [chunks[1].id, chunks[3].id]
         assert [d.id for d in docs] == [k.id]
         # chunk 1 is short: its neighbours 0 and 2 came along; chunk 3 is long: 4 did not
-        assert {c.id for c in await reads.chunks([chunks[0].id, chunks[2].id])} == {chunks[0].id, chunks[2].id}
+        assert {c.id for c in await reads.chunks([chunks[0].id, chunks[2].id])} == {chunks[0].id,
+                                                                                    chunks[2].id}
         assert calls == Counter(chunks_with_knowledge=1)
         await reads.chunks([chunks[4].id])
         assert calls["chunks"] == 1
@@ -83,7 +84,8 @@ class TestTurnReads:
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
         kb = await seed.kb()
         await seed.doc(kb, ["Photosynthesis converts sunlight into chemical energy.", "Qubits superpose."])
-        params = SearchParams(knowledge_base_id=kb.id, query_text="sunlight energy", skip_context_enrichment=True)
+        params = SearchParams(knowledge_base_id=kb.id, query_text="sunlight energy",
+                              skip_context_enrichment=True)
         plain = await rc.search_service.search(kb.tenant_id, params)
         calls = spy(rc.search_service.store, monkeypatch)
         view = rc.search_service.with_store(TurnReads(rc.search_service.store, tenant_id=kb.tenant_id))

@@ -55,7 +55,8 @@ class TestHistory:
         await svc.messages.create_pair(
             Message(session_id=s.id, tenant_id=1, request_id="r", role="user", content="what is this",
                     images=[{"url": "u", "caption": "a red cat"}], created_at=at),
-            Message(session_id=s.id, tenant_id=1, request_id="r", role="assistant", content="a cat", created_at=at))
+            Message(session_id=s.id, tenant_id=1, request_id="r", role="assistant", content="a cat",
+                    created_at=at))
         (h,) = await svc.history(s.id)
         assert h.query.endswith("[用户上传图片内容]\na red cat")
 
@@ -86,7 +87,8 @@ class TestTitles:
 
         svc._chat_model = get
         s = await svc.create(1)
-        assert await svc.generate_title(1, s.id, "what is the refund policy?") == "Refund policy for annual plans"
+        assert await svc.generate_title(1, s.id,
+                                        "what is the refund policy?") == "Refund policy for annual plans"
         assert model.seen[0][1].content == "what is the refund policy?"
         assert await svc.generate_title(1, s.id, "another question") == "Refund policy for annual plans"
         assert (await svc.get(1, s.id)).title == "Refund policy for annual plans"

@@ -45,7 +45,8 @@ async def test_answer_split_at_every_point_expands_identically(cut: int) -> None
 async def test_tool_call_supersedes_preamble_and_times_tools() -> None:
     bus, handler, log = make()
     await bus.emit(BusEvent.FINAL_ANSWER, {"content": "Let me search…", "done": True, "event_id": "p"})
-    await bus.emit(BusEvent.TOOL_CALL, {"tool_call_id": "t1", "tool_name": "grep_chunks", "arguments": {"q": 1}})
+    await bus.emit(BusEvent.TOOL_CALL, {"tool_call_id": "t1", "tool_name": "grep_chunks",
+                                        "arguments": {"q": 1}})
     await bus.emit(BusEvent.TOOL_RESULT, {"tool_call_id": "t1", "tool_name": "grep_chunks", "success": False,
                                           "error": "bad pattern"})
     await bus.emit(BusEvent.FINAL_ANSWER, {"content": 'Final<ref id="c2"/>', "done": True, "event_id": "f"})
@@ -80,7 +81,8 @@ async def test_flush_all_releases_held_text_and_drops_partial_tags() -> None:
 
 
 @pytest.mark.integration
-async def test_shutdown_mid_turn_saves_partial_and_ends_the_log(make_settings: Callable[..., Settings]) -> None:
+async def test_shutdown_mid_turn_saves_partial_and_ends_the_log(make_settings: Callable[...,
+                                                                                        Settings]) -> None:
     import asyncio
 
     from knora.container import Container

@@ -75,7 +75,8 @@ async def pair(servers: tuple[str, str]) -> AsyncIterator[tuple[httpx.AsyncClien
         yield a, b
 
 
-async def test_start_on_a_resume_on_b_then_stop_on_b(pair: tuple[httpx.AsyncClient, httpx.AsyncClient]) -> None:
+async def test_start_on_a_resume_on_b_then_stop_on_b(pair: tuple[httpx.AsyncClient,
+                                                                 httpx.AsyncClient]) -> None:
     a, b = pair
     sid = (await a.post("/sessions", json={"title": "replicas"})).json()["data"]["id"]
     async with a.stream("POST", f"/knowledge-chat/{sid}", json={"query": "q"}) as live:

@@ -16,7 +16,8 @@ from tests.conftest import TEST_API_KEY
 pytestmark = pytest.mark.integration
 
 
-async def test_a_thousand_concurrent_first_requests_are_one_lookup(make_settings: Callable[..., Settings]) -> None:
+async def test_a_thousand_concurrent_first_requests_are_one_lookup(make_settings: Callable[...,
+                                                                                           Settings]) -> None:
     from knora.container import Container
 
     c: Any = Container(make_settings())
