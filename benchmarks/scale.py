@@ -1,26 +1,28 @@
 """Embedded-engine latency and memory at 10k / 100k / 1M synthetic chunks (query embedding excluded).
 
-Synthetic corpus: chunks of ~60 words drawn from a Zipf-distributed 50k-word vocabulary, 384-d vectors from 2 000
-Gaussian clusters (L2-normalised). Queries: 6 words of a random chunk plus that chunk's vector with noise.
+Synthetic corpus: chunks of ~60 words drawn from a Zipf-distributed 50k-word vocabulary, 384-d vectors from 2
+000 Gaussian clusters (L2-normalised). Queries: 6 words of a random chunk plus that chunk's vector with noise.
 Measured on ``SqliteEngine`` (the real engine: FTS5 + vector sets), per size:
 
-- keyword / dense / hybrid p50 and p95 (hybrid = both engine queries concurrently + fusion, as HybridSearch does;
-  hydration of the final ≤ match_count chunks by primary key is not included),
-- exact numpy vs HNSW (usearch) dense latency and HNSW recall@10 against exact, and which one the engine chose,
+- keyword / dense / hybrid p50 and p95 (hybrid = both engine queries concurrently + fusion, as HybridSearch
+  does; hydration of the final ≤ match_count chunks by primary key is not included),
+- exact numpy vs HNSW (usearch) dense latency and HNSW recall@10 against exact, and which one the engine
+  chose,
 - resident memory after loading,
-- above ``--ann-min-rows``: HNSW build, recall check and save time, the saved file's size, and — for the largest
-  size, after closing the engine and writing ``--replay`` more rows through a second engine ("the CLI") — a
-  restart in a fresh process: vector-set load from SQLite, graph restore from disk + log replay, the first
-  query's latency (exact, while the restore runs), then keyword/dense/hybrid latency and RSS.
+- above ``--ann-min-rows``: HNSW build, recall check and save time, the saved file's size, and — for the
+  largest size, after closing the engine and writing ``--replay`` more rows through a second engine ("the
+  CLI") — a restart in a fresh process: vector-set load from SQLite, graph restore from disk + log replay, the
+  first query's latency (exact, while the restore runs), then keyword/dense/hybrid latency and RSS.
 
     nice python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 200] [--paths keyword]
         [--db PATH] [--keep-index] [--replay 2000] [--no-keyword-index]
 
-``--paths keyword`` measures keyword search only (no vector set, no HNSW build); ``--db PATH`` keeps the database
-(and its ``<name>-index`` graph directory) and reuses rows already in it, so a 1M corpus is indexed once; the graph
-directory is emptied first unless ``--keep-index``; ``--no-keyword-index`` measures the FTS5 path instead of the
-in-memory BM25 postings. Unless ``--no-restart``, a fresh process then restarts on the same files after another
-engine has written ``--replay`` rows, and reports the restore and the latency after it.
+``--paths keyword`` measures keyword search only (no vector set, no HNSW build); ``--db PATH`` keeps the
+database (and its ``<name>-index`` graph directory) and reuses rows already in it, so a 1M corpus is indexed
+once; the graph directory is emptied first unless ``--keep-index``; ``--no-keyword-index`` measures the FTS5
+path instead of the in-memory BM25 postings. Unless ``--no-restart``, a fresh process then restarts on the
+same files after another engine has written ``--replay`` rows, and reports the restore and the latency after
+it.
 
 Prints one JSON line.
 """
@@ -224,12 +226,13 @@ def vectors_only(size: int, nq: int, dtype: str = "i8") -> dict[str, Any]:
 
 
 def keep_from_db(db: Path, size: int) -> dict[str, Any]:
-    """The query material ``build`` keeps (first 50 rows of each of the first 40 batches), read back from ``db``."""
+    """The query material ``build`` keeps (first 50 rows of each of the first 40 batches), read back from
+    ``db``."""
     ids = [start + i + 1 for start in range(0, min(size, 200_000), 5000) for i in range(50)][:2000]
     conn = sqlite3.connect(db)
     try:
-        rows = conn.execute(f"SELECT id, content, embedding FROM knora_ret_rows WHERE id IN ({','.join('?' * len(ids))})"
-                            " ORDER BY id", ids).fetchall()
+        rows = conn.execute("SELECT id, content, embedding FROM knora_ret_rows"
+                            f" WHERE id IN ({','.join('?' * len(ids))}) ORDER BY id", ids).fetchall()
     finally:
         conn.close()
     return {"texts": [r[1] for r in rows], "vecs": [np.frombuffer(r[2], dtype=np.float32) for r in rows]}
@@ -346,7 +349,8 @@ async def main() -> None:
             gc.collect()
             base = rss_mb()
             kw: dict[str, Any] = {}
-            if not args.no_keyword_index:  # load the keyword index (the engine would do this in the background)
+            # load the keyword index (the engine would do this in the background)
+            if not args.no_keyword_index:
                 t0 = time.perf_counter()
                 await engine.warm_keyword()
                 gc.collect()
@@ -360,7 +364,8 @@ async def main() -> None:
                 print(json.dumps({str(size): res}), file=sys.stderr)
                 continue
             base = rss_mb()
-            # the first dense query loads the vector set; above ann_min_rows it starts the HNSW build (or restore)
+            # the first dense query loads the vector set; above ann_min_rows it starts the HNSW build (or
+            # restore)
             t0 = time.perf_counter()
             await engine.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"],
                                             embedding=keep["vecs"][0].tolist(),

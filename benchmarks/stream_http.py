@@ -1,12 +1,13 @@
 """Concurrent streaming chats through real HTTP sockets; prints one JSON line.
 
-A server process runs Knora's HTTP app as ``knora serve`` does (uvicorn, the CLI's uvloop runner, ``gc.freeze``)
-with the open-loop token-rate fake of ``benchmarks/stream.py`` as its answering runtime. This process opens N
-TCP connections at once (or over ``--ramp`` seconds), posts one ``/api/v1/knowledge-chat/:id`` on each and reads
-the SSE response to its end. Per chat: time to the first answer frame, the model tokens received per second
-after it, and keep-up = model time / (request → end of response). Afterwards every response is parsed (frame
-order, the whole answer text with its citations) and every saved message fetched through the API and compared
-with what was streamed. The server's own CPU time (``/proc``) is reported apart from this client's.
+A server process runs Knora's HTTP app as ``knora serve`` does (uvicorn, the CLI's uvloop runner,
+``gc.freeze``) with the open-loop token-rate fake of ``benchmarks/stream.py`` as its answering runtime. This
+process opens N TCP connections at once (or over ``--ramp`` seconds), posts one ``/api/v1/knowledge-chat/:id``
+on each and reads the SSE response to its end. Per chat: time to the first answer frame, the model tokens
+received per second after it, and keep-up = model time / (request → end of response). Afterwards every
+response is parsed (frame order, the whole answer text with its citations) and every saved message fetched
+through the API and compared with what was streamed. The server's own CPU time (``/proc``) is reported apart
+from this client's.
 
     python benchmarks/stream_http.py [--chats 1000] [--tokens 300] [--token-interval 0.02] [--ramp 0]
                                      [--stream-log memory|redis] [--frame-budget N]

@@ -1,7 +1,7 @@
 """Shared fixtures: real SQLite and PostgreSQL stores, Redis, a started container and an HTTP client.
 
-PostgreSQL tests get a database of their own (created on 127.0.0.1:5432 and dropped afterwards), so several test
-runs on one machine never see each other's rows. Redis tests get a key prefix of their own.
+PostgreSQL tests get a database of their own (created on 127.0.0.1:5432 and dropped afterwards), so several
+test runs on one machine never see each other's rows. Redis tests get a key prefix of their own.
 """
 
 from __future__ import annotations
@@ -60,8 +60,10 @@ async def _truncate_all(url: str) -> None:
     try:
         await conn.execute(
             """DO $$ DECLARE r record; BEGIN
-               FOR r IN SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'alembic_version'
-               LOOP EXECUTE 'TRUNCATE TABLE ' || quote_ident(r.tablename) || ' RESTART IDENTITY CASCADE'; END LOOP;
+               FOR r IN SELECT tablename FROM pg_tables
+                        WHERE schemaname = 'public' AND tablename <> 'alembic_version'
+               LOOP EXECUTE 'TRUNCATE TABLE ' || quote_ident(r.tablename) || ' RESTART IDENTITY CASCADE';
+               END LOOP;
                END $$;"""
         )
     finally:
@@ -162,8 +164,9 @@ async def sqlite_client(sqlite_container: Any) -> AsyncIterator[httpx.AsyncClien
 
 
 class RecordingRetrieval:
-    """Stands in front of ``c.retrieval`` (or alone, if no engine is wired): forwards every write and keeps the
-    visible index state (``rows`` by source id) and the call log, so ingestion tests can assert what got indexed."""
+    """Stands in front of ``c.retrieval`` (or alone, if no engine is wired): forwards every write and keeps
+    the visible index state (``rows`` by source id) and the call log, so ingestion tests can assert what got
+    indexed."""
 
     def __init__(self, inner: Any = None) -> None:
         self.inner = inner
@@ -224,7 +227,8 @@ class RecordingRetrieval:
 
 
 def record_retrieval(c: Any) -> RecordingRetrieval:
-    """Put a RecordingRetrieval in front of the container's engine (ingestion resolves ``c.retrieval`` lazily)."""
+    """Put a RecordingRetrieval in front of the container's engine (ingestion resolves ``c.retrieval``
+    lazily)."""
     rec = RecordingRetrieval(getattr(c, "retrieval", None))
     c.retrieval = rec
     return rec

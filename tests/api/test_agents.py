@@ -71,7 +71,8 @@ class TestAgents:
         assert again["config"]["max_iterations"] == 12
         assert again["config"]["allowed_tools"] == ["grep_chunks"]
         assert again["config"]["temperature"] == 0.7
-        listed = [a for a in data(await sqlite_client.get("/api/v1/agents")) if a["id"] == "builtin-smart-reasoning"]
+        listed = [a for a in data(await sqlite_client.get("/api/v1/agents"))
+                  if a["id"] == "builtin-smart-reasoning"]
         assert len(listed) == 1
         assert listed[0]["config"]["max_iterations"] == 12
 

@@ -122,7 +122,7 @@ async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServe
                        json={"require_approval": True})
         agent = (await http.post("/api/v1/agents", json={"name": "Ops agent", "config": {
             "agent_mode": "smart-reasoning", "mcp_selection_mode": "all",
-                                                                                         "allowed_tools": ["thinking"]}})).json()
+            "allowed_tools": ["thinking"]}})).json()
         aid = agent["data"]["id"]
 
         def reply(body: dict[str, Any]) -> Reply:
@@ -154,7 +154,8 @@ async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServe
     assert s.of("tool_approval_required")[0]["data"]["pending_id"] == pending[0]["pending_id"]
     assert s.answer() == "Done: deleted tmp"
     # capability filtering: no knowledge scope → no KB tools; MCP tools join the chosen "thinking"
-    tools = sorted(t["function"]["name"] for t in next(b for b in fake.chat_requests if b.get("tools"))["tools"])
+    offered = next(b for b in fake.chat_requests if b.get("tools"))["tools"]
+    tools = sorted(t["function"]["name"] for t in offered)
     assert tools == ["mcp_ops_add", "mcp_ops_delete_all", "mcp_ops_explode", "thinking"]
 
 

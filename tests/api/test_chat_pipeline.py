@@ -1,5 +1,5 @@
-"""Chat over HTTP with the real quick-answer pipeline: real ingestion and retrieval, extractive answerer or the
-fake OpenAI-compatible model server."""
+"""Chat over HTTP with the real quick-answer pipeline: real ingestion and retrieval, extractive answerer or
+the fake OpenAI-compatible model server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Live streaming over a real socket: resume from 0 and from a cursor, stop mid-stream, disconnects, keep-alive."""
+"""Live streaming over a real socket: resume from 0 and from a cursor, stop mid-stream, disconnects,
+keep-alive."""
 
 from __future__ import annotations
 
@@ -160,7 +161,8 @@ class TestStop:
         assert bot["knowledge_references"]
         again = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": mid})
         assert again.json() == {"success": True, "message": "Message already completed"}
-        replay = parse_sse((await http.get(f"/api/v1/sessions/continue-stream/{sid}?message_id={mid}")).content)
+        replay = parse_sse((await http.get(f"/api/v1/sessions/continue-stream/{sid}",
+                                           params={"message_id": mid})).content)
         assert replay.frames[-1]["response_type"] == "stop"
         assert replay.frames[-1]["content"] == ""
         assert replay.frames[-1]["data"]["reason"] == "user_requested"
@@ -217,7 +219,8 @@ class TestConnection:
         bot = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
         assert bot["is_completed"]
         assert bot["content"] == EXPANDED
-        replay = parse_sse((await http.get(f"/api/v1/sessions/continue-stream/{sid}?message_id={mid}")).content)
+        replay = parse_sse((await http.get(f"/api/v1/sessions/continue-stream/{sid}",
+                                           params={"message_id": mid})).content)
         assert replay.types[-1] == "complete"
 
     async def test_running_turn_has_an_empty_incomplete_assistant_row(self, http: httpx.AsyncClient,

@@ -155,7 +155,8 @@ class TestModels:
         _err(await lite_client.post("/api/v1/models", json={"name": "x", "type": "painter"}), 400)
         _err(await lite_client.post("/api/v1/models", json={"type": "chat"}), 400)
         _err(await lite_client.delete("/api/v1/models/builtin-chat"), 400)
-        assert (await lite_client.get("/api/v1/models/builtin-embedding")).json()["data"]["type"] == "Embedding"
+        embedding = (await lite_client.get("/api/v1/models/builtin-embedding")).json()["data"]
+        assert embedding["type"] == "Embedding"
 
 
 class TestSystem:

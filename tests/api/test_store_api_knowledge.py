@@ -176,7 +176,8 @@ class TestChunksAndTenancy:
         chunk = (await store_client.get(f"/api/v1/chunks/{kid}")).json()["data"][0]
         one = (await store_client.get(f"/api/v1/chunks/{kid}/{chunk['id']}")).json()["data"]
         assert one["content"] == "Chunk about otters."
-        assert (await store_client.get(f"/api/v1/chunks/by-id/{chunk['id']}")).json()["data"]["id"] == chunk["id"]
+        by_id = (await store_client.get(f"/api/v1/chunks/by-id/{chunk['id']}")).json()["data"]
+        assert by_id["id"] == chunk["id"]
         r = await store_client.put(f"/api/v1/chunks/{kid}/{chunk['id']}",
                                    json={"content": "Chunk about beavers."})
         assert r.json()["data"]["content"] == "Chunk about beavers."
@@ -208,7 +209,8 @@ class TestChunksAndTenancy:
 
 class _Site(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        body = b"<html><head><title>Otters</title></head><body><p>Otters hold hands while sleeping.</p></body></html>"
+        body = (b"<html><head><title>Otters</title></head>"
+                b"<body><p>Otters hold hands while sleeping.</p></body></html>")
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))

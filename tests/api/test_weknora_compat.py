@@ -1,4 +1,5 @@
-"""Client-compatibility audit, part 1: what WeKnora's web UI does at start-up and on its chat page (api §1, §6(c)).
+"""Client-compatibility audit, part 1: what WeKnora's web UI does at start-up and on its chat page (api §1,
+§6(c)).
 
 Every test walks a real client's requests against the real app and asserts the exact wire shapes those clients
 depend on: paths, statuses, the envelope, field names and JSON types, and the 404-never-401 rule.
@@ -386,7 +387,8 @@ class TestFrontendChatPage:
         assert first["data"]["session_id"] == s["id"]
         assert_uuid(first["assistant_message_id"])
         assert first["data"]["assistant_message_id"] == first["assistant_message_id"]
-        for f in stream.frames:  # Knora's extra frames (stage timings) must be inert in the FE's fallback path
+        # Knora's extra frames (stage timings) must be inert in the FE's fallback path
+        for f in stream.frames:
             if f["response_type"] not in WEKNORA_TYPES:
                 assert f["content"] == "", f
                 assert f["done"] is False, f
@@ -485,8 +487,8 @@ class TestFrontendChatPage:
 
 
 class TestFrontendKnowledgePage:
-    async def test_kb_made_with_the_listed_models_is_usable_for_chat(self, sqlite_container: Any,
-                                                                     sqlite_client: httpx.AsyncClient) -> None:
+    async def test_kb_made_with_the_listed_models_is_usable_for_chat(
+            self, sqlite_container: Any, sqlite_client: httpx.AsyncClient) -> None:
         """The UI's KB form offers the ids GET /models lists; a KB saved with them must index and answer."""
         if not sqlite_container.jobs.started:
             await sqlite_container.jobs.start()

@@ -1,8 +1,9 @@
 """Client-compatibility audit, part 2: the flows of WeKnora's Python MCP server (api §3, §6(b)).
 
-The MCP server sends ``X-API-Key``, passes ids through only when they look like UUIDs (anything else is a *name*,
-resolved through ``GET /knowledge-bases`` then ``GET /shared-knowledge-bases``), calls ``raise_for_status()`` and
-returns the JSON verbatim; its chat tool reads ``data:`` lines and aborts on any ``error`` frame.
+The MCP server sends ``X-API-Key``, passes ids through only when they look like UUIDs (anything else is a
+*name*, resolved through ``GET /knowledge-bases`` then ``GET /shared-knowledge-bases``), calls
+``raise_for_status()`` and returns the JSON verbatim; its chat tool reads ``data:`` lines and aborts on any
+``error`` frame.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 
 TEA = ("Oolong tea is partially oxidised before it is rolled and dried. Green tea is not oxidised at all, "
        "while black tea is fully oxidised. Oolong comes mainly from Fujian and Taiwan.")
-SOLAR = ("A typical residential solar panel produces about 400 watts at peak sun. Output drops on cloudy days "
-         "and panels slowly degrade, losing about half a percent of output per year.")
+SOLAR = ("A typical residential solar panel produces about 400 watts at peak sun. Output drops on cloudy "
+         "days and panels slowly degrade, losing about half a percent of output per year.")
 
 
 async def _started(c: Any) -> Any:
@@ -61,7 +62,8 @@ async def resolve_kb(http: httpx.AsyncClient, id_or_name: str) -> str:
 
 
 async def mcp_chat(http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    """The MCP chat tool: stream, keep ``data:`` lines, accumulate answers and references, stop at complete."""
+    """The MCP chat tool: stream, keep ``data:`` lines, accumulate answers and references, stop at
+    complete."""
     answer = ""
     refs: list[dict[str, Any]] = []
     types: list[str] = []

@@ -1,8 +1,9 @@
-"""Client-compatibility audit, part 3: WeKnora's Go SDK (``client/*.go``) and the documented curl flows (api §6(a)).
+"""Client-compatibility audit, part 3: WeKnora's Go SDK (``client/*.go``) and the documented curl flows (api
+§6(a)).
 
 The SDK decodes timestamps into ``time.Time`` (RFC 3339 or the whole response fails), reads ``code`` from a
-top-level integer, and parses SSE strictly: ``ContinueStream`` keeps a block only when ``line[6:] == "message"``
-and uses the last ``data:`` line of each block.
+top-level integer, and parses SSE strictly: ``ContinueStream`` keeps a block only when
+``line[6:] == "message"`` and uses the last ``data:`` line of each block.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ TEA = ("Oolong tea is partially oxidised before it is rolled and dried. Green te
 
 
 def go_sdk_frames(raw: bytes) -> list[dict[str, Any]]:
-    """client/session.go: scan lines; ``event:`` sets the name from ``line[6:]``, ``data:`` keeps ``line[5:]``;
-    a blank line ends the block, which is used only if the name is exactly ``message``."""
+    """client/session.go: scan lines; ``event:`` sets the name from ``line[6:]``, ``data:`` keeps
+    ``line[5:]``; a blank line ends the block, which is used only if the name is exactly ``message``."""
     out: list[dict[str, Any]] = []
     event, data = "", ""
     for line in raw.decode("utf-8").split("\n"):
@@ -220,8 +221,9 @@ async def live(make_settings: Callable[..., Settings]) -> AsyncIterator[tuple[An
 
 
 async def test_running_turn_history_resume_and_stop(live: tuple[Any, httpx.AsyncClient]) -> None:
-    """The SDK/FE resume path: history shows the running row empty and incomplete, continue-stream replays from
-    the start with the turn's request id, stop answers WeKnora's body and ends both streams with ``stop``."""
+    """The SDK/FE resume path: history shows the running row empty and incomplete, continue-stream replays
+    from the start with the turn's request id, stop answers WeKnora's body and ends both streams with
+    ``stop``."""
     c, http = live
     gate = asyncio.Event()
     c.quick_answer = ScriptedRunner(gate=gate)

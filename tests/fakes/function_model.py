@@ -1,4 +1,5 @@
-"""An in-process chat model driven by a Python function, beside the HTTP fake (like pydantic-ai's FunctionModel).
+"""An in-process chat model driven by a Python function, beside the HTTP fake (like pydantic-ai's
+FunctionModel).
 
 Where the test is about what Knora does with a model's replies — the agent loop, the runner, context
 consolidation — and not about the wire (the OpenAI client, SSE parsing, retries on HTTP status), a
@@ -8,8 +9,8 @@ definitions) and returns a ``ChatResponse`` or just the answer text; it may be s
 ``ModelError`` to play a failing model. ``script(...)`` makes one that gives canned replies in order.
 
 ``stream`` delivers what ``chat`` would, cut into ``chunk_size``-character deltas (reasoning first, then the
-answer); as the ChatModel port says, the last chunk carries ``finish_reason``, the assembled ``tool_calls`` and
-the usage.
+answer); as the ChatModel port says, the last chunk carries ``finish_reason``, the assembled ``tool_calls``
+and the usage.
 """
 
 from __future__ import annotations

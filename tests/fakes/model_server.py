@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible model server: a real HTTP server on 127.0.0.1 that the real clients talk to.
 
-Why a real server and not a mocked client: the providers' job is to speak the wire protocol (SSE framing, deltas
-split mid-word, tool-call arguments in pieces, error statuses, usage chunks). Only a socket exercises all of that.
+Why a real server and not a mocked client: the providers' job is to speak the wire protocol (SSE framing,
+deltas split mid-word, tool-call arguments in pieces, error statuses, usage chunks). Only a socket exercises
+all of that.
 
 Usage::
 
@@ -177,7 +178,8 @@ class _Handler(BaseHTTPRequestHandler):
                          "usage": {"total_tokens": sum(len(d) for d in docs)}})
 
     def _ollama_chat(self, body: dict[str, Any], reply: Reply) -> None:
-        """Ollama's native NDJSON protocol: whole tool calls, ``thinking`` field, ``done`` line with counts."""
+        """Ollama's native NDJSON protocol: whole tool calls, ``thinking`` field, ``done`` line with
+        counts."""
         if reply.delay:
             time.sleep(reply.delay)
         if reply.status != 200:
@@ -227,9 +229,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay:
             time.sleep(reply.delay)
         if reply.status != 200:
+            kind = "server_error" if reply.status >= 500 else "invalid_request"
             self._json(reply.status, {"error": {"message": reply.error or f"fake error {reply.status}",
-                                                "type": "server_error" if reply.status >= 500 else "invalid_request",
-                                                "code": reply.status}})
+                                                "type": kind, "code": reply.status}})
             return
         model = str(body.get("model", "fake-chat"))
         content = reply.content

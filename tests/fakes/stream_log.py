@@ -1,10 +1,10 @@
 """A stream log whose SSE keep-alive clock is driven by the test, not by a wall-clock timer.
 
 ``ManualHeartbeatLog`` wraps a real log (appends, reads and stored events go to it unchanged); its ``follow``
-records the ``heartbeat`` interval it was asked for, follows the real log without a timer, and yields a keep-alive
-(``None``) each time the test calls ``tick()`` — "the interval has elapsed with nothing to send". A test can then
-make the connection idle exactly when it wants to, however slow the machine is. The timer itself is covered by the
-stream-log contract tests (tests/adapters/stream).
+records the ``heartbeat`` interval it was asked for, follows the real log without a timer, and yields a
+keep-alive (``None``) each time the test calls ``tick()`` — "the interval has elapsed with nothing to send". A
+test can then make the connection idle exactly when it wants to, however slow the machine is. The timer itself
+is covered by the stream-log contract tests (tests/adapters/stream).
 """
 
 from __future__ import annotations

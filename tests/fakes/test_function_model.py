@@ -1,4 +1,5 @@
-"""The in-process function model keeps the ChatModel contract: what chat returns, stream delivers in deltas."""
+"""The in-process function model keeps the ChatModel contract: what chat returns, stream delivers in
+deltas."""
 
 from __future__ import annotations
 

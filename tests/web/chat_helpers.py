@@ -38,7 +38,8 @@ def _text(body: dict[str, Any]) -> str:
 
 
 def _last_user(body: dict[str, Any]) -> str:
-    """The user's own words (the rewrite prompt wraps them as "… Latest message: <q> <no_image_attached />")."""
+    """The user's own words (the rewrite prompt wraps them as "… Latest message: <q> <no_image_attached
+    />")."""
     for m in reversed(body.get("messages", [])):
         if m.get("role") == "user" and isinstance(m.get("content"), str):
             text = str(m["content"])
@@ -48,7 +49,8 @@ def _last_user(body: dict[str, Any]) -> str:
 
 
 class Director:
-    """Installed as ``fake.handler``: auxiliary requests get canned replies, answer requests pop ``answers``."""
+    """Installed as ``fake.handler``: auxiliary requests get canned replies, answer requests pop
+    ``answers``."""
 
     def __init__(self, fake: FakeModelServer) -> None:
         self.answers: deque[Reply] = deque()

@@ -1,5 +1,5 @@
-"""Browser-test fixtures: a real Knora server (a uvicorn subprocess with its own data dir), the fake model server,
-and Debian's chromium driven by Playwright. Each test may save a screenshot to docs/screenshots/."""
+"""Browser-test fixtures: a real Knora server (a uvicorn subprocess with its own data dir), the fake model
+server, and Debian's chromium driven by Playwright. Each test may save a screenshot to docs/screenshots/."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The shell: serving the UI (SPA fallback without shadowing the API), sign-in, settings (models, key, language)."""
+"""The shell: serving the UI (SPA fallback without shadowing the API), sign-in, settings (models, key,
+language)."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ class TestMount:
         assert resolve_static("js/app.js") == STATIC_DIR / "js" / "app.js"
 
 
-def test_sign_in_with_api_key_when_auto_setup_is_refused(server: KnoraServer, new_page: Callable[...,
-                                                                                                 Any]) -> None:
+def test_sign_in_with_api_key_when_auto_setup_is_refused(server: KnoraServer,
+                                                         new_page: Callable[..., Any]) -> None:
     page = new_page()
     page.route("**/api/v1/auth/auto-setup", lambda route: route.fulfill(
         status=403, content_type="application/json",
@@ -108,5 +109,5 @@ def test_models_and_language(server: KnoraServer, new_page: Callable[..., Any]) 
     expect(page.locator("h1")).to_have_text("设置")
     expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
     page.goto(f"{server.base_url}/chat")
-    expect(page.locator("#chat-input")).to_have_attribute("placeholder",
-                                                          "输入问题…（Enter 发送，Shift+Enter 换行，@ 指定范围）")
+    expect(page.locator("#chat-input")).to_have_attribute(
+        "placeholder", "输入问题…（Enter 发送，Shift+Enter 换行，@ 指定范围）")

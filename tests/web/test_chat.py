@@ -14,7 +14,8 @@ from tests.fakes.model_server import FakeModelServer, Reply
 from tests.web.chat_helpers import Director, seed_kb
 from tests.web.conftest import KnoraServer, shot
 
-ANSWER = ("The **Phare du Créac'h** stands on Ushant <ref id=\"c1\"/>. It was automated in 1994 <ref id=\"c1\"/>.\n\n"
+ANSWER = ("The **Phare du Créac'h** stands on Ushant <ref id=\"c1\"/>. "
+          "It was automated in 1994 <ref id=\"c1\"/>.\n\n"
           "| fact | value |\n|---|---|\n| island | Ushant |")
 
 # Records every distinct text of the streaming answer, so a test can see that it grew in steps.

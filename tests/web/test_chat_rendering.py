@@ -55,8 +55,8 @@ def frames(sid: str, mid: str) -> list[dict[str, Any]]:
          "data": {"event_id": "e3-answer"}},
         {"id": rid, "response_type": "answer", "content": "", "done": True,
          "data": {"event_id": "e3-answer"}},
-        {"id": rid, "response_type": "complete", "content": "", "done": True, "data": {"total_steps": 2,
-                                                                                       "total_duration_ms": 30}},
+        {"id": rid, "response_type": "complete", "content": "", "done": True,
+         "data": {"total_steps": 2, "total_duration_ms": 30}},
     ]
 
 

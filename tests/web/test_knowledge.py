@@ -50,7 +50,8 @@ def test_create_kb_upload_and_edit_chunk(server: KnoraServer, new_page: Callable
     chunk.get_by_role("button", name="Save").click()
     expect(chunk.locator(".chunk-text")).to_contain_text("EDITED")
     page.reload()
-    expect(page.locator("#chunk-list .chunk").first).to_contain_text("EDITED")  # persisted by PUT /chunks/:kid/:cid
+    # persisted by PUT /chunks/:kid/:cid
+    expect(page.locator("#chunk-list .chunk").first).to_contain_text("EDITED")
     shot(page, "knowledge-chunks")
 
 

@@ -1,8 +1,8 @@
 """Coalesced reads and group commits of the session and message repositories, on SQLite and PostgreSQL.
 
-What the streaming area relies on: many concurrent turns share a few queries and transactions, yet every caller
-gets exactly its own rows, sees what it wrote before, and a write that fails (here: a message of a session that
-does not exist) fails alone while the others in its transaction still commit.
+What the streaming area relies on: many concurrent turns share a few queries and transactions, yet every
+caller gets exactly its own rows, sees what it wrote before, and a write that fails (here: a message of a
+session that does not exist) fails alone while the others in its transaction still commit.
 """
 
 from __future__ import annotations
@@ -232,8 +232,9 @@ async def test_group_commit_close_waits_for_queued_writes(c: Any) -> None:
 
 
 async def test_history_leaves_out_the_excluded_request_but_still_counts_it(c: Any) -> None:
-    """``history`` = ``recent`` minus the turn's own request and rows without one; the excluded rows still take
-    their place among the last ``limit``, and two turns of one session asking at once each skip only their own."""
+    """``history`` = ``recent`` minus the turn's own request and rows without one; the excluded rows still
+    take their place among the last ``limit``, and two turns of one session asking at once each skip only
+    their own."""
     svc = c.session_service
     tenant = c.default_tenant_id
     s = await svc.create(tenant)
@@ -293,7 +294,7 @@ async def test_group_plan_merges_equal_statements_unless_a_row_in_between_forbid
 
     plan = _plan([item(("ins", "a"), ("ins", "b"), ("upd", "s")), item(("ins", "c"), ("upd", "t")),
                   item(("upd", "a")), item(("ins", "a"), ("ins", "d"))])
-    # "ins a" again comes after "upd a": it may not join the first insert group (it would run before the update),
-    # while "ins d", whose row nothing in between wrote, may — but only into the newest insert group.
+    # "ins a" again comes after "upd a": it may not join the first insert group (it would run before the
+    # update), while "ins d", whose row nothing in between wrote, may — but only into the newest insert group.
     assert [(g.key, [p["row"] for p in g.params]) for g in plan if isinstance(g, _Group)] == [
         ("ins", ["a", "b", "c"]), ("upd", ["s", "t", "a"]), ("ins", ["a", "d"])]

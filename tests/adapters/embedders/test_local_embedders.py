@@ -1,4 +1,5 @@
-"""The in-process embedders really embed: shapes, unit norms, determinism, similar texts closer than unrelated."""
+"""The in-process embedders really embed: shapes, unit norms, determinism, similar texts closer than
+unrelated."""
 
 from __future__ import annotations
 

@@ -90,15 +90,16 @@ class TestRealServer:
         tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False,
                                  approval=None).tools(1, "all", [])
         with FakeModelServer() as fake:
-            fake.script([Reply(tool_calls=[{"name": "mcp_test_tools_add", "arguments": json.dumps({"a": 1,
-                                                                                                   "b": 2})}]),
+            fake.script([Reply(tool_calls=[{"name": "mcp_test_tools_add",
+                                            "arguments": json.dumps({"a": 1, "b": 2})}]),
                          Reply(content="It is 3.")])
             h = harness(openai_model(fake), tools)
             res = await h.run()
         assert res.answer == "It is 3."
         tool_msg = next(m for m in fake.chat_requests[1]["messages"] if m["role"] == "tool")
         assert tool_msg["content"].endswith("\n3")
-        assert sorted(t["function"]["name"] for t in fake.chat_requests[0]["tools"]) == sorted(t.name for t in tools)
+        offered = sorted(t["function"]["name"] for t in fake.chat_requests[0]["tools"])
+        assert offered == sorted(t.name for t in tools)
 
 
 async def test_sse_transport() -> None:

@@ -1,5 +1,6 @@
-"""Every parser on real small files the tests create (PDF by reportlab, DOCX by python-docx, XLSX by openpyxl…),
-plus corrupt, empty, unsupported and zip-bomb inputs, which must all end in a readable ParseError."""
+"""Every parser on real small files the tests create (PDF by reportlab, DOCX by python-docx, XLSX by
+openpyxl…), plus corrupt, empty, unsupported and zip-bomb inputs, which must all end in a readable
+ParseError."""
 
 from __future__ import annotations
 
@@ -190,7 +191,8 @@ def test_xlsx_sheets_become_tables_and_markdown() -> None:
     assert doc.tables == [[["region", "quarter", "revenue"], ["north", "Q1", "1200"], ["south", "Q1",
                                                                                        "980.5"]],
                           [["name", "team"], ["Li Lei", "研发"]]]
-    assert "## Sales\n\n| region | quarter | revenue |\n| --- | --- | --- |\n| north | Q1 | 1200 |" in doc.text
+    assert ("## Sales\n\n| region | quarter | revenue |\n| --- | --- | --- |\n"
+            "| north | Q1 | 1200 |") in doc.text
     assert "## Staff" in doc.text
     assert "Empty" not in doc.text
     assert doc.metadata["sheets"] == "Sales, Staff"

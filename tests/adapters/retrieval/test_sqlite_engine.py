@@ -1,4 +1,5 @@
-"""What only the embedded engine does: other writers on the same file, the HNSW path, keyword normalisation."""
+"""What only the embedded engine does: other writers on the same file, the HNSW path, keyword
+normalisation."""
 
 from __future__ import annotations
 

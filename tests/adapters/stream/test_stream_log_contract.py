@@ -133,7 +133,8 @@ class TestStreamLogContract:
     async def test_concurrent_appends_of_many_streams_keep_each_streams_order(self,
                                                                              backend: tuple[Any,
                                                                                             Any]) -> None:
-        """Hundreds of streams appending at once (Redis: batched into pipelines) — per stream gap-free, in order."""
+        """Hundreds of streams appending at once (Redis: batched into pipelines) — per stream gap-free, in
+        order."""
         log = backend[0]
         streams, per_stream = 300, 5
 
@@ -151,7 +152,8 @@ class TestStreamLogContract:
     async def test_followers_joining_at_different_points_each_get_their_part(self,
                                                                              backend: tuple[Any,
                                                                                             Any]) -> None:
-        """Redis: one shared reader per process; a late joiner reads the stored part itself, then shares it."""
+        """Redis: one shared reader per process; a late joiner reads the stored part itself, then shares
+        it."""
         log = backend[0]
         early = asyncio.create_task(collect(log.follow("s", "join")))
         await asyncio.sleep(0.05)
@@ -247,8 +249,8 @@ class TestRedisSpecifics:
             await raw.aclose()
             await log.close()
 
-    async def test_a_stream_that_expires_while_followed_ends_its_followers(self, redis_prefix: str,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    async def test_a_stream_that_expires_while_followed_ends_its_followers(
+            self, redis_prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
         from knora.adapters.stream import redis as redis_log
 
         monkeypatch.setattr(redis_log, "BLOCK_MS", 100)  # the reader notices expiry at its next empty read

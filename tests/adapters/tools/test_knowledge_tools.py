@@ -73,7 +73,8 @@ class TestReading:
 
     async def test_documents_outside_scope_are_not_found(self, store: Store) -> None:
         secret = store.docs[2]
-        res = await list_knowledge_chunks.ListKnowledgeChunksTool(ToolDeps(repos=store)).execute({"knowledge_id": secret.id}, ctx())
+        tool = list_knowledge_chunks.ListKnowledgeChunksTool(ToolDeps(repos=store))
+        res = await tool.execute({"knowledge_id": secret.id}, ctx())
         assert not res.success
         info = await get_document_info.GetDocumentInfoTool(ToolDeps(repos=store)).execute(
             {"knowledge_ids": [store.docs[0].id, secret.id]}, ctx())

@@ -33,7 +33,8 @@ class Pages(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        body = b"<html><head><title>Knora page</title><script>x()</script></head><body><p>Hello body</p></body></html>"
+        body = (b"<html><head><title>Knora page</title><script>x()</script></head>"
+                b"<body><p>Hello body</p></body></html>")
         self.send_response(200 if self.path == "/page" else 404)
         self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
@@ -114,7 +115,8 @@ def skills(tmp_path: Path) -> Path:
     root = tmp_path / "skills"
     d = root / "greeter"
     d.mkdir(parents=True)
-    (d / "SKILL.md").write_text("---\nname: greeter\ndescription: Greets people\n---\nRun hello.py with a name.\n")
+    (d / "SKILL.md").write_text("---\nname: greeter\ndescription: Greets people\n---\n"
+                                "Run hello.py with a name.\n")
     (d / "hello.py").write_text("import sys\nprint('hello', *sys.argv[1:], sys.stdin.read())\n")
     (d / "spin.py").write_text("while True:\n    pass\n")
     (d / "hog.py").write_text("x = bytearray(1024 * 1024 * 1024)\nprint(len(x))\n")

@@ -70,7 +70,8 @@ class TestProviders:
         assert out[0].title == "N"
 
     async def test_duckduckgo_html(self) -> None:
-        html = """<div class="result"><a class="result__a" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Freal.example%2Fp&rut=x">Real</a>
+        html = """<div class="result"><a class="result__a"
+        href="//duckduckgo.com/l/?uddg=https%3A%2F%2Freal.example%2Fp&rut=x">Real</a>
         <a class="result__snippet">The snippet</a></div>
         <div class="result"><a class="result__a" href="https://duckduckgo.com/y.js?ad=1">Ad</a></div>"""
         d = DuckDuckGoSearch(transport=transport(lambda req: httpx.Response(200, text=html)))

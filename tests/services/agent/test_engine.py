@@ -221,8 +221,8 @@ class TestModelBehaviour:
         assert res.answer == "finally"
         assert len(fake.chat_requests) == 3
 
-    async def test_persistent_error_without_tool_calls_ends_with_an_error_event(self,
-                                                                                fake: FakeModelServer) -> None:
+    async def test_persistent_error_without_tool_calls_ends_with_an_error_event(
+            self, fake: FakeModelServer) -> None:
         fake.script([Reply(status=400, error="bad model")])
         h = harness(openai_model(fake), [])
         res = await h.run()
@@ -332,8 +332,8 @@ class TestReferences:
 
         reader = FuncTool("read", read, parameters={"type": "object",
                                                     "properties": {"chunk_id": {"type": "string"}}})
-        fake.script([Reply(tool_calls=[call("search", {"q": "x"})]), Reply(tool_calls=[call("read",
-                                                                                            {"chunk_id": "c1"})]),
+        fake.script([Reply(tool_calls=[call("search", {"q": "x"})]),
+                     Reply(tool_calls=[call("read", {"chunk_id": "c1"})]),
                      Reply(content="ok")])
         h = harness(openai_model(fake), [FuncTool("search", search), reader])
         await h.run()

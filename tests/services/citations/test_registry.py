@@ -151,7 +151,8 @@ class TestHistoryAndArguments:
     def test_compact_public_citations_reregisters(self) -> None:
         r = ReferenceRegistry()
         text = f'Claim{TAG_B} and {TAG_W} and <kb doc="no id"/>'
-        assert r.compact_public_citations(text) == 'Claim<ref id="c1"/> and <ref id="w1"/> and <kb doc="no id"/>'
+        assert r.compact_public_citations(text) == ('Claim<ref id="c1"/> and <ref id="w1"/> and '
+                                                    '<kb doc="no id"/>')
         assert r.resolve("c1")["id"] == CHUNK_B  # type: ignore[index]
         assert r.expand_text('x<ref id="c1"/>') == f'x<kb doc="b.md" chunk_id="{CHUNK_B}" kb_id="{KB}" />'
 

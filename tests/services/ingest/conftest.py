@@ -1,5 +1,5 @@
-"""Containers wired with the store-api area only, so these tests exercise ingestion itself; the writes that would
-reach a retrieval engine are captured by ``RecordingRetrieval`` (see tests/conftest.py)."""
+"""Containers wired with the store-api area only, so these tests exercise ingestion itself; the writes that
+would reach a retrieval engine are captured by ``RecordingRetrieval`` (see tests/conftest.py)."""
 
 from __future__ import annotations
 

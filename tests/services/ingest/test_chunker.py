@@ -1,4 +1,5 @@
-"""Chunker properties (spec §9.3): sizes, overlaps, offsets, coverage, CJK, protected spans, headings, parents."""
+"""Chunker properties (spec §9.3): sizes, overlaps, offsets, coverage, CJK, protected spans, headings,
+parents."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ WORDS = ["alpha", "beta", "gamma", "delta", "knowledge", "retrieval", "chunk", "
 
 
 def _prose(draw: st.DrawFn) -> str:
-    """Random prose: words, sentence ends, line and paragraph breaks, Chinese sentences — no markdown syntax."""
+    """Random prose: words, sentence ends, line and paragraph breaks, Chinese sentences — no markdown
+    syntax."""
     tokens = draw(st.lists(st.one_of(
         st.sampled_from(WORDS),
         st.sampled_from([". ", "\n", "\n\n", "。", "，", "  "]),
@@ -226,8 +228,8 @@ def test_blank_text_gives_no_chunks_and_non_positive_config_falls_back_to_defaul
 
 
 def test_leading_whitespace_does_not_let_the_next_chunk_start_where_the_previous_one_did() -> None:
-    # Found by hypothesis: the first chunk's range was stripped of its leading spaces, and the overlap of the next
-    # chunk was searched from the unstripped start, so both chunks started at the "。".
+    # Found by hypothesis: the first chunk's range was stripped of its leading spaces, and the overlap of the
+    # next chunk was searched from the unstripped start, so both chunks started at the "。".
     text = "   。 alpha alpha alpha"
     drafts = split_document(text, ChunkingConfig(chunk_size=20, chunk_overlap=1))
     _check_offsets(text, drafts)

@@ -1,4 +1,5 @@
-"""Ingestion end to end through the service: jobs, chunk swaps, index writes, failures, restart and re-parse."""
+"""Ingestion end to end through the service: jobs, chunk swaps, index writes, failures, restart and
+re-parse."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from tests.services.ingest.conftest import INGEST_ONLY
 
 pytestmark = pytest.mark.integration
 
-TEXT = "\n\n".join(f"Paragraph {i}. " + ("Knora ingests documents into knowledge bases. " * 6) for i in range(12))
+TEXT = "\n\n".join(f"Paragraph {i}. " + ("Knora ingests documents into knowledge bases. " * 6)
+                   for i in range(12))
 
 
 async def _stop_jobs(c: Any) -> None:
@@ -261,8 +263,8 @@ def web() -> Iterator[str]:
     thread.start()
     _Handler.pages = {
         "/page": (200, "text/html", (b"<html><head><title>Fetched page</title></head><body><nav>menu</nav>"
-                                     b"<article><h1>Fetched page</h1><p>Knora can ingest web pages fetched from a "
-                                     b"URL.</p></article></body></html>"), {}),
+                                     b"<article><h1>Fetched page</h1><p>Knora can ingest web pages fetched "
+                                     b"from a URL.</p></article></body></html>"), {}),
         "/moved": (302, "text/plain", b"", {"Location": "/page"}),
         "/notes.txt": (200, "text/plain", b"Plain notes served as a file.", {}),
         "/big": (200, "text/plain", b"y" * 5000, {}),

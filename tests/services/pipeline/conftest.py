@@ -95,7 +95,8 @@ async def chunks_of(c: Any, kb_id: str) -> dict[str, list[Any]]:
 @pytest.fixture
 async def model_container(make_settings: Callable[..., Settings],
                           fake: FakeModelServer) -> AsyncIterator[Any]:
-    """Container whose default chat model is the fake server (no retries, so scripted errors stay scripted)."""
+    """Container whose default chat model is the fake server (no retries, so scripted errors stay
+    scripted)."""
     c = await _container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
                                        chat_api_key="k"))
     try:

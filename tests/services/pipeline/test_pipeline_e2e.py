@@ -83,12 +83,13 @@ class TestTurnReads:
             monkeypatch.setattr(store, name, wrapped)
         outcome = await c.quick_answer.run(turn(c, "How is oolong tea processed?", [kb]), make_ctx()[0])
         assert "partially oxidised" in outcome.answer
-        # KBs + tenant config once (request assembly; the search reuses them), hits + documents once (hydration;
-        # the merge reuses them): two reads in all, instead of eight
+        # KBs + tenant config once (request assembly; the search reuses them), hits + documents once
+        # (hydration; the merge reuses them): two reads in all, instead of eight
         assert calls == Counter(knowledge_bases_with_tenant_config=1, chunks_with_knowledge=1)
         # nothing is kept between turns: an edit made between them is seen by the next turn
         async with c.sessions.begin() as s:
-            for row in (await s.scalars(select(KnowledgeRow).where(KnowledgeRow.knowledge_base_id == kb))).all():
+            rows = await s.scalars(select(KnowledgeRow).where(KnowledgeRow.knowledge_base_id == kb))
+            for row in rows.all():
                 row.title = f"{row.title} (edited)"
         ctx, rec = make_ctx()
         await c.quick_answer.run(turn(c, "How is oolong tea processed?", [kb]), ctx)

@@ -1,5 +1,5 @@
-"""Plugin rules with the spec's numbers: rewrite parsing, rerank cleaning/threshold/composite/MMR, merge steps,
-deterministic top-k, input validation."""
+"""Plugin rules with the spec's numbers: rewrite parsing, rerank cleaning/threshold/composite/MMR, merge
+steps, deterministic top-k, input validation."""
 
 from __future__ import annotations
 
@@ -83,8 +83,8 @@ class TestRewriteParsing:
 @pytest.mark.unit
 class TestEntityParsing:
     def test_fenced_and_relations_add_nodes(self) -> None:
-        text = 'Here:\n```json\n[{"entity": "Ada"}, {"entity1": "Ada", "entity2": "Babbage", "relation": "w"},' \
-               ' {"entity1": "X", "entity2": "X"}]\n```'
+        text = 'Here:\n```json\n[{"entity": "Ada"}, {"entity1": "Ada", "entity2": "Babbage", ' \
+               '"relation": "w"}, {"entity1": "X", "entity2": "X"}]\n```'
         nodes, rels = parse_graph(text)
         assert [n["name"] for n in nodes] == ["Ada", "Babbage"]
         assert rels == [{"source": "Ada", "target": "Babbage", "relation": "w"}]
@@ -151,8 +151,8 @@ class TestRerankRules:
         assert [r.id for r in cm.state.rerank_result] == ["a"]  # retry at max(0.35, 0.3)
 
     @pytest.mark.integration
-    async def test_api_error_falls_back_to_search_results_and_wiki_boost_runs_after(self,
-                                                                                   fake: FakeModelServer) -> None:
+    async def test_api_error_falls_back_to_search_results_and_wiki_boost_runs_after(
+            self, fake: FakeModelServer) -> None:
         fake.rerank_status = 500
         cm, err = await self._run(fake, {}, [R("a", "doc a", 0.5)], rerank_threshold=0.3)
         assert err is None

@@ -1,5 +1,6 @@
 """A container wired with the retrieval area only (plus the embedder registry), and a seeder that writes
-knowledge bases, documents and chunks straight into the store and indexes them with the ``local:hash`` embedder."""
+knowledge bases, documents and chunks straight into the store and indexes them with the ``local:hash``
+embedder."""
 
 from __future__ import annotations
 

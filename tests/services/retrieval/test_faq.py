@@ -1,4 +1,5 @@
-"""FAQ entries: CRUD, import, vector-only indexing, negative questions and iterative re-retrieval (spec §3.6)."""
+"""FAQ entries: CRUD, import, vector-only indexing, negative questions and iterative re-retrieval (spec
+§3.6)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,12 @@ class TestFaqRendering:
 
     def test_content_and_index_rows(self) -> None:
         e = RESET.cleaned()
-        assert render(e,
-                      FAQConfig()) == ("Q: How do I reset my password?\nSimilar Questions:\n- forgot password\n"
-                                          "- password reset link\nAnswers:\n- Use the 'Forgot password' link on the "
-                                          "sign-in page.")
+        assert render(e, FAQConfig()) == ("Q: How do I reset my password?\nSimilar Questions:\n"
+                                          "- forgot password\n- password reset link\nAnswers:\n"
+                                          "- Use the 'Forgot password' link on the sign-in page.")
         assert "router" not in render(e, FAQConfig())
-        assert index_texts(e,
-                           FAQConfig()) == [("How do I reset my password?\nforgot password\npassword reset link\n"
+        assert index_texts(e, FAQConfig()) == [("How do I reset my password?\nforgot password\n"
+                                                "password reset link\n"
                                                 "Use the 'Forgot password' link on the sign-in page.")]
         sep = index_texts(e, FAQConfig(index_mode="question_only", question_index_mode="separate"))
         assert sep == ["How do I reset my password?", "forgot password", "password reset link"]

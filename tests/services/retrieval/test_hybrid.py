@@ -45,7 +45,8 @@ class TestHybridSearch:
     async def test_chinese_keyword_path(self, rc: Any, seed: Any) -> None:
         kb = await seed.kb(vector=False)
         await seed.doc(kb, TEXTS)
-        res = await rc.search_service.search(rc.default_tenant_id, p(kb.id, "长城有多长", keyword_threshold=0.0))
+        res = await rc.search_service.search(rc.default_tenant_id,
+                                             p(kb.id, "长城有多长", keyword_threshold=0.0))
         assert [r.content for r in res][:1] == [TEXTS[3]]
         assert res[0].match_type == MatchType.KEYWORDS
         assert set(res[0].scores) == {"keyword", "fused"}

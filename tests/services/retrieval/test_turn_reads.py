@@ -50,8 +50,8 @@ class TestTurnReads:
         assert calls["chunks"] == 1
         assert calls["knowledge"] == 1
 
-    async def test_hydration_read_brings_documents_and_short_neighbours(self, rc: Any, seed: Any,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    async def test_hydration_read_brings_documents_and_short_neighbours(
+            self, rc: Any, seed: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         kb = await seed.kb()
         k, chunks = await seed.doc(kb, ["one short", "two short", "three short", "x" * 400, "five"])
         store = rc.search_service.store

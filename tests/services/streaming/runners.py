@@ -22,8 +22,8 @@ RESULTS = [
                  knowledge_base_id=KB_ID, score=0.8),
 ]
 ANSWER = 'Knora streams answers<ref id="c1"/> and stops anywhere<ref id="c2"/>. Bogus<ref id="c9"/>.'
-EXPANDED = (f'Knora streams answers<kb doc="Manual" chunk_id="{CHUNK_1}" kb_id="{KB_ID}" /> and stops anywhere'
-            f'<kb doc="Manual" chunk_id="{CHUNK_2}" kb_id="{KB_ID}" />. Bogus.')
+EXPANDED = (f'Knora streams answers<kb doc="Manual" chunk_id="{CHUNK_1}" kb_id="{KB_ID}" />'
+            f' and stops anywhere<kb doc="Manual" chunk_id="{CHUNK_2}" kb_id="{KB_ID}" />. Bogus.')
 
 
 def split(text: str, size: int) -> list[str]:

@@ -1,4 +1,5 @@
-"""A strict SSE parser for WeKnora's wire format (api §2.1): it fails on anything a strict client would reject."""
+"""A strict SSE parser for WeKnora's wire format (api §2.1): it fails on anything a strict client would
+reject."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The event bus: dispatch order, and the pacing of text deltas (merged under a hold, never lost or reordered)."""
+"""The event bus: dispatch order, and the pacing of text deltas (merged under a hold, never lost or
+reordered)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ async def test_a_delta_of_another_event_id_or_channel_releases_first() -> None:
                                                   ("thought", "t1", "t"), ("final_answer", "b1", "b")]
 
 
-async def test_the_first_delta_after_the_hold_goes_out_with_the_held_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_first_delta_after_the_hold_goes_out_with_the_held_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bus_module, "TIMER_SLACK", 1000.0)  # only deltas release here, never the timer
     bus, seen = recording(held_for(0.02))
     await answer(bus, "one ")

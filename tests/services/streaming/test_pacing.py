@@ -1,4 +1,5 @@
-"""The process-wide delta pacer: the hold grows with the streams writing text and with the loop's lag, up to a cap."""
+"""The process-wide delta pacer: the hold grows with the streams writing text and with the loop's lag, up to a
+cap."""
 
 from __future__ import annotations
 

@@ -53,7 +53,8 @@ async def test_a_failed_lookup_fails_every_waiter_and_the_next_request_tries_aga
         calls = 0
 
         class Broken:
-            """A session factory whose first session fails once the lookup is under way (the database went away)."""
+            """A session factory whose first session fails once the lookup is under way (the database went
+            away)."""
 
             def __call__(self) -> Any:
                 nonlocal calls
