@@ -150,8 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
         inputs = body.get("input", [])
         texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
         dim = int(body.get("dimensions") or fake.embedding_dimension)
-        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)} for i,
-                t in enumerate(texts)]
+        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)}
+                for i, t in enumerate(texts)]
         n = sum(len(t) for t in texts)
         self._json(200, {"object": "list", "data": data, "model": body.get("model", "fake-embed"),
                          "usage": {"prompt_tokens": n, "total_tokens": n}})

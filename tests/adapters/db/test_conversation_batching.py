@@ -249,8 +249,8 @@ async def test_history_leaves_out_the_excluded_request_but_still_counts_it(c: An
         got = await svc.messages.history(s.id, limit, "r3")
         assert [(m.request_id, m.role, m.content) for m in got] == [(m.request_id, m.role, m.content)
                                                                    for m in want]
-        assert all(g.created_at == w.created_at and g.created_at.tzinfo is not None for g,
-                   w in zip(got, want, strict=False))
+        assert all(g.created_at == w.created_at and g.created_at.tzinfo is not None
+                   for g, w in zip(got, want, strict=False))
     # the last 6: r1 (assistant), r2, r3 and the row without a request (newest)
     assert [m.request_id for m in await svc.messages.history(s.id, 6, "r3")] == ["r1", "r2", "r2"]
     mine, theirs = await asyncio.gather(svc.messages.history(s.id, 20, "r3"), svc.messages.history(s.id, 20,

@@ -128,8 +128,7 @@ class TestKnowledgeSearch:
 
     async def test_top1_fallback_and_empty(self) -> None:
         tool = knowledge_search.KnowledgeSearchTool(ToolDeps(search_service=FakeSearch(self.hits()),
-                                                             rerankers=FakeRerankers(
-            {"parking rules": 0.2})))
+                                                             rerankers=FakeRerankers({"parking rules": 0.2})))
         res = await tool.execute({"queries": ["parking"]}, ctx())
         assert [r["content"] for r in res.data["results"]] == ["parking rules"]
         none = await tool.execute({"queries": ["zebra"]}, ctx())
