@@ -1,9 +1,9 @@
 """Agent engine overhead per ReAct round, model time excluded. Prints one JSON line.
 
-The model is the fake OpenAI-compatible server (zero latency) reached through the real openai client; time spent
-inside the model's stream (HTTP, SSE parsing in the client) is measured and subtracted, so the figure is the
-engine's own cost per round: context management, sanitising, event emission, argument parsing and validation,
-tool dispatch through the registry, model-facing rendering with handles, message bookkeeping.
+The model is the fake OpenAI-compatible server (zero latency) reached through the real openai client; time
+spent inside the model's stream (HTTP, SSE parsing in the client) is measured and subtracted, so the figure is
+the engine's own cost per round: context management, sanitising, event emission, argument parsing and
+validation, tool dispatch through the registry, model-facing rendering with handles, message bookkeeping.
 
     python benchmarks/agent.py [--turns 20] [--rounds 5]
 """
@@ -99,7 +99,8 @@ class SearchTool:
 
     name = "search"
     description = "search"
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"q": {"type": "string"}},
+                                            "required": ["q"]}
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         rows = [{"chunk_id": f"{args['q']}-{i:04d}-0000-4000-8000-000000000000", "knowledge_id": f"doc-{i}",
@@ -176,7 +177,8 @@ async def main(turns: int, rounds: int) -> dict[str, Any]:
     return {"benchmark": "agent_engine_overhead", "turns": turns, "rounds_per_turn": rounds,
             "overhead_ms_per_round_mean": round(statistics.mean(per_round), 3),
             "overhead_ms_per_round_p50": round(per_round[len(per_round) // 2], 3),
-            "overhead_ms_per_round_p95": round(per_round[min(len(per_round) - 1, int(len(per_round) * 0.95))], 3),
+            "overhead_ms_per_round_p95": round(per_round[min(len(per_round) - 1, int(len(per_round) * 0.95))],
+                                               3),
             "model_ms_per_round_mean_excluded": round(statistics.mean(model_per_round), 3),
             "inprocess_model_ms_per_round_p50": round(pure[len(pure) // 2], 3),
             "inprocess_model_ms_per_round_mean": round(statistics.mean(pure), 3)}

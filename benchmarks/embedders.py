@@ -3,8 +3,8 @@
 For each embedder: embed every passage of a corpus (batch 32, ``--threads`` inference threads), time it, embed
 the queries, rank the corpus by exact cosine similarity (numpy) and score nDCG@10 / recall@10 / MRR@10 against
 the qrels. The throughput figure is the raw embedder (no API, no database): it is the ceiling for ingestion.
-``passages_per_cpu_s`` divides by the CPU time the process used, which stays meaningful on a shared, busy machine
-(with N threads fully used, wall-clock passages/s ≈ N × passages_per_cpu_s at best).
+``passages_per_cpu_s`` divides by the CPU time the process used, which stays meaningful on a shared, busy
+machine (with N threads fully used, wall-clock passages/s ≈ N × passages_per_cpu_s at best).
 
     nice .venv/bin/python benchmarks/embedders.py                       # all three, both languages
     .venv/bin/python benchmarks/embedders.py --embedders local:hash --max-queries 200
@@ -26,9 +26,12 @@ import numpy as np
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def load_beir(folder: Path, max_queries: int | None) -> tuple[list[str], list[str], list[str], dict[str, set[str]]]:
-    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    queries = [json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines() if line]
+def load_beir(folder: Path, max_queries: int | None) -> tuple[list[str], list[str], list[str],
+                                                              dict[str, set[str]]]:
+    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+              if line]
+    queries = [json.loads(line)
+               for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines() if line]
     qrels: dict[str, set[str]] = {}
     for line in (folder / "qrels.tsv").read_text(encoding="utf-8").splitlines()[1:]:
         qid, did, score = line.split("\t")
@@ -62,7 +65,8 @@ def run(spec: str, datasets: list[str], threads: int, batch: int, max_queries: i
 
     settings = Settings(embedder=spec, embed_threads=threads, embed_batch_size=batch, sample_kb=False)
     embedder = build_embedder(spec, settings)
-    encode = embedder.encode_sync  # type: ignore[attr-defined]  # local embedders only: the raw, blocking path
+    # type: ignore[attr-defined]  # local embedders only: the raw, blocking path
+    encode = embedder.encode_sync
     t0 = time.perf_counter()
     encode(["warm-up passage so that model loading is not timed"])
     out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 2)}

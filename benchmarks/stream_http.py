@@ -1,12 +1,13 @@
 """Concurrent streaming chats through real HTTP sockets; prints one JSON line.
 
-A server process runs Knora's HTTP app as ``knora serve`` does (uvicorn, the CLI's uvloop runner, ``gc.freeze``)
-with the open-loop token-rate fake of ``benchmarks/stream.py`` as its answering runtime. This process opens N
-TCP connections at once (or over ``--ramp`` seconds), posts one ``/api/v1/knowledge-chat/:id`` on each and reads
-the SSE response to its end. Per chat: time to the first answer frame, the model tokens received per second
-after it, and keep-up = model time / (request → end of response). Afterwards every response is parsed (frame
-order, the whole answer text with its citations) and every saved message fetched through the API and compared
-with what was streamed. The server's own CPU time (``/proc``) is reported apart from this client's.
+A server process runs Knora's HTTP app as ``knora serve`` does (uvicorn, the CLI's uvloop runner,
+``gc.freeze``) with the open-loop token-rate fake of ``benchmarks/stream.py`` as its answering runtime. This
+process opens N TCP connections at once (or over ``--ramp`` seconds), posts one ``/api/v1/knowledge-chat/:id``
+on each and reads the SSE response to its end. Per chat: time to the first answer frame, the model tokens
+received per second after it, and keep-up = model time / (request → end of response). Afterwards every
+response is parsed (frame order, the whole answer text with its citations) and every saved message fetched
+through the API and compared with what was streamed. The server's own CPU time (``/proc``) is reported apart
+from this client's.
 
     python benchmarks/stream_http.py [--chats 1000] [--tokens 300] [--token-interval 0.02] [--ramp 0]
                                      [--stream-log memory|redis] [--frame-budget N]
@@ -132,7 +133,8 @@ def analyse(result: dict[str, Any], tokens: int) -> dict[str, Any]:
     first = times[0] if times else None
     rate = (len(times) - 1) / (times[-1] - first) if len(times) > 1 and times[-1] > first else None
     return {"well_formed": ok and well_formed(frames, tokens), "answer": answer, "first": first, "rate": rate,
-            "frames": sum(f["response_type"] == "answer" for f in frames), "message_id": frames[0].get("assistant_message_id") if frames else ""}
+            "frames": sum(f["response_type"] == "answer" for f in frames),
+            "message_id": frames[0].get("assistant_message_id") if frames else ""}
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -142,7 +144,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         prefix = f"knora-bench-{uuid.uuid4().hex[:8]}"
         cmd = [sys.executable, __file__, "--serve", "--port", str(port), "--data-dir", tmp, "--tokens",
-               str(args.tokens), "--token-interval", str(args.token_interval), "--stream-log", args.stream_log,
+               str(args.tokens), "--token-interval", str(args.token_interval), "--stream-log",
+               args.stream_log,
                "--redis-url", args.redis_url, "--redis-prefix", prefix]
         if args.frame_budget is not None:
             cmd += ["--frame-budget", str(args.frame_budget)]
@@ -194,7 +197,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             await client.aclose()
     ideal = args.tokens * args.token_interval
     keep = [ideal / (r["t_end"] - r["t_req"]) for r in results]
-    first = [(row["first"] - r["t_req"] - args.token_interval) * 1000 for row, r in zip(rows, results, strict=True)
+    first = [(row["first"] - r["t_req"] - args.token_interval) * 1000 for row, r in zip(rows, results,
+                                                                                        strict=True)
              if row["first"] is not None]
     rates = [row["rate"] for row in rows if row["rate"] is not None]
     frames = [row["frames"] for row in rows]
@@ -209,13 +213,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             "chat_tokens_per_s_p10": round(pct(rates, .10), 1) if rates else None,
             "chat_tokens_per_s_p50": round(statistics.median(rates), 1) if rates else None,
             "answer_frames_per_chat_p50": statistics.median(frames),
-            "keep_up_ratio_p50": round(statistics.median(keep), 3), "keep_up_ratio_p10": round(pct(keep, .10), 3),
+            "keep_up_ratio_p50": round(statistics.median(keep), 3), "keep_up_ratio_p10": round(pct(keep, .10),
+                                                                                               3),
             "keeps_up": pct(keep, .10) >= KEEP_UP,
             "malformed_streams": sum(not row["well_formed"] for row in rows), "saved_complete": saved}
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chats", type=int, default=1000)
     parser.add_argument("--tokens", type=int, default=300)
     parser.add_argument("--token-interval", type=float, default=0.02)

@@ -1,7 +1,7 @@
 """Shared fixtures: real SQLite and PostgreSQL stores, Redis, a started container and an HTTP client.
 
-PostgreSQL tests get a database of their own (created on 127.0.0.1:5432 and dropped afterwards), so several test
-runs on one machine never see each other's rows. Redis tests get a key prefix of their own.
+PostgreSQL tests get a database of their own (created on 127.0.0.1:5432 and dropped afterwards), so several
+test runs on one machine never see each other's rows. Redis tests get a key prefix of their own.
 """
 
 from __future__ import annotations
@@ -63,8 +63,10 @@ async def _truncate_all(url: str) -> None:
     try:
         await conn.execute(
             """DO $$ DECLARE r record; BEGIN
-               FOR r IN SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'alembic_version'
-               LOOP EXECUTE 'TRUNCATE TABLE ' || quote_ident(r.tablename) || ' RESTART IDENTITY CASCADE'; END LOOP;
+               FOR r IN SELECT tablename FROM pg_tables
+                        WHERE schemaname = 'public' AND tablename <> 'alembic_version'
+               LOOP EXECUTE 'TRUNCATE TABLE ' || quote_ident(r.tablename) || ' RESTART IDENTITY CASCADE';
+               END LOOP;
                END $$;"""
         )
     finally:

@@ -24,7 +24,8 @@ def test_unknown_names_are_refused_with_the_valid_ones(field: str, registry: Reg
     with pytest.raises(ValidationError) as err:
         Settings(**{field: "nope"})  # type: ignore[arg-type]
     message = str(err.value)
-    assert field in message and "'nope'" in message
+    assert field in message
+    assert "'nope'" in message
     assert f"known: {', '.join(registry.names())}" in message
 
 

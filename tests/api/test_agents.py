@@ -25,13 +25,16 @@ def data(r: httpx.Response) -> Any:
 
 
 class TestAgents:
-    async def test_builtins_are_listed_with_a_ready_chat_model(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_builtins_are_listed_with_a_ready_chat_model(self,
+                                                               sqlite_client: httpx.AsyncClient) -> None:
         agents = {a["id"]: a for a in data(await sqlite_client.get("/api/v1/agents"))}
         assert {"builtin-quick-answer", "builtin-smart-reasoning"} <= set(agents)
         smart = agents["builtin-smart-reasoning"]
-        assert smart["is_builtin"] and smart["config"]["agent_mode"] == "smart-reasoning"
+        assert smart["is_builtin"]
+        assert smart["config"]["agent_mode"] == "smart-reasoning"
         assert smart["config"]["max_iterations"] == 50
-        assert smart["config"]["allowed_tools"] == ["knowledge_search", "grep_chunks", "list_knowledge_chunks",
+        assert smart["config"]["allowed_tools"] == ["knowledge_search", "grep_chunks",
+                                                    "list_knowledge_chunks",
                                                     "query_knowledge_graph", "get_document_info"]
         models = data(await sqlite_client.get("/api/v1/models"))
         chat_ids = {m["id"] for m in models if m["type"] == "KnowledgeQA"}
@@ -47,11 +50,14 @@ class TestAgents:
         assert agent["config"]["citation_enabled"] is True  # EnsureDefaults
         aid = agent["id"]
         r = await sqlite_client.put(f"/api/v1/agents/{aid}", json={"config": {"max_iterations": 7}})
-        assert data(r)["config"]["max_iterations"] == 7 and data(r)["config"]["allowed_tools"]
+        assert data(r)["config"]["max_iterations"] == 7
+        assert data(r)["config"]["allowed_tools"]
         bad = await sqlite_client.put(f"/api/v1/agents/{aid}", json={"config": {"max_iterations": 101}})
-        assert bad.status_code == 400 and "max iterations too high" in bad.json()["error"]["message"]
+        assert bad.status_code == 400
+        assert "max iterations too high" in bad.json()["error"]["message"]
         copy = data(await sqlite_client.post(f"/api/v1/agents/{aid}/copy"))
-        assert copy["id"] != aid and copy["config"]["max_iterations"] == 7
+        assert copy["id"] != aid
+        assert copy["config"]["max_iterations"] == 7
         assert (await sqlite_client.delete(f"/api/v1/agents/{aid}")).status_code == 200
         assert (await sqlite_client.get(f"/api/v1/agents/{aid}")).status_code == 404
         assert (await sqlite_client.delete("/api/v1/agents/builtin-quick-answer")).status_code == 403
@@ -62,10 +68,13 @@ class TestAgents:
                                     json={"config": {"max_iterations": 12, "allowed_tools": ["grep_chunks"]}})
         assert data(r)["id"] == "builtin-smart-reasoning"
         again = data(await sqlite_client.get("/api/v1/agents/builtin-smart-reasoning"))
-        assert again["config"]["max_iterations"] == 12 and again["config"]["allowed_tools"] == ["grep_chunks"]
+        assert again["config"]["max_iterations"] == 12
+        assert again["config"]["allowed_tools"] == ["grep_chunks"]
         assert again["config"]["temperature"] == 0.7
-        listed = [a for a in data(await sqlite_client.get("/api/v1/agents")) if a["id"] == "builtin-smart-reasoning"]
-        assert len(listed) == 1 and listed[0]["config"]["max_iterations"] == 12
+        listed = [a for a in data(await sqlite_client.get("/api/v1/agents"))
+                  if a["id"] == "builtin-smart-reasoning"]
+        assert len(listed) == 1
+        assert listed[0]["config"]["max_iterations"] == 12
 
 
 class TestMCPServices:
@@ -75,10 +84,12 @@ class TestMCPServices:
             "auth_config": {"token": "s3cret"}})
         assert r.status_code == 201
         svc = data(r)
-        assert svc["auth_config"] == {"token": "******"} and "s3cret" not in r.text
+        assert svc["auth_config"] == {"token": "******"}
+        assert "s3cret" not in r.text
         sid = svc["id"]
         test = data(await sqlite_client.post(f"/api/v1/mcp-services/{sid}/test"))
-        assert test["success"] is True and len(test["tools"]) == 3
+        assert test["success"] is True
+        assert len(test["tools"]) == 3
         tools = {t["name"]: t for t in data(await sqlite_client.get(f"/api/v1/mcp-services/{sid}/tools"))}
         assert tools["delete-all"]["registered_name"] == "mcp_test_tools_delete_all"
         assert tools["delete-all"]["requires_approval"] is False
@@ -102,13 +113,15 @@ class TestMCPServices:
             "name": "down", "transport_type": "http-streamable", "url": f"http://127.0.0.1:{free_port()}/mcp",
             "advanced_config": {"timeout": 3}}))["id"]
         test = data(await sqlite_client.post(f"/api/v1/mcp-services/{sid}/test"))
-        assert test["success"] is False and test["message"]
+        assert test["success"] is False
+        assert test["message"]
         assert (await sqlite_client.get(f"/api/v1/mcp-services/{sid}/tools")).status_code == 503
 
     async def test_validation(self, sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.post("/api/v1/mcp-services", json={"name": "x", "transport_type": "stdio",
                                                                   "stdio_config": {"command": "ls"}})
-        assert r.status_code == 400 and "stdio" in r.json()["error"]["message"]
+        assert r.status_code == 400
+        assert "stdio" in r.json()["error"]["message"]
         r = await sqlite_client.post("/api/v1/mcp-services", json={"name": "x", "transport_type": "sse"})
         assert r.status_code == 400
 

@@ -28,10 +28,12 @@ def fake() -> Iterator[FakeModelServer]:
 
 
 @pytest.fixture
-async def app(make_settings: Callable[..., Settings], fake: FakeModelServer) -> AsyncIterator[tuple[Any, Any]]:
+async def app(make_settings: Callable[..., Settings],
+              fake: FakeModelServer) -> AsyncIterator[tuple[Any, Any]]:
     from knora.root import build_services
 
-    c = await build_services(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url, chat_api_key="x"))
+    c = await build_services(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
+                                           chat_api_key="x"))
     try:
         async with _client_for(c) as http:
             yield c, http
@@ -76,21 +78,26 @@ async def test_agent_chat_searches_the_kb_and_cites(app: tuple[Any, Any], fake: 
     fake.handler = reply
     sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
     r = await http.post(f"/api/v1/agent-chat/{sid}", json={
-        "query": "How many days of annual leave?", "agent_enabled": True, "agent_id": "builtin-smart-reasoning",
+        "query": "How many days of annual leave?", "agent_enabled": True,
+                                                           "agent_id": "builtin-smart-reasoning",
         "knowledge_base_ids": [kb]})
     assert r.status_code == 200
     s = parse_sse(r.content)
-    assert s.types[0] == "agent_query" and "complete" in s.types
+    assert s.types[0] == "agent_query"
+    assert "complete" in s.types
     assert s.types.index("tool_call") < s.types.index("tool_result")
     result = s.of("tool_result")[0]
-    assert result["data"]["tool_name"] == "knowledge_search" and result["data"]["success"] is True
+    assert result["data"]["tool_name"] == "knowledge_search"
+    assert result["data"]["success"] is True
     assert result["content"].startswith("检索到 ")  # the tool card's summary
     refs = s.of("references")
-    assert refs and refs[-1]["knowledge_references"][0]["knowledge_base_id"] == kb
+    assert refs
+    assert refs[-1]["knowledge_references"][0]["knowledge_base_id"] == kb
     await c.chat_service.wait_idle()
     msgs = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"]
     bot = msgs[-1]
-    assert bot["is_completed"] and "Let me check" not in bot["content"]
+    assert bot["is_completed"]
+    assert "Let me check" not in bot["content"]
     assert bot["content"].startswith("Annual leave is 20 days <kb ")
     chunk_id = refs[-1]["knowledge_references"][0]["id"]
     assert chunk_id in bot["content"]
@@ -102,7 +109,8 @@ async def test_agent_chat_searches_the_kb_and_cites(app: tuple[Any, Any], fake: 
     assert all(chunk_id not in json.dumps(b["messages"]) for b in agent_requests)
     assert all(kb not in json.dumps(b["messages"]) for b in agent_requests)
     assert sorted(t["function"]["name"] for t in agent_requests[0]["tools"]) == [
-        "get_document_info", "grep_chunks", "knowledge_search", "list_knowledge_chunks", "query_knowledge_graph"]
+        "get_document_info", "grep_chunks", "knowledge_search", "list_knowledge_chunks",
+                                                                                 "query_knowledge_graph"]
 
 
 async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServer) -> None:
@@ -110,16 +118,19 @@ async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServe
     with mcp_server() as (url, state):
         sid_svc = (await http.post("/api/v1/mcp-services", json={
             "name": "Ops", "transport_type": "http-streamable", "url": url})).json()["data"]["id"]
-        await http.put(f"/api/v1/mcp-services/{sid_svc}/tool-approvals/delete-all", json={"require_approval": True})
+        await http.put(f"/api/v1/mcp-services/{sid_svc}/tool-approvals/delete-all",
+                       json={"require_approval": True})
         agent = (await http.post("/api/v1/agents", json={"name": "Ops agent", "config": {
-            "agent_mode": "smart-reasoning", "mcp_selection_mode": "all", "allowed_tools": ["thinking"]}})).json()
+            "agent_mode": "smart-reasoning", "mcp_selection_mode": "all",
+            "allowed_tools": ["thinking"]}})).json()
         aid = agent["data"]["id"]
 
         def reply(body: dict[str, Any]) -> Reply:
             if not body.get("tools"):
                 return Reply(content="Ops")
             if not tool_messages(body):
-                return Reply(tool_calls=[{"name": "mcp_ops_delete_all", "arguments": json.dumps({"table": "tmp"})}])
+                return Reply(tool_calls=[{"name": "mcp_ops_delete_all",
+                                          "arguments": json.dumps({"table": "tmp"})}])
             return Reply(content="Done: " + tool_messages(body)[-1].splitlines()[-1])
 
         fake.handler = reply
@@ -143,21 +154,25 @@ async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServe
     assert s.of("tool_approval_required")[0]["data"]["pending_id"] == pending[0]["pending_id"]
     assert s.answer() == "Done: deleted tmp"
     # capability filtering: no knowledge scope → no KB tools; MCP tools join the chosen "thinking"
-    tools = sorted(t["function"]["name"] for t in next(b for b in fake.chat_requests if b.get("tools"))["tools"])
+    offered = next(b for b in fake.chat_requests if b.get("tools"))["tools"]
+    tools = sorted(t["function"]["name"] for t in offered)
     assert tools == ["mcp_ops_add", "mcp_ops_delete_all", "mcp_ops_explode", "thinking"]
 
 
-async def test_smart_reasoning_without_any_model_key(sqlite_client: httpx.AsyncClient, sqlite_container: Any) -> None:
+async def test_smart_reasoning_without_any_model_key(sqlite_client: httpx.AsyncClient,
+                                                     sqlite_container: Any) -> None:
     """No chat model configured: the extractive answerer (no function calling) gets the text protocol, seeded
     with a knowledge search for the question, and answers with cited sentences."""
     kb = await kb_with_document(sqlite_client)
     sid = (await sqlite_client.post("/api/v1/sessions", json={})).json()["data"]["id"]
     r = await sqlite_client.post(f"/api/v1/agent-chat/{sid}", json={
-        "query": "How many days of annual leave?", "agent_enabled": True, "agent_id": "builtin-smart-reasoning",
+        "query": "How many days of annual leave?", "agent_enabled": True,
+                                                                    "agent_id": "builtin-smart-reasoning",
         "knowledge_base_ids": [kb]})
     s = parse_sse(r.content)
     assert s.of("tool_call")[0]["data"]["tool_name"] == "knowledge_search"
     await sqlite_container.chat_service.wait_idle()
     bot = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
-    assert "Annual leave is 20 days per year." in bot["content"] and "<kb " in bot["content"]
+    assert "Annual leave is 20 days per year." in bot["content"]
+    assert "<kb " in bot["content"]
     assert bot["agent_steps"][0]["tool_calls"][0]["name"] == "knowledge_search"

@@ -32,17 +32,22 @@ def runner(sqlite_container: Any) -> ScriptedRunner:
 
 
 class TestChatStream:
-    async def test_frames_order_and_shape(self, sqlite_client: httpx.AsyncClient, runner: ScriptedRunner) -> None:
+    async def test_frames_order_and_shape(self, sqlite_client: httpx.AsyncClient,
+                                          runner: ScriptedRunner) -> None:
         sid = await new_session(sqlite_client)
-        r = await chat(sqlite_client, sid, {"query": "How does Knora stream?"}, headers={"X-Request-ID": "req-1"})
+        r = await chat(sqlite_client, sid, {"query": "How does Knora stream?"},
+                       headers={"X-Request-ID": "req-1"})
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/event-stream")
-        assert r.headers["cache-control"] == "no-cache" and r.headers["x-accel-buffering"] == "no"
+        assert r.headers["cache-control"] == "no-cache"
+        assert r.headers["x-accel-buffering"] == "no"
         s = parse_sse(r.content)
         assert all(f["id"] == "req-1" for f in s.frames)
-        assert s.types[0] == "agent_query" and s.frames[0]["done"] is True
+        assert s.types[0] == "agent_query"
+        assert s.frames[0]["done"] is True
         mid = s.frames[0]["assistant_message_id"]
-        assert s.frames[0]["session_id"] == sid and s.frames[0]["data"] == {"session_id": sid,
+        assert s.frames[0]["session_id"] == sid
+        assert s.frames[0]["data"] == {"session_id": sid,
                                                                            "assistant_message_id": mid}
         assert s.types.index("tool_call") < s.types.index("tool_result") < s.types.index("references")
         assert s.types.index("references") < s.types.index("answer")
@@ -54,30 +59,37 @@ class TestChatStream:
         assert refs["data"]["references"] == refs["knowledge_references"]
         assert s.answer() == EXPANDED
         answers = s.of("answer")
-        assert answers[-1]["done"] is True and all(not a["done"] for a in answers[:-1])
+        assert answers[-1]["done"] is True
+        assert all(not a["done"] for a in answers[:-1])
         assert len({a["data"]["event_id"] for a in answers}) == 1
         assert s.of("tool_call")[0]["content"] == "Calling tool: knowledge_search"
         title = s.of("session_title")[0]
-        assert title["content"] == "How does Knora stream?" and title["data"]["session_id"] == sid
+        assert title["content"] == "How does Knora stream?"
+        assert title["data"]["session_id"] == sid
 
     async def test_message_pair_is_saved(self, sqlite_client: httpx.AsyncClient, runner: ScriptedRunner,
                                          sqlite_container: Any) -> None:
         sid = await new_session(sqlite_client)
-        s = parse_sse((await chat(sqlite_client, sid, {"query": "Q1"}, headers={"X-Request-ID": "r-a"})).content)
+        s = parse_sse((await chat(sqlite_client, sid, {"query": "Q1"},
+                                  headers={"X-Request-ID": "r-a"})).content)
         await sqlite_container.chat_service.wait_idle()
         msgs = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"]
         assert [m["role"] for m in msgs] == ["user", "assistant"]
         user, bot = msgs
         assert user["request_id"] == bot["request_id"] == "r-a"
         assert bot["id"] == s.frames[0]["assistant_message_id"]
-        assert bot["is_completed"] and not bot["is_fallback"] and bot["content"] == EXPANDED
+        assert bot["is_completed"]
+        assert not bot["is_fallback"]
+        assert bot["content"] == EXPANDED
         assert [k["id"] for k in bot["knowledge_references"]] == [r.id for r in RESULTS]
         assert bot["model_id"] == "scripted:test"
         assert bot["agent_steps"][0]["tool_calls"][0]["name"] == "knowledge_search"
-        assert bot["debug"]["timings"] == {"chunk_search": 1.5} and bot["debug"]["stages"][0]["kept"] == 2
+        assert bot["debug"]["timings"] == {"chunk_search": 1.5}
+        assert bot["debug"]["stages"][0]["kept"] == 2
         assert "rendered_content" not in bot
         session = (await sqlite_client.get(f"/api/v1/sessions/{sid}")).json()["data"]
-        assert session["title"] == "Q1" and session["last_request_state"]["agent_enabled"] is False
+        assert session["title"] == "Q1"
+        assert session["last_request_state"]["agent_enabled"] is False
 
     async def test_history_reaches_the_next_turn(self, sqlite_client: httpx.AsyncClient,
                                                  runner: ScriptedRunner, sqlite_container: Any) -> None:
@@ -86,10 +98,12 @@ class TestChatStream:
         assert "session_title" not in first.types  # the session already had a title
         await sqlite_container.chat_service.wait_idle()
         await chat(sqlite_client, sid, {"query": "second", "knowledge_base_ids": ["k1"],
-                                        "mentioned_items": [{"type": "kb", "id": "k2"}, {"type": "file", "id": "f"}]})
+                                        "mentioned_items": [{"type": "kb", "id": "k2"}, {"type": "file",
+                                                                                         "id": "f"}]})
         req = runner.requests[-1]
         assert [(h.query, h.answer) for h in req.history] == [("first", EXPANDED)]
-        assert req.knowledge_base_ids == ["k1", "k2"] and req.knowledge_ids == ["f"]
+        assert req.knowledge_base_ids == ["k1", "k2"]
+        assert req.knowledge_ids == ["f"]
 
     async def test_unstreamed_answer_is_sent_as_fallback_pair(self, sqlite_client: httpx.AsyncClient,
                                                               sqlite_container: Any) -> None:
@@ -108,7 +122,8 @@ class TestChatStream:
         sid = await new_session(sqlite_client)
         s = parse_sse((await chat(sqlite_client, sid, {"query": "q", "disable_title": True})).content)
         err = s.of("error")[0]
-        assert err["done"] is True and err["content"] == "model exploded"
+        assert err["done"] is True
+        assert err["content"] == "model exploded"
         assert err["data"]["stage"] == "knowledge_qa_execution"
         assert s.types[-1] == "complete"
         await sqlite_container.chat_service.wait_idle()
@@ -121,7 +136,8 @@ class TestChatStream:
         sid = await new_session(sqlite_client)
         s = parse_sse((await chat(sqlite_client, sid, {"query": "q"})).content)
         thinking = s.of("thinking")
-        assert thinking[-1]["done"] and "duration_ms" in thinking[-1]["data"]
+        assert thinking[-1]["done"]
+        assert "duration_ms" in thinking[-1]["data"]
         assert "chunk_id=" in "".join(t["content"] for t in thinking)
         await sqlite_container.chat_service.wait_idle()
         bot = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
@@ -133,7 +149,9 @@ class TestAgentChat:
                                                               runner: ScriptedRunner) -> None:
         sid = await new_session(sqlite_client)
         s = parse_sse((await chat(sqlite_client, sid, {"query": "q"}, path="agent-chat")).content)
-        assert s.types[0] == "agent_query" and s.answer() == EXPANDED and len(runner.requests) == 1
+        assert s.types[0] == "agent_query"
+        assert s.answer() == EXPANDED
+        assert len(runner.requests) == 1
 
     async def test_agent_enabled_without_agent_is_400(self, sqlite_client: httpx.AsyncClient,
                                                       runner: ScriptedRunner) -> None:
@@ -143,31 +161,37 @@ class TestAgentChat:
         assert r.json()["error"]["message"] == "agent_id is required when agent mode is enabled"
 
     async def test_smart_reasoning_agent_uses_that_runner(self, sqlite_client: httpx.AsyncClient,
-                                                          sqlite_container: Any, runner: ScriptedRunner) -> None:
+                                                          sqlite_container: Any,
+                                                          runner: ScriptedRunner) -> None:
         smart = ScriptedRunner(answer="smart answer")
         sqlite_container.runners.smart = smart  # the built-in smart-reasoning agent runs on this runner
         sid = await new_session(sqlite_client)
         s = parse_sse((await chat(sqlite_client, sid, {"query": "q", "agent_id": "builtin-smart-reasoning",
                                                        "disable_title": True}, path="agent-chat")).content)
-        assert s.answer() == "smart answer" and smart.requests and not runner.requests
+        assert s.answer() == "smart answer"
+        assert smart.requests
+        assert not runner.requests
         assert "session_title" in s.types  # the ReAct path always titles
         # knowledge-chat always runs the quick-answer pipeline, whatever the agent
         await chat(sqlite_client, await new_session(sqlite_client),
                    {"query": "q", "agent_id": "builtin-smart-reasoning"}, path="knowledge-chat")
-        assert len(runner.requests) == 1 and len(smart.requests) == 1
+        assert len(runner.requests) == 1
+        assert len(smart.requests) == 1
 
 
 class TestBadInput:
     async def test_unknown_and_foreign_sessions_are_404(self, sqlite_client: httpx.AsyncClient,
-                                                        sqlite_container: Any, runner: ScriptedRunner) -> None:
+                                                        sqlite_container: Any,
+                                                        runner: ScriptedRunner) -> None:
         r = await chat(sqlite_client, "00000000-0000-0000-0000-000000000000", {"query": "q"})
-        assert r.status_code == 404 and r.json()["error"] == {"code": 1003, "message": "Session not found"}
+        assert r.status_code == 404
+        assert r.json()["error"] == {"code": 1003, "message": "Session not found"}
         assert (await chat(sqlite_client, "not-a-uuid", {"query": "q"})).status_code == 404
         foreign = await sqlite_container.session_service.create(await other_tenant(sqlite_container))
         r = await chat(sqlite_client, foreign.id, {"query": "q"})
         assert r.status_code == 404
 
-    @pytest.mark.parametrize("body,status", [
+    @pytest.mark.parametrize(("body", "status"), [
         (b"{not json", 400), (b"[1,2]", 400), (b"", 400), (b'{"query": ""}', 400), (b'{"query": "   "}', 400),
         (b'{"foo": 1}', 400), (b'{"query": 5}', 400), (b'{"query": "q", "knowledge_base_ids": "x"}', 400),
         (b'{"query": "q", "images": [{"data": "data:image/png;base64,AA=="}]}', 400),
@@ -178,23 +202,28 @@ class TestBadInput:
         r = await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}", content=body,
                                      headers={"Content-Type": "application/json"})
         assert r.status_code == status, r.text
-        assert r.json()["success"] is False and r.json()["error"]["code"] in (1000, 1010)
+        assert r.json()["success"] is False
+        assert r.json()["error"]["code"] in (1000, 1010)
         assert runner.requests == []
         msgs = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"]
         assert msgs == []  # nothing half-created
 
-    async def test_megabyte_query_is_413(self, sqlite_client: httpx.AsyncClient, runner: ScriptedRunner) -> None:
+    async def test_megabyte_query_is_413(self, sqlite_client: httpx.AsyncClient,
+                                         runner: ScriptedRunner) -> None:
         sid = await new_session(sqlite_client)
         r = await chat(sqlite_client, sid, {"query": "x" * (1024 * 1024)})
-        assert r.status_code == 413 and r.json()["success"] is False
+        assert r.status_code == 413
+        assert r.json()["success"] is False
         assert runner.requests == []
 
-    async def test_bad_resource_urls_mode(self, sqlite_client: httpx.AsyncClient, runner: ScriptedRunner) -> None:
+    async def test_bad_resource_urls_mode(self, sqlite_client: httpx.AsyncClient,
+                                          runner: ScriptedRunner) -> None:
         sid = await new_session(sqlite_client)
         r = await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}?resource_urls=bogus", json={"query": "q"})
         assert r.status_code == 400
 
-    async def test_unauthenticated_is_401(self, sqlite_client: httpx.AsyncClient, runner: ScriptedRunner) -> None:
+    async def test_unauthenticated_is_401(self, sqlite_client: httpx.AsyncClient,
+                                          runner: ScriptedRunner) -> None:
         sid = await new_session(sqlite_client)
         r = await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "q"},
                                      headers={"X-API-Key": "wrong"})

@@ -1,5 +1,5 @@
-"""Chat over HTTP with the real quick-answer pipeline: real ingestion and retrieval, extractive answerer or the
-fake OpenAI-compatible model server."""
+"""Chat over HTTP with the real quick-answer pipeline: real ingestion and retrieval, extractive answerer or
+the fake OpenAI-compatible model server."""
 
 from __future__ import annotations
 
@@ -56,22 +56,28 @@ async def test_extractive_answer_is_cited_and_titled_from_the_query(plain: Any) 
         r = await http.post(f"/api/v1/knowledge-chat/{sid}",
                             json={"query": "How is oolong tea processed?", "knowledge_base_ids": [kb]})
         s = parse_sse(r.content)
-        assert s.types[0] == "agent_query" and s.types.index("references") < s.types.index("answer")
+        assert s.types[0] == "agent_query"
+        assert s.types.index("references") < s.types.index("answer")
         assert s.types[-2:] == ["complete", "session_title"]
         answer = s.answer()
-        assert "partially oxidised" in answer and '<kb doc="Tea culture" chunk_id="' in answer
+        assert "partially oxidised" in answer
+        assert '<kb doc="Tea culture" chunk_id="' in answer
         assert "<ref" not in answer
         cited = answer.split('chunk_id="')[1].split('"')[0]
         assert cited in {r["id"] for r in s.of("references")[0]["knowledge_references"]}
         assert s.of("session_title")[0]["content"] == "How is oolong tea processed?"
         bot = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
-        assert bot["content"] == answer and bot["is_completed"] and bot["model_id"]
-        assert bot["debug"]["stages"] and bot["knowledge_references"]
+        assert bot["content"] == answer
+        assert bot["is_completed"]
+        assert bot["model_id"]
+        assert bot["debug"]["stages"]
+        assert bot["knowledge_references"]
 
 
 async def test_model_answer_streams_expanded_citations(with_model: Any, fake: FakeModelServer) -> None:
     kb = await add_kb(with_model, DOCS)
-    fake.script([Reply(content=json.dumps({"rewrite_query": "solar panel peak watts", "intent": "kb_search"})),
+    fake.script([Reply(content=json.dumps({"rewrite_query": "solar panel peak watts",
+                                           "intent": "kb_search"})),
                  Reply(content='About 400 W <ref id="c1"/> at peak<ref id="c7"/>.', chunk_size=3)])
     async with _client_for(with_model) as http:
         sid = await session(http, title="set")
@@ -80,12 +86,14 @@ async def test_model_answer_streams_expanded_citations(with_model: Any, fake: Fa
                                   "knowledge_base_ids": [kb]})
         s = parse_sse(r.content)
         answer = s.answer()
-        assert answer.startswith('About 400 W <kb doc="Solar power" chunk_id="') and answer.endswith(" at peak.")
+        assert answer.startswith('About 400 W <kb doc="Solar power" chunk_id="')
+        assert answer.endswith(" at peak.")
         assert len(s.of("answer")) > 5  # streamed in small deltas, never a half tag
         assert all("<ref" not in f["content"] and not f["content"].endswith("<") for f in s.of("answer"))
 
 
-async def test_title_comes_from_the_model_when_one_is_configured(with_model: Any, fake: FakeModelServer) -> None:
+async def test_title_comes_from_the_model_when_one_is_configured(with_model: Any,
+                                                                 fake: FakeModelServer) -> None:
     with_model.runners.quick = ScriptedRunner()  # so the title is the only model call
     fake.script([Reply(content="Streaming in Knora")])
     async with _client_for(with_model) as http:
@@ -100,12 +108,15 @@ async def test_agent_chat_runs_the_smart_reasoning_agent(with_model: Any, fake: 
     fake.script([Reply(content="The agent answers directly.", chunk_size=4)])
     async with _client_for(with_model) as http:
         sid = await session(http, title="set")
-        r = await http.post(f"/api/v1/agent-chat/{sid}", json={"query": "hello agent", "knowledge_base_ids": [kb],
+        r = await http.post(f"/api/v1/agent-chat/{sid}", json={"query": "hello agent",
+                                                               "knowledge_base_ids": [kb],
                                                                "agent_id": "builtin-smart-reasoning"})
         s = parse_sse(r.content)
-        assert s.types[0] == "agent_query" and s.types[-1] == "complete"
+        assert s.types[0] == "agent_query"
+        assert s.types[-1] == "complete"
         assert s.answer() == "The agent answers directly."
         bot = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
-        assert bot["content"] == "The agent answers directly." and bot["is_completed"]
+        assert bot["content"] == "The agent answers directly."
+        assert bot["is_completed"]
         assert bot["agent_id"] == "builtin-smart-reasoning"
         assert fake.chat_requests[0].get("tools"), "the ReAct agent offers its tools; quick answer does not"

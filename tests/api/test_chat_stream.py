@@ -1,8 +1,10 @@
-"""Live streaming over a real socket: resume from 0 and from a cursor, stop mid-stream, disconnects, keep-alive."""
+"""Live streaming over a real socket: resume from 0 and from a cursor, stop mid-stream, disconnects,
+keep-alive."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
@@ -14,6 +16,7 @@ from knora.domain.common import utcnow
 from knora.domain.conversation import Message
 from knora.domain.stream import StreamEvent
 from knora.settings import Settings
+from tests.fakes.stream_log import ManualHeartbeatLog
 from tests.services.streaming.live import frames, live_client
 from tests.services.streaming.runners import EXPANDED, ScriptedRunner
 from tests.services.streaming.sse import parse_sse
@@ -86,16 +89,20 @@ class TestResume:
         r = await http.get(base)
         assert r.status_code == 400
         r = await http.get(base + "?message_id=00000000-0000-0000-0000-000000000001")
-        assert r.status_code == 404 and r.json() == {"success": False, "error": "Incomplete message not found"}
+        assert r.status_code == 404
+        assert r.json() == {"success": False, "error": "Incomplete message not found"}
         msg = Message(session_id=sid, tenant_id=app_container.default_tenant_id, role="assistant")
         await app_container.session_service.messages.create(msg)
         r = await http.get(base + f"?message_id={msg.id}")
-        assert r.status_code == 404 and r.json() == {"success": False, "error": "No stream events found"}
+        assert r.status_code == 404
+        assert r.json() == {"success": False, "error": "No stream events found"}
         saved = await app_container.session_service.get_message(app_container.default_tenant_id, msg.id)
-        assert saved.is_completed and saved.debug == {"stopped": "log_expired"}  # not stuck incomplete
+        assert saved.is_completed
+        assert saved.debug == {"stopped": "log_expired"}  # not stuck incomplete
         r = await http.get("/api/v1/sessions/continue-stream/00000000-0000-0000-0000-000000000000"
                            f"?message_id={msg.id}")
-        assert r.status_code == 404 and r.json()["error"]["code"] == 1003
+        assert r.status_code == 404
+        assert r.json()["error"]["code"] == 1003
         assert (await http.get(base + f"?message_id={msg.id}&offset=x")).status_code == 400
 
 
@@ -113,7 +120,8 @@ async def test_restart_closes_turns_a_dead_process_left_open(make_settings: Call
     second: Any = await build_services(make_settings())
     try:
         saved = await second.session_service.get_message(second.default_tenant_id, msg.id)
-        assert saved.is_completed and saved.debug == {"stopped": "interrupted"}
+        assert saved.is_completed
+        assert saved.debug == {"stopped": "interrupted"}
         running_elsewhere = await second.session_service.get_message(second.default_tenant_id, recent.id)
         assert not running_elsewhere.is_completed  # may belong to another live process on this database
     finally:
@@ -132,21 +140,29 @@ class TestStop:
             seen = await first_answer(it)
             mid = seen[0]["assistant_message_id"]
             stop = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": mid})
-            assert stop.status_code == 200 and stop.json() == {"success": True, "message": "Generation stopped"}
+            assert stop.status_code == 200
+            assert stop.json() == {"success": True, "message": "Generation stopped"}
             rest = [f async for f in it if f is not None]
-        assert rest[-1] == {"id": seen[0]["id"], "response_type": "stop", "content": "Generation stopped by user",
+        assert rest[-1] == {"id": seen[0]["id"], "response_type": "stop",
+                            "content": "Generation stopped by user",
                             "done": True}
         assert "complete" not in [f["response_type"] for f in rest]
         partial = "".join(f["content"] for f in seen + rest if f["response_type"] == "answer")
-        assert partial and EXPANDED.startswith(partial) and partial != EXPANDED
+        assert partial
+        assert EXPANDED.startswith(partial)
+        assert partial != EXPANDED
         await app_container.chat_service.wait_idle()
         bot = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
-        assert bot["is_completed"] is True and bot["is_fallback"] is False and bot["content"] == partial
+        assert bot["is_completed"] is True
+        assert bot["is_fallback"] is False
+        assert bot["content"] == partial
         assert bot["knowledge_references"]
         again = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": mid})
         assert again.json() == {"success": True, "message": "Message already completed"}
-        replay = parse_sse((await http.get(f"/api/v1/sessions/continue-stream/{sid}?message_id={mid}")).content)
-        assert replay.frames[-1]["response_type"] == "stop" and replay.frames[-1]["content"] == ""
+        replay = parse_sse((await http.get(f"/api/v1/sessions/continue-stream/{sid}",
+                                           params={"message_id": mid})).content)
+        assert replay.frames[-1]["response_type"] == "stop"
+        assert replay.frames[-1]["content"] == ""
         assert replay.frames[-1]["data"]["reason"] == "user_requested"
 
     async def test_stop_errors(self, http: httpx.AsyncClient, app_container: Any) -> None:
@@ -154,15 +170,19 @@ class TestStop:
         url = f"/api/v1/sessions/{sid}/stop"
         for body in ({}, {"message_id": ""}, {"message_id": 5}):
             r = await http.post(url, json=body)
-            assert r.status_code == 400 and r.json() == {"error": "message_id is required"}
+            assert r.status_code == 400
+            assert r.json() == {"error": "message_id is required"}
         r = await http.post(url, content=b"{oops")
-        assert r.status_code == 400 and r.json() == {"error": "message_id is required"}
+        assert r.status_code == 400
+        assert r.json() == {"error": "message_id is required"}
         r = await http.post(url, json={"message_id": "00000000-0000-0000-0000-000000000009"})
-        assert r.status_code == 404 and r.json() == {"error": "Message not found"}
+        assert r.status_code == 404
+        assert r.json() == {"error": "Message not found"}
         msg = Message(session_id=other, tenant_id=app_container.default_tenant_id, role="assistant")
         await app_container.session_service.messages.create(msg)
         r = await http.post(url, json={"message_id": msg.id})
-        assert r.status_code == 403 and r.json() == {"error": "Message does not belong to this session"}
+        assert r.status_code == 403
+        assert r.json() == {"error": "Message does not belong to this session"}
 
     async def test_stop_of_an_orphaned_turn_ends_it_from_the_log(self, http: httpx.AsyncClient,
                                                                  app_container: Any) -> None:
@@ -176,7 +196,9 @@ class TestStop:
         r = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": msg.id})
         assert r.json() == {"success": True, "message": "Generation stopped"}
         saved = await app_container.session_service.get_message(app_container.default_tenant_id, msg.id)
-        assert saved.is_completed and saved.content == "half an ans" and not saved.is_fallback
+        assert saved.is_completed
+        assert saved.content == "half an ans"
+        assert not saved.is_fallback
         assert (await log.read(sid, msg.id))[-1].type == "stop"
 
 
@@ -193,8 +215,10 @@ class TestConnection:
         await app_container.chat_service.wait_idle()
         assert not app_container.chat_service.is_running(mid)  # a finished turn is forgotten
         bot = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
-        assert bot["is_completed"] and bot["content"] == EXPANDED
-        replay = parse_sse((await http.get(f"/api/v1/sessions/continue-stream/{sid}?message_id={mid}")).content)
+        assert bot["is_completed"]
+        assert bot["content"] == EXPANDED
+        replay = parse_sse((await http.get(f"/api/v1/sessions/continue-stream/{sid}",
+                                           params={"message_id": mid})).content)
         assert replay.types[-1] == "complete"
 
     async def test_running_turn_has_an_empty_incomplete_assistant_row(self, http: httpx.AsyncClient,
@@ -207,21 +231,32 @@ class TestConnection:
             await first_answer(it)
             msgs = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"]
             assert [m["role"] for m in msgs] == ["user", "assistant"]
-            assert msgs[1]["is_completed"] is False and msgs[1]["content"] == ""
+            assert msgs[1]["is_completed"] is False
+            assert msgs[1]["content"] == ""
             gate.set()
             [f async for f in it]
 
-    async def test_keepalive_comments_while_idle(self, http: httpx.AsyncClient, app_container: Any) -> None:
+    async def test_keepalive_comments_while_idle(self, app_container: Any) -> None:
+        """The keep-alive clock is the test's (no timer has to fire within a few ms on a loaded machine): the
+        interval "elapses" once the turn is idle at the gate, after the first answer delta."""
         gate = asyncio.Event()
-        app_container.runners.quick = ScriptedRunner(gate=gate)
-        sid = await session(http)
+        runner = app_container.runners.quick = ScriptedRunner(gate=gate)
+        log = ManualHeartbeatLog(app_container.stream_log)
         kinds: list[str] = []
-        async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"}) as r:
-            async for f in frames(r):
-                if f is None:
-                    kinds.append(":")
-                    gate.set()  # the turn is idle at the gate: a comment arrived instead of a frame
-                else:
-                    kinds.append(f["response_type"])
-        assert ":" in kinds and kinds[-1] == "complete"
+        # the SSE route follows the services' log: serve these services with the manual clock in front of it
+        async with live_client(dataclasses.replace(app_container, stream_log=log)) as http:
+            sid = await session(http)
+            async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"}) as r:
+                async for f in frames(r):
+                    if f is None:
+                        kinds.append(":")
+                        gate.set()  # the turn is idle at the gate: a comment arrived instead of a frame
+                    else:
+                        kinds.append(f["response_type"])
+                        if f["response_type"] == "answer" and not gate.is_set():
+                            await runner.started.wait()
+                            assert log.heartbeats == [app_container.settings.sse_keepalive_seconds]
+                            log.tick()
+        assert ":" in kinds
+        assert kinds[-1] == "complete"
         assert kinds.index(":") > kinds.index("answer")

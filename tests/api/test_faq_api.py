@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
@@ -11,6 +10,7 @@ import pytest
 from knora.adapters.db.repos._mapping import to_row
 from knora.adapters.db.tables import KnowledgeBaseRow
 from knora.domain.knowledge import KBType, KnowledgeBase
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -31,20 +31,24 @@ class TestFaqRoutes:
             "negative_questions": ["how long does returning take?"], "answers": ["3-5 business days"]})
         assert r.status_code == 200, r.text
         entry = r.json()["data"]
-        assert entry["id"] == 1 and entry["answers"] == ["3-5 business days"]
+        assert entry["id"] == 1
+        assert entry["answers"] == ["3-5 business days"]
         r = await sqlite_client.post(f"{base}/entries", json={"mode": "append", "entries": [
             {"standard_question": "Do you ship abroad?", "answers": ["Yes, to 40 countries"]}]})
         task = r.json()["data"]["task_id"]
-        for _ in range(200):
+
+        async def finished() -> dict[str, Any] | None:
             p = (await sqlite_client.get(f"/api/v1/faq/import/progress/{task}")).json()["data"]
-            if p["status"] != "running":
-                break
-            await asyncio.sleep(0.02)
+            return p if p["status"] != "running" else None
+
+        p = await eventually(finished, interval=0.02) or {"status": "still running"}
         assert p["status"] == "completed"
         listing = (await sqlite_client.get(f"{base}/entries", params={"page_size": 10})).json()["data"]
-        assert listing["total"] == 2 and [e["id"] for e in listing["data"]] == [1, 2]
+        assert listing["total"] == 2
+        assert [e["id"] for e in listing["data"]] == [1, 2]
         r = await sqlite_client.post(f"{base}/search", json={"query_text": "what is the delivery time"})
-        assert r.status_code == 200 and r.json()["data"][0]["id"] == entry["chunk_id"]
+        assert r.status_code == 200
+        assert r.json()["data"][0]["id"] == entry["chunk_id"]
         r = await sqlite_client.put(f"{base}/entries/2", json={"standard_question": "Do you ship to Canada?"})
         assert r.json()["data"]["standard_question"] == "Do you ship to Canada?"
         r = await sqlite_client.request("DELETE", f"{base}/entries", json={"ids": [1]})
@@ -56,7 +60,8 @@ class TestFaqRoutes:
         base = f"/api/v1/knowledge-bases/{kb}/faq"
         assert (await sqlite_client.post(f"{base}/entry", json={"standard_question": " "})).status_code == 400
         assert (await sqlite_client.post(f"{base}/entry", json={"answers": ["x"]})).status_code == 400
-        assert (await sqlite_client.post(f"{base}/entries", json={"mode": "merge", "entries": []})).status_code == 400
+        assert (await sqlite_client.post(f"{base}/entries", json={"mode": "merge",
+                                                                  "entries": []})).status_code == 400
         missing = "/api/v1/knowledge-bases/00000000-0000-0000-0000-000000000000/faq/entries"
         assert (await sqlite_client.get(missing)).status_code == 404
         assert (await sqlite_client.get("/api/v1/faq/import/progress/nope")).status_code == 404

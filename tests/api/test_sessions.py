@@ -47,11 +47,15 @@ class TestSessionsCrud:
     async def test_create_get_update_delete(self, client: httpx.AsyncClient) -> None:
         s = await create(client, title="Hello", description="d", knowledge_base_id="ignored",
                          session_strategy={"x": 1})
-        assert s["title"] == "Hello" and s["is_pinned"] is False and s["created_at"].endswith("Z")
+        assert s["title"] == "Hello"
+        assert s["is_pinned"] is False
+        assert s["created_at"].endswith("Z")
         got = (await client.get(f"{API}/sessions/{s['id']}")).json()["data"]
-        assert got["id"] == s["id"] and got["description"] == "d"
+        assert got["id"] == s["id"]
+        assert got["description"] == "d"
         upd = (await client.put(f"{API}/sessions/{s['id']}", json={"title": "New"})).json()["data"]
-        assert upd["title"] == "New" and upd["description"] == "d"
+        assert upd["title"] == "New"
+        assert upd["description"] == "d"
         r = await client.delete(f"{API}/sessions/{s['id']}")
         assert r.json() == {"success": True, "message": "Session deleted successfully"}
         assert (await client.get(f"{API}/sessions/{s['id']}")).status_code == 404
@@ -61,8 +65,11 @@ class TestSessionsCrud:
         ids = [(await create(client, title=f"chat {i}"))["id"] for i in range(5)]
         await client.post(f"{API}/sessions/{ids[1]}/pin")
         body = (await client.get(f"{API}/sessions?page=1&page_size=2")).json()
-        assert body["total"] == 5 and body["page"] == 1 and body["page_size"] == 2
-        assert body["data"][0]["id"] == ids[1] and body["data"][0]["is_pinned"] is True
+        assert body["total"] == 5
+        assert body["page"] == 1
+        assert body["page_size"] == 2
+        assert body["data"][0]["id"] == ids[1]
+        assert body["data"][0]["is_pinned"] is True
         page3 = (await client.get(f"{API}/sessions?page=3&page_size=2")).json()["data"]
         assert len(page3) == 1
         found = (await client.get(f"{API}/sessions?keyword=CHAT 3")).json()
@@ -76,7 +83,8 @@ class TestSessionsCrud:
     async def test_batch_delete_and_delete_all(self, client: httpx.AsyncClient) -> None:
         ids = [(await create(client))["id"] for _ in range(3)]
         r = await client.request("DELETE", f"{API}/sessions/batch", json={"ids": ids[:2]})
-        assert r.status_code == 200 and r.json()["success"]
+        assert r.status_code == 200
+        assert r.json()["success"]
         assert (await client.get(f"{API}/sessions")).json()["total"] == 1
         assert (await client.request("DELETE", f"{API}/sessions/batch", json={})).status_code == 400
         await client.request("DELETE", f"{API}/sessions/batch", json={"delete_all": True})
@@ -97,24 +105,29 @@ class TestMessages:
         for i in range(n):
             at = base + timedelta(seconds=i)
             for role in ("assistant", "user"):  # inserted assistant first: ordering must not depend on it
-                m = Message(session_id=sid, tenant_id=container.default_tenant_id, request_id=f"r{i}", role=role,
+                m = Message(session_id=sid, tenant_id=container.default_tenant_id, request_id=f"r{i}",
+                            role=role,
                             content=f"{role} {i}", is_completed=True, created_at=at, updated_at=at)
                 await container.session_service.messages.create(m)
                 made.append(m)
         return made
 
-    async def test_load_orders_pairs_and_pages_by_time(self, client: httpx.AsyncClient, container: Any) -> None:
+    async def test_load_orders_pairs_and_pages_by_time(self, client: httpx.AsyncClient,
+                                                       container: Any) -> None:
         sid = (await create(client))["id"]
         await self._seed(container, sid, 4)
         msgs = (await client.get(f"{API}/messages/{sid}/load?limit=4")).json()["data"]
         assert [m["content"] for m in msgs] == ["user 2", "assistant 2", "user 3", "assistant 3"]
         before = msgs[0]["created_at"]
         older = (await client.get(f"{API}/messages/{sid}/load", params={"limit": 10, "before_time": before}))
-        assert [m["content"] for m in older.json()["data"]] == ["user 0", "assistant 0", "user 1", "assistant 1"]
+        assert [m["content"] for m in older.json()["data"]] == ["user 0", "assistant 0", "user 1",
+                                                                "assistant 1"]
         nano = before.replace("Z", "123Z") if "." in before else before.replace("Z", ".000000001Z")
-        assert (await client.get(f"{API}/messages/{sid}/load", params={"before_time": nano})).status_code == 200
+        assert (await client.get(f"{API}/messages/{sid}/load",
+                                 params={"before_time": nano})).status_code == 200
         bad = await client.get(f"{API}/messages/{sid}/load", params={"before_time": "yesterday"})
-        assert bad.status_code == 400 and "RFC3339" in bad.json()["error"]["message"]
+        assert bad.status_code == 400
+        assert "RFC3339" in bad.json()["error"]["message"]
         assert len((await client.get(f"{API}/messages/{sid}/load?limit=x")).json()["data"]) == 8
 
     async def test_delete_one_and_clear(self, client: httpx.AsyncClient, container: Any) -> None:
@@ -149,6 +162,7 @@ class TestMessages:
                               json={"messages": [{"role": "user", "content": "What is the refund policy for "
                                                                              "annual plans in Europe?"}]})
         title = r.json()["data"]
-        assert title.startswith("What is the refund policy") and len(title) <= 31
+        assert title.startswith("What is the refund policy")
+        assert len(title) <= 31
         assert (await client.get(f"{API}/sessions/{sid}")).json()["data"]["title"] == title
         assert (await client.post(f"{API}/sessions/{sid}/generate_title", json={})).status_code == 400

@@ -23,7 +23,9 @@ async def _kb(http: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
 def _err(r: httpx.Response, status: int) -> dict[str, Any]:
     assert r.status_code == status, r.text
     body = r.json()
-    assert body["success"] is False and isinstance(body["error"]["code"], int) and body["error"]["message"]
+    assert body["success"] is False
+    assert isinstance(body["error"]["code"], int)
+    assert body["error"]["message"]
     return body  # type: ignore[no-any-return]
 
 
@@ -35,7 +37,8 @@ class TestAuth:
             _err(await http.get("/api/v1/knowledge-bases"), 401)
 
     async def test_bearer_token_authenticates(self, lite_container: Any) -> None:
-        async with http_for(lite_container, **{"X-API-Key": "", "Authorization": "Bearer sk-test-key"}) as http:
+        async with http_for(lite_container, **{"X-API-Key": "",
+                                               "Authorization": "Bearer sk-test-key"}) as http:
             assert (await http.get("/api/v1/knowledge-bases")).status_code == 200
 
     async def test_unknown_route_is_404_not_401(self, lite_container: Any) -> None:
@@ -45,15 +48,20 @@ class TestAuth:
 
 class TestKnowledgeBases:
     async def test_crud_with_counts(self, store_client: httpx.AsyncClient) -> None:
-        kb = await _kb(store_client, description="d", chunking_config={"chunk_size": 256, "chunk_overlap": 30},
+        kb = await _kb(store_client, description="d", chunking_config={"chunk_size": 256,
+                                                                       "chunk_overlap": 30},
                        unknown_field="ignored")
-        assert kb["chunking_config"]["chunk_size"] == 256 and kb["created_at"].endswith("Z")
+        assert kb["chunking_config"]["chunk_size"] == 256
+        assert kb["created_at"].endswith("Z")
         listed = (await store_client.get("/api/v1/knowledge-bases")).json()["data"]
         assert [x["id"] for x in listed] == [kb["id"]]
-        assert listed[0]["knowledge_count"] == 0 and listed[0]["chunk_count"] == 0
+        assert listed[0]["knowledge_count"] == 0
+        assert listed[0]["chunk_count"] == 0
         r = await store_client.put(f"/api/v1/knowledge-bases/{kb['id']}",
-                                   json={"name": "Renamed", "config": {"chunking_config": {"chunk_size": 128}}})
-        assert r.status_code == 200 and r.json()["data"]["name"] == "Renamed"
+                                   json={"name": "Renamed",
+                                         "config": {"chunking_config": {"chunk_size": 128}}})
+        assert r.status_code == 200
+        assert r.json()["data"]["name"] == "Renamed"
         assert r.json()["data"]["chunking_config"] == {**kb["chunking_config"], "chunk_size": 128}
         got = (await store_client.get(f"/api/v1/knowledge-bases/{kb['id']}")).json()["data"]
         assert got["name"] == "Renamed"
@@ -79,7 +87,8 @@ class TestKnowledgeBases:
             _err(await lite_client.get(path), 404)
             _err(await lite_client.delete(path), 404)
 
-    async def test_another_tenants_kb_is_404(self, store_container: Any, store_client: httpx.AsyncClient) -> None:
+    async def test_another_tenants_kb_is_404(self, store_container: Any,
+                                             store_client: httpx.AsyncClient) -> None:
         kb = await _kb(store_client)
         _, key = await store_container.tenants.create("intruder")
         async with http_for(store_container, **{"X-API-Key": key}) as other:
@@ -91,7 +100,8 @@ class TestKnowledgeBases:
         assert (await store_client.get(f"/api/v1/knowledge-bases/{kb['id']}")).status_code == 200
 
     async def test_shared_list_exists_and_is_empty(self, lite_client: httpx.AsyncClient) -> None:
-        assert (await lite_client.get("/api/v1/shared-knowledge-bases")).json() == {"success": True, "data": []}
+        assert (await lite_client.get("/api/v1/shared-knowledge-bases")).json() == {"success": True,
+                                                                                    "data": []}
 
 
 class TestTags:
@@ -103,12 +113,16 @@ class TestTags:
         _err(await store_client.post(base, json={"name": ""}), 400)
         await store_client.post(base, json={"name": "blue", "sort_order": 1})
         page = (await store_client.get(base, params={"page": 1, "page_size": 1})).json()["data"]
-        assert page["total"] == 2 and page["page_size"] == 1 and len(page["data"]) == 1
-        assert page["data"][0]["name"] == "red" and page["data"][0]["knowledge_count"] == 0
+        assert page["total"] == 2
+        assert page["page_size"] == 1
+        assert len(page["data"]) == 1
+        assert page["data"][0]["name"] == "red"
+        assert page["data"][0]["knowledge_count"] == 0
         r = await store_client.put(f"{base}/{red['id']}", json={"name": "crimson"})
         assert r.json()["data"]["name"] == "crimson"
         await store_client.post(f"/api/v1/knowledge-bases/{kb['id']}/knowledge/manual",
-                                json={"title": "t", "content": "tagged text", "tag_id": red["id"], "status": "draft"})
+                                json={"title": "t", "content": "tagged text", "tag_id": red["id"],
+                                      "status": "draft"})
         _err(await store_client.delete(f"{base}/{red['id']}"), 409)
         assert (await store_client.delete(f"{base}/{red['id']}", params={"force": "true"})).status_code == 200
         assert (await store_client.get(base)).json()["data"]["total"] == 1
@@ -122,13 +136,17 @@ class TestModels:
             "parameters": {"base_url": "https://api.example.com/v1", "api_key": "sk-secret"}})
         assert r.status_code == 201, r.text
         m = r.json()["data"]
-        assert m["type"] == "KnowledgeQA" and "sk-secret" not in r.text and "api_key" not in m["parameters"]
+        assert m["type"] == "KnowledgeQA"
+        assert "sk-secret" not in r.text
+        assert "api_key" not in m["parameters"]
         assert m["credentials"]["api_key"]["configured"] is True
         listed = (await store_client.get("/api/v1/models")).json()["data"]
         assert {"builtin-chat", "builtin-embedding", m["id"]} <= {x["id"] for x in listed}
         assert "sk-secret" not in (await store_client.get("/api/v1/models")).text
-        r = await store_client.put(f"/api/v1/models/{m['id']}", json={"display_name": "Mini", "type": "rerank"})
-        assert r.json()["data"]["display_name"] == "Mini" and r.json()["data"]["type"] == "Rerank"
+        r = await store_client.put(f"/api/v1/models/{m['id']}", json={"display_name": "Mini",
+                                                                      "type": "rerank"})
+        assert r.json()["data"]["display_name"] == "Mini"
+        assert r.json()["data"]["type"] == "Rerank"
         assert (await store_client.get(f"/api/v1/models/{m['id']}")).json()["data"]["name"] == "gpt-4o-mini"
         assert (await store_client.delete(f"/api/v1/models/{m['id']}")).status_code == 200
         _err(await store_client.get(f"/api/v1/models/{m['id']}"), 404)
@@ -137,13 +155,15 @@ class TestModels:
         _err(await lite_client.post("/api/v1/models", json={"name": "x", "type": "painter"}), 400)
         _err(await lite_client.post("/api/v1/models", json={"type": "chat"}), 400)
         _err(await lite_client.delete("/api/v1/models/builtin-chat"), 400)
-        assert (await lite_client.get("/api/v1/models/builtin-embedding")).json()["data"]["type"] == "Embedding"
+        embedding = (await lite_client.get("/api/v1/models/builtin-embedding")).json()["data"]
+        assert embedding["type"] == "Embedding"
 
 
 class TestSystem:
     async def test_info_capabilities_and_kv(self, lite_client: httpx.AsyncClient) -> None:
         info = (await lite_client.get("/api/v1/system/info")).json()["data"]
-        assert info["version"] and info["vector_store_engine"] == "sqlite"
+        assert info["version"]
+        assert info["vector_store_engine"] == "sqlite"
         caps = (await lite_client.get("/api/v1/system/capabilities")).json()["data"]["capabilities"]
         assert caps["organizations"]["supported"] is False
         assert (await lite_client.get("/api/v1/tenants/kv/retrieval-config")).json()["success"] is True
@@ -153,12 +173,14 @@ class TestSystem:
         async with http_for(lite_container, **{"X-API-Key": ""}) as anon:
             assert (await anon.get("/api/v1/auth/config")).json()["success"] is True
             body = (await anon.post("/api/v1/auth/auto-setup", json={})).json()
-            assert body["success"] is True and body["token"]
+            assert body["success"] is True
+            assert body["token"]
             assert body["tenant"]["id"] == body["active_tenant"]["id"] == lite_container.default_tenant_id
             assert body["memberships"][0]["role"] == "owner"
             headers = {"Authorization": f"Bearer {body['token']}"}
             me = (await anon.get("/api/v1/auth/me", headers=headers)).json()["data"]
-            assert me["tenant"]["id"] == lite_container.default_tenant_id and me["tenant_required"] is False
+            assert me["tenant"]["id"] == lite_container.default_tenant_id
+            assert me["tenant_required"] is False
             r = await anon.post("/api/v1/auth/refresh", json={"refreshToken": body["token"]})
             assert r.json()["access_token"] == body["token"]
             _err(await anon.post("/api/v1/auth/refresh", json={"refreshToken": "bad"}), 401)

@@ -28,7 +28,8 @@ async def _kb(http: httpx.AsyncClient, **body: Any) -> str:
 
 async def _upload(http: httpx.AsyncClient, kb: str, name: str = "guide.md", data: bytes = DOC,
                   **form: str) -> httpx.Response:
-    return await http.post(f"/api/v1/knowledge-bases/{kb}/knowledge/file", files={"file": (name, data)}, data=form)
+    return await http.post(f"/api/v1/knowledge-bases/{kb}/knowledge/file", files={"file": (name, data)},
+                           data=form)
 
 
 def _err(r: httpx.Response, status: int) -> dict[str, Any]:
@@ -39,30 +40,41 @@ def _err(r: httpx.Response, status: int) -> dict[str, Any]:
 
 
 class TestUpload:
-    async def test_upload_poll_list_get_and_chunks(self, store_container: Any, store_client: httpx.AsyncClient) -> None:
+    async def test_upload_poll_list_get_and_chunks(self, store_container: Any,
+                                                   store_client: httpx.AsyncClient) -> None:
         kb = await _kb(store_client, chunking_config={"chunk_size": 120, "chunk_overlap": 20})
         r = await _upload(store_client, kb, metadata='{"team": "docs"}')
         assert r.status_code == 200, r.text
         k = r.json()["data"]
-        assert k["parse_status"] in ("pending", "processing") and k["metadata"] == {"team": "docs"}
+        assert k["parse_status"] in ("pending", "processing")
+        assert k["metadata"] == {"team": "docs"}
         await store_container.jobs.wait_idle(30)
         listed = (await store_client.get(f"/api/v1/knowledge-bases/{kb}/knowledge",
                                          params={"page": 1, "page_size": 10})).json()
-        assert listed["total"] == 1 and listed["page"] == 1 and listed["page_size"] == 10
-        assert listed["data"][0]["parse_status"] == "completed" and listed["data"][0]["title"] == "Knora guide"
+        assert listed["total"] == 1
+        assert listed["page"] == 1
+        assert listed["page_size"] == 10
+        assert listed["data"][0]["parse_status"] == "completed"
+        assert listed["data"][0]["title"] == "Knora guide"
         got = (await store_client.get(f"/api/v1/knowledge/{k['id']}")).json()["data"]
         assert got["processed_at"].endswith("Z")
         chunks = (await store_client.get(f"/api/v1/chunks/{k['id']}", params={"page_size": 2})).json()
-        assert chunks["total"] > 2 and len(chunks["data"]) == 2 and chunks["data"][0]["chunk_index"] == 0
+        assert chunks["total"] > 2
+        assert len(chunks["data"]) == 2
+        assert chunks["data"][0]["chunk_index"] == 0
         kbs = (await store_client.get("/api/v1/knowledge-bases")).json()["data"]
-        assert kbs[0]["knowledge_count"] == 1 and kbs[0]["chunk_count"] == chunks["total"]
+        assert kbs[0]["knowledge_count"] == 1
+        assert kbs[0]["chunk_count"] == chunks["total"]
         assert (await store_client.get(f"/api/v1/knowledge/{k['id']}/download")).content == DOC
 
-    async def test_duplicate_upload_is_409_with_the_existing_document(self, lite_client: httpx.AsyncClient) -> None:
+    async def test_duplicate_upload_is_409_with_the_existing_document(self,
+                                                                      lite_client: httpx.AsyncClient) -> None:
         kb = await _kb(lite_client)
         first = (await _upload(lite_client, kb)).json()["data"]
         body = _err(await _upload(lite_client, kb, "again.md"), 409)
-        assert body["code"] == "duplicate_file" and body["data"]["id"] == first["id"] and body["message"]
+        assert body["code"] == "duplicate_file"
+        assert body["data"]["id"] == first["id"]
+        assert body["message"]
 
     async def test_upload_limits_and_bad_files(self, lite_client: httpx.AsyncClient) -> None:
         kb = await _kb(lite_client)
@@ -78,63 +90,81 @@ class TestUpload:
         _err(await _upload(lite_client, "../etc"), 404)
         assert (await lite_client.get(f"/api/v1/knowledge-bases/{kb}/knowledge")).json()["total"] == 0
 
-    async def test_traversal_name_is_reduced_to_a_safe_base_name(self, lite_client: httpx.AsyncClient) -> None:
+    async def test_traversal_name_is_reduced_to_a_safe_base_name(self,
+                                                                 lite_client: httpx.AsyncClient) -> None:
         kb = await _kb(lite_client)
         k = (await _upload(lite_client, kb, "../../secret/notes.txt", b"hello there")).json()["data"]
         assert k["file_name"] == "notes.txt"
 
-    async def test_corrupt_docx_ends_failed_with_reason(self, lite_container: Any, lite_client: httpx.AsyncClient) -> None:
+    async def test_corrupt_docx_ends_failed_with_reason(self, lite_container: Any,
+                                                        lite_client: httpx.AsyncClient) -> None:
         kb = await _kb(lite_client)
-        k = (await _upload(lite_client, kb, "broken.docx", b"PK\x03\x04 definitely not a docx")).json()["data"]
+        k = (await _upload(lite_client, kb, "broken.docx",
+                           b"PK\x03\x04 definitely not a docx")).json()["data"]
         await lite_container.jobs.wait_idle(30)
         got = (await lite_client.get(f"/api/v1/knowledge/{k['id']}")).json()["data"]
-        assert got["parse_status"] == "failed" and got["error_message"]
+        assert got["parse_status"] == "failed"
+        assert got["error_message"]
         failed = (await lite_client.get(f"/api/v1/knowledge-bases/{kb}/knowledge",
                                         params={"parse_status": "failed"})).json()
         assert failed["total"] == 1
 
 
 class TestManualUrlReparseDelete:
-    async def test_manual_then_reparse_then_delete(self, store_container: Any, store_client: httpx.AsyncClient) -> None:
+    async def test_manual_then_reparse_then_delete(self, store_container: Any,
+                                                   store_client: httpx.AsyncClient) -> None:
         rec = record_retrieval(store_container)
         kb = await _kb(store_client)
         r = await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual",
                                     json={"title": "FAQ", "content": "Q: what is Knora?\n\nA RAG engine.",
                                           "status": "publish"})
-        assert r.status_code == 200 and r.json()["data"]["type"] == "manual" and r.json()["data"]["file_type"] == "md"
+        assert r.status_code == 200
+        assert r.json()["data"]["type"] == "manual"
+        assert r.json()["data"]["file_type"] == "md"
         kid = r.json()["data"]["id"]
         await store_container.jobs.wait_idle(30)
         first = {c["id"] for c in (await store_client.get(f"/api/v1/chunks/{kid}")).json()["data"]}
-        assert first and set(rec.rows) == first
+        assert first
+        assert set(rec.rows) == first
         r = await store_client.post(f"/api/v1/knowledge/{kid}/reparse")
-        assert r.status_code == 200 and r.json()["data"]["parse_status"] in ("pending", "processing", "completed")
+        assert r.status_code == 200
+        assert r.json()["data"]["parse_status"] in ("pending", "processing", "completed")
         await store_container.jobs.wait_idle(30)
         second = {c["id"] for c in (await store_client.get(f"/api/v1/chunks/{kid}")).json()["data"]}
-        assert second and not first & second and set(rec.rows) == second
+        assert second
+        assert not first & second
+        assert set(rec.rows) == second
         r = await store_client.delete(f"/api/v1/knowledge/{kid}")
-        assert r.json()["success"] is True and r.json()["data"]["task_id"] == kid
+        assert r.json()["success"] is True
+        assert r.json()["data"]["task_id"] == kid
         _err(await store_client.get(f"/api/v1/knowledge/{kid}"), 404)
         assert rec.rows == {}
-        _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual", json={"content": " "}), 400)
+        _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual", json={"content": " "}),
+             400)
         _err(await store_client.post(f"/api/v1/knowledge/{MISSING}/reparse"), 404)
 
     async def test_url_is_201_and_fetched(self, store_container: Any, store_client: httpx.AsyncClient,
                                           site: str) -> None:
         kb = await _kb(store_client)
-        r = await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url", json={"url": f"{site}/a.html"})
-        assert r.status_code == 201 and r.json()["data"]["type"] == "url"
+        r = await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url",
+                                    json={"url": f"{site}/a.html"})
+        assert r.status_code == 201
+        assert r.json()["data"]["type"] == "url"
         body = _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url",
                                             json={"url": f"{site}/a.html"}), 409)
         assert body["code"] == "duplicate_url"
-        _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url", json={"url": "ftp://x/y"}), 400)
+        _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url",
+                                     json={"url": "ftp://x/y"}), 400)
         _err(await store_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url", json={}), 400)
         await store_container.jobs.wait_idle(30)
         got = (await store_client.get(f"/api/v1/knowledge/{r.json()['data']['id']}")).json()["data"]
         assert got["parse_status"] == "completed", got["error_message"]
 
-    async def test_url_to_loopback_is_refused_by_default(self, lite_client: httpx.AsyncClient, site: str) -> None:
+    async def test_url_to_loopback_is_refused_by_default(self, lite_client: httpx.AsyncClient,
+                                                         site: str) -> None:
         kb = await _kb(lite_client)
-        _err(await lite_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url", json={"url": f"{site}/a.html"}), 400)
+        _err(await lite_client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/url",
+                                    json={"url": f"{site}/a.html"}), 400)
 
 
 class TestChunksAndTenancy:
@@ -146,9 +176,12 @@ class TestChunksAndTenancy:
         chunk = (await store_client.get(f"/api/v1/chunks/{kid}")).json()["data"][0]
         one = (await store_client.get(f"/api/v1/chunks/{kid}/{chunk['id']}")).json()["data"]
         assert one["content"] == "Chunk about otters."
-        assert (await store_client.get(f"/api/v1/chunks/by-id/{chunk['id']}")).json()["data"]["id"] == chunk["id"]
-        r = await store_client.put(f"/api/v1/chunks/{kid}/{chunk['id']}", json={"content": "Chunk about beavers."})
-        assert r.json()["data"]["content"] == "Chunk about beavers." and "beavers" in rec.rows[chunk["id"]].content
+        by_id = (await store_client.get(f"/api/v1/chunks/by-id/{chunk['id']}")).json()["data"]
+        assert by_id["id"] == chunk["id"]
+        r = await store_client.put(f"/api/v1/chunks/{kid}/{chunk['id']}",
+                                   json={"content": "Chunk about beavers."})
+        assert r.json()["data"]["content"] == "Chunk about beavers."
+        assert "beavers" in rec.rows[chunk["id"]].content
         _err(await store_client.put(f"/api/v1/chunks/{kid}/{chunk['id']}", json={"is_enabled": "no"}), 400)
         _err(await store_client.put(f"/api/v1/chunks/{kid}/{MISSING}", json={"content": "x"}), 404)
         assert (await store_client.delete(f"/api/v1/chunks/{kid}/{chunk['id']}")).status_code == 200
@@ -176,7 +209,8 @@ class TestChunksAndTenancy:
 
 class _Site(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        body = b"<html><head><title>Otters</title></head><body><p>Otters hold hands while sleeping.</p></body></html>"
+        body = (b"<html><head><title>Otters</title></head>"
+                b"<body><p>Otters hold hands while sleeping.</p></body></html>")
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))

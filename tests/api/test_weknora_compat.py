@@ -1,4 +1,5 @@
-"""Client-compatibility audit, part 1: what WeKnora's web UI does at start-up and on its chat page (api §1, §6(c)).
+"""Client-compatibility audit, part 1: what WeKnora's web UI does at start-up and on its chat page (api §1,
+§6(c)).
 
 Every test walks a real client's requests against the real app and asserts the exact wire shapes those clients
 depend on: paths, statuses, the envelope, field names and JSON types, and the 404-never-401 rule.
@@ -27,16 +28,19 @@ RFC3339_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-
 def assert_rfc3339(value: Any, *, nullable: bool = True) -> None:
     if value is None and nullable:
         return
-    assert isinstance(value, str) and RFC3339_RE.match(value), f"not RFC 3339: {value!r}"
+    assert isinstance(value, str), f"not RFC 3339: {value!r}"
+    assert RFC3339_RE.match(value), f"not RFC 3339: {value!r}"
     datetime.fromisoformat(value)
 
 
 def assert_uuid(value: Any) -> None:
-    assert isinstance(value, str) and UUID_RE.match(value), f"not a UUID: {value!r}"
+    assert isinstance(value, str), f"not a UUID: {value!r}"
+    assert UUID_RE.match(value), f"not a UUID: {value!r}"
 
 
 def assert_int(value: Any) -> None:
-    assert isinstance(value, int) and not isinstance(value, bool), f"not an integer: {value!r}"
+    assert isinstance(value, int), f"not an integer: {value!r}"
+    assert not isinstance(value, bool), f"not an integer: {value!r}"
 
 
 def fe_error_text(body: Any) -> str:
@@ -58,7 +62,8 @@ class TestTransport:
     async def test_health_needs_no_auth(self, sqlite_client: httpx.AsyncClient) -> None:
         async with anonymous(sqlite_client) as anon:
             r = await anon.get("/health")
-        assert r.status_code == 200 and r.json() == {"status": "ok"}
+        assert r.status_code == 200
+        assert r.json() == {"status": "ok"}
 
     @pytest.mark.parametrize("path", [
         "/api/v1/no-such-endpoint",
@@ -77,15 +82,19 @@ class TestTransport:
         for r in (bare, bare_post, authed, authed_post):
             assert r.status_code == 404, (path, r.request.method, r.status_code, r.text)
 
-    async def test_api_404_is_the_envelope_with_an_integer_code(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_api_404_is_the_envelope_with_an_integer_code(self,
+                                                                sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.get("/api/v1/no-such-endpoint")
         body = r.json()
-        assert body["success"] is False and body["error"]["code"] == 1003
+        assert body["success"] is False
+        assert body["error"]["code"] == 1003
         assert_int(body["error"]["code"])
 
-    async def test_unknown_route_outside_the_api_is_gins_plain_text(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_unknown_route_outside_the_api_is_gins_plain_text(self,
+                                                                    sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.get("/definitely-not-here.php")
-        assert r.status_code == 404 and r.text == "404 page not found"
+        assert r.status_code == 404
+        assert r.text == "404 page not found"
 
     async def test_request_id_is_kept_or_generated_and_echoed(self, sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.get("/api/v1/agents", headers={"X-Request-ID": "req-abc"})
@@ -106,17 +115,20 @@ class TestTransport:
 
 
 class TestAuth:
-    async def test_missing_credentials_is_401_with_a_readable_error(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_missing_credentials_is_401_with_a_readable_error(self,
+                                                                    sqlite_client: httpx.AsyncClient) -> None:
         async with anonymous(sqlite_client) as anon:
             r = await anon.get("/api/v1/sessions")
         assert r.status_code == 401
         body = r.json()
-        assert body["success"] is False and fe_error_text(body) == "Unauthorized: missing authentication"
+        assert body["success"] is False
+        assert fe_error_text(body) == "Unauthorized: missing authentication"
         assert body["error"]["code"] == 1001
 
     async def test_bad_key_is_401_invalid_api_key(self, sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.get("/api/v1/sessions", headers={"X-API-Key": "sk-wrong"})
-        assert r.status_code == 401 and fe_error_text(r.json()) == "Unauthorized: invalid API key"
+        assert r.status_code == 401
+        assert fe_error_text(r.json()) == "Unauthorized: invalid API key"
 
     async def test_bearer_and_x_api_key_both_authenticate(self, sqlite_client: httpx.AsyncClient) -> None:
         async with anonymous(sqlite_client) as anon:
@@ -127,7 +139,8 @@ class TestAuth:
                                                              "X-API-Key": TEST_API_KEY})
         assert key.status_code == bearer.status_code == both.status_code == 200
         ids = [[(a["id"], a["tenant_id"]) for a in r.json()["data"]] for r in (key, bearer, both)]
-        assert ids[0] == ids[1] == ids[2] and ids[0]
+        assert ids[0] == ids[1] == ids[2]
+        assert ids[0]
 
     async def test_auto_setup_logs_the_ui_in_silently(self, sqlite_client: httpx.AsyncClient) -> None:
         async with anonymous(sqlite_client) as anon:
@@ -142,10 +155,12 @@ class TestAuth:
             assert_int(user["tenant_id"])
             assert_int(tenant["id"])
             assert isinstance(tenant["name"], str)
-            assert body["active_tenant"] == tenant and user["tenant_id"] == tenant["id"]
+            assert body["active_tenant"] == tenant
+            assert user["tenant_id"] == tenant["id"]
             assert body["memberships"] == [{"tenant_id": tenant["id"], "tenant_name": tenant["name"],
                                             "role": "owner"}]
-            assert isinstance(body["token"], str) and body["token"]
+            assert isinstance(body["token"], str)
+            assert body["token"]
             # The UI now sends the token as a bearer on every request.
             me = await anon.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {body['token']}"})
             assert me.status_code == 200
@@ -153,23 +168,31 @@ class TestAuth:
             refreshed = await anon.post("/api/v1/auth/refresh", json={"refreshToken": body["refresh_token"]})
         assert refreshed.status_code == 200
         rb = refreshed.json()
-        assert rb["success"] is True and isinstance(rb["access_token"], str) and rb["refresh_token"]
+        assert rb["success"] is True
+        assert isinstance(rb["access_token"], str)
+        assert rb["refresh_token"]
 
-    async def test_login_page_accepts_an_api_key_as_the_password(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_login_page_accepts_an_api_key_as_the_password(self,
+                                                                 sqlite_client: httpx.AsyncClient) -> None:
         """Off the loopback interface auto-setup is refused, so the FE shows its login page (POST /auth/login,
         P0 for the FE): Knora has no passwords, so a tenant API key is the password."""
         async with anonymous(sqlite_client) as anon:
-            r = await anon.post("/api/v1/auth/login", json={"email": "me@example.com", "password": TEST_API_KEY})
+            r = await anon.post("/api/v1/auth/login", json={"email": "me@example.com",
+                                                            "password": TEST_API_KEY})
             assert r.status_code == 200, r.text
             body = r.json()
-            assert body["success"] is True and body["token"] and body["refresh_token"]
+            assert body["success"] is True
+            assert body["token"]
+            assert body["refresh_token"]
             assert_int(body["active_tenant"]["id"])
             assert body["memberships"][0]["role"] == "owner"
             me = await anon.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {body['token']}"})
             assert me.status_code == 200
-            bad = await anon.post("/api/v1/auth/login", json={"email": "me@example.com", "password": "wrong-pw"})
+            bad = await anon.post("/api/v1/auth/login", json={"email": "me@example.com",
+                                                              "password": "wrong-pw"})
         assert bad.status_code == 401
-        assert bad.json()["success"] is False and fe_error_text(bad.json())
+        assert bad.json()["success"] is False
+        assert fe_error_text(bad.json())
 
     async def test_refresh_with_a_bad_token_is_401(self, sqlite_client: httpx.AsyncClient) -> None:
         async with anonymous(sqlite_client) as anon:
@@ -184,7 +207,8 @@ class TestAuth:
         assert data["tenant_required"] is False
         assert data["capabilities"] == {"can_create_tenant": False, "auto_accept_invitation": False}
         assert_int(data["tenant"]["id"])
-        assert isinstance(data["memberships"], list) and data["memberships"]
+        assert isinstance(data["memberships"], list)
+        assert data["memberships"]
 
     async def test_auth_config_is_public(self, sqlite_client: httpx.AsyncClient) -> None:
         async with anonymous(sqlite_client) as anon:
@@ -216,14 +240,16 @@ class TestSystem:
         for key in ("version", "edition", "commit_id", "build_time", "go_version", "keyword_index_engine",
                     "vector_store_engine", "graph_database_engine", "minio_enabled", "db_version"):
             assert key in data, key
-        assert isinstance(data["version"], str) and isinstance(data["minio_enabled"], bool)
+        assert isinstance(data["version"], str)
+        assert isinstance(data["minio_enabled"], bool)
 
 
 def _model_fields(m: dict[str, Any]) -> None:
     for key in ("id", "tenant_id", "name", "type", "source", "description", "parameters", "is_default",
                 "is_builtin", "status", "created_at", "updated_at"):
         assert key in m, key
-    assert "api_key" not in m and "api_key" not in m["parameters"]
+    assert "api_key" not in m
+    assert "api_key" not in m["parameters"]
     assert_int(m["tenant_id"])
     assert_rfc3339(m["created_at"])
     assert_rfc3339(m["updated_at"])
@@ -240,7 +266,8 @@ class TestFrontendStartup:
         assert any(m["type"] == "KnowledgeQA" for m in models)
         assert any(m["type"] == "Embedding" for m in models)
 
-    async def test_default_agent_points_at_a_knowledgeqa_model(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_default_agent_points_at_a_knowledgeqa_model(self,
+                                                               sqlite_client: httpx.AsyncClient) -> None:
         """The FE refuses to send until the selected agent's config.model_id is a KnowledgeQA model's id."""
         models = (await sqlite_client.get("/api/v1/models")).json()["data"]
         qa_ids = {m["id"] for m in models if m["type"] == "KnowledgeQA"}
@@ -248,14 +275,17 @@ class TestFrontendStartup:
         assert r.status_code == 200
         agents = {a["id"]: a for a in r.json()["data"]}
         quick = agents["builtin-quick-answer"]
-        assert quick["is_builtin"] is True and isinstance(quick["name"], str) and quick["name"]
+        assert quick["is_builtin"] is True
+        assert isinstance(quick["name"], str)
+        assert quick["name"]
         assert quick["config"]["agent_mode"] == "quick-answer"
         assert quick["config"]["model_id"] in qa_ids
         assert quick["config"]["kb_selection_mode"] in ("all", "selected", "none")
         smart = agents["builtin-smart-reasoning"]
         assert smart["config"]["agent_mode"] == "smart-reasoning"
         assert smart["config"]["model_id"] in qa_ids
-        assert isinstance(smart["config"]["allowed_tools"], list) and smart["config"]["allowed_tools"]
+        assert isinstance(smart["config"]["allowed_tools"], list)
+        assert smart["config"]["allowed_tools"]
 
     async def test_a_configured_rerank_model_is_offered_to_smart_reasoning(
             self, sqlite_client: httpx.AsyncClient) -> None:
@@ -270,7 +300,8 @@ class TestFrontendStartup:
         smart = (await sqlite_client.get("/api/v1/agents/builtin-smart-reasoning")).json()["data"]
         assert smart["config"]["rerank_model_id"] == rerank["id"]
         listed = (await sqlite_client.get(f"/api/v1/models/{rerank['id']}")).json()["data"]
-        assert listed["id"] == rerank["id"] and "secret" not in str(listed)
+        assert listed["id"] == rerank["id"]
+        assert "secret" not in str(listed)
 
     async def test_agent_records_have_go_sdk_types(self, sqlite_client: httpx.AsyncClient) -> None:
         for a in (await sqlite_client.get("/api/v1/agents")).json()["data"]:
@@ -283,7 +314,8 @@ class TestFrontendStartup:
                 if key in a["config"]:
                     assert isinstance(a["config"][key], list), (a["id"], key)
 
-    async def test_custom_agent_ids_are_uuids_and_create_is_201(self, sqlite_client: httpx.AsyncClient) -> None:
+    async def test_custom_agent_ids_are_uuids_and_create_is_201(self,
+                                                                sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.post("/api/v1/agents", json={"name": "Helper", "description": "d",
                                                              "config": {"agent_mode": "quick-answer"}})
         assert r.status_code == 201, r.text
@@ -300,11 +332,13 @@ class TestFrontendStartup:
             assert r.json() == {"success": True, "data": []}, path
         sessions = (await sqlite_client.get("/api/v1/sessions",
                                             params={"page": 1, "page_size": 30, "source": "web"})).json()
-        assert sessions["data"] == [] and sessions["total"] == 0
+        assert sessions["data"] == []
+        assert sessions["total"] == 0
 
     async def test_unknown_agent_is_404(self, sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.get("/api/v1/agents/builtin-nope")
-        assert r.status_code == 404 and r.json()["error"]["code"] == 1003
+        assert r.status_code == 404
+        assert r.json()["error"]["code"] == 1003
 
     async def test_suggested_questions_for_the_default_agent(self, sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.get("/api/v1/agents/builtin-quick-answer/suggested-questions")
@@ -313,7 +347,8 @@ class TestFrontendStartup:
             assert r.json()["success"] is True
 
 
-WEKNORA_TYPES = {"agent_query", "tool_call", "tool_result", "references", "memory_recalled", "thinking", "answer",
+WEKNORA_TYPES = {"agent_query", "tool_call", "tool_result", "references", "memory_recalled", "thinking",
+                 "answer",
                  "reflection", "tool_approval_required", "tool_approval_resolved", "mcp_oauth_required",
                  "mcp_oauth_resolved", "error", "complete", "session_title", "stop"}
 
@@ -334,30 +369,38 @@ class TestFrontendChatPage:
         body = {"query": "hello there", "knowledge_base_ids": [], "agent_enabled": False,
                 "agent_id": "builtin-quick-answer", "web_search_enabled": False, "mentioned_items": []}
         r = await sqlite_client.post(f"/api/v1/knowledge-chat/{s['id']}", content=json.dumps(body),
-                                     headers={"Content-Type": "text/event-stream", "Accept": "text/event-stream",
+                                     headers={"Content-Type": "text/event-stream",
+                                              "Accept": "text/event-stream",
                                               "X-Request-ID": "fe-req-1"})
         assert r.status_code == 200, r.text
         assert r.headers["content-type"].startswith("text/event-stream")
         assert r.headers["cache-control"] == "no-cache"
         stream = parse_sse(r.content)  # strict: event:message, data:{one line}, field order
-        assert stream.types[0] == "agent_query" and "complete" in stream.types
+        assert stream.types[0] == "agent_query"
+        assert "complete" in stream.types
         assert all(f["id"] == "fe-req-1" for f in stream.frames)
         assert stream.types[stream.types.index("complete") + 1:] in ([], ["session_title"])
         first = stream.frames[0]
-        assert first["done"] is True and first["content"] == ""
-        assert first["session_id"] == s["id"] and first["data"]["session_id"] == s["id"]
+        assert first["done"] is True
+        assert first["content"] == ""
+        assert first["session_id"] == s["id"]
+        assert first["data"]["session_id"] == s["id"]
         assert_uuid(first["assistant_message_id"])
         assert first["data"]["assistant_message_id"] == first["assistant_message_id"]
-        for f in stream.frames:  # Knora's extra frames (stage timings) must be inert in the FE's fallback path
+        # Knora's extra frames (stage timings) must be inert in the FE's fallback path
+        for f in stream.frames:
             if f["response_type"] not in WEKNORA_TYPES:
-                assert f["content"] == "" and f["done"] is False, f
+                assert f["content"] == "", f
+                assert f["done"] is False, f
         answers = stream.of("answer")
-        assert answers and answers[-1]["done"] is True
+        assert answers
+        assert answers[-1]["done"] is True
         assert all(isinstance(f["data"]["event_id"], str) for f in answers)
         assert stream.answer()
         title = stream.of("session_title")
         if title:
-            assert title[0]["done"] is True and title[0]["data"]["session_id"] == s["id"]
+            assert title[0]["done"] is True
+            assert title[0]["data"]["session_id"] == s["id"]
 
         history = await sqlite_client.get(f"/api/v1/messages/{s['id']}/load", params={"limit": 20})
         assert history.status_code == 200
@@ -365,7 +408,8 @@ class TestFrontendChatPage:
         assert [m["role"] for m in msgs] == ["user", "assistant"]
         user, bot = msgs
         assert user["content"] == "hello there"
-        assert bot["id"] == first["assistant_message_id"] and bot["is_completed"] is True
+        assert bot["id"] == first["assistant_message_id"]
+        assert bot["is_completed"] is True
         assert bot["content"] == stream.answer()
         for m in msgs:
             assert m["request_id"] == "fe-req-1"
@@ -378,17 +422,21 @@ class TestFrontendChatPage:
         # The sidebar refreshes: the new session is listed, titled.
         listed = (await sqlite_client.get("/api/v1/sessions",
                                           params={"page": 1, "page_size": 30, "source": "web"})).json()
-        assert listed["total"] == 1 and listed["page"] == 1 and listed["page_size"] == 30
+        assert listed["total"] == 1
+        assert listed["page"] == 1
+        assert listed["page_size"] == 30
         assert listed["data"][0]["id"] == s["id"]
 
     async def test_history_paging_by_before_time(self, sqlite_client: httpx.AsyncClient) -> None:
         sid = (await sqlite_client.post("/api/v1/sessions", json={})).json()["data"]["id"]
         for q in ("one", "two"):
-            await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}", json={"query": q, "disable_title": True})
+            await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}", json={"query": q,
+                                                                            "disable_title": True})
         msgs = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"]
         assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant"]
         older = (await sqlite_client.get(f"/api/v1/messages/{sid}/load",
-                                         params={"limit": 20, "before_time": msgs[2]["created_at"]})).json()["data"]
+                                         params={"limit": 20,
+                                                 "before_time": msgs[2]["created_at"]})).json()["data"]
         assert [m["id"] for m in older] == [m["id"] for m in msgs[:2]]
         # The Go SDK formats before_time with time.RFC3339Nano: up to nine fractional digits.
         stamp = msgs[2]["created_at"].replace("Z", "")
@@ -398,24 +446,29 @@ class TestFrontendChatPage:
                                               params={"limit": 20, "before_time": nano})).json()["data"]
         assert [m["id"] for m in older_nano] == [m["id"] for m in msgs[:2]]
         bad = await sqlite_client.get(f"/api/v1/messages/{sid}/load", params={"before_time": "yesterday"})
-        assert bad.status_code == 400 and bad.json()["error"]["code"] == 1000
+        assert bad.status_code == 400
+        assert bad.json()["error"]["code"] == 1000
 
     async def test_rename_and_delete_a_session(self, sqlite_client: httpx.AsyncClient) -> None:
         sid = (await sqlite_client.post("/api/v1/sessions", json={"title": "a"})).json()["data"]["id"]
         r = await sqlite_client.put(f"/api/v1/sessions/{sid}", json={"title": "renamed"})
-        assert r.status_code == 200 and r.json()["data"]["title"] == "renamed"
+        assert r.status_code == 200
+        assert r.json()["data"]["title"] == "renamed"
         r = await sqlite_client.delete(f"/api/v1/sessions/{sid}")
         assert r.status_code == 200
         assert r.json() == {"success": True, "message": "Session deleted successfully"}
         gone = await sqlite_client.get(f"/api/v1/sessions/{sid}")
-        assert gone.status_code == 404 and gone.json()["error"]["code"] == 1003
+        assert gone.status_code == 404
+        assert gone.json()["error"]["code"] == 1003
 
     async def test_chat_errors_before_the_stream_are_json(self, sqlite_client: httpx.AsyncClient) -> None:
         sid = (await sqlite_client.post("/api/v1/sessions", json={})).json()["data"]["id"]
         r = await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}", json={"query": ""})
-        assert r.status_code == 400 and r.json()["error"]["code"] == 1000
+        assert r.status_code == 400
+        assert r.json()["error"]["code"] == 1000
         r = await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}", json={})
-        assert r.status_code == 400 and r.json()["error"]["code"] == 1000
+        assert r.status_code == 400
+        assert r.json()["error"]["code"] == 1000
         missing = "00000000-0000-4000-8000-000000000000"
         r = await sqlite_client.post(f"/api/v1/knowledge-chat/{missing}", json={"query": "q"})
         assert r.status_code == 404
@@ -434,8 +487,8 @@ class TestFrontendChatPage:
 
 
 class TestFrontendKnowledgePage:
-    async def test_kb_made_with_the_listed_models_is_usable_for_chat(self, sqlite_container: Any,
-                                                                     sqlite_client: httpx.AsyncClient) -> None:
+    async def test_kb_made_with_the_listed_models_is_usable_for_chat(
+            self, sqlite_container: Any, sqlite_client: httpx.AsyncClient) -> None:
         """The UI's KB form offers the ids GET /models lists; a KB saved with them must index and answer."""
         if not sqlite_container.jobs.started:
             await sqlite_container.jobs.start()
@@ -450,7 +503,8 @@ class TestFrontendKnowledgePage:
                                                               "enable_multimodal": False}})
         assert r.status_code == 201, r.text
         kb = r.json()["data"]
-        assert kb["embedding_model_id"] == embed_id and kb["summary_model_id"] == chat_id
+        assert kb["embedding_model_id"] == embed_id
+        assert kb["summary_model_id"] == chat_id
         assert isinstance(kb["chunking_config"]["separators"], list)
         tags = await http.get(f"/api/v1/knowledge-bases/{kb['id']}/tags", params={"page": 1, "page_size": 50})
         assert tags.status_code == 200

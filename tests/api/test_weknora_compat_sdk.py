@@ -1,8 +1,9 @@
-"""Client-compatibility audit, part 3: WeKnora's Go SDK (``client/*.go``) and the documented curl flows (api §6(a)).
+"""Client-compatibility audit, part 3: WeKnora's Go SDK (``client/*.go``) and the documented curl flows (api
+§6(a)).
 
 The SDK decodes timestamps into ``time.Time`` (RFC 3339 or the whole response fails), reads ``code`` from a
-top-level integer, and parses SSE strictly: ``ContinueStream`` keeps a block only when ``line[6:] == "message"``
-and uses the last ``data:`` line of each block.
+top-level integer, and parses SSE strictly: ``ContinueStream`` keeps a block only when
+``line[6:] == "message"`` and uses the last ``data:`` line of each block.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ TEA = ("Oolong tea is partially oxidised before it is rolled and dried. Green te
 
 
 def go_sdk_frames(raw: bytes) -> list[dict[str, Any]]:
-    """client/session.go: scan lines; ``event:`` sets the name from ``line[6:]``, ``data:`` keeps ``line[5:]``;
-    a blank line ends the block, which is used only if the name is exactly ``message``."""
+    """client/session.go: scan lines; ``event:`` sets the name from ``line[6:]``, ``data:`` keeps
+    ``line[5:]``; a blank line ends the block, which is used only if the name is exactly ``message``."""
     out: list[dict[str, Any]] = []
     event, data = "", ""
     for line in raw.decode("utf-8").split("\n"):
@@ -72,10 +73,12 @@ class TestKnowledgeSearch:
     async def test_by_kb_id_ids_and_knowledge_ids(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
         c, http = sdk
         kb = await _kb(c, http)
-        by_one = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea", "knowledge_base_id": kb})
+        by_one = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea",
+                                                                   "knowledge_base_id": kb})
         assert by_one.status_code == 200, by_one.text
         results = by_one.json()["data"]
-        assert results and results[0]["knowledge_title"] == "Tea culture"
+        assert results
+        assert results[0]["knowledge_title"] == "Tea culture"
         for r in results:
             assert_uuid(r["id"])
             assert_int(r["match_type"])
@@ -83,8 +86,10 @@ class TestKnowledgeSearch:
                                                                     "knowledge_base_ids": [kb]})
         assert [r["id"] for r in by_many.json()["data"]] == [r["id"] for r in results]
         doc = results[0]["knowledge_id"]
-        by_doc = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea", "knowledge_ids": [doc]})
-        assert by_doc.status_code == 200 and {r["knowledge_id"] for r in by_doc.json()["data"]} == {doc}
+        by_doc = await http.post("/api/v1/knowledge-search", json={"query": "oolong tea",
+                                                                   "knowledge_ids": [doc]})
+        assert by_doc.status_code == 200
+        assert {r["knowledge_id"] for r in by_doc.json()["data"]} == {doc}
 
     async def test_errors_are_400_with_integer_codes(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
         _c, http = sdk
@@ -105,40 +110,51 @@ class TestSessions:
             s = r.json()["data"]
             assert_uuid(s["id"])
             assert_int(s["tenant_id"])
-            assert s["title"] == f"s{i}" and s["description"] == "d"
+            assert s["title"] == f"s{i}"
+            assert s["description"] == "d"
             assert_rfc3339(s["created_at"], nullable=False)
             assert_rfc3339(s["updated_at"], nullable=False)
             assert_rfc3339(s["deleted_at"])
             ids.append(s["id"])
         default = (await http.get("/api/v1/sessions")).json()
-        assert default["page"] == 1 and default["page_size"] == 20 and default["total"] == 3
+        assert default["page"] == 1
+        assert default["page_size"] == 20
+        assert default["total"] == 3
         page2 = (await http.get("/api/v1/sessions", params={"page": 2, "page_size": 2})).json()
         assert set(page2) >= {"success", "data", "total", "page", "page_size"}
-        assert page2["total"] == 3 and page2["page"] == 2 and page2["page_size"] == 2 and len(page2["data"]) == 1
+        assert page2["total"] == 3
+        assert page2["page"] == 2
+        assert page2["page_size"] == 2
+        assert len(page2["data"]) == 1
         for bad in ({"page_size": 0}, {"page_size": 1001}, {"page": 0}):
             r = await http.get("/api/v1/sessions", params=bad)
             assert r.status_code == 400, bad
             assert_int(r.json()["error"]["code"])
         r = await http.request("DELETE", "/api/v1/sessions/batch", json={"ids": ids[:2]})
-        assert r.status_code == 200 and r.json()["success"] is True
+        assert r.status_code == 200
+        assert r.json()["success"] is True
         assert (await http.get("/api/v1/sessions")).json()["total"] == 1
 
 
 class TestChatAndResume:
-    async def test_go_sdk_parses_knowledge_chat_and_replays_it(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+    async def test_go_sdk_parses_knowledge_chat_and_replays_it(self, sdk: tuple[Any,
+                                                                                httpx.AsyncClient]) -> None:
         c, http = sdk
         kb = await _kb(c, http)
         sid = (await http.post("/api/v1/sessions", json={"title": "sdk"})).json()["data"]["id"]
         r = await http.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "How is oolong tea processed?",
-                                                                    "knowledge_base_ids": [kb], "channel": "api"},
+                                                                    "knowledge_base_ids": [kb],
+                                                                   "channel": "api"},
                             headers={"X-Request-ID": "sdk-req-7"})
         assert r.status_code == 200
         live = go_sdk_frames(r.content)
         types = [f["response_type"] for f in live]
-        assert types[0] == "agent_query" and types[-1] == "complete"
+        assert types[0] == "agent_query"
+        assert types[-1] == "complete"
         assert {f["id"] for f in live} == {"sdk-req-7"}
         refs = [f for f in live if f["response_type"] == "references"]
-        assert refs and refs[0]["knowledge_references"] == refs[0]["data"]["references"]
+        assert refs
+        assert refs[0]["knowledge_references"] == refs[0]["data"]["references"]
         answer = "".join(f["content"] for f in live if f["response_type"] == "answer")
         assert "partially oxidised" in answer
         # tool_result: the tool's own fields sit flat in ``data`` beside the standard ones (api §2.3).
@@ -146,20 +162,27 @@ class TestChatAndResume:
                   and f["data"]["tool_name"] == "knowledge_search"]
         assert len(search) == 1
         d = search[0]["data"]
-        assert {"tool_name", "success", "error", "duration_ms", "tool_call_id", "output", "count", "doc_count",
-                "web_count", "search_source", "candidate_count"} <= set(d) and "data" not in d
-        assert d["count"] >= 1 and d["search_source"] == "knowledge"
+        assert {"tool_name", "success", "error", "duration_ms", "tool_call_id", "output", "count",
+                "doc_count",
+                "web_count", "search_source", "candidate_count"} <= set(d)
+        assert "data" not in d
+        assert d["count"] >= 1
+        assert d["search_source"] == "knowledge"
         assert_int(d["duration_ms"])
         mid = live[0]["assistant_message_id"]
 
         msgs = (await http.get(f"/api/v1/messages/{sid}/load", params={"limit": 20})).json()["data"]
         assert [m["role"] for m in msgs] == ["user", "assistant"]
         bot = msgs[1]
-        assert bot["id"] == mid and bot["request_id"] == "sdk-req-7" and bot["content"] == answer
-        assert bot["knowledge_references"] and bot["is_completed"] is True
+        assert bot["id"] == mid
+        assert bot["request_id"] == "sdk-req-7"
+        assert bot["content"] == answer
+        assert bot["knowledge_references"]
+        assert bot["is_completed"] is True
 
         replay = await http.get(f"/api/v1/sessions/continue-stream/{sid}", params={"message_id": mid})
-        assert replay.status_code == 200 and replay.headers["content-type"].startswith("text/event-stream")
+        assert replay.status_code == 200
+        assert replay.headers["content-type"].startswith("text/event-stream")
         again = go_sdk_frames(replay.content)
         assert [f["response_type"] for f in again] == types
         assert {f["id"] for f in again} == {"sdk-req-7"}
@@ -170,14 +193,17 @@ class TestChatAndResume:
         sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
         nobody = "00000000-0000-4000-8000-00000000abcd"
         r = await http.get(f"/api/v1/sessions/continue-stream/{nobody}", params={"message_id": nobody})
-        assert r.status_code == 404 and r.json()["error"]["code"] == 1003
+        assert r.status_code == 404
+        assert r.json()["error"]["code"] == 1003
         r = await http.get(f"/api/v1/sessions/continue-stream/{sid}", params={"message_id": nobody})
         assert r.status_code == 404
         assert r.json() == {"success": False, "error": "Incomplete message not found"}
         r = await http.post(f"/api/v1/sessions/{sid}/stop", json={})
-        assert r.status_code == 400 and r.json() == {"error": "message_id is required"}
+        assert r.status_code == 400
+        assert r.json() == {"error": "message_id is required"}
         r = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": nobody})
-        assert r.status_code == 404 and r.json() == {"error": "Message not found"}
+        assert r.status_code == 404
+        assert r.json() == {"error": "Message not found"}
 
 
 @pytest.fixture
@@ -194,8 +220,9 @@ async def live(make_settings: Callable[..., Settings]) -> AsyncIterator[tuple[An
 
 
 async def test_running_turn_history_resume_and_stop(live: tuple[Any, httpx.AsyncClient]) -> None:
-    """The SDK/FE resume path: history shows the running row empty and incomplete, continue-stream replays from
-    the start with the turn's request id, stop answers WeKnora's body and ends both streams with ``stop``."""
+    """The SDK/FE resume path: history shows the running row empty and incomplete, continue-stream replays
+    from the start with the turn's request id, stop answers WeKnora's body and ends both streams with
+    ``stop``."""
     c, http = live
     gate = asyncio.Event()
     c.runners.quick = ScriptedRunner(gate=gate)
@@ -211,7 +238,9 @@ async def test_running_turn_history_resume_and_stop(live: tuple[Any, httpx.Async
                     break
         mid = seen[0]["assistant_message_id"]
         msgs = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"]
-        assert msgs[-1]["id"] == mid and msgs[-1]["is_completed"] is False and msgs[-1]["content"] == ""
+        assert msgs[-1]["id"] == mid
+        assert msgs[-1]["is_completed"] is False
+        assert msgs[-1]["content"] == ""
         async with http.stream("GET", f"/api/v1/sessions/continue-stream/{sid}",
                                params={"message_id": mid}) as resumed:
             assert resumed.status_code == 200
@@ -222,25 +251,31 @@ async def test_running_turn_history_resume_and_stop(live: tuple[Any, httpx.Async
                     replayed.append(f)
                     if len(replayed) == len(seen):
                         break
-            assert replayed == seen and replayed[0]["response_type"] == "agent_query"
+            assert replayed == seen
+            assert replayed[0]["response_type"] == "agent_query"
             assert {f["id"] for f in replayed} == {"run-1"}
             stop = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": mid})
-            assert stop.status_code == 200 and stop.json() == {"success": True, "message": "Generation stopped"}
+            assert stop.status_code == 200
+            assert stop.json() == {"success": True, "message": "Generation stopped"}
             tail = [f async for f in rit if f is not None]
         rest = [f async for f in it if f is not None]
     assert rest[-1] == {"id": "run-1", "response_type": "stop", "content": "Generation stopped by user",
                         "done": True}
-    assert tail[-1]["response_type"] == "stop" and tail[-1]["done"] is True
+    assert tail[-1]["response_type"] == "stop"
+    assert tail[-1]["done"] is True
     await c.chat_service.wait_idle()
     bot = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
-    assert bot["is_completed"] is True and EXPANDED.startswith(bot["content"])
+    assert bot["is_completed"] is True
+    assert EXPANDED.startswith(bot["content"])
     again = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": mid})
     assert again.json() == {"success": True, "message": "Message already completed"}
 
 
-async def test_faq_entries_use_the_nested_page_and_integer_seq_ids(sdk: tuple[Any, httpx.AsyncClient]) -> None:
+async def test_faq_entries_use_the_nested_page_and_integer_seq_ids(sdk: tuple[Any,
+                                                                              httpx.AsyncClient]) -> None:
     _c, http = sdk
-    kb = (await http.post("/api/v1/knowledge-bases", json={"name": "FAQ", "type": "faq"})).json()["data"]["id"]
+    kb = (await http.post("/api/v1/knowledge-bases", json={"name": "FAQ",
+                                                           "type": "faq"})).json()["data"]["id"]
     empty = (await http.get(f"/api/v1/knowledge-bases/{kb}/faq/entries")).json()
     assert empty == {"success": True, "data": {"data": [], "total": 0, "page": 1, "page_size": 20}}
     r = await http.post(f"/api/v1/knowledge-bases/{kb}/faq/entry",
@@ -249,8 +284,11 @@ async def test_faq_entries_use_the_nested_page_and_integer_seq_ids(sdk: tuple[An
     entry = r.json()["data"]
     assert_int(entry["id"])
     assert_int(entry["tag_id"])
-    assert isinstance(entry["similar_questions"], list) and isinstance(entry["negative_questions"], list)
-    paged = (await http.get(f"/api/v1/knowledge-bases/{kb}/faq/entries", params={"page": 1, "page_size": 5})).json()
+    assert isinstance(entry["similar_questions"], list)
+    assert isinstance(entry["negative_questions"], list)
+    paged = (await http.get(f"/api/v1/knowledge-bases/{kb}/faq/entries", params={"page": 1,
+                                                                                 "page_size": 5})).json()
     assert set(paged) == {"success", "data"}
-    assert paged["data"]["total"] == 1 and paged["data"]["page_size"] == 5
+    assert paged["data"]["total"] == 1
+    assert paged["data"]["page_size"] == 5
     assert [e["id"] for e in paged["data"]["data"]] == [entry["id"]]

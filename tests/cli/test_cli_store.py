@@ -37,7 +37,8 @@ def _json(capsys: pytest.CaptureFixture[str]) -> object:
 def test_kb_create_list_delete(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["kb", "create", "Handbook", "--chunk-size", "300", "--json"]) == 0
     created = _json(capsys)
-    assert created["name"] == "Handbook" and created["chunking_config"]["chunk_size"] == 300  # type: ignore[index]
+    assert created["name"] == "Handbook"  # type: ignore[index]
+    assert created["chunking_config"]["chunk_size"] == 300  # type: ignore[index]
     assert main(["kb", "create", "Handbook"]) == 1
     capsys.readouterr()
     assert main(["kb", "list", "--json"]) == 0
@@ -64,14 +65,18 @@ def test_ingest_files_and_folders_with_json_summary(env: Path, tmp_path: Path,
     code = main(["ingest", "--kb", "Letters", str(docs), str(single), str(tmp_path / "missing"), "--json"])
     summary = _json(capsys)
     assert summary["knowledge_base"]["created"] is True  # type: ignore[index]
-    assert summary["completed"] == 3 and summary["skipped"] == 2 and summary["failed"] == 1  # type: ignore[index]
+    assert summary["completed"] == 3  # type: ignore[index]
+    assert summary["skipped"] == 2  # type: ignore[index]
+    assert summary["failed"] == 1  # type: ignore[index]
     assert code == 1  # the empty file failed
     by_source = {Path(i["source"]).name: i for i in summary["items"]}  # type: ignore[index]
-    assert by_source["a.md"]["title"] == "Alpha" and by_source["a.md"]["chunks"] >= 1
+    assert by_source["a.md"]["title"] == "Alpha"
+    assert by_source["a.md"]["chunks"] >= 1
     assert by_source["empty.txt"]["status"] == "failed"
     assert main(["ingest", "--kb", "Letters", str(docs / "a.md"), "--json"]) == 0
     again = _json(capsys)
-    assert again["duplicate"] == 1 and again["knowledge_base"]["created"] is False  # type: ignore[index]
+    assert again["duplicate"] == 1  # type: ignore[index]
+    assert again["knowledge_base"]["created"] is False  # type: ignore[index]
 
 
 def test_collect_skips_hidden_and_unsupported(tmp_path: Path) -> None:
@@ -116,7 +121,8 @@ def test_serve_prints_url_and_generated_key_once(tmp_path: Path) -> None:
             lines.append(line)
             if "API key" in line:
                 key = line.rsplit(" ", 1)[-1].strip()
-        assert key and key.startswith("sk-"), lines
+        assert key, lines
+        assert key.startswith("sk-"), lines
         assert any(f"http://127.0.0.1:{port}" in ln for ln in lines)
         for _ in range(200):
             try:
@@ -124,7 +130,8 @@ def test_serve_prints_url_and_generated_key_once(tmp_path: Path) -> None:
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
-        assert r.status_code == 200 and r.json() == {"success": True, "data": []}
+        assert r.status_code == 200
+        assert r.json() == {"success": True, "data": []}
     finally:
         proc.terminate()
         proc.wait(timeout=30)

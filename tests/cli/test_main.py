@@ -1,4 +1,5 @@
-"""The CLI entry point runs its commands on uvloop when installed (``knora serve`` serves on the loop it is given)."""
+"""The CLI entry point runs its commands on uvloop when installed (``knora serve`` serves on the loop it is
+given)."""
 
 from __future__ import annotations
 

@@ -23,8 +23,10 @@ def test_callables_and_import_strings_resolve() -> None:
     assert reg.get("direct")(3) == 6
     assert reg.get("imported")(4) == 8
     assert reg.names() == ("direct", "imported")
-    assert "direct" in reg and "other" not in reg
-    assert list(reg) == ["direct", "imported"] and len(reg) == 2
+    assert "direct" in reg
+    assert "other" not in reg
+    assert list(reg) == ["direct", "imported"]
+    assert len(reg) == 2
 
 
 def test_import_strings_are_imported_on_first_get_only(
@@ -37,7 +39,8 @@ def test_import_strings_are_imported_on_first_get_only(
     assert reg.names() == ("probe",)
     assert module not in sys.modules  # naming and checking import nothing
     first = reg.get("probe")
-    assert module in sys.modules and first() == "built"
+    assert module in sys.modules
+    assert first() == "built"
     assert reg.get("probe") is first  # resolved once, cached
     monkeypatch.delitem(sys.modules, module)
 
@@ -54,7 +57,8 @@ def test_unknown_name_lists_the_known_ones() -> None:
     with pytest.raises(UnknownName, match=r"unknown colour 'green'; known: blue, red") as err:
         reg.get("green")
     assert isinstance(err.value, ValueError)
-    assert err.value.known == ("blue", "red") and err.value.name == "green"
+    assert err.value.known == ("blue", "red")
+    assert err.value.name == "green"
     with pytest.raises(ValueError, match="known: blue, red"):
         reg.check("green")
 

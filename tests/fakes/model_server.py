@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible model server: a real HTTP server on 127.0.0.1 that the real clients talk to.
 
-Why a real server and not a mocked client: the providers' job is to speak the wire protocol (SSE framing, deltas
-split mid-word, tool-call arguments in pieces, error statuses, usage chunks). Only a socket exercises all of that.
+Why a real server and not a mocked client: the providers' job is to speak the wire protocol (SSE framing,
+deltas split mid-word, tool-call arguments in pieces, error statuses, usage chunks). Only a socket exercises
+all of that.
 
 Usage::
 
@@ -149,7 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
         inputs = body.get("input", [])
         texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
         dim = int(body.get("dimensions") or fake.embedding_dimension)
-        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)} for i, t in enumerate(texts)]
+        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)}
+                for i, t in enumerate(texts)]
         n = sum(len(t) for t in texts)
         self._json(200, {"object": "list", "data": data, "model": body.get("model", "fake-embed"),
                          "usage": {"prompt_tokens": n, "total_tokens": n}})
@@ -176,7 +178,8 @@ class _Handler(BaseHTTPRequestHandler):
                          "usage": {"total_tokens": sum(len(d) for d in docs)}})
 
     def _ollama_chat(self, body: dict[str, Any], reply: Reply) -> None:
-        """Ollama's native NDJSON protocol: whole tool calls, ``thinking`` field, ``done`` line with counts."""
+        """Ollama's native NDJSON protocol: whole tool calls, ``thinking`` field, ``done`` line with
+        counts."""
         if reply.delay:
             time.sleep(reply.delay)
         if reply.status != 200:
@@ -203,7 +206,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/x-ndjson")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        lines = [{"model": model, "done": False, "message": {"role": "assistant", "content": "", "thinking": p}}
+        lines = [{"model": model, "done": False, "message": {"role": "assistant", "content": "",
+                                                             "thinking": p}}
                  for p in _split(thinking, reply.chunk_size)]
         lines += [{"model": model, "done": False, "message": {"role": "assistant", "content": p}}
                   for p in _split(content, reply.chunk_size)]
@@ -225,9 +229,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay:
             time.sleep(reply.delay)
         if reply.status != 200:
+            kind = "server_error" if reply.status >= 500 else "invalid_request"
             self._json(reply.status, {"error": {"message": reply.error or f"fake error {reply.status}",
-                                                "type": "server_error" if reply.status >= 500 else "invalid_request",
-                                                "code": reply.status}})
+                                                "type": kind, "code": reply.status}})
             return
         model = str(body.get("model", "fake-chat"))
         content = reply.content
@@ -252,15 +256,18 @@ class _Handler(BaseHTTPRequestHandler):
                 message["reasoning_content"] = reasoning
             if calls:
                 message["tool_calls"] = [{"id": c["id"], "type": "function",
-                                          "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]
-            self._json(200, {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
+                                          "function": {"name": c["name"],
+                                                       "arguments": c["arguments"]}} for c in calls]
+            self._json(200, {"id": cid, "object": "chat.completion", "created": int(time.time()),
+                             "model": model,
                              "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                              "usage": usage})
             return
         self._stream(body, reply, cid, model, content, reasoning, calls, finish, usage, fake)
 
     def _stream(self, body: dict[str, Any], reply: Reply, cid: str, model: str, content: str, reasoning: str,
-                calls: list[dict[str, Any]], finish: str, usage: dict[str, int], fake: FakeModelServer) -> None:
+                calls: list[dict[str, Any]], finish: str, usage: dict[str, int],
+                fake: FakeModelServer) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")

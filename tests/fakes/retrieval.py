@@ -6,8 +6,9 @@ from typing import Any
 
 
 class RecordingRetrieval:
-    """A retrieval engine that keeps the visible index state (``rows`` by source id) and the call log, so ingestion
-    tests can assert what got indexed; with ``inner``, every write is forwarded to that engine too."""
+    """A retrieval engine that keeps the visible index state (``rows`` by source id) and the call log, so
+    ingestion tests can assert what got indexed; with ``inner``, every write is forwarded to that engine
+    too."""
 
     def __init__(self, inner: Any = None) -> None:
         self.inner = inner

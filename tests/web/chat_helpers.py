@@ -16,7 +16,8 @@ LIGHTHOUSE = ("The Phare du Créac'h on Ushant is among the most powerful lighth
               "Keepers lived at the light until it was automated in 1994.")
 
 
-def seed_kb(server: KnoraServer, title: str = "Créac'h lighthouse", content: str = LIGHTHOUSE) -> dict[str, Any]:
+def seed_kb(server: KnoraServer, title: str = "Créac'h lighthouse",
+            content: str = LIGHTHOUSE) -> dict[str, Any]:
     kb = server.api("POST", "/knowledge-bases", json={"name": "Lighthouses"})
     doc = server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
                      json={"title": title, "content": content, "status": "publish"})
@@ -37,7 +38,8 @@ def _text(body: dict[str, Any]) -> str:
 
 
 def _last_user(body: dict[str, Any]) -> str:
-    """The user's own words (the rewrite prompt wraps them as "… Latest message: <q> <no_image_attached />")."""
+    """The user's own words (the rewrite prompt wraps them as "… Latest message: <q> <no_image_attached
+    />")."""
     for m in reversed(body.get("messages", [])):
         if m.get("role") == "user" and isinstance(m.get("content"), str):
             text = str(m["content"])
@@ -47,7 +49,8 @@ def _last_user(body: dict[str, Any]) -> str:
 
 
 class Director:
-    """Installed as ``fake.handler``: auxiliary requests get canned replies, answer requests pop ``answers``."""
+    """Installed as ``fake.handler``: auxiliary requests get canned replies, answer requests pop
+    ``answers``."""
 
     def __init__(self, fake: FakeModelServer) -> None:
         self.answers: deque[Reply] = deque()

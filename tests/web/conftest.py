@@ -1,9 +1,8 @@
-"""Browser-test fixtures: a real Knora server (a uvicorn subprocess with its own data dir), the fake model server,
-and Debian's chromium driven by Playwright. Each test may save a screenshot to docs/screenshots/."""
+"""Browser-test fixtures: a real Knora server (a uvicorn subprocess with its own data dir), the fake model
+server, and Debian's chromium driven by Playwright. Each test may save a screenshot to docs/screenshots/."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import socket
@@ -23,7 +22,8 @@ from tests.fakes.model_server import FakeModelServer
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "docs" / "screenshots"
 API_KEY = "sk-web-test"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
 
 
@@ -50,13 +50,6 @@ def wait_http(url: str, proc: subprocess.Popen[bytes] | None = None, tries: int 
             pass
         time.sleep(0.1)
     raise RuntimeError(f"{url} did not come up")
-
-
-def require_routes(*modules: str) -> None:
-    """Skip while another area's router module has not landed yet (the UI is built against the spec)."""
-    missing = [m for m in modules if importlib.util.find_spec(f"knora.api.routes.{m}") is None]
-    if missing:
-        pytest.skip(f"API routes not implemented yet: {', '.join(missing)}")
 
 
 class KnoraServer:
@@ -111,7 +104,8 @@ def stop_server(server: KnoraServer) -> None:
 
 
 @pytest.fixture(scope="module")
-def shared_server(tmp_path_factory: pytest.TempPathFactory, fake_model: FakeModelServer) -> Iterator[KnoraServer]:
+def shared_server(tmp_path_factory: pytest.TempPathFactory,
+                  fake_model: FakeModelServer) -> Iterator[KnoraServer]:
     """One server per test module (starting one costs seconds); ``server`` empties it before each test."""
     srv = launch_server(tmp_path_factory.mktemp("knora") / "data", fake_model)
     yield srv
@@ -120,10 +114,10 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory, fake_model: FakeMode
 
 def _reset(server: KnoraServer, fake: FakeModelServer) -> None:
     fake.handler = None
-    for path, listing in (("/sessions", "/sessions?page=1&page_size=1000"), ("/knowledge-bases", "/knowledge-bases")):
+    for path, listing in (("/sessions", "/sessions?page=1&page_size=1000"), ("/knowledge-bases",
+                                                                             "/knowledge-bases")):
         r = server.http.get(listing)
-        if r.status_code == 404:
-            continue
+        assert r.status_code == 200, f"GET {listing} -> {r.status_code} {r.text[:300]}"
         for row in r.json().get("data") or []:
             server.http.delete(f"{path}/{row['id']}")
 
@@ -145,7 +139,8 @@ def static_server() -> Iterator[str]:
     app = FastAPI()
     mount(app)
     port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                        lifespan="off"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     wait_http(f"http://127.0.0.1:{port}/index.html")
@@ -158,7 +153,7 @@ def static_server() -> Iterator[str]:
 def browser() -> Iterator[Any]:
     exe = shutil.which("chromium")
     if not exe:
-        pytest.skip("Debian's chromium is not installed (make browser)")
+        pytest.fail("Debian's chromium is not installed (make browser)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

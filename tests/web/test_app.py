@@ -1,4 +1,5 @@
-"""The shell: serving the UI (SPA fallback without shadowing the API), sign-in, settings (models, key, language)."""
+"""The shell: serving the UI (SPA fallback without shadowing the API), sign-in, settings (models, key,
+language)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import httpx
 from playwright.sync_api import expect
 
 from knora.web.mount import STATIC_DIR, resolve_static
-from tests.web.conftest import API_KEY, KnoraServer, require_routes, shot
+from tests.web.conftest import API_KEY, KnoraServer, shot
 
 
 class TestMount:
@@ -18,10 +19,12 @@ class TestMount:
         with httpx.Client(base_url=server.base_url) as http:
             for path in ("/", "/chat", "/chat/3f1c", "/kb/abc/doc/def", "/settings"):
                 r = http.get(path)
-                assert r.status_code == 200 and "text/html" in r.headers["content-type"], path
+                assert r.status_code == 200, path
+                assert "text/html" in r.headers["content-type"], path
                 assert '<script type="module" src="/js/app.js">' in r.text
             js = http.get("/js/app.js")
-            assert js.status_code == 200 and "javascript" in js.headers["content-type"]
+            assert js.status_code == 200
+            assert "javascript" in js.headers["content-type"]
             assert http.get("/js/missing.js").status_code == 404
             for method, path in (("GET", "/api/v1/no-such-thing"), ("POST", "/api/v1/no-such-thing"),
                                  ("GET", "/api"), ("GET", "/healthz")):
@@ -40,10 +43,12 @@ class TestMount:
         assert resolve_static("js/app.js") == STATIC_DIR / "js" / "app.js"
 
 
-def test_sign_in_with_api_key_when_auto_setup_is_refused(server: KnoraServer, new_page: Callable[..., Any]) -> None:
+def test_sign_in_with_api_key_when_auto_setup_is_refused(server: KnoraServer,
+                                                         new_page: Callable[..., Any]) -> None:
     page = new_page()
     page.route("**/api/v1/auth/auto-setup", lambda route: route.fulfill(
-        status=403, content_type="application/json", body='{"success":false,"error":{"code":1002,"message":"no"}}'))
+        status=403, content_type="application/json",
+                                                                        body='{"success":false,"error":{"code":1002,"message":"no"}}'))
     page.goto(f"{server.base_url}/settings")
     key = page.locator("#api-key")
     expect(key).to_be_focused()
@@ -68,7 +73,6 @@ def test_auto_setup_signs_in_silently(server: KnoraServer, new_page: Callable[..
 
 
 def test_models_and_language(server: KnoraServer, new_page: Callable[..., Any]) -> None:
-    require_routes("models")
     page = new_page()
     page.goto(f"{server.base_url}/settings")
     form = page.locator("form.model-form")
@@ -81,7 +85,8 @@ def test_models_and_language(server: KnoraServer, new_page: Callable[..., Any]) 
     expect(row).to_have_count(1)
     models = server.api("GET", "/models")
     created = next(m for m in models if m["name"] == "my-chat-model")
-    assert created["type"] == "KnowledgeQA" and created["parameters"]["base_url"] == "http://127.0.0.1:9/v1"
+    assert created["type"] == "KnowledgeQA"
+    assert created["parameters"]["base_url"] == "http://127.0.0.1:9/v1"
     assert "sk-secret" not in str(created), "the API never echoes a model's key"
 
     row.get_by_role("button", name="Edit").click()
@@ -104,4 +109,5 @@ def test_models_and_language(server: KnoraServer, new_page: Callable[..., Any]) 
     expect(page.locator("h1")).to_have_text("设置")
     expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
     page.goto(f"{server.base_url}/chat")
-    expect(page.locator("#chat-input")).to_have_attribute("placeholder", "输入问题…（Enter 发送，Shift+Enter 换行，@ 指定范围）")
+    expect(page.locator("#chat-input")).to_have_attribute(
+        "placeholder", "输入问题…（Enter 发送，Shift+Enter 换行，@ 指定范围）")

@@ -4,7 +4,6 @@ smart-reasoning turn with a tool call, and the session list."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -13,9 +12,10 @@ from playwright.sync_api import expect
 
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.web.chat_helpers import Director, seed_kb
-from tests.web.conftest import KnoraServer, require_routes, shot
+from tests.web.conftest import KnoraServer, shot
 
-ANSWER = ("The **Phare du Créac'h** stands on Ushant <ref id=\"c1\"/>. It was automated in 1994 <ref id=\"c1\"/>.\n\n"
+ANSWER = ("The **Phare du Créac'h** stands on Ushant <ref id=\"c1\"/>. "
+          "It was automated in 1994 <ref id=\"c1\"/>.\n\n"
           "| fact | value |\n|---|---|\n| island | Ushant |")
 
 # Records every distinct text of the streaming answer, so a test can see that it grew in steps.
@@ -30,9 +30,6 @@ new MutationObserver(() => {
 
 @pytest.fixture
 def director(fake_model: FakeModelServer) -> Director:
-    require_routes("sessions", "messages", "chat", "knowledge_bases", "knowledge")
-    if importlib.util.find_spec("knora.services.pipeline.wiring") is None:
-        pytest.skip("the quick-answer pipeline (chat models) is not wired yet")
     return Director(fake_model)
 
 
@@ -142,11 +139,11 @@ def test_reload_mid_stream_resumes_without_duplication(server: KnoraServer, dire
 
 def test_smart_reasoning_turn_with_tool_call(server: KnoraServer, director: Director,
                                              new_page: Callable[..., Any]) -> None:
-    require_routes("agents")
     seed_kb(server)
     director.add(
         Reply(content="Let me search the documents.",
-              tool_calls=[{"name": "knowledge_search", "arguments": {"queries": ["Créac'h lighthouse automated"]}}]),
+              tool_calls=[{"name": "knowledge_search",
+                           "arguments": {"queries": ["Créac'h lighthouse automated"]}}]),
         Reply(content="It was automated in 1994 <ref id=\"c1\"/>.", chunk_size=4))
     page = new_page()
     page.goto(f"{server.base_url}/chat")
@@ -168,12 +165,12 @@ def test_smart_reasoning_turn_with_tool_call(server: KnoraServer, director: Dire
     expect(body).to_contain_text("automated in 1994")
     assert "Let me search" not in body.inner_text(), "the preamble is moved out of the answer"
     expect(body.locator("button.cite")).to_have_count(1)
-    assert director.answer_requests and director.answer_requests[0].get("tools"), "the agent offered tools"
+    assert director.answer_requests, "the agent offered tools"
+    assert director.answer_requests[0].get("tools"), "the agent offered tools"
     shot(page, "chat-smart-reasoning")
 
 
 def test_sessions_rename_pin_delete(server: KnoraServer, new_page: Callable[..., Any]) -> None:
-    require_routes("sessions")
     a = server.api("POST", "/sessions", json={"title": "Alpha"})
     server.api("POST", "/sessions", json={"title": "Beta"})
     page = new_page()
@@ -194,11 +191,13 @@ def test_sessions_rename_pin_delete(server: KnoraServer, new_page: Callable[...,
     expect(page).to_have_url(f"{server.base_url}/chat")
 
 
-def test_history_loads_page_by_page(server: KnoraServer, director: Director, new_page: Callable[..., Any]) -> None:
+def test_history_loads_page_by_page(server: KnoraServer, director: Director, new_page: Callable[...,
+                                                                                                Any]) -> None:
     session = server.api("POST", "/sessions", json={"title": "Long chat"})
     for i in range(11):
         director.add(Reply(content=f"answer number {i}"))
-        with server.http.stream("POST", f"/knowledge-chat/{session['id']}", json={"query": f"question {i}"}) as r:
+        with server.http.stream("POST", f"/knowledge-chat/{session['id']}",
+                                json={"query": f"question {i}"}) as r:
             assert r.status_code == 200
             for _ in r.iter_lines():
                 pass
@@ -218,7 +217,6 @@ def test_history_loads_page_by_page(server: KnoraServer, director: Director, new
 
 
 def test_session_list_pages(server: KnoraServer, new_page: Callable[..., Any]) -> None:
-    require_routes("sessions")
     for i in range(31):
         server.api("POST", "/sessions", json={"title": f"Chat {i:02d}"})
     page = new_page()

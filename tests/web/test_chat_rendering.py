@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.conftest import KnoraServer, require_routes, shot
+from tests.web.conftest import KnoraServer, shot
 
-CHUNK = {"id": "11111111-1111-4111-8111-111111111111", "content": "Ushant has the Créac'h light, automated in 1994.",
-         "knowledge_id": "22222222-2222-4222-8222-222222222222", "knowledge_base_id": "33333333-3333-4333-8333-333333333333",
+CHUNK = {"id": "11111111-1111-4111-8111-111111111111",
+         "content": "Ushant has the Créac'h light, automated in 1994.",
+         "knowledge_id": "22222222-2222-4222-8222-222222222222",
+         "knowledge_base_id": "33333333-3333-4333-8333-333333333333",
          "knowledge_title": "Ushant notes", "score": 0.81, "match_type": 0, "chunk_index": 0,
          "scores": {"vector": 0.62, "keyword": 0.4, "fused": 0.033, "rerank": 0.81}}
 
@@ -28,23 +30,33 @@ def frames(sid: str, mid: str) -> list[dict[str, Any]]:
          "assistant_message_id": mid, "data": {"session_id": sid, "assistant_message_id": mid}},
         {"id": rid, "response_type": "thinking", "content": "The user asks about a date.", "done": False,
          "data": {"event_id": "e1-thinking"}},
-        {"id": rid, "response_type": "thinking", "content": "", "done": True, "data": {"event_id": "e1-thinking", "duration_ms": 4}},
+        {"id": rid, "response_type": "thinking", "content": "", "done": True,
+         "data": {"event_id": "e1-thinking", "duration_ms": 4}},
         {"id": rid, "response_type": "answer", "content": "I will check the notes first.", "done": False,
          "data": {"event_id": "e2-answer"}},
         {"id": rid, "response_type": "tool_call", "content": "Calling tool: knowledge_search", "done": False,
-         "data": {"tool_call_id": "call-1", "tool_name": "knowledge_search", "arguments": {"queries": ["Créac'h automated"]}}},
+         "data": {"tool_call_id": "call-1", "tool_name": "knowledge_search",
+                  "arguments": {"queries": ["Créac'h automated"]}}},
         {"id": rid, "response_type": "tool_result", "content": "", "done": False,
-         "data": {"tool_call_id": "call-1", "tool_name": "knowledge_search", "success": True, "output": "Found 1 chunk", "duration_ms": 9}},
-        {"id": rid, "response_type": "references", "content": "", "done": False, "knowledge_references": [CHUNK],
+         "data": {"tool_call_id": "call-1", "tool_name": "knowledge_search", "success": True,
+                  "output": "Found 1 chunk", "duration_ms": 9}},
+        {"id": rid, "response_type": "references", "content": "", "done": False,
+         "knowledge_references": [CHUNK],
          "data": {"references": [CHUNK]}},
         {"id": rid, "response_type": "tool_approval_required", "content": "Approval required", "done": True,
-         "data": {"pending_id": "pend-1", "tool_name": "mcp_mail_send", "arguments": {"to": "ops@example.org"}}},
-        {"id": rid, "response_type": "debug", "content": "", "done": False, "data": {"stage": "retrieval", "ms": 12.5, "kept": 1}},
-        {"id": rid, "response_type": "debug", "content": "", "done": False, "data": {"stage": "rerank", "ms": 3.25, "kept": 1}},
-        {"id": rid, "response_type": "answer", "content": f"It was automated in **1994** {kb_tag}.", "done": False,
+         "data": {"pending_id": "pend-1", "tool_name": "mcp_mail_send",
+                  "arguments": {"to": "ops@example.org"}}},
+        {"id": rid, "response_type": "debug", "content": "", "done": False, "data": {"stage": "retrieval",
+                                                                                     "ms": 12.5, "kept": 1}},
+        {"id": rid, "response_type": "debug", "content": "", "done": False, "data": {"stage": "rerank",
+                                                                                     "ms": 3.25, "kept": 1}},
+        {"id": rid, "response_type": "answer", "content": f"It was automated in **1994** {kb_tag}.",
+         "done": False,
          "data": {"event_id": "e3-answer"}},
-        {"id": rid, "response_type": "answer", "content": "", "done": True, "data": {"event_id": "e3-answer"}},
-        {"id": rid, "response_type": "complete", "content": "", "done": True, "data": {"total_steps": 2, "total_duration_ms": 30}},
+        {"id": rid, "response_type": "answer", "content": "", "done": True,
+         "data": {"event_id": "e3-answer"}},
+        {"id": rid, "response_type": "complete", "content": "", "done": True,
+         "data": {"total_steps": 2, "total_duration_ms": 30}},
     ]
 
 
@@ -54,8 +66,6 @@ def sse(payloads: list[dict[str, Any]]) -> str:
 
 @pytest.fixture
 def canned(server: KnoraServer) -> Callable[[Any], dict[str, Any]]:
-    require_routes("sessions", "messages", "knowledge_bases")
-
     def install(page: Any) -> dict[str, Any]:
         seen: dict[str, Any] = {"chat": [], "approvals": []}
 
@@ -67,7 +77,8 @@ def canned(server: KnoraServer) -> Callable[[Any], dict[str, Any]]:
                           body=sse(frames(sid, "44444444-4444-4444-8444-444444444444")))
 
         def approval(route: Any) -> None:
-            seen["approvals"].append({"url": route.request.url, "body": json.loads(route.request.post_data or "{}")})
+            seen["approvals"].append({"url": route.request.url,
+                                      "body": json.loads(route.request.post_data or "{}")})
             route.fulfill(status=200, content_type="application/json", body='{"success":true}')
 
         page.route("**/api/v1/agent-chat/*", chat)
@@ -99,8 +110,10 @@ def test_step_tree_approval_and_debug_drawer(server: KnoraServer, canned: Callab
 
     sent = seen["chat"][0]
     assert "/agent-chat/" in sent["url"]
-    assert sent["body"]["agent_id"] == "builtin-smart-reasoning" and sent["body"]["agent_enabled"] is True
-    assert sent["body"]["web_search_enabled"] is True and sent["body"]["query"] == "When was the light automated?"
+    assert sent["body"]["agent_id"] == "builtin-smart-reasoning"
+    assert sent["body"]["agent_enabled"] is True
+    assert sent["body"]["web_search_enabled"] is True
+    assert sent["body"]["query"] == "When was the light automated?"
 
     steps = answer.locator("details.steps")
     steps.locator("> summary").click()
@@ -168,7 +181,8 @@ def test_narrow_window(server: KnoraServer, canned: Callable[[Any], dict[str, An
     pop = page.locator("#cite-popover")
     expect(pop).to_be_visible()
     box = pop.bounding_box()
-    assert box["x"] >= 0 and box["x"] + box["width"] <= 390, "the popover fits the screen"
+    assert box["x"] >= 0, "the popover fits the screen"
+    assert box["x"] + box["width"] <= 390, "the popover fits the screen"
     assert page.evaluate("document.documentElement.scrollWidth") <= 390, "no horizontal scrolling"
     shot(page, "mobile-chat")
     page.locator(".thread").click(position={"x": 5, "y": 5})
@@ -181,7 +195,6 @@ def test_narrow_window(server: KnoraServer, canned: Callable[[Any], dict[str, An
 
 def test_mentions_scope_the_question(server: KnoraServer, canned: Callable[[Any], dict[str, Any]],
                                      new_page: Callable[..., Any]) -> None:
-    require_routes("knowledge")
     kb = server.api("POST", "/knowledge-bases", json={"name": "Harbour"})
     other = server.api("POST", "/knowledge-bases", json={"name": "Unrelated"})
     doc = server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
@@ -210,8 +223,10 @@ def test_mentions_scope_the_question(server: KnoraServer, canned: Callable[[Any]
     expect(page.locator(".msg.assistant").last).to_have_attribute("data-status", "complete")
     body = seen["chat"][0]["body"]
     assert body["knowledge_ids"] == [doc["id"]]
-    assert body["knowledge_base_ids"] == [kb["id"]] and other["id"] not in body["knowledge_base_ids"]
-    assert [(m["type"], m["name"]) for m in body["mentioned_items"]] == [("file", "Tide tables"), ("kb", "Harbour")]
+    assert body["knowledge_base_ids"] == [kb["id"]]
+    assert other["id"] not in body["knowledge_base_ids"]
+    assert [(m["type"], m["name"]) for m in body["mentioned_items"]] == [("file", "Tide tables"), ("kb",
+                                                                                                   "Harbour")]
     expect(page.locator(".msg.user .chip")).to_have_count(2)
 
     page.get_by_role("button", name="Remove Tide tables from the scope").click()

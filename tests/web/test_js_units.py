@@ -1,5 +1,5 @@
-"""Unit tests of the UI's pure modules (Markdown renderer, citation parser, SSE parser, turn reducer, i18n), run
-inside real Chromium via page.evaluate on ES modules served by knora.web.mount."""
+"""Unit tests of the UI's pure modules (Markdown renderer, citation parser, SSE parser, turn reducer, i18n),
+run inside real Chromium via page.evaluate on ES modules served by knora.web.mount."""
 
 from __future__ import annotations
 
@@ -29,26 +29,33 @@ def js(static_server: str, new_page: Callable[..., Any]) -> Callable[..., Any]:
 
 class TestMarkdown:
     def test_escapes_html_before_markup(self, js: Callable[[str], Any]) -> None:
-        html = js("return md.renderMarkdown('<script>alert(1)</script> **b** <img src=x onerror=alert(1)>').html")
-        assert "<script>" not in html and "<img" not in html
-        assert "&lt;script&gt;" in html and "<strong>b</strong>" in html
+        html = js("return md.renderMarkdown("
+                  "'<script>alert(1)</script> **b** <img src=x onerror=alert(1)>').html")
+        assert "<script>" not in html
+        assert "<img" not in html
+        assert "&lt;script&gt;" in html
+        assert "<strong>b</strong>" in html
 
     def test_blocks(self, js: Callable[[str], Any]) -> None:
         src = ("# Title\n\nSome *it* and `a<b`.\n\n- one\n- two\n  - nested\n\n1. first\n2. second\n\n"
                "| a | b |\n|---|--:|\n| 1 | 2 |\n\n```py\nx = '<kb/>' < 2\n```\n\n> quote")
         html = js("return md.renderMarkdown(arg).html", src)
         assert "<h1>Title</h1>" in html
-        assert "<em>it</em>" in html and "<code>a&lt;b</code>" in html
+        assert "<em>it</em>" in html
+        assert "<code>a&lt;b</code>" in html
         assert "<ul><li>one</li><li>two<ul><li>nested</li></ul></li></ul>" in html
         assert "<ol><li>first</li><li>second</li></ol>" in html
-        assert "<table>" in html and '<td style="text-align:right">2</td>' in html
+        assert "<table>" in html
+        assert '<td style="text-align:right">2</td>' in html
         assert '<pre><code class="language-py">x = &#39;&lt;kb/&gt;&#39; &lt; 2</code></pre>' in html
         assert "<blockquote><p>quote</p></blockquote>" in html
 
     def test_links_only_safe_schemes(self, js: Callable[[str], Any]) -> None:
-        html = js("return md.renderMarkdown('[ok](https://e.com/a) [bad](javascript:alert(1)) [rel](/kb/1)').html")
+        html = js("return md.renderMarkdown("
+                  "'[ok](https://e.com/a) [bad](javascript:alert(1)) [rel](/kb/1)').html")
         assert '<a href="https://e.com/a" target="_blank" rel="noopener noreferrer">ok</a>' in html
-        assert "javascript:" not in html and ">bad<" not in html.replace("bad</a>", "")
+        assert "javascript:" not in html
+        assert ">bad<" not in html.replace("bad</a>", "")
         assert '<a href="/kb/1">rel</a>' in html
 
     def test_unterminated_fence_while_streaming(self, js: Callable[[str], Any]) -> None:
@@ -58,11 +65,14 @@ class TestMarkdown:
 
 class TestCitations:
     def test_numbered_by_first_appearance_and_deduplicated(self, js: Callable[[str], Any]) -> None:
-        out = js("""const r = md.renderMarkdown('A <kb doc="Doc &amp; Co" chunk_id="c-1" kb_id="k1" /> B <web url="https://x.org" title="X" /> C <kb doc="Doc" chunk_id="c-1" kb_id="k1"/>.');
-                    return {html: r.html, order: r.order.map(c => [c.n, c.kind, c.doc || c.url]), n: r.citations.map(c => c.n)};""")
+        out = js("""const r = md.renderMarkdown('A <kb doc="Doc &amp; Co" chunk_id="c-1" kb_id="k1" /> ' +
+                      'B <web url="https://x.org" title="X" /> C <kb doc="Doc" chunk_id="c-1" kb_id="k1"/>.');
+                    return {html: r.html, order: r.order.map(c => [c.n, c.kind, c.doc || c.url]),
+                            n: r.citations.map(c => c.n)};""")
         assert out["n"] == [1, 2, 1]
         assert out["order"] == [[1, "kb", "Doc & Co"], [2, "web", "https://x.org"]]
-        assert out["html"].count('class="cite-n"') == 3 and "&lt;kb" not in out["html"]
+        assert out["html"].count('class="cite-n"') == 3
+        assert "&lt;kb" not in out["html"]
 
     def test_partial_tag_hidden_while_streaming(self, js: Callable[[str], Any]) -> None:
         out = js("""return [md.renderMarkdown('Paris is big <kb doc="Fr', {streaming: true}).html,
@@ -89,7 +99,8 @@ class TestSSE:
         out = js("""const got = [];
             const p = sse.createSSEParser((f) => got.push(f));
             const wire = 'event:message\\ndata:{"response_type":"answer","content":"He"}\\n\\n' +
-                         'event: message\\r\\ndata: {"response_type":"answer","content":"llo"}\\r\\n\\r\\n: ping\\n\\n' +
+                         'event: message\\r\\ndata: {"response_type":"answer","content":"llo"}\\r\\n\\r\\n' +
+                         ': ping\\n\\n' +
                          'event:message\\ndata:{"response_type":"complete"}\\n\\n';
             for (let i = 0; i < wire.length; i += 3) p.push(wire.slice(i, i + 3));
             p.end();
@@ -103,9 +114,13 @@ class TestTurnReducer:
       {id:'r', response_type:'thinking', content:'plan ', data:{event_id:'t1'}},
       {id:'r', response_type:'thinking', content:'it', done:true, data:{event_id:'t1', duration_ms:5}},
       {id:'r', response_type:'answer', content:'Let me search.', data:{event_id:'a1'}},
-      {id:'r', response_type:'tool_call', content:'Calling tool: knowledge_search', data:{tool_call_id:'tc1', tool_name:'knowledge_search', arguments:{query:'q'}}},
-      {id:'r', response_type:'tool_result', content:'', data:{tool_call_id:'tc1', tool_name:'knowledge_search', success:true, output:'3 hits', duration_ms:12}},
-      {id:'r', response_type:'references', content:'', knowledge_references:[{id:'c1', content:'x'}], data:{references:[{id:'c1'}]}},
+      {id:'r', response_type:'tool_call', content:'Calling tool: knowledge_search',
+       data:{tool_call_id:'tc1', tool_name:'knowledge_search', arguments:{query:'q'}}},
+      {id:'r', response_type:'tool_result', content:'',
+       data:{tool_call_id:'tc1', tool_name:'knowledge_search', success:true, output:'3 hits',
+             duration_ms:12}},
+      {id:'r', response_type:'references', content:'', knowledge_references:[{id:'c1', content:'x'}],
+       data:{references:[{id:'c1'}]}},
       {id:'r', response_type:'debug', content:'', data:{stage:'retrieval', ms:7.5, kept:3}},
       {id:'r', response_type:'answer', content:'Final <kb doc="D" chunk_id="c1"/>', data:{event_id:'a2'}},
       {id:'r', response_type:'answer', content:'', done:true, data:{event_id:'a2'}},
@@ -119,34 +134,45 @@ class TestTurnReducer:
             // a resumed stream replays from offset 0 into a fresh turn: same result, nothing twice
             const b = turn.newTurn({{messageId: 'm1'}}); frames.forEach(f => turn.applyFrame(b, f));
             const la = turn.layout(a), lb = turn.layout(b);
-            return {{answer: la.answer, same: JSON.stringify(la) === JSON.stringify(lb), steps: la.steps.map(s => s.kind),
-                     tool: la.steps.find(s => s.kind === 'tool'), status: a.status, id: a.messageId, refs: a.references.length,
+            return {{answer: la.answer, same: JSON.stringify(la) === JSON.stringify(lb),
+                     steps: la.steps.map(s => s.kind), tool: la.steps.find(s => s.kind === 'tool'),
+                     status: a.status, id: a.messageId, refs: a.references.length,
                      timings: a.debug.timings, title: a.title}};""")
         assert out["answer"] == 'Final <kb doc="D" chunk_id="c1"/>'
         assert out["same"] is True
         assert out["steps"] == ["thinking", "preamble", "tool"]
-        assert out["tool"]["args"] == {"query": "q"} and out["tool"]["result"]["output"] == "3 hits"
-        assert out["status"] == "complete" and out["id"] == "m1" and out["refs"] == 1
+        assert out["tool"]["args"] == {"query": "q"}
+        assert out["tool"]["result"]["output"] == "3 hits"
+        assert out["status"] == "complete"
+        assert out["id"] == "m1"
+        assert out["refs"] == 1
         assert out["timings"] == [{"stage": "retrieval", "ms": 7.5, "kept": 3}]
         assert out["title"] == "A title"
 
     def test_stop_and_errors(self, js: Callable[[str], Any]) -> None:
         out = js("""const a = turn.newTurn();
             turn.applyFrame(a, {response_type:'answer', content:'par', data:{event_id:'x'}});
-            turn.applyFrame(a, {response_type:'error', content:'tool broke', done:false, data:{tool_call_id:'t', tool_name:'web_fetch'}});
-            const toolFailed = a.segments.find(s => s.kind === 'tool').result.success === false && a.status === 'streaming';
+            turn.applyFrame(a, {response_type:'error', content:'tool broke', done:false,
+                                data:{tool_call_id:'t', tool_name:'web_fetch'}});
+            const toolFailed = a.segments.find(s => s.kind === 'tool').result.success === false &&
+                               a.status === 'streaming';
             turn.applyFrame(a, {response_type:'stop', content:'Generation stopped by user', done:true});
             const b = turn.newTurn();
-            turn.applyFrame(b, {response_type:'error', content:'model down', done:true, data:{stage:'chat_completion_stream'}});
+            turn.applyFrame(b, {response_type:'error', content:'model down', done:true,
+                                data:{stage:'chat_completion_stream'}});
             return [toolFailed, a.status, b.status, b.error];""")
         assert out == [True, "stopped", "error", "model down"]
 
     def test_from_message_history(self, js: Callable[[str], Any]) -> None:
         out = js("""const t = turn.fromMessage({id:'m', role:'assistant', content:'Hi', is_completed:true,
-              knowledge_references:[{id:'c'}], agent_steps:[{iteration:0, thought:'hmm', tool_calls:[{id:'t1', name:'grep_chunks', args:{pattern:'x'}, result:{success:true, output:'ok'}}]}],
+              knowledge_references:[{id:'c'}],
+              agent_steps:[{iteration:0, thought:'hmm',
+                            tool_calls:[{id:'t1', name:'grep_chunks', args:{pattern:'x'},
+                                         result:{success:true, output:'ok'}}]}],
               debug:{timings:{retrieval:{ms:3}, rerank:2}}});
             const l = turn.layout(t);
-            return [l.answer, l.steps.map(s => s.kind + ':' + (s.name || '')), t.debug.timings.map(x => x.stage + '=' + x.ms)];""")
+            return [l.answer, l.steps.map(s => s.kind + ':' + (s.name || '')),
+                    t.debug.timings.map(x => x.stage + '=' + x.ms)];""")
         assert out == ["Hi", ["thinking:", "tool:grep_chunks"], ["retrieval=3", "rerank=2"]]
 
 

@@ -1,5 +1,5 @@
-"""Store tests run on containers wired with the store-api area only (no retrieval engine: that has its own suite,
-and its PostgreSQL engine needs pgvector, which is not what these tests are about)."""
+"""Store tests run on containers wired with the store-api area only (no retrieval engine: that has its own
+suite, and its PostgreSQL engine needs pgvector, which is not what these tests are about)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Coalesced reads and group commits of the session and message repositories, on SQLite and PostgreSQL.
 
-What the streaming area relies on: many concurrent turns share a few queries and transactions, yet every caller
-gets exactly its own rows, sees what it wrote before, and a write that fails (here: a message of a session that
-does not exist) fails alone while the others in its transaction still commit.
+What the streaming area relies on: many concurrent turns share a few queries and transactions, yet every
+caller gets exactly its own rows, sees what it wrote before, and a write that fails (here: a message of a
+session that does not exist) fails alone while the others in its transaction still commit.
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ async def test_concurrent_session_lookups_share_one_query(c: Any) -> None:
     finally:
         log.close()
     assert [s.title for s in found[:40] if s is not None] == [f"s{i}" for i in range(40)]
-    assert found[40] is None and found[41] is None
+    assert found[40] is None
+    assert found[41] is None
     assert log.count("select") == 1
 
 
@@ -96,15 +97,19 @@ async def test_turn_writes_of_many_turns_share_few_transactions(c: Any) -> None:
     assert writer.transactions - before <= 2
     await asyncio.gather(*(svc.messages.complete(a.id, {"content": f"answer {i}", "is_completed": True,
                                                         "knowledge_references": [{"id": f"k{i}"}]},
-                                                 user_message_id=u.id, user_fields={"rendered_content": f"r{i}"})
+                                                 user_message_id=u.id,
+                                                 user_fields={"rendered_content": f"r{i}"})
                            for i, (u, a) in enumerate(pairs)))
     assert writer.transactions - before <= 4
     for i, (s, (u, a)) in enumerate(zip(sessions, pairs, strict=True)):
         saved = await svc.get_message(tenant, a.id)
-        assert saved is not None and saved.is_completed and saved.content == f"answer {i}"
+        assert saved is not None
+        assert saved.is_completed
+        assert saved.content == f"answer {i}"
         assert saved.knowledge_references == [{"id": f"k{i}"}]
         user = await svc.get_message(tenant, u.id)
-        assert user is not None and user.rendered_content == f"r{i}"
+        assert user is not None
+        assert user.rendered_content == f"r{i}"
         assert (await svc.get(tenant, s.id)).last_request_state == {"n": i}
 
 
@@ -131,7 +136,10 @@ async def test_two_updates_of_one_message_keep_their_order(c: Any) -> None:
                          svc.messages.complete(a.id, {"is_fallback": True}),
                          svc.messages.complete(a.id, {"content": "second", "is_completed": True}))
     saved = await svc.get_message(tenant, a.id)
-    assert saved is not None and saved.content == "second" and saved.is_completed and saved.is_fallback
+    assert saved is not None
+    assert saved.content == "second"
+    assert saved.is_completed
+    assert saved.is_fallback
 
 
 async def test_batched_history_equals_one_session_at_a_time(c: Any) -> None:
@@ -160,14 +168,16 @@ async def test_a_read_sees_every_write_awaited_before_it(c: Any) -> None:
     for i in range(5):
         await svc.messages.complete(a.id, {"content": f"v{i}"})
         got = await svc.get_message(tenant, a.id)
-        assert got is not None and got.content == f"v{i}"
+        assert got is not None
+        assert got.content == f"v{i}"
 
 
 async def test_title_is_set_once_through_the_writer(c: Any) -> None:
     svc = c.session_service
     tenant = c.default_tenant_id
     s = await svc.create(tenant)
-    results = await asyncio.gather(*(svc.sessions.set_title_if_empty(tenant, s.id, f"t{i}") for i in range(5)))
+    results = await asyncio.gather(*(svc.sessions.set_title_if_empty(tenant, s.id,
+                                                                     f"t{i}") for i in range(5)))
     assert results.count(True) == 1
     assert (await svc.get(tenant, s.id)).title == f"t{results.index(True)}"
 
@@ -182,7 +192,7 @@ async def test_a_cancelled_caller_does_not_cancel_the_shared_write(c: Any) -> No
     tasks[0].cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await svc.messages._writes.close()  # waits for the queued writes
-    for u, a in pairs:
+    for _u, a in pairs:
         assert await svc.get_message(tenant, a.id) is not None
 
 
@@ -216,13 +226,15 @@ async def test_group_commit_close_waits_for_queued_writes(c: Any) -> None:
     task = asyncio.create_task(writer.run(op))
     await asyncio.sleep(0)
     await writer.close()
-    assert await task == 7 and done == [1]
+    assert await task == 7
+    assert done == [1]
     assert (await svc.get(tenant, s.id)).id == s.id
 
 
 async def test_history_leaves_out_the_excluded_request_but_still_counts_it(c: Any) -> None:
-    """``history`` = ``recent`` minus the turn's own request and rows without one; the excluded rows still take
-    their place among the last ``limit``, and two turns of one session asking at once each skip only their own."""
+    """``history`` = ``recent`` minus the turn's own request and rows without one; the excluded rows still
+    take their place among the last ``limit``, and two turns of one session asking at once each skip only
+    their own."""
     svc = c.session_service
     tenant = c.default_tenant_id
     s = await svc.create(tenant)
@@ -237,12 +249,16 @@ async def test_history_leaves_out_the_excluded_request_but_still_counts_it(c: An
         got = await svc.messages.history(s.id, limit, "r3")
         assert [(m.request_id, m.role, m.content) for m in got] == [(m.request_id, m.role, m.content)
                                                                    for m in want]
-        assert all(g.created_at == w.created_at and g.created_at.tzinfo is not None for g, w in zip(got, want))
+        assert all(g.created_at == w.created_at and g.created_at.tzinfo is not None
+                   for g, w in zip(got, want, strict=False))
     # the last 6: r1 (assistant), r2, r3 and the row without a request (newest)
     assert [m.request_id for m in await svc.messages.history(s.id, 6, "r3")] == ["r1", "r2", "r2"]
-    mine, theirs = await asyncio.gather(svc.messages.history(s.id, 20, "r3"), svc.messages.history(s.id, 20, "r2"))
-    assert "r3" not in {m.request_id for m in mine} and "r2" in {m.request_id for m in mine}
-    assert "r2" not in {m.request_id for m in theirs} and "r3" in {m.request_id for m in theirs}
+    mine, theirs = await asyncio.gather(svc.messages.history(s.id, 20, "r3"), svc.messages.history(s.id, 20,
+                                                                                                   "r2"))
+    assert "r3" not in {m.request_id for m in mine}
+    assert "r2" in {m.request_id for m in mine}
+    assert "r2" not in {m.request_id for m in theirs}
+    assert "r3" in {m.request_id for m in theirs}
     turns = await svc.history(s.id, 5, exclude_request_id="r3")
     assert [(t.query, t.answer) for t in turns] == [("q0", "a0"), ("q1", "a1"), ("q2", "a2")]
 
@@ -261,7 +277,8 @@ async def test_a_cancelled_loader_caller_does_not_cancel_the_shared_read() -> No
     gone.cancel()
     await asyncio.sleep(0)
     release.set()
-    assert await kept == "1" and await other == "2"
+    assert await kept == "1"
+    assert await other == "2"
     assert gone.cancelled()
     assert await loader.load(1) == "1"  # the loader goes on serving
 
@@ -277,7 +294,7 @@ async def test_group_plan_merges_equal_statements_unless_a_row_in_between_forbid
 
     plan = _plan([item(("ins", "a"), ("ins", "b"), ("upd", "s")), item(("ins", "c"), ("upd", "t")),
                   item(("upd", "a")), item(("ins", "a"), ("ins", "d"))])
-    # "ins a" again comes after "upd a": it may not join the first insert group (it would run before the update),
-    # while "ins d", whose row nothing in between wrote, may — but only into the newest insert group.
+    # "ins a" again comes after "upd a": it may not join the first insert group (it would run before the
+    # update), while "ins d", whose row nothing in between wrote, may — but only into the newest insert group.
     assert [(g.key, [p["row"] for p in g.params]) for g in plan if isinstance(g, _Group)] == [
         ("ins", ["a", "b", "c"]), ("upd", ["s", "t", "a"]), ("ins", ["a", "d"])]

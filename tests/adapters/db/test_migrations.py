@@ -17,7 +17,8 @@ pytestmark = pytest.mark.integration
 def _diff(conn: Connection) -> list[object]:
     ctx = MigrationContext.configure(conn, opts={"compare_type": True})
     # Retrieval engines add their own index tables; only the metadata store's tables are compared.
-    return [d for d in compare_metadata(ctx, metadata) if not (isinstance(d, tuple) and d[0] == "remove_table")]
+    return [d for d in compare_metadata(ctx, metadata) if not (isinstance(d,
+                                                                          tuple) and d[0] == "remove_table")]
 
 
 class TestMigrations:

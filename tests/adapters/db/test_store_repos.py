@@ -15,7 +15,8 @@ pytestmark = pytest.mark.integration
 
 
 def _kb(c: Any, name: str = "kb") -> KnowledgeBase:
-    return KnowledgeBase(tenant_id=c.default_tenant_id, name=name, chunking_config=ChunkingConfig(chunk_size=300))
+    return KnowledgeBase(tenant_id=c.default_tenant_id, name=name,
+                         chunking_config=ChunkingConfig(chunk_size=300))
 
 
 def _doc(kb: KnowledgeBase, **kw: Any) -> Knowledge:
@@ -73,13 +74,16 @@ class TestKnowledgeRepo:
             await r.knowledge.create(_doc(kb, title=f"Doc {i}", file_type="pdf" if i % 2 else "md"))
         page1 = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=2)
         page3 = await r.knowledge.list(kb.tenant_id, kb.id, page=3, page_size=2)
-        assert page1.total == 5 and len(page1.items) == 2 and len(page3.items) == 1
+        assert page1.total == 5
+        assert len(page1.items) == 2
+        assert len(page3.items) == 1
         ids = {k.id for k in page1.items} | {k.id for k in page3.items}
         assert len(ids) == 3
         pdfs = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=10,
                                       filters=KnowledgeFilter(file_type="pdf"))
         assert pdfs.total == 2
-        kw = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=10, filters=KnowledgeFilter(keyword="doc 3"))
+        kw = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=10,
+                                    filters=KnowledgeFilter(keyword="doc 3"))
         assert [k.title for k in kw.items] == ["Doc 3"]
 
     async def test_find_duplicate_by_hash_and_url(self, container: Any) -> None:
@@ -87,8 +91,10 @@ class TestKnowledgeRepo:
         kb = await r.kbs.create(_kb(container))
         a = await r.knowledge.create(_doc(kb, file_hash="h1"))
         u = await r.knowledge.create(_doc(kb, type="url", source="https://example.org/x"))
-        assert (await r.knowledge.find_duplicate(kb.id, file_hash="h1")).id == a.id  # type: ignore[union-attr]
-        assert (await r.knowledge.find_duplicate(kb.id, source="https://example.org/x")).id == u.id  # type: ignore
+        assert (await r.knowledge.find_duplicate(kb.id,
+                                                 file_hash="h1")).id == a.id  # type: ignore[union-attr]
+        assert (await r.knowledge.find_duplicate(kb.id,
+                                                 source="https://example.org/x")).id == u.id  # type: ignore
         assert await r.knowledge.find_duplicate(kb.id, file_hash="h2") is None
         other = await r.kbs.create(_kb(container, "other"))
         assert await r.knowledge.find_duplicate(other.id, file_hash="h1") is None
@@ -99,8 +105,11 @@ class TestKnowledgeRepo:
         k = await r.knowledge.create(_doc(kb))
         assert await r.knowledge.set_status(k.id, ParseStatus.FAILED, "bad file")
         got = await r.knowledge.get(kb.tenant_id, k.id)
-        assert got is not None and got.parse_status == ParseStatus.FAILED and got.error_message == "bad file"
-        assert await r.knowledge.set_status("00000000-0000-0000-0000-000000000000", ParseStatus.FAILED) is False
+        assert got is not None
+        assert got.parse_status == ParseStatus.FAILED
+        assert got.error_message == "bad file"
+        assert await r.knowledge.set_status("00000000-0000-0000-0000-000000000000",
+                                            ParseStatus.FAILED) is False
 
 
 class TestChunkRepo:
@@ -111,11 +120,14 @@ class TestChunkRepo:
         first = _chunks(k, 3)
         assert await r.chunks.replace_for_knowledge(k.id, first) == []
         second = _chunks(k, 2)
-        old = await r.chunks.replace_for_knowledge(k.id, second, complete={"parse_status": "completed", "title": "T"})
+        old = await r.chunks.replace_for_knowledge(k.id, second, complete={"parse_status": "completed",
+                                                                           "title": "T"})
         assert sorted(old or []) == sorted(c.id for c in first)
         assert sorted(await r.chunks.ids_for_knowledge(k.id)) == sorted(c.id for c in second)
         got = await r.knowledge.get(None, k.id)
-        assert got is not None and got.parse_status == ParseStatus.COMPLETED and got.title == "T"
+        assert got is not None
+        assert got.parse_status == ParseStatus.COMPLETED
+        assert got.title == "T"
 
     async def test_replace_for_a_deleted_document_writes_nothing(self, container: Any) -> None:
         r = container.repos
@@ -136,12 +148,15 @@ class TestChunkRepo:
                         chunk_type="parent_text", chunk_index=0))
         await r.chunks.replace_for_knowledge(k.id, list(reversed(cs)))
         texts = await r.chunks.list(kb.tenant_id, k.id, page=1, page_size=10, chunk_types=["text"])
-        assert [c.chunk_index for c in texts.items] == [0, 1, 2] and texts.total == 3
+        assert [c.chunk_index for c in texts.items] == [0, 1, 2]
+        assert texts.total == 3
         assert await r.chunks.delete(kb.tenant_id, cs[1].id)
         first = await r.chunks.get(kb.tenant_id, cs[0].id)
         last = await r.chunks.get(kb.tenant_id, cs[2].id)
-        assert first is not None and last is not None
-        assert first.next_chunk_id == cs[2].id and last.pre_chunk_id == cs[0].id
+        assert first is not None
+        assert last is not None
+        assert first.next_chunk_id == cs[2].id
+        assert last.pre_chunk_id == cs[0].id
 
 
 class TestTagAndModelRepos:
@@ -158,14 +173,18 @@ class TestTagAndModelRepos:
         assert [(t.name, kc, cc) for t, kc, cc in page.items] == [("red", 1, 2)]
         assert await r.tags.delete(kb.tenant_id, tag.id)
         got = await r.knowledge.get(None, k.id)
-        assert got is not None and got.tag_id is None
+        assert got is not None
+        assert got.tag_id is None
 
     async def test_models_are_per_tenant_and_keep_the_key(self, container: Any) -> None:
         r = container.repos
-        m = await r.models.create(ModelConfig(tenant_id=container.default_tenant_id, name="gpt", type="KnowledgeQA",
+        m = await r.models.create(ModelConfig(tenant_id=container.default_tenant_id, name="gpt",
+                                              type="KnowledgeQA",
                                               api_key="secret", parameters={"base_url": "http://x"}))
         got = await r.models.get(container.default_tenant_id, m.id)
-        assert got is not None and got.api_key == "secret" and got.parameters == {"base_url": "http://x"}
+        assert got is not None
+        assert got.api_key == "secret"
+        assert got.parameters == {"base_url": "http://x"}
         other, _ = await container.tenants.create("other")
         assert await r.models.get(other.id, m.id) is None
         assert [x.id for x in await r.models.list(container.default_tenant_id, type="KnowledgeQA")] == [m.id]

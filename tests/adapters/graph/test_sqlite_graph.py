@@ -27,7 +27,8 @@ async def graph(db_url: str) -> AsyncIterator[SqlGraphStore]:
 async def test_add_merge_search_delete(graph: Any) -> None:
     g, t = graph, 1
     await g.add(t, "kb1", [GraphNode(name="Ada Lovelace", chunk_ids=["c1"]), GraphNode(name="Babbage")],
-                [GraphRelation(source="Ada Lovelace", target="Babbage", type="worked_with")], knowledge_id="k1")
+                [GraphRelation(source="Ada Lovelace", target="Babbage", type="worked_with")],
+                knowledge_id="k1")
     await g.add(t, "kb1", [GraphNode(name="Ada Lovelace", chunk_ids=["c2", "c1"])], [], knowledge_id="k1")
     found = await g.search_nodes(t, ["kb1"], ["ada", "100%_"])
     assert [(n.name, n.chunk_ids) for n in found.nodes] == [("Ada Lovelace", ["c1", "c2"])]

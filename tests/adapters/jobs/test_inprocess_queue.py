@@ -47,10 +47,11 @@ class TestInProcessJobQueue:
         q.register("t", lambda p: asyncio.sleep(0))
         a = await q.enqueue("t", {}, key="k")
         b = await q.enqueue("t", {}, key="k")
-        assert a == b and await repo.count_active() == 1
+        assert a == b
+        assert await repo.count_active() == 1
 
     async def test_unknown_kind_is_refused(self, repo: SqlJobRepo) -> None:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError):  # noqa: PT011 - the type is the contract, not the message
             await InProcessJobQueue(repo).enqueue("nope", {})
 
     async def test_job_enqueued_before_a_restart_runs_after_it(self, db_url: str, tmp_path: Path) -> None:
@@ -90,7 +91,8 @@ class TestInProcessJobQueue:
         await asyncio.wait_for(started.wait(), 10)
         await q.stop()
         job = await repo.claim_next(["t"], utcnow() - timedelta(hours=1))
-        assert job is not None and job.attempts >= 2  # handed back (a second worker may have re-claimed it)
+        assert job is not None
+        assert job.attempts >= 2  # handed back (a second worker may have re-claimed it)
 
     async def test_running_job_of_a_dead_process_is_reclaimed_when_stale(self, repo: SqlJobRepo) -> None:
         await repo.add("t", {}, None)
@@ -100,7 +102,8 @@ class TestInProcessJobQueue:
         assert await repo.claim_next(["t"], utcnow() - timedelta(hours=1)) is None
         # Stale (the cutoff is in the future relative to its heartbeat): reclaimable.
         again = await repo.claim_next(["t"], utcnow() + timedelta(seconds=1))
-        assert again is not None and again.id == claimed.id
+        assert again is not None
+        assert again.id == claimed.id
 
     async def test_failing_handler_is_retried_then_marked_failed(self, repo: SqlJobRepo) -> None:
         calls = 0

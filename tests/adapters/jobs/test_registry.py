@@ -21,7 +21,8 @@ def test_names() -> None:
 
 def test_inprocess_is_built_with_its_workers() -> None:
     queue = build_job_queue("inprocess", _REPO, workers=3)
-    assert isinstance(queue, InProcessJobQueue) and queue._workers == 3
+    assert isinstance(queue, InProcessJobQueue)
+    assert queue._workers == 3
 
 
 def test_redis_falls_back_to_the_inprocess_queue_and_says_so(caplog: pytest.LogCaptureFixture) -> None:

@@ -37,7 +37,8 @@ class TestFakeModelServer:
         assert "".join(reasoning) == "hmm"
         assert "".join(args) == '{"q": "x"}'
         assert finish == "tool_calls"
-        assert usage is not None and usage.total_tokens > 0
+        assert usage is not None
+        assert usage.total_tokens > 0
 
     def test_echo_when_script_is_empty_and_records_requests(self) -> None:
         with FakeModelServer() as fake:
@@ -60,7 +61,8 @@ class TestFakeModelServer:
 
     def test_embeddings_are_deterministic_and_rerank_orders_by_overlap(self) -> None:
         with FakeModelServer() as fake:
-            one = httpx.post(f"{fake.base_url}/embeddings", json={"input": ["a b", "a b"], "model": "e"}).json()
+            one = httpx.post(f"{fake.base_url}/embeddings", json={"input": ["a b", "a b"],
+                                                                  "model": "e"}).json()
             assert one["data"][0]["embedding"] == one["data"][1]["embedding"]
             assert len(one["data"][0]["embedding"]) == 64
             rr = httpx.post(f"{fake.base_url}/rerank", json={

@@ -49,17 +49,21 @@ class TestOpenAIChatModel:
             model = OpenAIChatModel("m", base_url=fake.base_url, api_key="k", max_retries=0)
             answer, reasoning, chunks = await collect(model)
             await model.close()
-        assert answer == "Answer" and reasoning == "think hard"
+        assert answer == "Answer"
+        assert reasoning == "think hard"
         final = chunks[-1]
         assert final.finish_reason == "tool_calls"
-        assert [(c.name, c.arguments) for c in final.tool_calls] == [("kb", '{"q": "长句子"}'), ("web", '{"u": 1}')]
+        assert [(c.name, c.arguments) for c in final.tool_calls] == [("kb", '{"q": "长句子"}'), ("web",
+                                                                                              '{"u": 1}')]
         assert all(not c.tool_calls for c in chunks[:-1])
-        assert final.usage is not None and final.usage.total_tokens > 0
+        assert final.usage is not None
+        assert final.usage.total_tokens > 0
         assert fake.requests[0]["stream_options"] == {"include_usage": True}
 
     async def test_inline_think_tags_go_to_reasoning(self) -> None:
         async with FakeModelServer() as fake:
-            fake.script([Reply(content="\n\nThe answer", reasoning_content="secret", think_tags=True, chunk_size=3),
+            fake.script([Reply(content="\n\nThe answer", reasoning_content="secret", think_tags=True,
+                               chunk_size=3),
                          Reply(content="x", reasoning_content="r", think_tags=True)])
             model = OpenAIChatModel("m", base_url=fake.base_url, max_retries=0)
             answer, reasoning, _ = await collect(model)
@@ -70,7 +74,8 @@ class TestOpenAIChatModel:
 
     async def test_errors_are_classified(self) -> None:
         async with FakeModelServer() as fake:
-            fake.script([Reply(status=429), Reply(status=400, error="bad"), Reply(content="abcdef", chunk_size=1,
+            fake.script([Reply(status=429), Reply(status=400, error="bad"), Reply(content="abcdef",
+                                                                                  chunk_size=1,
                                                                                  abort_after_chunks=3)])
             model = OpenAIChatModel("m", base_url=fake.base_url, max_retries=0)
             with pytest.raises(ModelError) as e1:
@@ -80,20 +85,24 @@ class TestOpenAIChatModel:
             with pytest.raises(ModelError) as e3:
                 await collect(model)
             await model.close()
-        assert e1.value.transient and e1.value.status == 429
-        assert not e2.value.transient and e2.value.status == 400
+        assert e1.value.transient
+        assert e1.value.status == 429
+        assert not e2.value.transient
+        assert e2.value.status == 400
         assert e3.value.transient
 
     async def test_options_reach_the_wire(self) -> None:
         async with FakeModelServer() as fake:
-            model = OpenAIChatModel("m", base_url=fake.base_url, max_retries=0, thinking_param="enable_thinking")
+            model = OpenAIChatModel("m", base_url=fake.base_url, max_retries=0,
+                                    thinking_param="enable_thinking")
             opts = ChatOptions(temperature=0.3, max_tokens=150, thinking=False,
                                response_format={"type": "json_object"}, extra={"passages": [1], "seed": 7})
             resp = await model.chat(USER, opts)
             await model.close()
         body = fake.requests[0]
         assert resp.content == "hello"
-        assert (body["temperature"], body["max_tokens"], body["enable_thinking"], body["seed"]) == (0.3, 150, False, 7)
+        assert (body["temperature"], body["max_tokens"], body["enable_thinking"],
+                body["seed"]) == (0.3, 150, False, 7)
         assert "passages" not in body
 
 
@@ -109,8 +118,10 @@ class TestOllamaChatModel:
             resp = await model.chat(USER)
             await model.close()
         assert (answer, reasoning) == ("hi there", "hmm")
-        assert chunks[-1].finish_reason == "tool_calls" and chunks[-1].tool_calls[0].arguments == '{"a": 1}'
-        assert fake.requests[0]["options"] == {"num_predict": 5} and fake.requests[0]["think"] is True
+        assert chunks[-1].finish_reason == "tool_calls"
+        assert chunks[-1].tool_calls[0].arguments == '{"a": 1}'
+        assert fake.requests[0]["options"] == {"num_predict": 5}
+        assert fake.requests[0]["think"] is True
         assert (resp.content, resp.reasoning_content) == ("x", "y")
 
 
@@ -150,7 +161,8 @@ class TestRegistry:
         async with FakeModelServer() as fake:
             row = ModelConfig(tenant_id=1, name="fake-chat", type="KnowledgeQA",
                               parameters={"base_url": fake.base_url, "provider": "openai"}, api_key="k")
-            rr = ModelConfig(tenant_id=1, name="fake-rerank", type="Rerank", parameters={"base_url": fake.base_url})
+            rr = ModelConfig(tenant_id=1, name="fake-rerank", type="Rerank",
+                             parameters={"base_url": fake.base_url})
             rows = _Rows([row, rr])
             reg = ChatModelRegistry(make_settings(), rows)
             assert isinstance(await reg.get(None), ExtractiveAnswerer)  # no tenant → nothing to look up
@@ -158,18 +170,21 @@ class TestRegistry:
             assert by_default.model_id == row.id
             assert await reg.get(row.id, tenant_id=1) is by_default  # cached client
             resp = await by_default.chat(USER)
-            assert resp.content == "hello" and fake.headers[-1]["authorization"] == "Bearer k"
+            assert resp.content == "hello"
+            assert fake.headers[-1]["authorization"] == "Bearer k"
             with pytest.raises(ModelNotConfigured):
                 await reg.get("no-such-id", tenant_id=1)
             with pytest.raises(ModelNotConfigured):
                 await reg.get(rr.id, tenant_id=1)
-            spec = ChatModelRegistry(make_settings(chat_model="ollama:qwen2.5:7b", chat_base_url=fake.root_url))
+            spec = ChatModelRegistry(make_settings(chat_model="ollama:qwen2.5:7b",
+                                                   chat_base_url=fake.root_url))
             model = await spec.get(None)
             assert model.model_id == "ollama:qwen2.5:7b"
             rerankers = RerankerRegistry(make_settings(), rows)
             assert await rerankers.get(None) is None
             reranker = await rerankers.get(rr.id, tenant_id=1)
-            assert reranker is not None and (await reranker.rerank("a", ["b", "a"]))[0].index == 1
+            assert reranker is not None
+            assert (await reranker.rerank("a", ["b", "a"]))[0].index == 1
             await reg.close()
             await spec.close()
             await rerankers.close()

@@ -29,12 +29,14 @@ async def test_decision_posted_to_another_replica_reaches_the_waiting_run(redis_
             requested.append(str(data["pending_id"]))
 
     try:
-        run = asyncio.create_task(waiting.request(ToolContext(tenant_id=7, emit=emit), {"timeout_seconds": 10}))
+        run = asyncio.create_task(waiting.request(ToolContext(tenant_id=7, emit=emit),
+                                                  {"timeout_seconds": 10}))
         while not requested:
             await asyncio.sleep(0.01)
         await other.resolve(7, requested[0], ApprovalDecision(approved=True, reason="from replica B"))
         decision = await asyncio.wait_for(run, 10)
-        assert decision.approved and decision.reason == "from replica B"
+        assert decision.approved
+        assert decision.reason == "from replica B"
     finally:
         await waiting.close()
         await other.close()
@@ -55,5 +57,7 @@ async def test_stopping_the_turn_ends_the_wait() -> None:
 
     decision = await asyncio.wait_for(broker.request(ToolContext(tenant_id=1, emit=emit, cancelled=stop),
                                                      {"timeout_seconds": 60}), 5)
-    assert not decision.approved and not decision.timed_out and "stopped" in decision.reason
+    assert not decision.approved
+    assert not decision.timed_out
+    assert "stopped" in decision.reason
     assert broker.pending(1) == []

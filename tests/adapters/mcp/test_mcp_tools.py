@@ -53,22 +53,27 @@ class TestNaming:
     def test_sanitised_and_capped(self) -> None:
         assert tool_name("Test Tools", "delete-all") == "mcp_test_tools_delete_all"
         long = tool_name("S" * 80, "t" * 70)
-        assert len(long) == 64 and long.startswith("mcp_ssss_")
+        assert len(long) == 64
+        assert long.startswith("mcp_ssss_")
 
 
 class TestRealServer:
     async def test_tools_are_wrapped_and_called(self, server: tuple[str, dict[str, Any]]) -> None:
         url, _ = server
-        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False, approval=None).tools(1, "all", [])
+        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False,
+                                 approval=None).tools(1, "all", [])
         by_name = {t.name: t for t in tools}
         assert set(by_name) == {"mcp_test_tools_add", "mcp_test_tools_explode", "mcp_test_tools_delete_all"}
         add = by_name["mcp_test_tools_add"]
         assert add.description.startswith("[MCP Service: Test Tools (external)] Add two integers")
         assert add.parameters["required"] == ["a", "b"]
         ok = await add.execute({"a": 2, "b": 40}, ToolContext(tenant_id=1))
-        assert ok.success and ok.output.endswith("\n42") and "untrusted data" in ok.output
+        assert ok.success
+        assert ok.output.endswith("\n42")
+        assert "untrusted data" in ok.output
         bad = await by_name["mcp_test_tools_explode"].execute({"reason": "x"}, ToolContext(tenant_id=1))
-        assert not bad.success and "explode" in bad.error
+        assert not bad.success
+        assert "explode" in bad.error
 
     async def test_selection_modes(self, server: tuple[str, dict[str, Any]]) -> None:
         url, _ = server
@@ -82,16 +87,19 @@ class TestRealServer:
 
     async def test_engine_uses_an_mcp_tool(self, server: tuple[str, dict[str, Any]]) -> None:
         url, _ = server
-        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False, approval=None).tools(1, "all", [])
+        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False,
+                                 approval=None).tools(1, "all", [])
         with FakeModelServer() as fake:
-            fake.script([Reply(tool_calls=[{"name": "mcp_test_tools_add", "arguments": json.dumps({"a": 1, "b": 2})}]),
+            fake.script([Reply(tool_calls=[{"name": "mcp_test_tools_add",
+                                            "arguments": json.dumps({"a": 1, "b": 2})}]),
                          Reply(content="It is 3.")])
             h = harness(openai_model(fake), tools)
             res = await h.run()
         assert res.answer == "It is 3."
         tool_msg = next(m for m in fake.chat_requests[1]["messages"] if m["role"] == "tool")
         assert tool_msg["content"].endswith("\n3")
-        assert sorted(t["function"]["name"] for t in fake.chat_requests[0]["tools"]) == sorted(t.name for t in tools)
+        offered = sorted(t["function"]["name"] for t in fake.chat_requests[0]["tools"])
+        assert offered == sorted(t.name for t in tools)
 
 
 async def test_sse_transport() -> None:
@@ -100,7 +108,8 @@ async def test_sse_transport() -> None:
         tools = await MCPToolset(MemoryRepo([svc]), stdio_enabled=False, approval=None).tools(1, "all", [])
         add = next(t for t in tools if t.name == "mcp_legacy_sse_add")
         res = await add.execute({"a": 20, "b": 22}, ToolContext(tenant_id=1))
-    assert res.success and res.output.endswith("\n42")
+    assert res.success
+    assert res.output.endswith("\n42")
 
 
 class TestBrokenServers:
@@ -108,7 +117,8 @@ class TestBrokenServers:
         down = service(f"http://127.0.0.1:{free_port()}/mcp", advanced_config={"timeout": 3})
         with pytest.raises(MCPUnavailable):
             await MCPClient(down).list_tools()
-        assert await MCPToolset(MemoryRepo([down]), stdio_enabled=False, approval=None).tools(1, "all", []) == []
+        assert await MCPToolset(MemoryRepo([down]), stdio_enabled=False, approval=None).tools(1, "all",
+                                                                                              []) == []
 
     async def test_garbage_answers(self) -> None:
         class Garbage(BaseHTTPRequestHandler):
@@ -136,7 +146,8 @@ class TestBrokenServers:
             httpd.server_close()
 
     async def test_stdio_refused_unless_enabled(self) -> None:
-        stdio = MCPService(tenant_id=1, name="local", transport_type="stdio", stdio_config={"command": "true"})
+        stdio = MCPService(tenant_id=1, name="local", transport_type="stdio",
+                           stdio_config={"command": "true"})
         with pytest.raises(MCPUnavailable, match="disabled"):
             await MCPClient(stdio, stdio_enabled=False).list_tools()
 
@@ -149,7 +160,8 @@ class TestApproval:
                                  approval_timeout=timeout).tools(1, "all", [])
         with FakeModelServer() as fake:
             fake.script([Reply(tool_calls=[{"name": "mcp_test_tools_delete_all",
-                                            "arguments": json.dumps({"table": "users"})}]), Reply(content="done")])
+                                            "arguments": json.dumps({"table": "users"})}]),
+                         Reply(content="done")])
             h = harness(openai_model(fake), tools)
 
             resolving: list[asyncio.Task[None]] = []
@@ -176,7 +188,8 @@ class TestApproval:
         req = kinds.index(BusEvent.TOOL_APPROVAL_REQUIRED)
         assert kinds.index(BusEvent.TOOL_APPROVAL_RESOLVED) > req
         required = events[req].data
-        assert required["mcp_tool_name"] == "delete-all" and required["args"] == {"table": "users"}
+        assert required["mcp_tool_name"] == "delete-all"
+        assert required["args"] == {"table": "users"}
         assert res.steps[0]["tool_calls"][0]["result"]["success"] is True
 
     async def test_rejected_call_does_not_run(self, server: tuple[str, dict[str, Any]]) -> None:
@@ -185,7 +198,8 @@ class TestApproval:
         res, events = await self._run(url, ApprovalDecision(approved=False, reason="not today"))
         assert state["deleted"] == before
         result = res.steps[0]["tool_calls"][0]["result"]
-        assert result["success"] is False and "not today" in result["error"]
+        assert result["success"] is False
+        assert "not today" in result["error"]
         resolved = next(e for e in events if e.type == BusEvent.TOOL_APPROVAL_RESOLVED)
         assert resolved.data["approved"] is False
 

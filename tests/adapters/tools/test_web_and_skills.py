@@ -33,7 +33,8 @@ class Pages(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        body = b"<html><head><title>Knora page</title><script>x()</script></head><body><p>Hello body</p></body></html>"
+        body = (b"<html><head><title>Knora page</title><script>x()</script></head>"
+                b"<body><p>Hello body</p></body></html>")
         self.send_response(200 if self.path == "/page" else 404)
         self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
@@ -62,7 +63,8 @@ class TestWebFetch:
         res = await fetch_tool().execute({"items": [{"url": f"{site}/page"}]}, ToolContext(tenant_id=1))
         assert not res.success
         page = res.data["pages"][0]
-        assert page["error_code"] == "blocked_address" and page["retryable"] is False
+        assert page["error_code"] == "blocked_address"
+        assert page["retryable"] is False
 
     @pytest.mark.parametrize("url", ["http://169.254.169.254/", "http://10.1.2.3/", "http://[::1]/",
                                      "http://0.0.0.0/", "file:///etc/passwd"])
@@ -74,16 +76,22 @@ class TestWebFetch:
         res = await fetch_tool(allow_private_network_fetch=True).execute(
             {"items": [{"url": f"{site}/hop"}, {"url": f"{site}/missing"}]}, ToolContext(tenant_id=1))
         ok, missing = res.data["pages"]
-        assert ok["status"] == "success" and ok["title"] == "Knora page" and ok["final_url"].endswith("/page")
-        assert "Hello body" in ok["content"] and "x()" not in ok["content"]
-        assert missing["error_code"] == "http_404" and res.success
+        assert ok["status"] == "success"
+        assert ok["title"] == "Knora page"
+        assert ok["final_url"].endswith("/page")
+        assert "Hello body" in ok["content"]
+        assert "x()" not in ok["content"]
+        assert missing["error_code"] == "http_404"
+        assert res.success
 
     async def test_every_redirect_hop_is_checked(self, site: str, monkeypatch: pytest.MonkeyPatch) -> None:
         # treat loopback as public for this test, so only the redirect target (link-local) is blocked
         monkeypatch.setattr(_netguard, "_blocked", lambda ip: ipaddress.ip_address(ip).is_link_local)
-        res = await fetch_tool().execute({"items": [{"url": f"{site}/to-metadata"}]}, ToolContext(tenant_id=1))
+        res = await fetch_tool().execute({"items": [{"url": f"{site}/to-metadata"}]},
+                                         ToolContext(tenant_id=1))
         page = res.data["pages"][0]
-        assert page["status"] == "failed" and "169.254.169.254" in page["error"]
+        assert page["status"] == "failed"
+        assert "169.254.169.254" in page["error"]
 
 
 class FakeWeb:
@@ -98,7 +106,8 @@ async def test_web_search_uses_the_agent_limit() -> None:
     res = await web_search.WebSearchTool(ToolDeps(web_search=FakeWeb())).execute(
         {"query": "knora"}, ToolContext(tenant_id=1, web_search_max_results=2))
     assert [r["url"] for r in res.data["results"]] == ["https://example.org/0", "https://example.org/1"]
-    assert res.data["display_type"] == "web_search_results" and "c" * 501 not in res.output
+    assert res.data["display_type"] == "web_search_results"
+    assert "c" * 501 not in res.output
 
 
 @pytest.fixture
@@ -106,7 +115,8 @@ def skills(tmp_path: Path) -> Path:
     root = tmp_path / "skills"
     d = root / "greeter"
     d.mkdir(parents=True)
-    (d / "SKILL.md").write_text("---\nname: greeter\ndescription: Greets people\n---\nRun hello.py with a name.\n")
+    (d / "SKILL.md").write_text("---\nname: greeter\ndescription: Greets people\n---\n"
+                                "Run hello.py with a name.\n")
     (d / "hello.py").write_text("import sys\nprint('hello', *sys.argv[1:], sys.stdin.read())\n")
     (d / "spin.py").write_text("while True:\n    pass\n")
     (d / "hog.py").write_text("x = bytearray(1024 * 1024 * 1024)\nprint(len(x))\n")
@@ -123,13 +133,16 @@ def skill_deps(root: Path, **kw: Any) -> ToolDeps:
 class TestSkills:
     def test_off_unless_enabled(self, skills: Path) -> None:
         deps = ToolDeps(settings=Settings(sample_kb=False, skills_dir=skills))
-        assert read_skill.make(deps) is None and execute_skill_script.make(deps) is None
+        assert read_skill.make(deps) is None
+        assert execute_skill_script.make(deps) is None
 
     async def test_read_skill_and_refuse_escapes(self, skills: Path) -> None:
         tool = read_skill.ReadSkillTool(skill_deps(skills))
         res = await tool.execute({"skill_name": "greeter"}, ToolContext(tenant_id=1))
-        assert "Run hello.py" in res.output and "hello.py" in res.data["files"]
-        bad = await tool.execute({"skill_name": "greeter", "file_path": "../../etc/passwd"}, ToolContext(tenant_id=1))
+        assert "Run hello.py" in res.output
+        assert "hello.py" in res.data["files"]
+        bad = await tool.execute({"skill_name": "greeter", "file_path": "../../etc/passwd"},
+                                 ToolContext(tenant_id=1))
         assert not bad.success
         reserved = await tool.execute({"skill_name": "claude-helper"}, ToolContext(tenant_id=1))
         assert not reserved.success
@@ -138,16 +151,21 @@ class TestSkills:
         tool = execute_skill_script.ExecuteSkillScriptTool(skill_deps(skills))
         res = await tool.execute({"skill_name": "greeter", "script_path": "hello.py", "args": ["Ada"],
                                   "input": "!"}, ToolContext(tenant_id=1))
-        assert res.data["exit_code"] == 0 and res.data["stdout"].strip() == "hello Ada !"
-        fail = await tool.execute({"skill_name": "greeter", "script_path": "fail.sh"}, ToolContext(tenant_id=1))
-        assert fail.data["exit_code"] == 3 and "oops" in fail.data["stderr"]
+        assert res.data["exit_code"] == 0
+        assert res.data["stdout"].strip() == "hello Ada !"
+        fail = await tool.execute({"skill_name": "greeter", "script_path": "fail.sh"},
+                                  ToolContext(tenant_id=1))
+        assert fail.data["exit_code"] == 3
+        assert "oops" in fail.data["stderr"]
 
     async def test_time_limit(self, skills: Path) -> None:
         tool = execute_skill_script.ExecuteSkillScriptTool(skill_deps(skills, sandbox_timeout_seconds=1.0))
-        res = await tool.execute({"skill_name": "greeter", "script_path": "spin.py"}, ToolContext(tenant_id=1))
+        res = await tool.execute({"skill_name": "greeter", "script_path": "spin.py"},
+                                 ToolContext(tenant_id=1))
         assert not res.success or res.data["exit_code"] != 0
 
     async def test_memory_limit(self, skills: Path) -> None:
         tool = execute_skill_script.ExecuteSkillScriptTool(skill_deps(skills, sandbox_memory_mb=256))
         res = await tool.execute({"skill_name": "greeter", "script_path": "hog.py"}, ToolContext(tenant_id=1))
-        assert res.data["exit_code"] != 0 and "MemoryError" in res.data["stderr"]
+        assert res.data["exit_code"] != 0
+        assert "MemoryError" in res.data["stderr"]

@@ -25,7 +25,8 @@ def transport(handler: object) -> httpx.MockTransport:
 class TestProviders:
     async def test_searxng(self) -> None:
         def handle(req: httpx.Request) -> httpx.Response:
-            assert req.url.path == "/search" and req.url.params["format"] == "json"
+            assert req.url.path == "/search"
+            assert req.url.params["format"] == "json"
             return httpx.Response(200, json={"results": [
                 {"title": "A", "url": "https://a.example", "content": "snip", "engine": "ddg",
                  "publishedDate": "2026-01-02"}, {"title": "no url"}]})
@@ -51,12 +52,15 @@ class TestProviders:
         with pytest.raises(ModelError) as err:
             await t.search("again")
         await t.close()
-        assert out[0].content == "full" and seen[0]["auth"] == "Bearer key" and seen[0]["max_results"] == 3
+        assert out[0].content == "full"
+        assert seen[0]["auth"] == "Bearer key"
+        assert seen[0]["max_results"] == 3
         assert err.value.transient
 
     async def test_bing(self) -> None:
         def handle(req: httpx.Request) -> httpx.Response:
-            assert req.headers["ocp-apim-subscription-key"] == "k" and req.url.params["count"] == "2"
+            assert req.headers["ocp-apim-subscription-key"] == "k"
+            assert req.url.params["count"] == "2"
             return httpx.Response(200, json={"webPages": {"value": [{"name": "N", "url": "https://n",
                                                                      "snippet": "s"}]}})
 
@@ -66,20 +70,22 @@ class TestProviders:
         assert out[0].title == "N"
 
     async def test_duckduckgo_html(self) -> None:
-        html = """<div class="result"><a class="result__a" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Freal.example%2Fp&rut=x">Real</a>
+        html = """<div class="result"><a class="result__a"
+        href="//duckduckgo.com/l/?uddg=https%3A%2F%2Freal.example%2Fp&rut=x">Real</a>
         <a class="result__snippet">The snippet</a></div>
         <div class="result"><a class="result__a" href="https://duckduckgo.com/y.js?ad=1">Ad</a></div>"""
         d = DuckDuckGoSearch(transport=transport(lambda req: httpx.Response(200, text=html)))
         out = await d.search("q")
         await d.close()
-        assert [(r.title, r.url, r.snippet) for r in out] == [("Real", "https://real.example/p", "The snippet")]
+        assert [(r.title, r.url, r.snippet) for r in out] == [("Real", "https://real.example/p",
+                                                               "The snippet")]
 
     def test_registry(self) -> None:
         assert build_web_search(None) is None
         assert build_web_search("duckduckgo").name == "duckduckgo"  # type: ignore[union-attr]
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError):  # noqa: PT011 - the type is the contract, not the message
             build_web_search("tavily")
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError):  # noqa: PT011 - the type is the contract, not the message
             build_web_search("altavista")
 
 
@@ -96,7 +102,9 @@ class TestPageFetcher:
         f = PageFetcher(allow_private=True, transport=transport(handle))
         text = await f("http://site.example/start")
         await f.close()
-        assert text.startswith("Title\nword") and "menu" not in text and "x()" not in text
+        assert text.startswith("Title\nword")
+        assert "menu" not in text
+        assert "x()" not in text
         assert len(text) <= 100 * 1024
 
     async def test_private_addresses_are_refused(self) -> None:

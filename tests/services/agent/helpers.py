@@ -1,4 +1,5 @@
-"""Helpers for agent tests: a real OpenAI client against the fake model server, an event recorder, test tools."""
+"""Helpers for agent tests: a real OpenAI client against the fake model server, an event recorder, test
+tools."""
 
 from __future__ import annotations
 

@@ -45,12 +45,14 @@ async def test_mcp_services_are_tenant_scoped(sessions: Any) -> None:
     repo = SqlMCPServiceRepo(sessions)
     s = await repo.create(MCPService(tenant_id=1, name="A", url="http://x/mcp", tool_approvals={"t": True}))
     assert (await repo.get(1, s.id)).tool_approvals == {"t": True}  # type: ignore[union-attr]
-    assert await repo.get(2, s.id) is None and await repo.list(2) == []
+    assert await repo.get(2, s.id) is None
+    assert await repo.list(2) == []
     await repo.update(s.model_copy(update={"enabled": False}))
     assert [x.enabled for x in await repo.list(1)] == [False]
     with pytest.raises(LookupError):
         await repo.update(s.model_copy(update={"tenant_id": 2}))
-    assert await repo.delete(2, s.id) is False and await repo.delete(1, s.id) is True
+    assert await repo.delete(2, s.id) is False
+    assert await repo.delete(1, s.id) is True
 
 
 def test_agent_record_roundtrip_keeps_unknown_config_fields() -> None:

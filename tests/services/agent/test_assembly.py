@@ -31,7 +31,8 @@ class TestSelect:
         assert names == ["grep_chunks"]
 
     def test_unknown_names_skipped_and_duplicates_collapsed(self) -> None:
-        assert select_tools(["grep_chunks", "no_such", "grep_chunks"], Capabilities(knowledge=True), CATALOG) == \
+        assert select_tools(["grep_chunks", "no_such", "grep_chunks"], Capabilities(knowledge=True),
+                            CATALOG) == \
             ["grep_chunks"]
 
     def test_plan_tool_needs_some_scope(self) -> None:

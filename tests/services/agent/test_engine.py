@@ -36,13 +36,15 @@ class TestRounds:
         h = harness(openai_model(fake), [tool])
         res = await h.run()
         assert res.answer == "Alpha and beta."
-        assert res.stop_reason == "natural_stop" and res.rounds == 2
+        assert res.stop_reason == "natural_stop"
+        assert res.rounds == 2
         assert [c["q"] for c in tool.calls] == ["alpha", "beta"]
         second, third = fake.chat_requests[1], fake.chat_requests[2]
         assert [m["content"] for m in tool_messages(second)] == ["result for alpha"]
         assert [m["content"] for m in tool_messages(third)] == ["result for alpha", "result for beta"]
         assert [t["function"]["name"] for t in fake.chat_requests[0]["tools"]] == ["lookup"]
-        assert len(h.rec.of(BusEvent.TOOL_CALL)) == 2 and len(h.rec.of(BusEvent.TOOL_RESULT)) == 2
+        assert len(h.rec.of(BusEvent.TOOL_CALL)) == 2
+        assert len(h.rec.of(BusEvent.TOOL_RESULT)) == 2
         answers = h.rec.of(BusEvent.FINAL_ANSWER)
         assert "".join(e.data["content"] for e in answers) == "Alpha and beta."
         assert answers[-1].data["done"] is True
@@ -67,7 +69,8 @@ class TestRounds:
         assert h.rec.events.index(answers[0]) < first_call
         # the assistant message replayed to the model keeps the preamble next to its tool call
         assistant = next(m for m in fake.chat_requests[1]["messages"] if m["role"] == "assistant")
-        assert assistant["content"] == "Let me search first." and assistant["tool_calls"]
+        assert assistant["content"] == "Let me search first."
+        assert assistant["tool_calls"]
 
     async def test_parallel_tool_calls_run_concurrently(self, fake: FakeModelServer) -> None:
         arrived: list[str] = []
@@ -80,7 +83,8 @@ class TestRounds:
             await asyncio.wait_for(both.wait(), 2.0)  # only returns if the other call runs at the same time
             return ToolResult(output=f"met {args['q']}")
 
-        fake.script([Reply(tool_calls=[call("meet", {"q": "a"}), call("meet", {"q": "b"})]), Reply(content="ok")])
+        fake.script([Reply(tool_calls=[call("meet", {"q": "a"}), call("meet", {"q": "b"})]),
+                     Reply(content="ok")])
         h = harness(openai_model(fake), [FuncTool("meet", rendezvous)], parallel_tool_calls=True)
         res = await h.run()
         assert [tc["result"]["success"] for tc in res.steps[0]["tool_calls"]] == [True, True]
@@ -95,7 +99,8 @@ class TestRounds:
             order.append(f"end {args['q']}")
             return ToolResult(output="done")
 
-        fake.script([Reply(tool_calls=[call("rec", {"q": "a"}), call("rec", {"q": "b"})]), Reply(content="ok")])
+        fake.script([Reply(tool_calls=[call("rec", {"q": "a"}), call("rec", {"q": "b"})]),
+                     Reply(content="ok")])
         await harness(openai_model(fake), [FuncTool("rec", record)]).run()
         assert order == ["start a", "end a", "start b", "end b"]
 
@@ -106,8 +111,10 @@ class TestRounds:
         tool = echo_tool()
         h = harness(openai_model(fake), [tool], max_iterations=3)
         res = await h.run("what?")
-        assert res.stop_reason == "max_iterations" and res.rounds == 3
-        assert len(tool.calls) == 3 and res.answer == "Synthesised answer."
+        assert res.stop_reason == "max_iterations"
+        assert res.rounds == 3
+        assert len(tool.calls) == 3
+        assert res.answer == "Synthesised answer."
         last = fake.chat_requests[-1]
         assert not last.get("tools")
         texts = [m["content"] for m in last["messages"] if m["role"] == "user"]
@@ -118,21 +125,25 @@ class TestRounds:
         fake.handler = lambda body: (Reply(tool_calls=[call("lookup", {"q": str(len(fake.chat_requests))})])
                                      if body.get("tools") else Reply(status=400, error="bad request"))
         res = await harness(openai_model(fake), [echo_tool()], max_iterations=2).run()
-        assert res.answer == "Sorry, I was unable to generate a complete answer." and res.is_fallback
+        assert res.answer == "Sorry, I was unable to generate a complete answer."
+        assert res.is_fallback
 
 
 class TestGuards:
-    async def test_repeated_identical_calls_are_not_executed_and_stop_the_run(self, fake: FakeModelServer) -> None:
+    async def test_repeated_identical_calls_are_not_executed_and_stop_the_run(self,
+                                                                              fake: FakeModelServer) -> None:
         fake.handler = lambda body: (Reply(tool_calls=[call("lookup", {"q": "same"})]) if body.get("tools")
                                      else Reply(content="Best effort answer."))
         tool = echo_tool()
         h = harness(openai_model(fake), [tool], max_iterations=20)
         res = await h.run()
         assert len(tool.calls) == 1
-        assert res.stop_reason == "duplicate_calls" and res.answer == "Best effort answer."
+        assert res.stop_reason == "duplicate_calls"
+        assert res.answer == "Best effort answer."
         assert "repeating identical tool calls" in h.rec.of(BusEvent.REFLECTION)[0].data["content"]
         dup = res.steps[1]["tool_calls"][0]["result"]
-        assert not dup["success"] and "Duplicate tool call" in dup["error"]
+        assert not dup["success"]
+        assert "Duplicate tool call" in dup["error"]
         assert len(fake.chat_requests) == 4  # 3 rounds, then synthesis — far below the cap of 20
 
     async def test_invalid_arguments_are_refused_before_execute(self, fake: FakeModelServer) -> None:
@@ -141,12 +152,15 @@ class TestGuards:
 
         tool = FuncTool("count", count, parameters={"type": "object", "properties": {
             "n": {"type": "integer", "minimum": 1}}, "required": ["n"]})
-        fake.script([Reply(tool_calls=[call("count", {"n": "abc"})]), Reply(tool_calls=[call("count", {"n": "3"})]),
+        fake.script([Reply(tool_calls=[call("count", {"n": "abc"})]), Reply(tool_calls=[call("count",
+                                                                                             {"n": "3"})]),
                      Reply(content="done")])
         h = harness(openai_model(fake), [tool])
         res = await h.run()
         first = h.rec.of(BusEvent.TOOL_RESULT)[0].data
-        assert first["success"] is False and "n:" in first["error"] and "Analyze the error" in first["error"]
+        assert first["success"] is False
+        assert "n:" in first["error"]
+        assert "Analyze the error" in first["error"]
         assert tool.calls == [{"n": 3}]  # the string "3" was coerced; "abc" never reached the tool
         assert tool_messages(fake.chat_requests[1])[0]["content"].startswith("Error: Invalid tool arguments")
         assert res.answer == "done"
@@ -159,7 +173,8 @@ class TestGuards:
             await asyncio.sleep(30)
             return ToolResult(output="never")
 
-        fake.script([Reply(tool_calls=[call("boom", {"q": "1"}), call("slow", {"q": "2"})]), Reply(content="ok")])
+        fake.script([Reply(tool_calls=[call("boom", {"q": "1"}), call("slow", {"q": "2"})]),
+                     Reply(content="ok")])
         h = harness(openai_model(fake), [FuncTool("boom", boom), FuncTool("slow", slow, timeout_seconds=0.2)])
         res = await h.run()
         results = [e.data for e in h.rec.of(BusEvent.TOOL_RESULT)]
@@ -181,7 +196,8 @@ class TestGuards:
         res = await h.run()
         assert tool.calls == [{"q": "fixable"}]
         second = h.rec.of(BusEvent.TOOL_RESULT)[1].data
-        assert second["success"] is False and second["error"].startswith("Failed to parse tool arguments")
+        assert second["success"] is False
+        assert second["error"].startswith("Failed to parse tool arguments")
         assert res.answer == "ok"
 
     async def test_unknown_handles_in_arguments_are_refused(self, fake: FakeModelServer) -> None:
@@ -202,15 +218,19 @@ class TestModelBehaviour:
         fake.script([Reply(status=503, error="overloaded"), Reply(status=429, error="slow down"),
                      Reply(content="finally")])
         res = await harness(openai_model(fake), []).run()
-        assert res.answer == "finally" and len(fake.chat_requests) == 3
+        assert res.answer == "finally"
+        assert len(fake.chat_requests) == 3
 
-    async def test_persistent_error_without_tool_calls_ends_with_an_error_event(self, fake: FakeModelServer) -> None:
+    async def test_persistent_error_without_tool_calls_ends_with_an_error_event(
+            self, fake: FakeModelServer) -> None:
         fake.script([Reply(status=400, error="bad model")])
         h = harness(openai_model(fake), [])
         res = await h.run()
-        assert res.answer == "" and "LLM call failed" in res.error
+        assert res.answer == ""
+        assert "LLM call failed" in res.error
         err = h.rec.of(BusEvent.ERROR)
-        assert len(err) == 1 and err[0].data["stage"] == "agent_execution"
+        assert len(err) == 1
+        assert err[0].data["stage"] == "agent_execution"
 
     async def test_empty_answer_is_nudged(self, fake: FakeModelServer) -> None:
         fake.script([Reply(content=""), Reply(content="Now a real answer.")])
@@ -223,7 +243,8 @@ class TestModelBehaviour:
     async def test_content_filter_is_terminal(self, fake: FakeModelServer) -> None:
         fake.script([Reply(content="", finish_reason="content_filter")])
         res = await harness(openai_model(fake), []).run()
-        assert res.stop_reason == "content_filter" and "content safety policy" in res.answer
+        assert res.stop_reason == "content_filter"
+        assert "content safety policy" in res.answer
 
     async def test_inline_think_blocks_become_thoughts(self, fake: FakeModelServer) -> None:
         fake.script([Reply(content="Visible answer.", reasoning_content="hidden reasoning", think_tags=True,
@@ -241,9 +262,11 @@ class TestModelBehaviour:
         tool = echo_tool()
         h = harness(openai_model(fake, supports_tools=False), [tool])
         res = await h.run()
-        assert tool.calls == [{"q": "gamma"}] and res.answer == "Gamma it is."
+        assert tool.calls == [{"q": "gamma"}]
+        assert res.answer == "Gamma it is."
         first = fake.chat_requests[0]
-        assert not first.get("tools") and "Action Input:" in first["messages"][0]["content"]
+        assert not first.get("tools")
+        assert "Action Input:" in first["messages"][0]["content"]
         assert "Observation (lookup):\nresult for gamma" in fake.chat_requests[1]["messages"][-1]["content"]
         assert "".join(e.data["content"] for e in h.rec.of(BusEvent.FINAL_ANSWER)) == "Gamma it is."
 
@@ -251,7 +274,9 @@ class TestModelBehaviour:
         h = harness(openai_model(fake), [])
         h.cancelled.set()
         res = await h.run()
-        assert res.stop_reason == "cancelled" and res.answer == "" and fake.chat_requests == []
+        assert res.stop_reason == "cancelled"
+        assert res.answer == ""
+        assert fake.chat_requests == []
 
 
     async def test_stop_during_the_stream_ends_the_run(self, fake: FakeModelServer) -> None:
@@ -263,12 +288,15 @@ class TestModelBehaviour:
 
         h.bus.subscribe(BusEvent.FINAL_ANSWER, stop_on_first_delta)
         res = await h.run()
-        assert res.stop_reason == "cancelled" and res.answer == ""
-        assert len(h.rec.of(BusEvent.FINAL_ANSWER)) < 5 and len(fake.chat_requests) == 1
+        assert res.stop_reason == "cancelled"
+        assert res.answer == ""
+        assert len(h.rec.of(BusEvent.FINAL_ANSWER)) < 5
+        assert len(fake.chat_requests) == 1
 
 
 class TestReferences:
-    async def test_knowledge_rows_are_rendered_with_handles_and_accumulated(self, fake: FakeModelServer) -> None:
+    async def test_knowledge_rows_are_rendered_with_handles_and_accumulated(self,
+                                                                            fake: FakeModelServer) -> None:
         chunk_id = "6f1c2d9e-0000-4000-8000-000000000001"
 
         async def search(args: dict[str, Any], _ctx: ToolContext) -> ToolResult:
@@ -276,14 +304,18 @@ class TestReferences:
                 {"chunk_id": chunk_id, "knowledge_id": "doc-1", "knowledge_base_id": "kb-1",
                  "knowledge_title": "Handbook", "chunk_index": 3, "content": "Leave is 20 days."}]})
 
-        fake.script([Reply(tool_calls=[call("search", {"q": "leave"})]), Reply(content='20 days <ref id="c1"/>')])
+        fake.script([Reply(tool_calls=[call("search", {"q": "leave"})]),
+                     Reply(content='20 days <ref id="c1"/>')])
         h = harness(openai_model(fake), [FuncTool("search", search)])
         res = await h.run()
         rendered = tool_messages(fake.chat_requests[1])[0]["content"]
-        assert '<chunk id="c1" index="3"' in rendered and "<content>Leave is 20 days.</content>" in rendered
-        assert chunk_id not in rendered and 'title="Handbook"' in rendered
+        assert '<chunk id="c1" index="3"' in rendered
+        assert "<content>Leave is 20 days.</content>" in rendered
+        assert chunk_id not in rendered
+        assert 'title="Handbook"' in rendered
         refs = h.rec.of(BusEvent.REFERENCES)
-        assert len(refs) == 1 and refs[0].data["references"][0]["id"] == chunk_id
+        assert len(refs) == 1
+        assert refs[0].data["references"][0]["id"] == chunk_id
         assert [r.id for r in res.references] == [chunk_id]
         assert res.answer == '20 days <ref id="c1"/>'
 
@@ -292,17 +324,21 @@ class TestReferences:
 
         async def search(args: dict[str, Any], _ctx: ToolContext) -> ToolResult:
             return ToolResult(data={"display_type": "search_results", "results": [
-                {"chunk_id": chunk_id, "knowledge_id": "doc-9", "knowledge_base_id": "kb-9", "content": "text"}]})
+                {"chunk_id": chunk_id, "knowledge_id": "doc-9", "knowledge_base_id": "kb-9",
+                 "content": "text"}]})
 
         async def read(args: dict[str, Any], _ctx: ToolContext) -> ToolResult:
             return ToolResult(output=f"read {args['chunk_id']}")
 
-        reader = FuncTool("read", read, parameters={"type": "object", "properties": {"chunk_id": {"type": "string"}}})
-        fake.script([Reply(tool_calls=[call("search", {"q": "x"})]), Reply(tool_calls=[call("read", {"chunk_id": "c1"})]),
+        reader = FuncTool("read", read, parameters={"type": "object",
+                                                    "properties": {"chunk_id": {"type": "string"}}})
+        fake.script([Reply(tool_calls=[call("search", {"q": "x"})]),
+                     Reply(tool_calls=[call("read", {"chunk_id": "c1"})]),
                      Reply(content="ok")])
         h = harness(openai_model(fake), [FuncTool("search", search), reader])
         await h.run()
         assert reader.calls == [{"chunk_id": chunk_id}]
         last = json.dumps(fake.chat_requests[2]["messages"])
-        assert chunk_id not in last and '\\"chunk_id\\": \\"c1\\"' in last
+        assert chunk_id not in last
+        assert '\\"chunk_id\\": \\"c1\\"' in last
         assert "read c1" in last  # the tool's output mentioning the id is compacted back to the handle

@@ -17,7 +17,8 @@ class TestToolRegistry:
     def test_first_registration_wins(self) -> None:
         reg = ToolRegistry()
         first, second = echo_tool("lookup"), echo_tool("lookup")
-        assert reg.register(first) is True and reg.register(second) is False
+        assert reg.register(first) is True
+        assert reg.register(second) is False
         assert reg.get("lookup") is first
 
     def test_definitions_are_sorted_by_name(self) -> None:
@@ -34,7 +35,8 @@ class TestToolRegistry:
         reg = ToolRegistry(max_output_chars=1200)
         reg.register(FuncTool("big", big))
         out = (await reg.execute("big", {"q": "x"}, ToolContext(tenant_id=1))).output
-        assert out.startswith("H" * 700) and out.endswith("T" * 300)
+        assert out.startswith("H" * 700)
+        assert out.endswith("T" * 300)
         assert "[output truncated: 10000 → 1000 chars, showing first 700 + last 300]" in out
 
     def test_truncate_keeps_short_text(self) -> None:

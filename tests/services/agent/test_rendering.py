@@ -23,26 +23,33 @@ def test_deep_read_groups_by_document_and_paginates() -> None:
         {"chunk_id": CHUNK + "2", "knowledge_id": DOC, "knowledge_base_id": KB, "knowledge_title": "A & <B>",
          "chunk_index": 1, "content": "z"}]}), refs)
     assert out.startswith('<retrieval type="knowledge" mode="deep_read">')
-    assert '<document id="d1" kb="b1" title="A &amp; &lt;B&gt;">' in out and out.count("<document") == 1
-    assert '<chunk id="c1" index="0" view="full" type="text">' in out and "<content>x &lt; y</content>" in out
+    assert '<document id="d1" kb="b1" title="A &amp; &lt;B&gt;">' in out
+    assert out.count("<document") == 1
+    assert '<chunk id="c1" index="0" view="full" type="text">' in out
+    assert "<content>x &lt; y</content>" in out
     assert '<pagination remaining="7" page="1" page_size="2" />' in out
-    assert CHUNK not in out and DOC not in out and KB not in out
+    assert CHUNK not in out
+    assert DOC not in out
+    assert KB not in out
 
 
 def test_web_search_caps_snippets_and_registers_pages() -> None:
     refs = ReferenceRegistry()
     out = model_output(ToolResult(data={"display_type": "web_search_results", "results": [
         {"title": "T", "url": "https://example.org/a", "snippet": "s" * 600, "content": "s" * 600}]}), refs)
-    assert '<page id="w1" title="T">' in out and '<match truncated="true">' + "s" * 500 + "</match>" in out
+    assert '<page id="w1" title="T">' in out
+    assert '<match truncated="true">' + "s" * 500 + "</match>" in out
     assert "<content" not in out  # identical to the snippet
     assert refs.resolve("w1") is not None
 
 
 def test_web_fetch_failures_get_next_steps() -> None:
-    out = model_output(ToolResult(success=False, error="all failed", data={"display_type": "web_fetch_results",
+    out = model_output(ToolResult(success=False, error="all failed",
+                                  data={"display_type": "web_fetch_results",
         "pages": [{"url": "https://x.test/", "status": "failed", "error": "boom", "error_code": "network",
                    "retryable": True}]}), ReferenceRegistry())
-    assert 'status="failed" retryable="true" error_code="network"' in out and "=== Next Steps ===" in out
+    assert 'status="failed" retryable="true" error_code="network"' in out
+    assert "=== Next Steps ===" in out
 
 
 def test_failures_and_plain_outputs_are_compacted() -> None:

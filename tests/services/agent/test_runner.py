@@ -1,9 +1,10 @@
-"""SmartReasoningRunner: agent config → engine config, tool assembly, skills, errors (TurnRunner contract)."""
+"""SmartReasoningRunner: agent config → engine config, tool assembly, skills, errors (TurnRunner contract).
+
+The model is the in-process function model: the wire to a model server is not what these tests are about."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,10 @@ from knora.services.citations.registry import ReferenceRegistry
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.turn import HistoryTurn, TurnContext, TurnRequest
 from knora.settings import Settings
-from tests.fakes.model_server import FakeModelServer, Reply
-from tests.services.agent.helpers import Recorder, openai_model
+from tests.fakes.function_model import FunctionModel, reply, script, tool_call
+from tests.services.agent.helpers import Recorder
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.unit
 
 
 class Models:
@@ -38,13 +39,15 @@ class Models:
 
 
 def request(config: dict[str, Any], **kw: Any) -> TurnRequest:
-    return TurnRequest(tenant_id=1, session_id="s", request_id="r", user_message_id="u", assistant_message_id="a",
+    return TurnRequest(tenant_id=1, session_id="s", request_id="r", user_message_id="u",
+                       assistant_message_id="a",
                        query=kw.pop("query", "hello?"), agent=AgentConfig(name="t", config=config), **kw)
 
 
-def runner(fake: FakeModelServer, tmp: Path | None = None, **settings: Any) -> tuple[SmartReasoningRunner, Models]:
+def runner(model: FunctionModel, tmp: Path | None = None, **settings: Any) -> tuple[SmartReasoningRunner,
+                                                                                    Models]:
     s = Settings(sample_kb=False, **settings)
-    models = Models(openai_model(fake))
+    models = Models(model)
     deps = RunnerDeps(chat_models=models, tool_deps=ToolDeps(settings=s), catalog=CATALOG,
                       skills_prompt=lambda allowed: skills_prompt(load_skills(s.skills_dir, allowed)),
                       engine_overrides={"retry_delays": [0.0, 0.0]})
@@ -56,50 +59,57 @@ def context() -> tuple[TurnContext, Recorder]:
     return TurnContext(bus=bus, references=ReferenceRegistry(), cancelled=asyncio.Event()), Recorder(bus)
 
 
-async def test_answer_steps_history_and_model_choice(fake: FakeModelServer) -> None:
-    fake.script([Reply(tool_calls=[{"name": "thinking", "arguments": json.dumps(
-        {"thought": "plan", "next_thought_needed": False, "thought_number": 1, "total_thoughts": 1})}]),
-        Reply(content="Hi there.")])
+async def test_answer_steps_history_and_model_choice() -> None:
+    fake = script(reply(tool_calls=[tool_call("thinking", {"thought": "plan", "next_thought_needed": False,
+                                                           "thought_number": 1, "total_thoughts": 1})]),
+                  "Hi there.")
     r, models = runner(fake)
     ctx, rec = context()
     out = await r.run(request({"allowed_tools": ["thinking"], "model_id": "builtin-chat"}, history=[
         HistoryTurn(query="earlier?", answer="<think>x</think>Earlier answer.")]), ctx)
-    assert out.answer == "Hi there." and out.debug["tools"] == ["thinking"] and models.asked == [None]
+    assert out.answer == "Hi there."
+    assert out.debug["tools"] == ["thinking"]
+    assert models.asked == [None]
     assert out.agent_steps[0]["tool_calls"][0]["name"] == "thinking"
-    msgs = fake.chat_requests[0]["messages"]
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
-    assert msgs[2]["content"] == "Earlier answer." and msgs[3]["content"].endswith("hello?")
+    msgs = fake.requests[0].messages
+    assert [m.role for m in msgs] == ["system", "user", "assistant", "user"]
+    assert msgs[2].content == "Earlier answer."
+    assert msgs[3].content.endswith("hello?")
     assert any(e.data.get("source") == "thinking_tool" for e in rec.of(BusEvent.THOUGHT))
 
 
-async def test_invalid_agent_and_missing_model_end_with_an_error(fake: FakeModelServer) -> None:
+async def test_invalid_agent_and_missing_model_end_with_an_error() -> None:
+    fake = script()
     r, _ = runner(fake)
     ctx, rec = context()
     out = await r.run(request({"max_iterations": 500}), ctx)
-    assert out.answer == "" and "max iterations too high" in rec.of(BusEvent.ERROR)[0].data["error"]
+    assert out.answer == ""
+    assert "max iterations too high" in rec.of(BusEvent.ERROR)[0].data["error"]
     ctx, rec = context()
     out = await r.run(request({"model_id": "missing"}), ctx)
-    assert "chat model unavailable" in rec.of(BusEvent.ERROR)[0].data["error"] and fake.chat_requests == []
+    assert "chat model unavailable" in rec.of(BusEvent.ERROR)[0].data["error"]
+    assert fake.requests == []
 
 
-async def test_skills_are_offered_and_pinned_per_request(fake: FakeModelServer, tmp_path: Path) -> None:
+async def test_skills_are_offered_and_pinned_per_request(tmp_path: Path) -> None:
     for name in ("greeter", "counter"):
         d = tmp_path / name
         d.mkdir()
         (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: the {name} skill\n---\nbody\n")
-    fake.script([Reply(content="ok")])
+    fake = script("ok")
     r, _ = runner(fake, skills_enabled=True, skills_dir=tmp_path)
     ctx, _ = context()
     out = await r.run(request({"skills_selection_mode": "all", "allowed_tools": ["thinking"]},
                               skill_names=["greeter"]), ctx)
     assert out.debug["tools"] == ["execute_skill_script", "read_skill", "thinking"]
-    system, user = fake.chat_requests[0]["messages"][0]["content"], fake.chat_requests[0]["messages"][-1]["content"]
-    assert "greeter: the greeter skill" in system and "counter" not in system
+    system, user = fake.requests[0].messages[0].content, fake.requests[0].messages[-1].content
+    assert "greeter: the greeter skill" in system
+    assert "counter" not in system
     assert 'Must call read_skill(skill_name="greeter")' in user
 
 
-async def test_skills_off_by_default(fake: FakeModelServer, tmp_path: Path) -> None:
-    fake.script([Reply(content="ok")])
+async def test_skills_off_by_default(tmp_path: Path) -> None:
+    fake = script("ok")
     r, _ = runner(fake, skills_dir=tmp_path)  # skills_enabled stays False
     ctx, _ = context()
     out = await r.run(request({"skills_selection_mode": "all"}), ctx)

@@ -23,7 +23,8 @@ def _results() -> list[SearchResult]:
     return [
         SearchResult(id=CHUNK_A, content="alpha", knowledge_id=DOC_A, knowledge_title="Guide <A>",
                      knowledge_base_id=KB),
-        SearchResult(id=CHUNK_B, content="beta", knowledge_id=DOC_B, knowledge_filename="b.md", knowledge_base_id=KB),
+        SearchResult(id=CHUNK_B, content="beta", knowledge_id=DOC_B, knowledge_filename="b.md",
+                     knowledge_base_id=KB),
         SearchResult(id=CHUNK_A, content="alpha again", knowledge_id=DOC_A, knowledge_base_id=KB),
     ]
 
@@ -59,8 +60,10 @@ class TestHandles:
         assert isinstance(reg, ReferenceRegistryPort)
 
     def test_allocation_follows_result_order_and_dedupes(self, reg: ReferenceRegistry) -> None:
-        assert reg.chunk_handle(CHUNK_A) == "c1" and reg.chunk_handle(CHUNK_B) == "c2"
-        assert reg.document_handle(DOC_A) == "d1" and reg.document_handle(DOC_B) == "d2"
+        assert reg.chunk_handle(CHUNK_A) == "c1"
+        assert reg.chunk_handle(CHUNK_B) == "c2"
+        assert reg.document_handle(DOC_A) == "d1"
+        assert reg.document_handle(DOC_B) == "d2"
         assert reg.kb_handle(KB) == "b1"
         assert reg.register_web("HTTPS://EXAMPLE.com/page") == "w1"  # canonical URL dedupe
         assert reg.register_web("https://other.org/") == "w2"
@@ -68,8 +71,10 @@ class TestHandles:
     def test_resolve_any_case(self, reg: ReferenceRegistry) -> None:
         assert reg.resolve("C1") == {"kind": "chunk", "id": CHUNK_A, "knowledge_id": DOC_A, "kb_id": KB,
                                      "title": "Guide <A>", "chunk_index": 0, "chunk_type": "text"}
-        assert reg.resolve("w1") == {"kind": "web", "url": "https://example.com/page#frag", "title": "Example"}
-        assert reg.resolve("c7") is None and reg.resolve("zz") is None
+        assert reg.resolve("w1") == {"kind": "web", "url": "https://example.com/page#frag",
+                                     "title": "Example"}
+        assert reg.resolve("c7") is None
+        assert reg.resolve("zz") is None
 
     def test_handle_shaped_value_is_never_a_new_id(self) -> None:
         r = ReferenceRegistry()
@@ -85,8 +90,10 @@ class TestHandles:
 
     def test_protocol_prompt_follows_flag(self) -> None:
         on, off = ReferenceRegistry(True).protocol_prompt(), ReferenceRegistry(False).protocol_prompt()
-        assert '<ref id="cN"/>' in on and "Do not write <ref>" not in on
-        assert "Do not write <ref>" in off and "res://NNNN" in off
+        assert '<ref id="cN"/>' in on
+        assert "Do not write <ref>" not in on
+        assert "Do not write <ref>" in off
+        assert "res://NNNN" in off
 
 
 class TestExpansion:
@@ -144,7 +151,8 @@ class TestHistoryAndArguments:
     def test_compact_public_citations_reregisters(self) -> None:
         r = ReferenceRegistry()
         text = f'Claim{TAG_B} and {TAG_W} and <kb doc="no id"/>'
-        assert r.compact_public_citations(text) == 'Claim<ref id="c1"/> and <ref id="w1"/> and <kb doc="no id"/>'
+        assert r.compact_public_citations(text) == ('Claim<ref id="c1"/> and <ref id="w1"/> and '
+                                                    '<kb doc="no id"/>')
         assert r.resolve("c1")["id"] == CHUNK_B  # type: ignore[index]
         assert r.expand_text('x<ref id="c1"/>') == f'x<kb doc="b.md" chunk_id="{CHUNK_B}" kb_id="{KB}" />'
 

@@ -1,5 +1,5 @@
-"""Services whose retrieval engine records every write (``RecordingRetrieval``, see tests/conftest.py), so these
-tests can assert what ingestion indexed."""
+"""Services whose retrieval engine records every write (``RecordingRetrieval``, tests/fakes/retrieval.py), so
+these tests can assert what ingestion indexed."""
 
 from __future__ import annotations
 

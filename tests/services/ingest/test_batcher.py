@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from knora.services.ingest.batcher import EmbedBatcher
+from tests.polling import eventually
 
 pytestmark = pytest.mark.unit
 
@@ -38,16 +39,21 @@ async def test_concurrent_callers_share_batches_and_get_their_own_rows() -> None
     docs = [[f"d{d}-" + "x" * i for i in range(3)] for d in range(6)]
     results = await asyncio.gather(*(batcher.embed(texts) for texts in docs))
     for texts, vecs in zip(docs, results, strict=True):
-        assert vecs.shape == (3, 2) and vecs[:, 0].tolist() == [len(t) for t in texts]
+        assert vecs.shape == (3, 2)
+        assert vecs[:, 0].tolist() == [len(t) for t in texts]
     assert sum(len(b) for b in model.batches) == 18
-    assert all(len(b) <= 8 for b in model.batches) and len(model.batches) == 3
+    assert all(len(b) <= 8 for b in model.batches)
+    assert len(model.batches) == 3
 
 
 async def test_a_failed_batch_fails_its_callers_only() -> None:
     model = _Recorder(fail_on="bad")
     batcher = EmbedBatcher(model, batch_size=2)  # type: ignore[arg-type]
-    ok, bad = await asyncio.gather(batcher.embed(["a", "b"]), batcher.embed(["bad", "c"]), return_exceptions=True)
-    assert isinstance(bad, RuntimeError) and not isinstance(ok, BaseException) and ok.shape == (2, 2)
+    ok, bad = await asyncio.gather(batcher.embed(["a", "b"]), batcher.embed(["bad", "c"]),
+                                   return_exceptions=True)
+    assert isinstance(bad, RuntimeError)
+    assert not isinstance(ok, BaseException)
+    assert ok.shape == (2, 2)
     assert (await batcher.embed([])).shape == (0, 2)
 
 
@@ -78,18 +84,20 @@ async def test_a_full_batch_is_handed_over_while_the_current_one_runs() -> None:
     model = _Gated()
     batcher = EmbedBatcher(model, batch_size=4, window=1)  # type: ignore[arg-type]
     first = asyncio.ensure_future(batcher.embed(["a", "b", "c", "d"]))
-    await asyncio.sleep(0.05)
+    await eventually(lambda: model.batches)
     assert len(model.batches) == 1  # the first batch is running, held at the gate
     second = asyncio.ensure_future(batcher.embed(["e", "f", "g", "h"]))  # a full batch: prefetched at once
     await _settle()
-    assert len(model.batches) == 2 and model.most_in_flight == 2
+    assert len(model.batches) == 2
+    assert model.most_in_flight == 2
     third = asyncio.ensure_future(batcher.embed(["i"]))  # part-filled: waits for a running batch to finish
     await _settle()
     assert len(model.batches) == 2
     model.gate.set()
     results = await asyncio.gather(first, second, third)
     assert [r[:, 0].tolist() for r in results] == [[1.0] * 4, [1.0] * 4, [1.0]]
-    assert model.batches[2] == ["i"] and model.most_in_flight == 2
+    assert model.batches[2] == ["i"]
+    assert model.most_in_flight == 2
 
 
 async def test_a_window_is_cut_into_equal_batches_of_similar_length() -> None:

@@ -1,4 +1,5 @@
-"""Chunker properties (spec §9.3): sizes, overlaps, offsets, coverage, CJK, protected spans, headings, parents."""
+"""Chunker properties (spec §9.3): sizes, overlaps, offsets, coverage, CJK, protected spans, headings,
+parents."""
 
 from __future__ import annotations
 
@@ -14,16 +15,19 @@ from knora.services.ingest.chunker import ChunkDraft, split_document
 
 pytestmark = pytest.mark.unit
 
-WORDS = ["alpha", "beta", "gamma", "delta", "knowledge", "retrieval", "chunk", "overlap", "a", "of", "中文", "检索"]
+WORDS = ["alpha", "beta", "gamma", "delta", "knowledge", "retrieval", "chunk", "overlap", "a", "of", "中文",
+         "检索"]
 
 
 def _prose(draw: st.DrawFn) -> str:
-    """Random prose: words, sentence ends, line and paragraph breaks, Chinese sentences — no markdown syntax."""
+    """Random prose: words, sentence ends, line and paragraph breaks, Chinese sentences — no markdown
+    syntax."""
     tokens = draw(st.lists(st.one_of(
         st.sampled_from(WORDS),
         st.sampled_from([". ", "\n", "\n\n", "。", "，", "  "]),
         st.text(alphabet="测试数据知识库问答系统", min_size=1, max_size=30),
-        st.text(alphabet="abcdefghij", min_size=1, max_size=700),  # sometimes a word longer than the chunk size
+        st.text(alphabet="abcdefghij", min_size=1,
+                max_size=700),  # sometimes a word longer than the chunk size
     ), min_size=1, max_size=300))
     return " ".join(tokens)
 
@@ -39,7 +43,8 @@ configs = st.builds(
 def _check_offsets(text: str, drafts: list[ChunkDraft]) -> None:
     for d in drafts:
         assert text[d.start_at:d.end_at] == d.content
-        assert d.content and d.content == d.content.strip()
+        assert d.content
+        assert d.content == d.content.strip()
 
 
 def _check_coverage(text: str, drafts: list[ChunkDraft]) -> None:
@@ -53,7 +58,8 @@ def _check_coverage(text: str, drafts: list[ChunkDraft]) -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=prose(), config=configs)
-def test_flat_chunks_respect_size_overlap_offsets_and_cover_the_text(text: str, config: ChunkingConfig) -> None:
+def test_flat_chunks_respect_size_overlap_offsets_and_cover_the_text(text: str,
+                                                                     config: ChunkingConfig) -> None:
     cfg = config.normalised()
     drafts = split_document(text, config)
     _check_offsets(text, drafts)
@@ -61,9 +67,11 @@ def test_flat_chunks_respect_size_overlap_offsets_and_cover_the_text(text: str, 
     assert [d.chunk_index for d in drafts] == list(range(len(drafts)))
     for d in drafts:
         assert len(d.content) <= cfg.chunk_size
-        assert d.chunk_type == "text" and d.parent_index is None
+        assert d.chunk_type == "text"
+        assert d.parent_index is None
     for prev, nxt in itertools.pairwise(drafts):
-        assert nxt.start_at > prev.start_at and nxt.end_at > prev.end_at
+        assert nxt.start_at > prev.start_at
+        assert nxt.end_at > prev.end_at
         if nxt.start_at >= prev.end_at:
             assert text[prev.end_at:nxt.start_at].strip() == ""  # no gap with content in it
         else:
@@ -73,7 +81,8 @@ def test_flat_chunks_respect_size_overlap_offsets_and_cover_the_text(text: str, 
 @settings(max_examples=60, deadline=None)
 @given(text=prose(), size=st.integers(min_value=60, max_value=1500))
 def test_parent_child_children_lie_inside_their_parent(text: str, size: int) -> None:
-    config = ChunkingConfig(enable_parent_child=True, parent_chunk_size=size, child_chunk_size=max(size // 4, 20))
+    config = ChunkingConfig(enable_parent_child=True, parent_chunk_size=size, child_chunk_size=max(size // 4,
+                                                                                                   20))
     drafts = split_document(text, config)
     _check_offsets(text, drafts)
     parents = [d for d in drafts if d.chunk_type == "parent_text"]
@@ -86,10 +95,12 @@ def test_parent_child_children_lie_inside_their_parent(text: str, size: int) -> 
         assert c.parent_index is not None
         parent = drafts[c.parent_index]
         assert parent.chunk_type == "parent_text"
-        assert parent.start_at <= c.start_at and c.end_at <= parent.end_at
+        assert parent.start_at <= c.start_at
+        assert c.end_at <= parent.end_at
         assert len(c.content) <= max(size // 4, 20)
     for p in parents:
-        assert len(p.content) <= size and p.parent_index is None
+        assert len(p.content) <= size
+        assert p.parent_index is None
 
 
 def test_defaults_are_512_with_80_overlap_at_sentence_boundaries() -> None:
@@ -99,7 +110,8 @@ def test_defaults_are_512_with_80_overlap_at_sentence_boundaries() -> None:
     assert max(len(d.content) for d in drafts) <= 512
     overlaps = [p.end_at - n.start_at for p, n in itertools.pairwise(drafts)]
     assert all(0 < o <= 80 for o in overlaps)  # overlap happens, and stays within the budget
-    assert all(re.match(r"Sentence|number|\d|talks|about|topic", d.content) for d in drafts)  # starts at a word
+    assert all(re.match(r"Sentence|number|\d|talks|about|topic",
+                        d.content) for d in drafts)  # starts at a word
 
 
 def test_chinese_is_measured_in_characters_and_split_at_the_full_stop() -> None:
@@ -175,7 +187,8 @@ def test_heading_strategy_sets_breadcrumbs_and_coalesces_tiny_sections() -> None
     _check_offsets(text, drafts)
     _check_coverage(text, drafts)
     install = [d for d in drafts if d.context_header == "Guide > Install"]
-    assert len(install) >= 3 and install[0].content.startswith("## Install")
+    assert len(install) >= 3
+    assert install[0].content.startswith("## Install")
     usage = next(d for d in drafts if "## Usage" in d.content)
     assert "### Flags" in usage.content  # tiny sibling/child sections are coalesced
     assert usage.context_header == "Guide > Usage"
@@ -197,7 +210,8 @@ def test_parent_child_defaults_and_child_overlap_is_a_fifth_of_the_child_size() 
     drafts = split_document(text, ChunkingConfig(enable_parent_child=True))
     parents = [d for d in drafts if d.chunk_type == "parent_text"]
     children = [d for d in drafts if d.chunk_type == "text"]
-    assert len(parents) >= 5 and max(len(p.content) for p in parents) <= 4096
+    assert len(parents) >= 5
+    assert max(len(p.content) for p in parents) <= 4096
     assert max(len(c.content) for c in children) <= 384
     siblings = [(a, b) for a, b in itertools.pairwise(children) if a.parent_index == b.parent_index]
     overlaps = [a.end_at - b.start_at for a, b in siblings]
@@ -209,14 +223,16 @@ def test_blank_text_gives_no_chunks_and_non_positive_config_falls_back_to_defaul
     assert split_document("  \n\n\t ", ChunkingConfig()) == []
     text = "word " * 400
     drafts = split_document(text, ChunkingConfig(chunk_size=0, chunk_overlap=-5))
-    assert max(len(d.content) for d in drafts) <= 512 and len(drafts) >= 4
+    assert max(len(d.content) for d in drafts) <= 512
+    assert len(drafts) >= 4
 
 
 def test_leading_whitespace_does_not_let_the_next_chunk_start_where_the_previous_one_did() -> None:
-    # Found by hypothesis: the first chunk's range was stripped of its leading spaces, and the overlap of the next
-    # chunk was searched from the unstripped start, so both chunks started at the "。".
+    # Found by hypothesis: the first chunk's range was stripped of its leading spaces, and the overlap of the
+    # next chunk was searched from the unstripped start, so both chunks started at the "。".
     text = "   。 alpha alpha alpha"
     drafts = split_document(text, ChunkingConfig(chunk_size=20, chunk_overlap=1))
     _check_offsets(text, drafts)
     for prev, nxt in itertools.pairwise(drafts):
-        assert nxt.start_at > prev.start_at and nxt.end_at > prev.end_at
+        assert nxt.start_at > prev.start_at
+        assert nxt.end_at > prev.end_at

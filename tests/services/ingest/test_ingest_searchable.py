@@ -35,17 +35,22 @@ async def _search(c: Any, kb_id: str, text: str) -> list[Any]:
 
 async def test_ingested_document_is_searchable_then_gone(full: Any) -> None:
     c = full
-    kb = await c.kb_service.create(c.default_tenant_id, {"name": "animals", "chunking_config": {"chunk_size": 100}})
+    kb = await c.kb_service.create(c.default_tenant_id, {"name": "animals",
+                                                         "chunking_config": {"chunk_size": 100}})
     k = await c.ingest_service.add_file(c.default_tenant_id, kb.id, "animals.md", DOC)
     await c.jobs.wait_idle(60)
     hits = await _search(c, kb.id, "otters sleep holding hands")
-    assert hits and hits[0].knowledge_id == k.id and "otters" in hits[0].content.lower()
+    assert hits
+    assert hits[0].knowledge_id == k.id
+    assert "otters" in hits[0].content.lower()
     before = {h.id for h in hits}
     await c.kb_service.update(c.default_tenant_id, kb.id, {"chunking_config": {"chunk_size": 60}})
     await c.ingest_service.reparse(c.default_tenant_id, k.id)
     await c.jobs.wait_idle(60)
     current = set(await c.repos.chunks.ids_for_knowledge(k.id))
     hits = await _search(c, kb.id, "otters sleep holding hands")
-    assert hits and {h.id for h in hits} <= current and not ({h.id for h in hits} & before)
+    assert hits
+    assert {h.id for h in hits} <= current
+    assert not ({h.id for h in hits} & before)
     await c.ingest_service.delete(c.default_tenant_id, k.id)
     assert await _search(c, kb.id, "otters sleep holding hands") == []

@@ -1,4 +1,5 @@
-"""Ingestion end to end through the service: jobs, chunk swaps, index writes, failures, restart and re-parse."""
+"""Ingestion end to end through the service: jobs, chunk swaps, index writes, failures, restart and
+re-parse."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from tests.conftest import RECORDING, record_retrieval
 
 pytestmark = pytest.mark.integration
 
-TEXT = "\n\n".join(f"Paragraph {i}. " + ("Knora ingests documents into knowledge bases. " * 6) for i in range(12))
+TEXT = "\n\n".join(f"Paragraph {i}. " + ("Knora ingests documents into knowledge bases. " * 6)
+                   for i in range(12))
 
 
 async def _stop_jobs(c: Any) -> None:
@@ -43,7 +45,8 @@ async def _ingest(c: Any, kb: Any, name: str = "guide.md", data: bytes = TEXT.en
 
 
 async def _chunks(c: Any, knowledge_id: str, types: list[str] | None = None) -> list[Any]:
-    page = await c.repos.chunks.list(c.default_tenant_id, knowledge_id, page=1, page_size=1000, chunk_types=types)
+    page = await c.repos.chunks.list(c.default_tenant_id, knowledge_id, page=1, page_size=1000,
+                                     chunk_types=types)
     return list(page.items)
 
 
@@ -57,14 +60,19 @@ class TestIngestFile:
         assert len(chunks) > 3
         assert all(len(c.content) <= 200 for c in chunks)
         by_id = {c.id: c for c in chunks}
-        assert chunks[0].pre_chunk_id is None and chunks[-1].next_chunk_id is None
+        assert chunks[0].pre_chunk_id is None
+        assert chunks[-1].next_chunk_id is None
         for a, b in itertools.pairwise(chunks):
-            assert a.next_chunk_id == b.id and by_id[b.id].pre_chunk_id == a.id
+            assert a.next_chunk_id == b.id
+            assert by_id[b.id].pre_chunk_id == a.id
         assert set(rec.rows) == set(by_id)
         row = rec.rows[chunks[0].id]
-        assert row.content.startswith(k.title + "\n") and chunks[0].content.strip() in row.content
-        assert row.embedding is not None and len(row.embedding) == container.embedders.default.dimension
-        assert row.knowledge_base_id == kb.id and row.tenant_id == container.default_tenant_id
+        assert row.content.startswith(k.title + "\n")
+        assert chunks[0].content.strip() in row.content
+        assert row.embedding is not None
+        assert len(row.embedding) == container.embedders.default.dimension
+        assert row.knowledge_base_id == kb.id
+        assert row.tenant_id == container.default_tenant_id
 
     async def test_same_content_twice_is_a_duplicate(self, sqlite_container: Any) -> None:
         c = sqlite_container
@@ -72,13 +80,15 @@ class TestIngestFile:
         first = await _ingest(c, kb)
         with pytest.raises(DuplicateKnowledge) as err:
             await c.ingest_service.add_file(c.default_tenant_id, kb.id, "copy.md", TEXT.encode())
-        assert err.value.existing.id == first.id and err.value.kind == "duplicate_file"
+        assert err.value.existing.id == first.id
+        assert err.value.kind == "duplicate_file"
 
     @pytest.mark.parametrize(("name", "data", "exc"), [
         ("a.exe", b"MZ....", BadRequest), ("empty.txt", b"  \n", BadRequest), ("", b"hello", BadRequest),
     ])
     async def test_bad_uploads_are_refused_before_anything_is_written(self, sqlite_container: Any, name: str,
-                                                                      data: bytes, exc: type[Exception]) -> None:
+                                                                      data: bytes,
+                                                                      exc: type[Exception]) -> None:
         c = sqlite_container
         kb = await _kb(c)
         with pytest.raises(exc):
@@ -95,18 +105,21 @@ class TestIngestFile:
         finally:
             await c.aclose()
 
-    async def test_path_traversal_in_the_name_stays_inside_the_blob_store(self, sqlite_container: Any) -> None:
+    async def test_path_traversal_in_the_name_stays_inside_the_blob_store(self,
+                                                                          sqlite_container: Any) -> None:
         c = sqlite_container
         kb = await _kb(c)
         k = await _ingest(c, kb, "../../../../etc/evil.txt", b"plain text body")
-        assert k.file_name == "evil.txt" and ".." not in k.file_path
+        assert k.file_name == "evil.txt"
+        assert ".." not in k.file_path
         assert (c.settings.data_dir / "blobs" / k.file_path).resolve().is_relative_to(
             (c.settings.data_dir / "blobs").resolve())
 
     async def test_unknown_kb_is_not_found(self, sqlite_container: Any) -> None:
         with pytest.raises(NotFound):
             await sqlite_container.ingest_service.add_file(sqlite_container.default_tenant_id,
-                                                           "00000000-0000-0000-0000-000000000000", "a.txt", b"x")
+                                                           "00000000-0000-0000-0000-000000000000", "a.txt",
+                                                           b"x")
 
     async def test_corrupt_file_fails_with_a_reason_and_indexes_nothing(self, sqlite_container: Any) -> None:
         c = sqlite_container
@@ -115,7 +128,8 @@ class TestIngestFile:
         k = await _ingest(c, kb, "broken.pdf", b"%PDF-1.4 this is not really a pdf")
         assert k.parse_status == ParseStatus.FAILED
         assert k.error_message
-        assert await _chunks(c, k.id) == [] and rec.rows == {}
+        assert await _chunks(c, k.id) == []
+        assert rec.rows == {}
 
     async def test_index_failure_marks_failed_and_leaves_no_chunk_rows(self, sqlite_container: Any) -> None:
         c = sqlite_container
@@ -123,7 +137,8 @@ class TestIngestFile:
         rec.fail_next_index = RuntimeError("index down")
         kb = await _kb(c)
         k = await _ingest(c, kb)
-        assert k.parse_status == ParseStatus.FAILED and "index down" in k.error_message
+        assert k.parse_status == ParseStatus.FAILED
+        assert "index down" in k.error_message
         assert await _chunks(c, k.id) == []
 
     async def test_parent_child_mode_indexes_children_only(self, sqlite_container: Any) -> None:
@@ -134,7 +149,8 @@ class TestIngestFile:
         k = await _ingest(c, kb)
         parents = await _chunks(c, k.id, ["parent_text"])
         children = await _chunks(c, k.id, ["text"])
-        assert parents and children
+        assert parents
+        assert children
         parent_ids = {p.id for p in parents}
         assert all(ch.parent_chunk_id in parent_ids for ch in children)
         assert all(ch.pre_chunk_id is None and ch.next_chunk_id is None for ch in children)
@@ -144,11 +160,15 @@ class TestIngestFile:
     async def test_manual_text_is_ingested_and_a_draft_is_not(self, sqlite_container: Any) -> None:
         c = sqlite_container
         kb = await _kb(c)
-        k = await c.ingest_service.add_manual(c.default_tenant_id, kb.id, "Notes", "# Notes\n\nKnora is a RAG engine.")
-        draft = await c.ingest_service.add_manual(c.default_tenant_id, kb.id, "Later", "not yet", status="draft")
+        k = await c.ingest_service.add_manual(c.default_tenant_id, kb.id, "Notes",
+                                              "# Notes\n\nKnora is a RAG engine.")
+        draft = await c.ingest_service.add_manual(c.default_tenant_id, kb.id, "Later", "not yet",
+                                                  status="draft")
         await c.jobs.wait_idle(30)
         got = await c.repos.knowledge.get(None, k.id)
-        assert got.parse_status == ParseStatus.COMPLETED and got.title == "Notes" and got.file_type == "md"
+        assert got.parse_status == ParseStatus.COMPLETED
+        assert got.title == "Notes"
+        assert got.file_type == "md"
         assert (await c.repos.knowledge.get(None, draft.id)).parse_status == ParseStatus.PENDING
         assert await _chunks(c, draft.id) == []
 
@@ -160,11 +180,14 @@ class TestReparseDeleteRestart:
         kb = await _kb(c, chunking_config={"chunk_size": 500})
         k = await _ingest(c, kb)
         before = {x.id for x in await _chunks(c, k.id)}
-        await c.kb_service.update(c.default_tenant_id, kb.id, {"config": {"chunking_config": {"chunk_size": 150}}})
+        await c.kb_service.update(c.default_tenant_id, kb.id,
+                                  {"config": {"chunking_config": {"chunk_size": 150}}})
         await c.ingest_service.reparse(c.default_tenant_id, k.id)
         await c.jobs.wait_idle(30)
         after = {x.id for x in await _chunks(c, k.id)}
-        assert after and not (after & before) and len(after) > len(before)
+        assert after
+        assert not (after & before)
+        assert len(after) > len(before)
         assert set(rec.rows) == after
         assert (await c.repos.knowledge.get(None, k.id)).parse_status == ParseStatus.COMPLETED
 
@@ -179,7 +202,8 @@ class TestReparseDeleteRestart:
         assert {r.knowledge_id for r in rec.rows.values()} == {k2.id}
         assert not (c.settings.data_dir / "blobs" / k1.file_path).exists()
         await c.kb_service.delete(c.default_tenant_id, kb.id)
-        assert ("delete_knowledge_base", kb.id) in rec.calls and rec.rows == {}
+        assert ("delete_knowledge_base", kb.id) in rec.calls
+        assert rec.rows == {}
         assert await c.repos.knowledge.get(None, k2.id) is None
 
     async def test_deleted_while_queued_is_skipped(self, sqlite_container: Any) -> None:
@@ -193,7 +217,8 @@ class TestReparseDeleteRestart:
         await c.jobs.wait_idle(30)
         assert rec.rows == {}
 
-    async def test_pending_job_survives_a_restart(self, make_settings: Callable[..., Settings], db_url: str) -> None:
+    async def test_pending_job_survives_a_restart(self, make_settings: Callable[..., Settings],
+                                                  db_url: str) -> None:
         settings = make_settings(database_url=db_url)
         first = await build_services(settings, RECORDING)
         await _stop_jobs(first)  # nothing runs in this process
@@ -237,8 +262,8 @@ def web() -> Iterator[str]:
     thread.start()
     _Handler.pages = {
         "/page": (200, "text/html", (b"<html><head><title>Fetched page</title></head><body><nav>menu</nav>"
-                                     b"<article><h1>Fetched page</h1><p>Knora can ingest web pages fetched from a "
-                                     b"URL.</p></article></body></html>"), {}),
+                                     b"<article><h1>Fetched page</h1><p>Knora can ingest web pages fetched "
+                                     b"from a URL.</p></article></body></html>"), {}),
         "/moved": (302, "text/plain", b"", {"Location": "/page"}),
         "/notes.txt": (200, "text/plain", b"Plain notes served as a file.", {}),
         "/big": (200, "text/plain", b"y" * 5000, {}),
@@ -252,10 +277,13 @@ class TestIngestUrl:
     async def test_private_addresses_are_refused_by_default(self, sqlite_container: Any, web: str) -> None:
         kb = await _kb(sqlite_container)
         with pytest.raises(BadRequest, match="private or local"):
-            await sqlite_container.ingest_service.add_url(sqlite_container.default_tenant_id, kb.id, f"{web}/page")
+            await sqlite_container.ingest_service.add_url(sqlite_container.default_tenant_id, kb.id,
+                                                          f"{web}/page")
 
-    async def test_page_and_file_urls_with_redirect(self, make_settings: Callable[..., Settings], web: str) -> None:
-        c = await build_services(make_settings(allow_private_network_fetch=True, max_upload_bytes=1000), RECORDING)
+    async def test_page_and_file_urls_with_redirect(self, make_settings: Callable[..., Settings],
+                                                    web: str) -> None:
+        c = await build_services(make_settings(allow_private_network_fetch=True, max_upload_bytes=1000),
+                                 RECORDING)
         try:
             kb = await _kb(c)
             page = await c.ingest_service.add_url(c.default_tenant_id, kb.id, f"{web}/moved")
@@ -267,14 +295,18 @@ class TestIngestUrl:
             await c.jobs.wait_idle(30)
             p = await c.repos.knowledge.get(None, page.id)
             assert p.parse_status == ParseStatus.COMPLETED, p.error_message
-            assert p.file_type == "html" and "Fetched page" in p.title
+            assert p.file_type == "html"
+            assert "Fetched page" in p.title
             assert "web pages" in (await _chunks(c, p.id))[0].content
             n = await c.repos.knowledge.get(None, note.id)
-            assert n.parse_status == ParseStatus.COMPLETED and n.file_type == "txt"
+            assert n.parse_status == ParseStatus.COMPLETED
+            assert n.file_type == "txt"
             b = await c.repos.knowledge.get(None, big.id)
-            assert b.parse_status == ParseStatus.FAILED and "limit" in b.error_message
+            assert b.parse_status == ParseStatus.FAILED
+            assert "limit" in b.error_message
             g = await c.repos.knowledge.get(None, gone.id)
-            assert g.parse_status == ParseStatus.FAILED and "404" in g.error_message
+            assert g.parse_status == ParseStatus.FAILED
+            assert "404" in g.error_message
         finally:
             await c.aclose()
 
@@ -287,14 +319,17 @@ class TestChunkEdit:
         k = await _ingest(c, kb, "t.txt", b"Original chunk text about llamas.")
         chunk = (await _chunks(c, k.id))[0]
         old_vec = rec.rows[chunk.id].embedding
-        edited = await c.chunk_service.update(c.default_tenant_id, k.id, chunk.id, {"content": "Alpacas now."})
+        edited = await c.chunk_service.update(c.default_tenant_id, k.id, chunk.id,
+                                              {"content": "Alpacas now."})
         assert edited.content_revision == chunk.content_revision + 1
-        assert rec.rows[chunk.id].content.endswith("Alpacas now.") and rec.rows[chunk.id].embedding != old_vec
+        assert rec.rows[chunk.id].content.endswith("Alpacas now.")
+        assert rec.rows[chunk.id].embedding != old_vec
         await c.chunk_service.update(c.default_tenant_id, k.id, chunk.id, {"is_enabled": False})
         assert rec.rows[chunk.id].is_enabled is False
         with pytest.raises(BadRequest):
             await c.chunk_service.update(c.default_tenant_id, k.id, chunk.id, {"content": "  "})
         await c.chunk_service.delete(c.default_tenant_id, k.id, chunk.id)
-        assert chunk.id not in rec.rows and await _chunks(c, k.id) == []
+        assert chunk.id not in rec.rows
+        assert await _chunks(c, k.id) == []
 
 

@@ -52,7 +52,8 @@ def make_ctx(citations: bool = True) -> tuple[TurnContext, Recorder]:
 
 
 def turn(c: Any, query: str, kb_ids: list[str] | None = None, **kw: Any) -> TurnRequest:
-    return TurnRequest(tenant_id=c.default_tenant_id, session_id=str(uuid.uuid4()), request_id=str(uuid.uuid4()),
+    return TurnRequest(tenant_id=c.default_tenant_id, session_id=str(uuid.uuid4()),
+                       request_id=str(uuid.uuid4()),
                        user_message_id=str(uuid.uuid4()), assistant_message_id=str(uuid.uuid4()), query=query,
                        knowledge_base_ids=kb_ids or [], **kw)
 
@@ -91,8 +92,10 @@ async def chunks_of(c: Any, kb_id: str) -> dict[str, list[Any]]:
 
 
 @pytest.fixture
-async def model_container(make_settings: Callable[..., Settings], fake: FakeModelServer) -> AsyncIterator[Any]:
-    """Container whose default chat model is the fake server (no retries, so scripted errors stay scripted)."""
+async def model_container(make_settings: Callable[..., Settings],
+                          fake: FakeModelServer) -> AsyncIterator[Any]:
+    """Container whose default chat model is the fake server (no retries, so scripted errors stay
+    scripted)."""
     c = await _container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
                                        chat_api_key="k"))
     try:

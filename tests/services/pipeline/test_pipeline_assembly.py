@@ -39,11 +39,13 @@ async def _list_kbs(tenant_id: int) -> list[KnowledgeBase]:
 
 
 def deps() -> PipelineDeps:
-    return PipelineDeps(chat_models=None, rerankers=None, reads=_Reads(), list_kbs=_list_kbs)  # type: ignore[arg-type]
+    return PipelineDeps(chat_models=None, rerankers=None, reads=_Reads(),
+                        list_kbs=_list_kbs)  # type: ignore[arg-type]
 
 
 def req(**kw: Any) -> TurnRequest:
-    return TurnRequest(tenant_id=1, session_id="s", request_id="r", user_message_id="u", assistant_message_id="a",
+    return TurnRequest(tenant_id=1, session_id="s", request_id="r", user_message_id="u",
+                       assistant_message_id="a",
                        query=kw.pop("query", "q"), **kw)
 
 
@@ -53,20 +55,28 @@ class TestAssembly:
         assert [t.knowledge_base_id for t in pr.search_targets] == ["kb1"]  # foreign KB dropped
         assert (pr.embedding_top_k, pr.vector_threshold, pr.keyword_threshold, pr.rerank_top_k,
                 pr.rerank_threshold, pr.max_rounds) == (10, 0.5, 0.3, 10, 0.3, 5)
-        assert pr.summary.prompt == prompts.content("default_kb") and pr.fallback_strategy == "model"
-        assert build_stages(pr) == [E.LOAD_HISTORY, E.QUERY_UNDERSTAND, E.CHUNK_SEARCH_PARALLEL, E.CHUNK_RERANK,
-                                    E.CHUNK_MERGE, E.FILTER_TOP_K, E.INTO_CHAT_MESSAGE, E.CHAT_COMPLETION_STREAM]
+        assert pr.summary.prompt == prompts.content("default_kb")
+        assert pr.fallback_strategy == "model"
+        assert build_stages(pr) == [E.LOAD_HISTORY, E.QUERY_UNDERSTAND, E.CHUNK_SEARCH_PARALLEL,
+                                    E.CHUNK_RERANK,
+                                    E.CHUNK_MERGE, E.FILTER_TOP_K, E.INTO_CHAT_MESSAGE,
+                                    E.CHAT_COMPLETION_STREAM]
 
     async def test_agent_overrides(self) -> None:
         agent = AgentConfig(name="x", config={
-            "kb_selection_mode": "all", "multi_turn_enabled": False, "rerank_threshold": 0, "embedding_top_k": 0,
+            "kb_selection_mode": "all", "multi_turn_enabled": False, "rerank_threshold": 0,
+                                              "embedding_top_k": 0,
             "system_prompt": "Custom {contexts}", "data_analysis_enabled": True, "fallback_strategy": "fixed",
             "citation_enabled": False, "intent_prompts": {"greeting": "Hi!"}})
         pr, _ = await build_request(deps(), req(agent=agent, web_search_enabled=True))
         assert [t.knowledge_base_id for t in pr.search_targets] == ["kb1", "kb2", "kbw"]
-        assert pr.rerank_threshold == 0.0 and pr.embedding_top_k == 10 and pr.max_rounds == 0
-        assert pr.rerank_model_id == "rr" and pr.wiki_kb_ids == ("kbw",)
-        assert pr.summary.prompt == "Custom {contexts}" and not pr.citations_enabled
+        assert pr.rerank_threshold == 0.0
+        assert pr.embedding_top_k == 10
+        assert pr.max_rounds == 0
+        assert pr.rerank_model_id == "rr"
+        assert pr.wiki_kb_ids == ("kbw",)
+        assert pr.summary.prompt == "Custom {contexts}"
+        assert not pr.citations_enabled
         assert pr.intent_prompt_overrides == {"greeting": "Hi!"}
         assert build_stages(pr) == [E.QUERY_UNDERSTAND, E.CHUNK_SEARCH_PARALLEL, E.CHUNK_RERANK, E.WEB_FETCH,
                                     E.CHUNK_MERGE, E.FILTER_TOP_K, E.DATA_ANALYSIS, E.INTO_CHAT_MESSAGE,
@@ -78,4 +88,5 @@ class TestAssembly:
         assert pr.language == "Chinese (Simplified)"
         agent = AgentConfig(name="x", config={"kb_selection_mode": "none"})
         pr, _ = await build_request(deps(), req(agent=agent))
-        assert not pr.search_targets and build_stages(pr)[-1] == E.CHAT_COMPLETION_STREAM
+        assert not pr.search_targets
+        assert build_stages(pr)[-1] == E.CHAT_COMPLETION_STREAM

@@ -22,8 +22,10 @@ class TestQuickAnswerEndToEnd:
                                                                  fake: FakeModelServer) -> None:
         c = model_container
         kb = await add_kb(c, DOCS)
-        fake.script([Reply(content=json.dumps({"rewrite_query": "solar panel peak watts", "intent": "kb_search"})),
-                     Reply(content='About 400 W <ref id="c1"/>.', reasoning_content="look at c1", chunk_size=5)])
+        fake.script([Reply(content=json.dumps({"rewrite_query": "solar panel peak watts",
+                                               "intent": "kb_search"})),
+                     Reply(content='About 400 W <ref id="c1"/>.', reasoning_content="look at c1",
+                           chunk_size=5)])
         ctx, rec = make_ctx()
         outcome = await c.quick_answer.run(turn(c, "How much power does a solar panel produce?", [kb]), ctx)
         types = rec.types()
@@ -36,7 +38,8 @@ class TestQuickAnswerEndToEnd:
         assert rec.of(BusEvent.THOUGHT)[-1].data["done"] is True
         # the model saw handles, never chunk ids, and the rewrite drove retrieval
         prompt = "\n".join(m["content"] for m in fake.chat_requests[1]["messages"])
-        assert '<chunk id="c1"' in prompt and refs[0]["id"] not in prompt
+        assert '<chunk id="c1"' in prompt
+        assert refs[0]["id"] not in prompt
         assert ctx.references.resolve("c1")["id"] == refs[0]["id"]  # type: ignore[index]
         calls = [e.data["tool_name"] for e in rec.of(BusEvent.TOOL_CALL)]
         results = {e.data["tool_name"]: e.data for e in rec.of(BusEvent.TOOL_RESULT)}
@@ -68,7 +71,8 @@ class TestTurnReads:
         store = c.search_service.store
         assert c.pipeline_deps.reads is store
         calls: Counter[str] = Counter()
-        for name in ("knowledge_bases", "tenant_retrieval_config", "chunks", "knowledge", "chunks_with_knowledge",
+        for name in ("knowledge_bases", "tenant_retrieval_config", "chunks", "knowledge",
+                     "chunks_with_knowledge",
                      "knowledge_bases_with_tenant_config"):
             real = getattr(store, name)
 
@@ -79,15 +83,17 @@ class TestTurnReads:
             monkeypatch.setattr(store, name, wrapped)
         outcome = await c.quick_answer.run(turn(c, "How is oolong tea processed?", [kb]), make_ctx()[0])
         assert "partially oxidised" in outcome.answer
-        # KBs + tenant config once (request assembly; the search reuses them), hits + documents once (hydration;
-        # the merge reuses them): two reads in all, instead of eight
+        # KBs + tenant config once (request assembly; the search reuses them), hits + documents once
+        # (hydration; the merge reuses them): two reads in all, instead of eight
         assert calls == Counter(knowledge_bases_with_tenant_config=1, chunks_with_knowledge=1)
         # nothing is kept between turns: an edit made between them is seen by the next turn
         async with c.sessions.begin() as s:
-            for row in (await s.scalars(select(KnowledgeRow).where(KnowledgeRow.knowledge_base_id == kb))).all():
+            rows = await s.scalars(select(KnowledgeRow).where(KnowledgeRow.knowledge_base_id == kb))
+            for row in rows.all():
                 row.title = f"{row.title} (edited)"
         ctx, rec = make_ctx()
         await c.quick_answer.run(turn(c, "How is oolong tea processed?", [kb]), ctx)
         assert calls == Counter(knowledge_bases_with_tenant_config=2, chunks_with_knowledge=2)
         refs = rec.of(BusEvent.REFERENCES)[0].data["references"]
-        assert refs and all(r["knowledge_title"].endswith("(edited)") for r in refs)
+        assert refs
+        assert all(r["knowledge_title"].endswith("(edited)") for r in refs)

@@ -27,7 +27,8 @@ E = EventType
 class _Probe:
     """Records 'before'/'after' around next(); optionally fails instead of calling next()."""
 
-    def __init__(self, name: str, log: list[str], *, post: bool = False, fail: PluginError | None = None) -> None:
+    def __init__(self, name: str, log: list[str], *, post: bool = False,
+                 fail: PluginError | None = None) -> None:
         self.name, self.log, self.post, self.fail = name, log, post, fail
 
     def activation_events(self) -> Sequence[EventType]:
@@ -48,7 +49,8 @@ class _Probe:
 
 def _cm() -> ChatManage:
     ctx, _ = make_ctx()
-    return ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query="q"), PipelineState(), ctx)
+    return ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query="q"),
+                      PipelineState(), ctx)
 
 
 class TestEventManager:
@@ -66,7 +68,8 @@ class TestEventManager:
         m.register(_Probe("rerank", log, fail=ERR_SEARCH_NOTHING))
         m.register(_Probe("wiki", log, post=True))
         err = await m.trigger(_cm(), E.CHUNK_RERANK)
-        assert err is not None and err.is_search_nothing
+        assert err is not None
+        assert err.is_search_nothing
         assert log == ["rerank:fail"]
 
     async def test_event_without_listeners_is_a_no_op(self) -> None:
@@ -76,14 +79,17 @@ class TestEventManager:
 class TestPluginError:
     def test_with_error_copies_and_keeps_templates_clean(self) -> None:
         err = ERR_SEARCH.with_error(ValueError("boom"))
-        assert err.error_type == "search_failed" and "boom" in err.message
+        assert err.error_type == "search_failed"
+        assert "boom" in err.message
         assert ERR_SEARCH.err is None
-        assert {e.error_type for e in CATALOGUE} >= {"search_nothing", "model_call_failed", "get_chat_model_failed"}
+        assert {e.error_type for e in CATALOGUE} >= {"search_nothing", "model_call_failed",
+                                                     "get_chat_model_failed"}
 
 
 class TestBuilderAndPresets:
     def test_add_if(self) -> None:
-        stages = PipelineBuilder().add_if(False, E.LOAD_HISTORY).add(E.QUERY_UNDERSTAND).add_if(True, E.WEB_FETCH)
+        stages = PipelineBuilder().add_if(False, E.LOAD_HISTORY).add(E.QUERY_UNDERSTAND).add_if(True,
+                                                                                                E.WEB_FETCH)
         assert stages.build() == [E.QUERY_UNDERSTAND, E.WEB_FETCH]
 
     def test_presets(self) -> None:
@@ -99,7 +105,8 @@ class TestState:
         cm.state.search_result = [SearchResult(id="a", content="c", knowledge_id="k")]
         twin = cm.clone()
         assert (twin.state.rewrite_query, twin.state.intent, twin.state.entity) == ("r", "kb_search", ["x"])
-        assert twin.state.search_result == [] and twin.ctx is cm.ctx
+        assert twin.state.search_result == []
+        assert twin.ctx is cm.ctx
         twin.state.entity.append("y")
         assert cm.state.entity == ["x"]
 

@@ -22,9 +22,11 @@ class TestPrompts:
 
     def test_single_pass_known_keys_both_brace_styles(self) -> None:
         now = datetime(2026, 3, 2, 10, 30, 0)
-        text = '{query} / {{ language }} / {unknown} / {"json": 1} / {current_time} {current_week} {yesterday}'
+        text = ('{query} / {{ language }} / {unknown} / {"json": 1} / '
+                '{current_time} {current_week} {yesterday}')
         out = prompts.render(text, {"query": "say {language}", "language": "English"}, now=now)
-        assert out == 'say {language} / English / {unknown} / {"json": 1} / 2026-03-02 10:30:00 Monday 2026-03-01'
+        assert out == ('say {language} / English / {unknown} / {"json": 1} / '
+                       '2026-03-02 10:30:00 Monday 2026-03-01')
 
     @pytest.mark.parametrize(("locale", "query", "name"), [
         ("zh-CN", "hello", "Chinese (Simplified)"), ("", "长城有多长", "Chinese (Simplified)"),

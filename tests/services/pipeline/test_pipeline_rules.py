@@ -1,5 +1,5 @@
-"""Plugin rules with the spec's numbers: rewrite parsing, rerank cleaning/threshold/composite/MMR, merge steps,
-deterministic top-k, input validation."""
+"""Plugin rules with the spec's numbers: rewrite parsing, rerank cleaning/threshold/composite/MMR, merge
+steps, deterministic top-k, input validation."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def R(id: str, content: str = "", score: float = 0.0, **kw: Any) -> SearchResult
 
 def cm_with(**req: Any) -> ChatManage:
     ctx, _ = make_ctx()
-    return ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query=req.pop("query", "q"),
+    return ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query=req.pop("query",
+                                                                                                 "q"),
                                       **req), PipelineState(), ctx)
 
 
@@ -69,7 +70,8 @@ class TestRewriteParsing:
 
     def test_multiline_prose_is_not_a_rewrite(self) -> None:
         u = parse_understanding("I think\nthe user wants\nsomething", "q")
-        assert u.parsed and u.rewrite == ""
+        assert u.parsed
+        assert u.rewrite == ""
 
     def test_image_description_and_ocr_merge(self) -> None:
         u = parse_understanding(json.dumps({"image_description": "a chart", "ocr_text": "Q3 revenue"}))
@@ -81,8 +83,8 @@ class TestRewriteParsing:
 @pytest.mark.unit
 class TestEntityParsing:
     def test_fenced_and_relations_add_nodes(self) -> None:
-        text = 'Here:\n```json\n[{"entity": "Ada"}, {"entity1": "Ada", "entity2": "Babbage", "relation": "w"},' \
-               ' {"entity1": "X", "entity2": "X"}]\n```'
+        text = 'Here:\n```json\n[{"entity": "Ada"}, {"entity1": "Ada", "entity2": "Babbage", ' \
+               '"relation": "w"}, {"entity1": "X", "entity2": "X"}]\n```'
         nodes, rels = parse_graph(text)
         assert [n["name"] for n in nodes] == ["Ada", "Babbage"]
         assert rels == [{"source": "Ada", "target": "Babbage", "relation": "w"}]
@@ -133,24 +135,28 @@ class TestRerankRules:
         assert set(got) == {"a", "b"}
         assert got["a"].score == pytest.approx(0.6 * 0.8 + 0.3 * 0.01 + 0.1)
         assert got["b"].score == pytest.approx(min(1.0, (0.6 * 0.5 + 0.3 * 0.02 + 0.1) * 1.2))
-        assert got["a"].metadata["model_score"] == "0.8000" and got["b"].metadata["faq_boosted"] == "true"
+        assert got["a"].metadata["model_score"] == "0.8000"
+        assert got["b"].metadata["faq_boosted"] == "true"
 
     @pytest.mark.integration
     async def test_top1_fallback_and_degraded_retry(self, fake: FakeModelServer) -> None:
         results = [R("a", "doc a", 0.5), R("b", "doc b", 0.5)]
         cm, err = await self._run(fake, {"doc a": 0.2, "doc b": 0.16}, results, rerank_threshold=0.3)
-        assert err is None and [r.id for r in cm.state.rerank_result] == ["a"]  # top-1 ≥ 0.15
+        assert err is None
+        assert [r.id for r in cm.state.rerank_result] == ["a"]  # top-1 ≥ 0.15
         cm, err = await self._run(fake, {"doc a": 0.1, "doc b": 0.05}, results, rerank_threshold=0.3)
-        assert err is not None and err.is_search_nothing  # below 0.15, no retry since 0.3 is not > 0.3
+        assert err is not None
+        assert err.is_search_nothing  # below 0.15, no retry since 0.3 is not > 0.3
         cm, err = await self._run(fake, {"doc a": 0.36, "doc b": 0.1}, results, rerank_threshold=0.5)
         assert [r.id for r in cm.state.rerank_result] == ["a"]  # retry at max(0.35, 0.3)
 
     @pytest.mark.integration
-    async def test_api_error_falls_back_to_search_results_and_wiki_boost_runs_after(self,
-                                                                                   fake: FakeModelServer) -> None:
+    async def test_api_error_falls_back_to_search_results_and_wiki_boost_runs_after(
+            self, fake: FakeModelServer) -> None:
         fake.rerank_status = 500
         cm, err = await self._run(fake, {}, [R("a", "doc a", 0.5)], rerank_threshold=0.3)
-        assert err is None and cm.state.rerank_result == []
+        assert err is None
+        assert cm.state.rerank_result == []
         fake.rerank_status = 200
         results = [R("a", "doc a", 0.0), R("w", "wiki w", 0.0, chunk_type="wiki_page")]
         cm, err = await self._run(fake, {"doc a": 0.9, "wiki w": 0.8}, results, rerank_threshold=0.3,
@@ -161,7 +167,8 @@ class TestRerankRules:
 @pytest.mark.unit
 class TestMergeSteps:
     def test_dedup_by_id_then_signature(self) -> None:
-        out = remove_duplicate_results([R("a", "Same  Text"), R("a", "other"), R("b", "same text"), R("c", "x")])
+        out = remove_duplicate_results([R("a", "Same  Text"), R("a", "other"), R("b", "same text"),
+                                        R("c", "x")])
         assert [r.id for r in out] == ["a", "c"]
 
     def test_history_references_are_weakened_and_capped(self) -> None:
@@ -170,7 +177,8 @@ class TestMergeSteps:
         hist = [HistoryTurn(query="q1", answer="a1", references=refs), HistoryTurn(query="q2", answer="a2")]
         items = history_items(hist, {"h0"}, "solar panel watts")
         assert [i.r.id for i in items] == ["h1", "h2", "h3"]
-        assert items[0].r.score == pytest.approx(0.3) and items[0].r.match_type == 3
+        assert items[0].r.score == pytest.approx(0.3)
+        assert items[0].r.match_type == 3
         assert items[0].r.metadata["history_similarity"] == "0.75"
 
     def test_sequential_merge_extend_and_join(self) -> None:
@@ -180,7 +188,9 @@ class TestMergeSteps:
         far = R("c", "far away text", 0.1, chunk_index=9, start_at=900, end_at=913)
         out = group_and_merge([Item.of(r) for r in (b, far, a)])
         assert [i.r.id for i in out] == ["a", "c"]
-        assert out[0].r.content == text and out[0].r.score == 0.7 and out[0].sub_ids == ["b"]
+        assert out[0].r.content == text
+        assert out[0].r.score == 0.7
+        assert out[0].sub_ids == ["b"]
 
     def test_join_chunk_content_overlap(self) -> None:
         assert join_chunk_content("hello big world", "big world again") == \

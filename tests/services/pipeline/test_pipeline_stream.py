@@ -49,7 +49,8 @@ class _Models:
 
 def _setup(chunks: list[ChatChunk]) -> tuple[ChatManage, EventManager, object]:
     ctx, rec = make_ctx()
-    cm = ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query="q"), PipelineState(), ctx)
+    cm = ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query="q"), PipelineState(),
+                    ctx)
     m = EventManager()
     m.register(ChatCompletionStream(PipelineDeps(chat_models=_Models(FunctionModel(chunks)),
                                                  rerankers=None)))  # type: ignore[arg-type]
@@ -61,12 +62,15 @@ async def test_channels_and_duplicate_done() -> None:
                          ChatChunk(content="A"), ChatChunk(content="B", finish_reason="stop"),
                          ChatChunk(finish_reason="stop"), ChatChunk(content="late")])
     assert await m.trigger(cm, EventType.CHAT_COMPLETION_STREAM) is None
-    kinds = [(str(e.type), e.data.get("content"), e.data.get("done")) for e in rec.events]  # type: ignore[attr-defined]
+    kinds = [(str(e.type), e.data.get("content"),
+              e.data.get("done")) for e in rec.events]  # type: ignore[attr-defined]
     assert kinds == [("thought", "hm", False), ("thought", "m", False), ("thought", "", True),
                      ("final_answer", "A", False), ("final_answer", "B", True)]
-    assert cm.state.chat_response == "AB" and cm.state.reasoning == "hmm"
+    assert cm.state.chat_response == "AB"
+    assert cm.state.reasoning == "hmm"
     ids = {e.data["event_id"] for e in rec.of(BusEvent.FINAL_ANSWER)}  # type: ignore[attr-defined]
-    assert len(ids) == 1 and next(iter(ids)).endswith("-answer")
+    assert len(ids) == 1
+    assert next(iter(ids)).endswith("-answer")
 
 
 async def test_stop_sends_no_done_but_closes_thinking() -> None:
@@ -79,7 +83,8 @@ async def test_stop_sends_no_done_but_closes_thinking() -> None:
     cm.ctx.bus.subscribe(BusEvent.FINAL_ANSWER, stop)
     await m.trigger(cm, EventType.CHAT_COMPLETION_STREAM)
     answers = rec.of(BusEvent.FINAL_ANSWER)  # type: ignore[attr-defined]
-    assert [e.data["content"] for e in answers] == ["A"] and not any(e.data["done"] for e in answers)
+    assert [e.data["content"] for e in answers] == ["A"]
+    assert not any(e.data["done"] for e in answers)
     assert rec.of(BusEvent.THOUGHT)[-1].data["done"] is True  # type: ignore[attr-defined]
 
 
@@ -96,5 +101,7 @@ async def test_progress_reports_weak_candidates() -> None:
     result = rec.of(BusEvent.TOOL_RESULT)
     assert len(result) == 1
     assert result[0].data["output"] == "命中 2 条候选，相关性不足，未用于回答"
-    assert result[0].data["data"]["candidate_count"] == 2 and result[0].data["data"]["count"] == 0
-    assert result[0].data["success"] and result[0].data["tool_call_id"].startswith("ragpipe-")
+    assert result[0].data["data"]["candidate_count"] == 2
+    assert result[0].data["data"]["count"] == 0
+    assert result[0].data["success"]
+    assert result[0].data["tool_call_id"].startswith("ragpipe-")

@@ -39,15 +39,19 @@ class TestFallbacks:
         fake.script([rewrite(NOTHING), Reply(content="The knowledge base has nothing on this.")])
         ctx, rec = make_ctx()
         outcome = await c.quick_answer.run(turn(c, NOTHING, [kb]), ctx)
-        assert outcome.is_fallback and outcome.answer == "The knowledge base has nothing on this."
+        assert outcome.is_fallback
+        assert outcome.answer == "The knowledge base has nothing on this."
         assert not rec.of(BusEvent.REFERENCES)
         answers = rec.of(BusEvent.FINAL_ANSWER)
-        assert all(e.data["is_fallback"] for e in answers) and answers[-1].data["done"]
+        assert all(e.data["is_fallback"] for e in answers)
+        assert answers[-1].data["done"]
         assert answers[0].data["event_id"].endswith("-fallback")
         system = fake.chat_requests[-1]["messages"][0]["content"]
-        assert "- Solar power" in system and "- Tea culture" in system
+        assert "- Solar power" in system
+        assert "- Tea culture" in system
         result = next(e for e in rec.of(BusEvent.TOOL_RESULT) if e.data["tool_name"] == "knowledge_search")
-        assert result.data["success"] and result.data["output"] == "未检索到相关内容"
+        assert result.data["success"]
+        assert result.data["output"] == "未检索到相关内容"
 
     async def test_fixed_fallback(self, model_container: Any, fake: FakeModelServer) -> None:
         c = model_container
@@ -73,7 +77,8 @@ class TestFallbacks:
 
         ctx.bus.subscribe(BusEvent.TOOL_CALL, stop_on_search)
         outcome = await c.quick_answer.run(turn(c, NOTHING, [kb]), ctx)
-        assert not outcome.is_fallback and outcome.answer == ""
+        assert not outcome.is_fallback
+        assert outcome.answer == ""
         assert not rec.of(BusEvent.FINAL_ANSWER)
         assert len(rec.of(BusEvent.TOOL_CALL)) == len(rec.of(BusEvent.TOOL_RESULT))  # windows closed
 
@@ -86,7 +91,8 @@ class TestIntentsAndChat:
         fake.script([rewrite("hi", "chitchat"), Reply(content="Hello!")])
         ctx, rec = make_ctx()
         outcome = await c.quick_answer.run(turn(c, "hey there, how are you?", [kb]), ctx)
-        assert outcome.answer == "Hello!" and not rec.of(BusEvent.REFERENCES)
+        assert outcome.answer == "Hello!"
+        assert not rec.of(BusEvent.REFERENCES)
         assert [e.data["tool_name"] for e in rec.of(BusEvent.TOOL_CALL)] == ["query_understand"]
         system = fake.chat_requests[-1]["messages"][0]["content"]
         assert system.startswith("The user is chatting casually.")
@@ -145,14 +151,16 @@ class TestFailures:
         ctx, rec = make_ctx()
         outcome = await c.quick_answer.run(turn(c, "solar panel watts", [kb]), ctx)
         assert rec.of(BusEvent.ERROR)[0].data["stage"] == "chat_completion_stream"
-        assert outcome.answer == "partial answer text"[: len(outcome.answer)] and outcome.answer
+        assert outcome.answer == "partial answer text"[: len(outcome.answer)]
+        assert outcome.answer
         assert not any(e.data["done"] for e in rec.of(BusEvent.FINAL_ANSWER))
 
     async def test_stop_during_the_answer_sends_no_done(self, model_container: Any,
                                                         fake: FakeModelServer) -> None:
         c = model_container
         kb = await add_kb(c, DOCS)
-        fake.script([rewrite("solar panel watts"), Reply(content="x" * 40, chunk_size=2, delay_per_chunk=0.01)])
+        fake.script([rewrite("solar panel watts"), Reply(content="x" * 40, chunk_size=2,
+                                                         delay_per_chunk=0.01)])
         ctx, rec = make_ctx()
 
         async def stop_after_two(ev: Event) -> None:
@@ -178,7 +186,8 @@ class _Web:
 
 
 class TestSearchSources:
-    async def test_entity_search_brings_graph_chunks(self, model_container: Any, fake: FakeModelServer) -> None:
+    async def test_entity_search_brings_graph_chunks(self, model_container: Any,
+                                                     fake: FakeModelServer) -> None:
         c = model_container
         kb = await add_kb(c, DOCS, extract_config={"enabled": True})
         wall = (await chunks_of(c, kb))["长城"][0]
@@ -191,7 +200,8 @@ class TestSearchSources:
         refs = rec.of(BusEvent.REFERENCES)[0].data["references"]
         assert any(r["id"] == wall.id and r["match_type"] == 6 for r in refs)
 
-    async def test_web_search_results_are_web_handles(self, model_container: Any, fake: FakeModelServer) -> None:
+    async def test_web_search_results_are_web_handles(self, model_container: Any,
+                                                      fake: FakeModelServer) -> None:
         c = model_container
         web = _Web()
         c.quick_answer.deps.web_search = web
@@ -205,9 +215,11 @@ class TestSearchSources:
         call = next(e for e in rec.of(BusEvent.TOOL_CALL) if e.data["tool_name"] == "knowledge_search")
         assert call.data["arguments"]["search_source"] == "web"
         prompt = fake.chat_requests[-1]["messages"][0]["content"]
-        assert '<page id="w1" title="Solar news">' in prompt and "<published>2026-01-01</published>" in prompt
+        assert '<page id="w1" title="Solar news">' in prompt
+        assert "<published>2026-01-01</published>" in prompt
 
-    async def test_concurrent_turns_do_not_share_state(self, model_container: Any, fake: FakeModelServer) -> None:
+    async def test_concurrent_turns_do_not_share_state(self, model_container: Any,
+                                                       fake: FakeModelServer) -> None:
         c = model_container
         kb = await add_kb(c, DOCS)
         fake.handler = lambda body: Reply(content="done")
@@ -216,7 +228,8 @@ class TestSearchSources:
                 for q in ("solar panel electricity", "oolong tea oxidised")]
         a, b = await asyncio.gather(*runs)
         assert a.answer == b.answer == "done"
-        assert "Solar" in a.references[0].content and "Oolong" in b.references[0].content
+        assert "Solar" in a.references[0].content
+        assert "Oolong" in b.references[0].content
 
 
 class TestDataAnalysis:
@@ -246,7 +259,8 @@ class TestDataAnalysis:
                                                 agent=agent(data_analysis_enabled=True)), ctx)
         assert outcome.answer == "south leads"
         analysis = [r for r in outcome.references if r.id.startswith("analysis_")]
-        assert analysis and 'record 1: {"region": "south", "total": 250}' in analysis[0].content
+        assert analysis
+        assert 'record 1: {"region": "south", "total": 250}' in analysis[0].content
         assert analysis[0].match_type == 9
         system = fake.chat_requests[-1]["messages"][0]["content"]
         assert "=== DuckDB Query Results ===" in system
@@ -265,6 +279,7 @@ class TestDataAnalysis:
 
         fake.handler = handle
         ctx, _ = make_ctx()
-        outcome = await c.quick_answer.run(turn(c, "a b", [kb.id], agent=agent(data_analysis_enabled=True)), ctx)
+        outcome = await c.quick_answer.run(turn(c, "a b", [kb.id], agent=agent(data_analysis_enabled=True)),
+                                           ctx)
         assert outcome.answer == "fine"
         assert not any(r.id.startswith("analysis_") for r in outcome.references)

@@ -1,5 +1,6 @@
 """A container wired with the retrieval area only (plus the embedder registry), and a seeder that writes
-knowledge bases, documents and chunks straight into the store and indexes them with the ``local:hash`` embedder."""
+knowledge bases, documents and chunks straight into the store and indexes them with the ``local:hash``
+embedder."""
 
 from __future__ import annotations
 
@@ -59,8 +60,10 @@ class Seeder:
 
     async def doc(self, kb: KnowledgeBase, texts: list[str], *, title: str = "", tag_id: str | None = None,
                   status: ParseStatus = ParseStatus.COMPLETED, chunk_type: ChunkType = ChunkType.TEXT,
-                  metadata: list[dict[str, Any]] | None = None, index: bool = True) -> tuple[Knowledge, list[Chunk]]:
-        k = Knowledge(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title or f"doc-{uuid.uuid4().hex[:6]}",
+                  metadata: list[dict[str, Any]] | None = None, index: bool = True) -> tuple[Knowledge,
+                                                                                             list[Chunk]]:
+        k = Knowledge(tenant_id=kb.tenant_id, knowledge_base_id=kb.id,
+                      title=title or f"doc-{uuid.uuid4().hex[:6]}",
                       parse_status=status, tag_id=tag_id)
         chunks = [Chunk(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, knowledge_id=k.id, tag_id=tag_id,
                         content=t, chunk_index=i, chunk_type=chunk_type, end_at=len(t),

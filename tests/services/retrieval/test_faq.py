@@ -1,8 +1,8 @@
-"""FAQ entries: CRUD, import, vector-only indexing, negative questions and iterative re-retrieval (spec §3.6)."""
+"""FAQ entries: CRUD, import, vector-only indexing, negative questions and iterative re-retrieval (spec
+§3.6)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -11,6 +11,7 @@ from knora.domain.errors import BadRequest, NotFound, ValidationFailed
 from knora.domain.knowledge import FAQConfig, KBType
 from knora.domain.search import SearchParams
 from knora.services.retrieval.faq import FaqEntryIn, index_texts, render
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -25,18 +26,20 @@ class TestFaqRendering:
 
     def test_content_and_index_rows(self) -> None:
         e = RESET.cleaned()
-        assert render(e, FAQConfig()) == ("Q: How do I reset my password?\nSimilar Questions:\n- forgot password\n"
-                                          "- password reset link\nAnswers:\n- Use the 'Forgot password' link on the "
-                                          "sign-in page.")
+        assert render(e, FAQConfig()) == ("Q: How do I reset my password?\nSimilar Questions:\n"
+                                          "- forgot password\n- password reset link\nAnswers:\n"
+                                          "- Use the 'Forgot password' link on the sign-in page.")
         assert "router" not in render(e, FAQConfig())
-        assert index_texts(e, FAQConfig()) == [("How do I reset my password?\nforgot password\npassword reset link\n"
+        assert index_texts(e, FAQConfig()) == [("How do I reset my password?\nforgot password\n"
+                                                "password reset link\n"
                                                 "Use the 'Forgot password' link on the sign-in page.")]
         sep = index_texts(e, FAQConfig(index_mode="question_only", question_index_mode="separate"))
         assert sep == ["How do I reset my password?", "forgot password", "password reset link"]
 
     def test_cleaning(self) -> None:
         e = FaqEntryIn(standard_question=" Q ", similar_questions=["q", "a", "a ", ""]).cleaned()
-        assert e.standard_question == "Q" and e.similar_questions == ["a"]
+        assert e.standard_question == "Q"
+        assert e.similar_questions == ["a"]
         with pytest.raises(ValidationFailed):
             FaqEntryIn(standard_question="  ").cleaned()
 
@@ -49,14 +52,18 @@ class TestFaqService:
         created = await svc.create(t, kb.id, RESET)
         other = await svc.create(t, kb.id, FaqEntryIn(standard_question="Where is the office?",
                                                       answers=["Berlin"]))
-        assert created["id"] == 1 and other["id"] == 2
+        assert created["id"] == 1
+        assert other["id"] == 2
         items, total = await svc.list_entries(t, kb.id, page=1, page_size=10)
-        assert total == 2 and items[0]["standard_question"] == "How do I reset my password?"
+        assert total == 2
+        assert items[0]["standard_question"] == "How do I reset my password?"
         res = await svc.search(t, kb.id, "I forgot my password")
-        assert res[0].id == created["chunk_id"] and res[0].chunk_type == "faq"
+        assert res[0].id == created["chunk_id"]
+        assert res[0].chunk_type == "faq"
         assert set(res[0].scores) == {"vector", "fused"}  # FAQ KBs: vector only
         updated = await svc.update(t, kb.id, 2, FaqEntryIn(standard_question="Where is the headquarters?"))
-        assert updated["chunk_id"] == other["chunk_id"] and (await svc.get(t, kb.id, 2))["standard_question"] \
+        assert updated["chunk_id"] == other["chunk_id"]
+        assert (await svc.get(t, kb.id, 2))["standard_question"] \
             == "Where is the headquarters?"
         assert await svc.delete(t, kb.id, [1]) == 1
         with pytest.raises(NotFound):
@@ -96,13 +103,11 @@ class TestFaqService:
         await svc.create(t, kb.id, RESET)
         task = await svc.start_import(t, kb.id, [FaqEntryIn(standard_question=f"question number {i}")
                                                  for i in range(3)], mode="replace")
-        for _ in range(200):
-            if svc.progress(t, task)["status"] != "running":
-                break
-            await asyncio.sleep(0.02)
+        await eventually(lambda: svc.progress(t, task)["status"] != "running", interval=0.02)
         assert svc.progress(t, task)["status"] == "completed"
         items, total = await svc.list_entries(t, kb.id, page=1, page_size=10)
-        assert total == 3 and items[0]["standard_question"] == "question number 0"
+        assert total == 3
+        assert items[0]["standard_question"] == "question number 0"
         with pytest.raises(NotFound):
             svc.progress(await seed.tenant(), task)
 
@@ -129,8 +134,10 @@ class TestFaqService:
             return await orig(groups, top_k=top_k)
 
         rc.search_service._retrieve = spy
-        res = await rc.search_service.search(t, SearchParams(knowledge_base_id=kb.id, query_text="shipping cost",
+        res = await rc.search_service.search(t, SearchParams(knowledge_base_id=kb.id,
+                                                             query_text="shipping cost",
                                                              match_count=5, vector_threshold=0))
         # first pool = max(5*5, 50) = 50 rows, all could be variants of one FAQ → re-retrieval at 15, 30, …
         assert len({r.id for r in res}) == 5
-        assert calls[0] == 0 and calls[1:2] == [15]
+        assert calls[0] == 0
+        assert calls[1:2] == [15]

@@ -61,7 +61,8 @@ class TestConvex:
         assert out["d"] == pytest.approx(0.5 * (0.5 / 0.6))
 
     def test_alpha_extremes(self) -> None:
-        assert [c for c, _ in convex(V, K, FusionConfig(alpha=1.0))] == ["a", "b", "d", "c"]  # tie: better rank
+        assert [c for c, _ in convex(V, K, FusionConfig(alpha=1.0))] == ["a", "b", "d",
+                                                                         "c"]  # tie: better rank
         assert [c for c, _ in convex(V, K, FusionConfig(alpha=0.0))][:2] == ["b", "d"]
 
     def test_single_item_lists_normalise_to_one(self) -> None:

@@ -32,18 +32,21 @@ class TestHybridSearch:
         svc: HybridSearch = rc.search_service
         res = await svc.search(rc.default_tenant_id, p(kb.id, "When did the French Revolution begin?",
                                                       skip_context_enrichment=True))
-        assert res and "French Revolution" in res[0].content
+        assert res
+        assert "French Revolution" in res[0].content
         top = res[0]
         assert set(top.scores) == {"vector", "keyword", "fused"}
         assert top.score == top.scores["fused"]
         assert top.match_type == MatchType.EMBEDDING
-        assert top.knowledge_title == "Facts" and top.knowledge_base_id == kb.id
+        assert top.knowledge_title == "Facts"
+        assert top.knowledge_base_id == kb.id
         assert top.matched_content.startswith("Facts\n")
 
     async def test_chinese_keyword_path(self, rc: Any, seed: Any) -> None:
         kb = await seed.kb(vector=False)
         await seed.doc(kb, TEXTS)
-        res = await rc.search_service.search(rc.default_tenant_id, p(kb.id, "长城有多长", keyword_threshold=0.0))
+        res = await rc.search_service.search(rc.default_tenant_id,
+                                             p(kb.id, "长城有多长", keyword_threshold=0.0))
         assert [r.content for r in res][:1] == [TEXTS[3]]
         assert res[0].match_type == MatchType.KEYWORDS
         assert set(res[0].scores) == {"keyword", "fused"}
@@ -54,7 +57,8 @@ class TestHybridSearch:
         await seed.doc(kb, TEXTS)
         res = await rc.search_service.search(rc.default_tenant_id, p(kb.id, "qubits superposition",
                                                                     disable_keywords_match=True))
-        assert res[0].scores.keys() == {"vector", "fused"} and res[0].score == res[0].scores["vector"]
+        assert res[0].scores.keys() == {"vector", "fused"}
+        assert res[0].score == res[0].scores["vector"]
 
     async def test_thresholds(self, rc: Any, seed: Any) -> None:
         kb = await seed.kb()
@@ -65,11 +69,13 @@ class TestHybridSearch:
                                                                       skip_context_enrichment=True))
         strict = await rc.search_service.search(rc.default_tenant_id, p(kb.id, q, vector_threshold=0.9,
                                                                        keyword_threshold=0.9))
-        assert len(loose) > 1 and strict == []
+        assert len(loose) > 1
+        assert strict == []
         kw_only = await rc.search_service.search(rc.default_tenant_id, p(kb.id, q, keyword_threshold=0.3,
                                                                         disable_vector_match=True,
                                                                         skip_context_enrichment=True))
-        assert [r.content for r in kw_only] == [TEXTS[0]] and 0.3 <= kw_only[0].score < 0.9
+        assert [r.content for r in kw_only] == [TEXTS[0]]
+        assert 0.3 <= kw_only[0].score < 0.9
 
     @pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan")])
     async def test_threshold_out_of_range_is_400(self, rc: Any, seed: Any, bad: float) -> None:
@@ -89,10 +95,12 @@ class TestHybridSearch:
         kb = await seed.kb()
         await seed.doc(kb, [f"alpha topic number {i}" for i in range(60)])
         svc = rc.search_service
-        zero = await svc.search(rc.default_tenant_id, p(kb.id, "alpha topic", match_count=0, vector_threshold=0,
+        zero = await svc.search(rc.default_tenant_id, p(kb.id, "alpha topic", match_count=0,
+                                                        vector_threshold=0,
                                                        keyword_threshold=0, skip_context_enrichment=True))
         assert len(zero) == 50  # ≤ 0 → default 50
-        huge = await svc.search(rc.default_tenant_id, p(kb.id, "alpha topic", match_count=10_000, vector_threshold=0,
+        huge = await svc.search(rc.default_tenant_id, p(kb.id, "alpha topic", match_count=10_000,
+                                                        vector_threshold=0,
                                                        keyword_threshold=0, skip_context_enrichment=True))
         assert len(huge) == 60
         two = await svc.search(rc.default_tenant_id, p(kb.id, "alpha topic", match_count=2))
@@ -116,7 +124,8 @@ class TestHybridSearch:
         a = await seed.kb("a", embedding_model_id="local:hash")
         b = await seed.kb("b", embedding_model_id="local:other")
         with pytest.raises(BadRequest, match="different embedding models"):
-            await rc.search_service.search(rc.default_tenant_id, p(a.id, "x", knowledge_base_ids=[a.id, b.id]))
+            await rc.search_service.search(rc.default_tenant_id, p(a.id, "x", knowledge_base_ids=[a.id,
+                                                                                                  b.id]))
 
     async def test_multi_kb_search(self, rc: Any, seed: Any) -> None:
         a, b = await seed.kb("a"), await seed.kb("b")
@@ -139,9 +148,11 @@ class TestHybridSearch:
 
     async def test_enrichment_adds_neighbours(self, rc: Any, seed: Any) -> None:
         kb = await seed.kb()
-        _, chunks = await seed.doc(kb, ["intro about cooking", "the secret ingredient is saffron", "closing words"],
+        _, chunks = await seed.doc(kb, ["intro about cooking", "the secret ingredient is saffron",
+                                        "closing words"],
                                    index=False)
-        await seed.index(kb, (await rc.search_service.store.knowledge([chunks[0].knowledge_id]))[0], [chunks[1]])
+        await seed.index(kb, (await rc.search_service.store.knowledge([chunks[0].knowledge_id]))[0],
+                         [chunks[1]])
         q = p(kb.id, "secret ingredient saffron")
         enriched = await rc.search_service.search(rc.default_tenant_id, q)
         assert enriched[0].id == chunks[1].id

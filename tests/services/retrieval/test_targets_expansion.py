@@ -57,8 +57,10 @@ class TestTargets:
             ("knowledge_base", full.id), ("knowledge", docs.id), ("knowledge", tagged.id),
             ("knowledge_base", faq.id)]
         assert targets[0].disable_recall_thresholds is False
-        assert targets[1].knowledge_ids == [k_docs.id] and targets[1].disable_recall_thresholds
-        assert targets[2].knowledge_ids == [k_tag.id] and targets[2].scope_tag_ids == [tag.id]
+        assert targets[1].knowledge_ids == [k_docs.id]
+        assert targets[1].disable_recall_thresholds
+        assert targets[2].knowledge_ids == [k_tag.id]
+        assert targets[2].scope_tag_ids == [tag.id]
         assert targets[3].tag_ids == [ftag.id]
 
     async def test_search_targets_merges_full_kbs(self, rc: Any, seed: Any) -> None:
@@ -75,7 +77,8 @@ class TestTargets:
             return await orig(tenant_id, params)
 
         rc.search_service.search = spy
-        targets = [SearchTarget(knowledge_base_id=a.id, tenant_id=t), SearchTarget(knowledge_base_id=b.id, tenant_id=t),
+        targets = [SearchTarget(knowledge_base_id=a.id, tenant_id=t), SearchTarget(knowledge_base_id=b.id,
+                                                                                   tenant_id=t),
                    SearchTarget(type="knowledge", knowledge_base_id=c.id, tenant_id=t, knowledge_ids=[kc.id],
                                 disable_recall_thresholds=True)]
         results, err = await search_targets(rc.search_service, t, targets, TargetSearch(query="glaciers"))
@@ -98,9 +101,11 @@ class TestTargets:
             return await orig(tenant_id, params)
 
         rc.search_service.search = spy
-        out = await run_query_expansion(rc.search_service, t, [SearchTarget(knowledge_base_id=kb.id, tenant_id=t)],
+        out = await run_query_expansion(rc.search_service, t, [SearchTarget(knowledge_base_id=kb.id,
+                                                                            tenant_id=t)],
                                         rewrite_query="what is machine learning, and how do models learn?",
                                         keyword_threshold=0.5, embedding_top_k=10, rerank_top_k=30)
         assert 1 <= len(seen) <= expansion.MAX_VARIANTS
         assert all(th == pytest.approx(0.4) and mc == 60 for _, th, mc in seen)
-        assert out and all(r.knowledge_base_id == kb.id for r in out)
+        assert out
+        assert all(r.knowledge_base_id == kb.id for r in out)

@@ -46,19 +46,23 @@ class TestTurnReads:
         assert [c.id for c in got] == [chunks[1].id, chunks[0].id]
         assert [c.id for c in await reads.chunks([chunks[0].id])] == [chunks[0].id]
         assert [d.id for d in await reads.knowledge([k.id])] == [k.id]
-        assert await reads.knowledge([k.id]) and calls["chunks"] == 1 and calls["knowledge"] == 1
+        assert await reads.knowledge([k.id])
+        assert calls["chunks"] == 1
+        assert calls["knowledge"] == 1
 
-    async def test_hydration_read_brings_documents_and_short_neighbours(self, rc: Any, seed: Any,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    async def test_hydration_read_brings_documents_and_short_neighbours(
+            self, rc: Any, seed: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         kb = await seed.kb()
         k, chunks = await seed.doc(kb, ["one short", "two short", "three short", "x" * 400, "five"])
         store = rc.search_service.store
         calls = spy(store, monkeypatch)
         reads = TurnReads(store, neighbours_below=350)
         found, docs = await reads.chunks_with_knowledge([chunks[1].id, chunks[3].id])
-        assert [c.id for c in found] == [chunks[1].id, chunks[3].id] and [d.id for d in docs] == [k.id]
+        assert [c.id for c in found] == [chunks[1].id, chunks[3].id]
+        assert [d.id for d in docs] == [k.id]
         # chunk 1 is short: its neighbours 0 and 2 came along; chunk 3 is long: 4 did not
-        assert {c.id for c in await reads.chunks([chunks[0].id, chunks[2].id])} == {chunks[0].id, chunks[2].id}
+        assert {c.id for c in await reads.chunks([chunks[0].id, chunks[2].id])} == {chunks[0].id,
+                                                                                    chunks[2].id}
         assert calls == Counter(chunks_with_knowledge=1)
         await reads.chunks([chunks[4].id])
         assert calls["chunks"] == 1
@@ -80,7 +84,8 @@ class TestTurnReads:
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
         kb = await seed.kb()
         await seed.doc(kb, ["Photosynthesis converts sunlight into chemical energy.", "Qubits superpose."])
-        params = SearchParams(knowledge_base_id=kb.id, query_text="sunlight energy", skip_context_enrichment=True)
+        params = SearchParams(knowledge_base_id=kb.id, query_text="sunlight energy",
+                              skip_context_enrichment=True)
         plain = await rc.search_service.search(kb.tenant_id, params)
         calls = spy(rc.search_service.store, monkeypatch)
         view = rc.search_service.with_store(TurnReads(rc.search_service.store, tenant_id=kb.tenant_id))
@@ -106,4 +111,5 @@ def test_stored_reference_precheck_never_misses_a_match(text: str) -> None:
 
 def test_protocol_prompt_skips_the_stored_reference_scan() -> None:
     prompt = ReferenceRegistry(True).protocol_prompt()
-    assert "res://" in prompt and not _may_hold_stored_ref(prompt)
+    assert "res://" in prompt
+    assert not _may_hold_stored_ref(prompt)

@@ -54,7 +54,8 @@ class TestHistory:
         await svc.messages.create_pair(
             Message(session_id=s.id, tenant_id=1, request_id="r", role="user", content="what is this",
                     images=[{"url": "u", "caption": "a red cat"}], created_at=at),
-            Message(session_id=s.id, tenant_id=1, request_id="r", role="assistant", content="a cat", created_at=at))
+            Message(session_id=s.id, tenant_id=1, request_id="r", role="assistant", content="a cat",
+                    created_at=at))
         (h,) = await svc.history(s.id)
         assert h.query.endswith("[用户上传图片内容]\na red cat")
 
@@ -85,7 +86,8 @@ class TestTitles:
 
         svc._chat_model = get
         s = await svc.create(1)
-        assert await svc.generate_title(1, s.id, "what is the refund policy?") == "Refund policy for annual plans"
+        assert await svc.generate_title(1, s.id,
+                                        "what is the refund policy?") == "Refund policy for annual plans"
         assert model.seen[0][1].content == "what is the refund policy?"
         assert await svc.generate_title(1, s.id, "another question") == "Refund policy for annual plans"
         assert (await svc.get(1, s.id)).title == "Refund policy for annual plans"
@@ -116,6 +118,8 @@ def test_title_helpers() -> None:
     assert fallback_title("  a   b  ") == "a b"
     long = "How do I configure the retrieval thresholds for hybrid search in Knora"
     t = fallback_title(long)
-    assert t.endswith("…") and len(t) <= 31 and long.startswith(t[:-1])
+    assert t.endswith("…")
+    assert len(t) <= 31
+    assert long.startswith(t[:-1])
     assert sanitize_title("x" * 300) == "x" * 100
     assert sanitize_title("《标题》") == "标题"

@@ -49,5 +49,6 @@ async def frames(response: httpx.Response) -> AsyncIterator[dict[str, Any] | Non
                 yield None
                 continue
             event, data = block.split("\n")
-            assert event == "event:message" and data.startswith("data:{")
+            assert event == "event:message"
+            assert data.startswith("data:{")
             yield json.loads(data[5:])

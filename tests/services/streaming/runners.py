@@ -17,12 +17,13 @@ DOC_1 = "d0000000-0000-0000-0000-000000000001"
 RESULTS = [
     SearchResult(id=CHUNK_1, content="Knora streams answers.", knowledge_id=DOC_1, knowledge_title="Manual",
                  knowledge_base_id=KB_ID, score=0.9),
-    SearchResult(id=CHUNK_2, content="Stops work across replicas.", knowledge_id=DOC_1, knowledge_title="Manual",
+    SearchResult(id=CHUNK_2, content="Stops work across replicas.", knowledge_id=DOC_1,
+                 knowledge_title="Manual",
                  knowledge_base_id=KB_ID, score=0.8),
 ]
 ANSWER = 'Knora streams answers<ref id="c1"/> and stops anywhere<ref id="c2"/>. Bogus<ref id="c9"/>.'
-EXPANDED = (f'Knora streams answers<kb doc="Manual" chunk_id="{CHUNK_1}" kb_id="{KB_ID}" /> and stops anywhere'
-            f'<kb doc="Manual" chunk_id="{CHUNK_2}" kb_id="{KB_ID}" />. Bogus.')
+EXPANDED = (f'Knora streams answers<kb doc="Manual" chunk_id="{CHUNK_1}" kb_id="{KB_ID}" />'
+            f' and stops anywhere<kb doc="Manual" chunk_id="{CHUNK_2}" kb_id="{KB_ID}" />. Bogus.')
 
 
 def split(text: str, size: int) -> list[str]:
@@ -56,7 +57,8 @@ class ScriptedRunner:
         ctx.timings["chunk_search"] = 1.5
         await bus.emit(BusEvent.REFERENCES, {"references": [r.model_dump() for r in RESULTS]})
         if self.thinking:
-            await bus.emit(BusEvent.THOUGHT, {"content": self.thinking, "done": False, "event_id": "t-thinking"})
+            await bus.emit(BusEvent.THOUGHT, {"content": self.thinking, "done": False,
+                                              "event_id": "t-thinking"})
             await bus.emit(BusEvent.THOUGHT, {"content": "", "done": True, "event_id": "t-thinking"})
         self.started.set()
         if self.fail:

@@ -1,4 +1,5 @@
-"""A Knora server process for the several-replicas test: PostgreSQL + Redis stream log + a slow scripted runner.
+"""A Knora server process for the several-replicas test: PostgreSQL + Redis stream log + a slow scripted
+runner.
 
 Run as ``python tests/services/streaming/serve_app.py PORT DB_URL REDIS_PREFIX DATA_DIR``.
 """

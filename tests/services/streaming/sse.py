@@ -1,4 +1,5 @@
-"""A strict SSE parser for WeKnora's wire format (api §2.1): it fails on anything a strict client would reject."""
+"""A strict SSE parser for WeKnora's wire format (api §2.1): it fails on anything a strict client would
+reject."""
 
 from __future__ import annotations
 
@@ -40,14 +41,18 @@ def parse_sse(raw: bytes | str) -> Stream:
         lines = block.split("\n")
         assert len(lines) == 2, f"a frame is exactly two lines: {block!r}"
         assert lines[0] == "event:message", lines[0]
-        assert lines[1].startswith("data:{") and not lines[1].startswith("data: "), lines[1][:20]
+        assert lines[1].startswith("data:{"), lines[1][:20]
+        assert not lines[1].startswith("data: "), lines[1][:20]
         payload = json.loads(lines[1][5:])
         keys = list(payload)
         assert keys == [k for k in FIELD_ORDER if k in payload], f"field order {keys}"
-        assert isinstance(payload["id"], str) and payload["id"]
+        assert isinstance(payload["id"], str)
+        assert payload["id"]
         assert isinstance(payload["response_type"], str)
-        assert isinstance(payload["content"], str) and isinstance(payload["done"], bool)
+        assert isinstance(payload["content"], str)
+        assert isinstance(payload["done"], bool)
         if "data" in payload:
-            assert isinstance(payload["data"], dict) and payload["data"], "data is omitted when empty"
+            assert isinstance(payload["data"], dict), "data is omitted when empty"
+            assert payload["data"], "data is omitted when empty"
         out.frames.append(payload)
     return out

@@ -44,13 +44,15 @@ async def test_streams_answer_with_numbered_sources(c: Any) -> None:
     assert "Calling tool: knowledge_search" in err.getvalue()
     sid = err.getvalue().rsplit("session ", 1)[1].strip()
     msgs = await c.session_service.load_messages(c.default_tenant_id, sid)
-    assert [m.role for m in msgs] == ["user", "assistant"] and msgs[1].is_completed
+    assert [m.role for m in msgs] == ["user", "assistant"]
+    assert msgs[1].is_completed
 
 
 async def test_json_mode_and_bad_session(c: Any) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert await ask(c, parse("q", "--json"), out, err) == 0
     kinds = [json.loads(line)["response_type"] for line in out.getvalue().splitlines()]
-    assert kinds[0] == "agent_query" and "complete" in kinds
+    assert kinds[0] == "agent_query"
+    assert "complete" in kinds
     assert await ask(c, parse("q", "--session", "00000000-0000-0000-0000-000000000000"), out, err) == 2
     assert "Session not found" in err.getvalue()

@@ -1,4 +1,5 @@
-"""The event bus: dispatch order, and the pacing of text deltas (merged under a hold, never lost or reordered)."""
+"""The event bus: dispatch order, and the pacing of text deltas (merged under a hold, never lost or
+reordered)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from knora.services.streaming import bus as bus_module
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.pacing import DeltaPacer
 from knora.settings import Settings
+from tests.polling import eventually
 from tests.services.streaming.runners import EXPANDED, RESULTS, ScriptedRunner
 
 pytestmark = pytest.mark.unit
@@ -63,7 +65,8 @@ async def test_deltas_within_the_hold_are_merged_after_an_immediate_first() -> N
     assert seen == [("final_answer", "The ", False, "a")]  # the first delta of a turn is never held
     for piece in ("quick ", "brown ", "fox"):
         await answer(bus, piece)
-    assert len(seen) == 1 and pacer.streams == 1
+    assert len(seen) == 1
+    assert pacer.streams == 1
     await answer(bus, "", done=True)  # the done mark releases the held text first
     assert seen == [("final_answer", "The ", False, "a"), ("final_answer", "quick brown fox", False, "a"),
                     ("final_answer", "", True, "a")]
@@ -91,7 +94,8 @@ async def test_a_delta_of_another_event_id_or_channel_releases_first() -> None:
                                                   ("thought", "t1", "t"), ("final_answer", "b1", "b")]
 
 
-async def test_the_first_delta_after_the_hold_goes_out_with_the_held_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_first_delta_after_the_hold_goes_out_with_the_held_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bus_module, "TIMER_SLACK", 1000.0)  # only deltas release here, never the timer
     bus, seen = recording(held_for(0.02))
     await answer(bus, "one ")
@@ -106,10 +110,7 @@ async def test_a_paused_producer_has_its_held_text_released_by_the_timer() -> No
     await answer(bus, "one ")
     await answer(bus, "two")
     assert len(seen) == 1
-    for _ in range(100):
-        if len(seen) == 2:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(seen) == 2)
     assert [s[1] for s in seen] == ["one ", "two"]
     await answer(bus, "", done=True)  # after a timer release the order still holds
     assert seen[-1] == ("final_answer", "", True, "a")
@@ -121,7 +122,8 @@ async def test_after_close_text_is_dispatched_unpaced() -> None:
     await answer(bus, "x")
     await answer(bus, "y")
     await bus.close()
-    assert [s[1] for s in seen] == ["x", "y"] and pacer.streams == 0
+    assert [s[1] for s in seen] == ["x", "y"]
+    assert pacer.streams == 0
     await answer(bus, "late1")
     await answer(bus, "late2")
     assert [s[1] for s in seen][-2:] == ["late1", "late2"]
@@ -182,15 +184,18 @@ async def test_a_paced_turn_streams_fewer_entries_and_saves_exactly_what_was_str
         assert 2 <= len(answers) < deltas / 2  # merged: far fewer entries than the model's deltas
         assert "".join(e.content for e in answers) == EXPANDED
         types = [e.type for e in events]
-        assert answers[-1].done and types.index("complete") > types.index("answer")
+        assert answers[-1].done
+        assert types.index("complete") > types.index("answer")
         saved = await c.session_service.get_message(c.default_tenant_id, turn.assistant_message_id)
-        assert saved.content == EXPANDED and len(saved.knowledge_references) == len(RESULTS)
+        assert saved.content == EXPANDED
+        assert len(saved.knowledge_references) == len(RESULTS)
         assert c.chat_service.pacer.streams == 0
     finally:
         await c.aclose()
 
 
-async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: Callable[..., Settings]) -> None:
+async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: Callable[...,
+                                                                                        Settings]) -> None:
     from knora.root import build_services
     from knora.services.streaming.intake import ChatBody
     from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
@@ -219,9 +224,12 @@ async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: C
         assert await c.chat_service.stop(c.default_tenant_id, s.id, mid) == "Generation stopped"
         events = await c.stream_log.read(s.id, mid)
         streamed = "".join(e.content for e in events if e.type == "answer")
-        assert streamed == "Held text is never lost." and events[-1].type == "stop"
+        assert streamed == "Held text is never lost."
+        assert events[-1].type == "stop"
         saved = await c.session_service.get_message(c.default_tenant_id, mid)
-        assert saved.is_completed and saved.content == streamed and not saved.is_fallback
+        assert saved.is_completed
+        assert saved.content == streamed
+        assert not saved.is_fallback
     finally:
         await c.aclose()
 
@@ -241,9 +249,6 @@ async def test_an_event_waits_for_a_timer_release_still_in_the_handlers() -> Non
     bus.subscribe(None, slow)
     await answer(bus, "one")
     await answer(bus, "two")  # held; the timer releases it 15 ms later, in a task
-    for _ in range(100):
-        if "start two" in calls:
-            break
-        await asyncio.sleep(0.005)
+    await eventually(lambda: "start two" in calls, interval=0.005)
     await bus.emit(BusEvent.TOOL_CALL, {"tool_call_id": "t"})
     assert calls == ["start one", "end one", "start two", "end two", "start tool_call", "end tool_call"]

@@ -13,6 +13,7 @@ from knora.services.citations.registry import ReferenceRegistry
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.handler import StreamHandler
 from knora.settings import Settings
+from tests.polling import eventually
 from tests.services.streaming.runners import ANSWER, EXPANDED, RESULTS, ScriptedRunner
 
 pytestmark = pytest.mark.unit
@@ -37,21 +38,26 @@ async def test_answer_split_at_every_point_expands_identically(cut: int) -> None
     events = await log.read("s", "m")
     assert "".join(e.content for e in events) == EXPANDED == handler.final_answer
     assert all("<ref" not in e.content for e in events)
-    assert events[-1].done and "duration_ms" in events[-1].data
+    assert events[-1].done
+    assert "duration_ms" in events[-1].data
 
 
 async def test_tool_call_supersedes_preamble_and_times_tools() -> None:
     bus, handler, log = make()
     await bus.emit(BusEvent.FINAL_ANSWER, {"content": "Let me search…", "done": True, "event_id": "p"})
-    await bus.emit(BusEvent.TOOL_CALL, {"tool_call_id": "t1", "tool_name": "grep_chunks", "arguments": {"q": 1}})
+    await bus.emit(BusEvent.TOOL_CALL, {"tool_call_id": "t1", "tool_name": "grep_chunks",
+                                        "arguments": {"q": 1}})
     await bus.emit(BusEvent.TOOL_RESULT, {"tool_call_id": "t1", "tool_name": "grep_chunks", "success": False,
                                           "error": "bad pattern"})
     await bus.emit(BusEvent.FINAL_ANSWER, {"content": 'Final<ref id="c2"/>', "done": True, "event_id": "f"})
     events = await log.read("s", "m")
     assert [e.type for e in events] == ["answer", "tool_call", "error", "answer"]
-    assert events[2].content == "bad pattern" and events[2].done is False
-    assert events[2].data["duration_ms"] >= 0 and events[2].data["tool_call_id"] == "t1"
-    assert handler.final_answer.startswith("Final<kb ") and "Let me search" not in handler.final_answer
+    assert events[2].content == "bad pattern"
+    assert events[2].done is False
+    assert events[2].data["duration_ms"] >= 0
+    assert events[2].data["tool_call_id"] == "t1"
+    assert handler.final_answer.startswith("Final<kb ")
+    assert "Let me search" not in handler.final_answer
     assert handler.tool_calls[0]["result"]["success"] is False
 
 
@@ -75,7 +81,8 @@ async def test_flush_all_releases_held_text_and_drops_partial_tags() -> None:
 
 
 @pytest.mark.integration
-async def test_shutdown_mid_turn_saves_partial_and_ends_the_log(make_settings: Callable[..., Settings]) -> None:
+async def test_shutdown_mid_turn_saves_partial_and_ends_the_log(make_settings: Callable[...,
+                                                                                        Settings]) -> None:
     import asyncio
 
     from knora.root import build_services
@@ -88,14 +95,18 @@ async def test_shutdown_mid_turn_saves_partial_and_ends_the_log(make_settings: C
     s = await c.session_service.create(c.default_tenant_id)
     turn = await c.chat_service.start(c.default_tenant_id, s.id, ChatBody(query="q"), "rid")
     await runner.started.wait()
-    for _ in range(100):
-        if any(e.type == "answer" for e in await c.stream_log.read(s.id, turn.assistant_message_id)):
-            break
-        await asyncio.sleep(0.01)
+
+    async def answered() -> bool:
+        return any(e.type == "answer" for e in await c.stream_log.read(s.id, turn.assistant_message_id))
+
+    await eventually(answered)
     events_log = c.stream_log
     await c.chat_service.close()
     events = await events_log.read(s.id, turn.assistant_message_id)
-    assert events[-1].type == "stop" and events[-1].data["reason"] == "shutdown"
+    assert events[-1].type == "stop"
+    assert events[-1].data["reason"] == "shutdown"
     saved = await c.session_service.get_message(c.default_tenant_id, turn.assistant_message_id)
-    assert saved.is_completed and saved.content and EXPANDED.startswith(saved.content)
+    assert saved.is_completed
+    assert saved.content
+    assert EXPANDED.startswith(saved.content)
     await c.aclose()

@@ -75,7 +75,8 @@ async def pair(servers: tuple[str, str]) -> AsyncIterator[tuple[httpx.AsyncClien
         yield a, b
 
 
-async def test_start_on_a_resume_on_b_then_stop_on_b(pair: tuple[httpx.AsyncClient, httpx.AsyncClient]) -> None:
+async def test_start_on_a_resume_on_b_then_stop_on_b(pair: tuple[httpx.AsyncClient,
+                                                                 httpx.AsyncClient]) -> None:
     a, b = pair
     sid = (await a.post("/sessions", json={"title": "replicas"})).json()["data"]["id"]
     async with a.stream("POST", f"/knowledge-chat/{sid}", json={"query": "q"}) as live:
@@ -103,17 +104,23 @@ async def test_start_on_a_resume_on_b_then_stop_on_b(pair: tuple[httpx.AsyncClie
             assert stop.json() == {"success": True, "message": "Generation stopped"}
             replayed += [f async for f in rit if f is not None]
         rest = [f async for f in it if f is not None]
-    assert rest[-1]["response_type"] == "stop" and rest[-1]["content"] == "Generation stopped by user"
-    assert replayed[-1]["response_type"] == "stop" and replayed[-1]["data"]["reason"] == "user_requested"
+    assert rest[-1]["response_type"] == "stop"
+    assert rest[-1]["content"] == "Generation stopped by user"
+    assert replayed[-1]["response_type"] == "stop"
+    assert replayed[-1]["data"]["reason"] == "user_requested"
     live_answer = "".join(f["content"] for f in seen + rest if f["response_type"] == "answer")
-    assert live_answer and live_answer != EXPANDED and EXPANDED.startswith(live_answer)
+    assert live_answer
+    assert live_answer != EXPANDED
+    assert EXPANDED.startswith(live_answer)
     assert "".join(f["content"] for f in replayed if f["response_type"] == "answer") == live_answer
     for _ in range(100):  # A saves the partial answer right after appending the stop entry
         msgs = (await b.get(f"/messages/{sid}/load")).json()["data"]
         if msgs[-1]["is_completed"]:
             break
         await asyncio.sleep(0.05)
-    assert msgs[-1]["is_completed"] and msgs[-1]["content"] == live_answer and not msgs[-1]["is_fallback"]
+    assert msgs[-1]["is_completed"]
+    assert msgs[-1]["content"] == live_answer
+    assert not msgs[-1]["is_fallback"]
 
 
 async def test_a_turn_on_a_replays_completely_on_b(pair: tuple[httpx.AsyncClient, httpx.AsyncClient]) -> None:
@@ -123,7 +130,8 @@ async def test_a_turn_on_a_replays_completely_on_b(pair: tuple[httpx.AsyncClient
     live = parse_sse(r.content)
     mid = live.frames[0]["assistant_message_id"]
     replay = parse_sse((await b.get(f"/sessions/continue-stream/{sid}", params={"message_id": mid})).content)
-    assert replay.frames == live.frames and live.answer() == EXPANDED
+    assert replay.frames == live.frames
+    assert live.answer() == EXPANDED
     cursor = parse_sse((await b.get(f"/sessions/continue-stream/{sid}", params={"message_id": mid},
                                     headers={"Last-Event-ID": "5"})).content)
     assert cursor.frames == live.frames[6:]

@@ -16,7 +16,8 @@ from tests.conftest import TEST_API_KEY
 pytestmark = pytest.mark.integration
 
 
-async def test_a_thousand_concurrent_first_requests_are_one_lookup(make_settings: Callable[..., Settings]) -> None:
+async def test_a_thousand_concurrent_first_requests_are_one_lookup(make_settings: Callable[...,
+                                                                                           Settings]) -> None:
     from knora.root import build_services
 
     c: Any = await build_services(make_settings())
@@ -50,7 +51,8 @@ async def test_a_failed_lookup_fails_every_waiter_and_the_next_request_tries_aga
         calls = 0
 
         class Broken:
-            """A session factory whose first session fails once the lookup is under way (the database went away)."""
+            """A session factory whose first session fails once the lookup is under way (the database went
+            away)."""
 
             def __call__(self) -> Any:
                 nonlocal calls
@@ -73,7 +75,9 @@ async def test_a_failed_lookup_fails_every_waiter_and_the_next_request_tries_aga
         tenants = TenantService(Broken())  # type: ignore[arg-type]
         results = await asyncio.gather(*(tenants.authenticate(TEST_API_KEY) for _ in range(5)),
                                        return_exceptions=True)
-        assert all(isinstance(r, ConnectionError) for r in results) and calls == 1  # one lookup, shared
-        assert await tenants.authenticate(TEST_API_KEY) == c.default_tenant_id and calls == 2
+        assert all(isinstance(r, ConnectionError) for r in results)
+        assert calls == 1  # one lookup, shared
+        assert await tenants.authenticate(TEST_API_KEY) == c.default_tenant_id
+        assert calls == 2
     finally:
         await c.aclose()
