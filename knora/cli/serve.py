@@ -26,8 +26,8 @@ async def _serve(args: argparse.Namespace) -> int:
     host = args.host or settings.host
     port = args.port or settings.port
     c = await build_services(settings)
-    # Everything loaded so far (modules, models, compiled statements) lives as long as the process: moved out of
-    # the cyclic collector's generations, so its collections stop walking it again and again under load
+    # Everything loaded so far (modules, models, compiled statements) lives as long as the process: moved out
+    # of the cyclic collector's generations, so its collections stop walking it again and again under load
     # (benchmarks/stream.py: about a sixth less CPU per streamed event with a thousand turns in flight).
     gc.freeze()
     try:
@@ -36,7 +36,8 @@ async def _serve(args: argparse.Namespace) -> int:
               f"docs: /docs)", flush=True)
         if c.generated_api_key:
             print(f"API key (shown once, keep it): {c.generated_api_key}", flush=True)
-        config = uvicorn.Config(create_app(services=c), host=host, port=port, log_level=settings.log_level.lower(),
+        config = uvicorn.Config(create_app(services=c), host=host, port=port,
+                                log_level=settings.log_level.lower(),
                                 lifespan="on")
         await uvicorn.Server(config).serve()
     finally:

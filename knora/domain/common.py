@@ -35,7 +35,8 @@ _SAFE = re.compile(r"[^A-Za-z0-9._\-\u0080-\uffff]+")
 
 
 def safe_name(name: str, *, max_len: int = 200) -> str:
-    """A file name reduced to its last path component with unsafe characters replaced; '' if nothing is left."""
+    """A file name reduced to its last path component with unsafe characters replaced; '' if nothing is
+    left."""
     base = name.replace("\\", "/").split("/")[-1].replace("\x00", "").strip()
     base = _SAFE.sub("_", base).strip("._ ")
     if len(base) > max_len:

@@ -1,4 +1,5 @@
-"""Application errors with WeKnora's integer codes (spec weknora-api §1.3). The API layer maps them to the envelope."""
+"""Application errors with WeKnora's integer codes (spec weknora-api §1.3). The API layer maps them to the
+envelope."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ class AppError(Exception):
     status: int = 500
     code: int = 1007
 
-    def __init__(self, message: str, *, details: Any = None, status: int | None = None, code: int | None = None):
+    def __init__(self, message: str, *, details: Any = None, status: int | None = None,
+                 code: int | None = None):
         super().__init__(message)
         self.message = message
         self.details = details

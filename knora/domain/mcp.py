@@ -20,7 +20,8 @@ class MCPService(BaseModel):
     transport_type: str = "sse"  # sse | http-streamable | stdio
     url: str = ""
     headers: dict[str, Any] = Field(default_factory=dict)
-    auth_config: dict[str, Any] = Field(default_factory=dict)  # api_key, token — never serialised back in clear
+    # api_key, token — never serialised back in clear
+    auth_config: dict[str, Any] = Field(default_factory=dict)
     advanced_config: dict[str, Any] = Field(default_factory=dict)  # timeout, retry_count, retry_delay
     stdio_config: dict[str, Any] = Field(default_factory=dict)  # command, args
     env_vars: dict[str, Any] = Field(default_factory=dict)

@@ -71,7 +71,8 @@ class SearchResult(BaseModel):
     knowledge_description: str = ""
     matched_content: str = ""
     chunk_metadata: dict[str, Any] | None = None
-    scores: dict[str, float] = Field(default_factory=dict)  # vector, keyword, fused, rerank … (Knora extension)
+    # vector, keyword, fused, rerank … (Knora extension)
+    scores: dict[str, float] = Field(default_factory=dict)
 
 
 class SearchParams(BaseModel):

@@ -1,4 +1,5 @@
-"""Repositories of the agent area: custom agents and MCP services (SQL implementations in adapters/db/repos)."""
+"""Repositories of the agent area: custom agents and MCP services (SQL implementations in
+adapters/db/repos)."""
 
 from __future__ import annotations
 

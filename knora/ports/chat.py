@@ -76,16 +76,18 @@ class ChatModel(Protocol):
         """False → the agent uses the text ReAct protocol."""
         ...
 
-    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse: ...
+    async def chat(self, messages: Sequence[ChatMessage],
+                   options: ChatOptions | None = None) -> ChatResponse: ...
 
-    def stream(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> AsyncIterator[ChatChunk]:
+    def stream(self, messages: Sequence[ChatMessage],
+               options: ChatOptions | None = None) -> AsyncIterator[ChatChunk]:
         ...
 
 
 @runtime_checkable
 class ChatModels(Protocol):
-    """Resolves a chat model by id (a tenant's model row, or a ``provider:model`` spec); ``None`` → the default
-    (the extractive answerer when no generative model is configured)."""
+    """Resolves a chat model by id (a tenant's model row, or a ``provider:model`` spec); ``None`` → the
+    default (the extractive answerer when no generative model is configured)."""
 
     async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> ChatModel: ...
 

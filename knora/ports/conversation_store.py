@@ -56,10 +56,12 @@ class MessageRepo(Protocol):
     async def update_fields(self, message_id: str, **fields: Any) -> bool: ...
 
     async def recent(self, session_id: str, limit: int, before: datetime | None = None) -> list[Message]:
-        """The last ``limit`` messages (before ``before``), oldest first; user before assistant on equal times."""
+        """The last ``limit`` messages (before ``before``), oldest first; user before assistant on equal
+        times."""
         ...
 
-    async def history(self, session_id: str, limit: int, exclude_request_id: str = "") -> list[HistoryMessage]:
+    async def history(self, session_id: str, limit: int,
+                      exclude_request_id: str = "") -> list[HistoryMessage]:
         """Of the last ``limit`` messages (as ``recent`` counts them), those with a request id other than
         ``exclude_request_id``, oldest first: what the history of the next turn is built from."""
         ...

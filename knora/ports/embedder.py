@@ -11,7 +11,8 @@ Vector = npt.NDArray[np.float32]
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns text into L2-normalised float32 vectors. Implementations batch and run inference off the event loop."""
+    """Turns text into L2-normalised float32 vectors. Implementations batch and run inference off the event
+    loop."""
 
     @property
     def model_id(self) -> str:

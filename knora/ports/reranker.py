@@ -16,7 +16,8 @@ class Reranker(Protocol):
     @property
     def model_id(self) -> str: ...
 
-    async def rerank(self, query: str, documents: Sequence[str], top_n: int | None = None) -> list[RerankScore]:
+    async def rerank(self, query: str, documents: Sequence[str],
+                     top_n: int | None = None) -> list[RerankScore]:
         """Scores sorted best first."""
         ...
 

@@ -1,8 +1,8 @@
 """Repositories of the store-api area (knowledge bases, documents, chunks, tags, models, jobs).
 
 Services see persistence only through these Protocols; ``knora/adapters/db/repos/*`` implements them with
-SQLAlchemy on SQLite and PostgreSQL. Every read is scoped by tenant where a tenant is known, so another tenant's
-records are simply "not found".
+SQLAlchemy on SQLite and PostgreSQL. Every read is scoped by tenant where a tenant is known, so another
+tenant's records are simply "not found".
 """
 
 from __future__ import annotations
@@ -104,13 +104,15 @@ class KnowledgeRepo(Protocol):
 class ChunkRepo(Protocol):
     async def replace_for_knowledge(self, knowledge_id: str, chunks: Sequence[Chunk],
                                     *, complete: dict[str, Any] | None = None) -> list[str] | None:
-        """Atomically swaps a document's chunks; with ``complete`` also marks the document completed with those
-        fields in the same transaction. Returns the ids of the removed chunks, or None if the document is gone."""
+        """Atomically swaps a document's chunks; with ``complete`` also marks the document completed with
+        those fields in the same transaction. Returns the ids of the removed chunks, or None if the document
+        is gone."""
         ...
 
     async def replace_many(self, items: Sequence[tuple[str, Sequence[Chunk], dict[str, Any] | None]]
                            ) -> dict[str, builtins.list[str] | None]:
-        """Several documents' swaps in one transaction: knowledge id → removed chunk ids (None: document gone)."""
+        """Several documents' swaps in one transaction: knowledge id → removed chunk ids (None: document
+        gone)."""
         ...
 
     async def list(self, tenant_id: int, knowledge_id: str, *, page: int, page_size: int,
@@ -163,12 +165,13 @@ class ModelRepo(Protocol):
 @runtime_checkable
 class JobRepo(Protocol):
     async def add(self, kind: str, payload: dict[str, Any], key: str | None) -> tuple[str, bool]:
-        """(job id, created). With a key that is already queued, returns that job, created False (a running job
-        with the key does not block: the new job runs after it, e.g. a re-parse during a parse)."""
+        """(job id, created). With a key that is already queued, returns that job, created False (a running
+        job with the key does not block: the new job runs after it, e.g. a re-parse during a parse)."""
         ...
 
     async def claim_next(self, kinds: Sequence[str], stale_before: datetime) -> JobRecord | None:
-        """Marks the oldest queued job (or a running job whose heartbeat is older than ``stale_before``) running."""
+        """Marks the oldest queued job (or a running job whose heartbeat is older than ``stale_before``)
+        running."""
         ...
 
     async def claim_batch(self, kinds: Sequence[str], stale_before: datetime, limit: int,

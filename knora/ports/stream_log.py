@@ -1,4 +1,5 @@
-"""Append-only stream log per (session, assistant message), and cross-process stop signals (spec §5.2, §5.8)."""
+"""Append-only stream log per (session, assistant message), and cross-process stop signals (spec §5.2,
+§5.8)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ class StreamLog(Protocol):
                heartbeat: float | None = None) -> AsyncIterator[StreamEvent | None]:
         """Stored events with seq > after, then live ones as they are appended (push, never a poll interval).
         Ends after a terminal event (complete or stop) has been yielded; error frames do not end a turn (spec
-        §5.6.1) — the streaming service closes every turn with complete or stop. Waits for a stream that has not
-        started yet; ends if the stream expires while followed. With ``heartbeat``, yields ``None`` after every
-        ``heartbeat`` seconds without an event (SSE keep-alives), without a timer per event."""
+        §5.6.1) — the streaming service closes every turn with complete or stop. Waits for a stream that has
+        not started yet; ends if the stream expires while followed. With ``heartbeat``, yields ``None`` after
+        every ``heartbeat`` seconds without an event (SSE keep-alives), without a timer per event."""
         ...
 
     async def exists(self, session_id: str, message_id: str) -> bool: ...

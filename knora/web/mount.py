@@ -1,8 +1,8 @@
 """Serve the web UI (``knora/web/static``) at ``/`` with an ``index.html`` fallback for client-side routes.
 
-The UI is a no-build set of ES modules, so a fresh checkout works right after ``make run``. The catch-all route is
-added after every API router, and it refuses the paths that belong to the server (``/api``, ``/docs``, ``/health``,
-``/openapi.json``…) so an unknown API path still answers 404 instead of the UI's HTML.
+The UI is a no-build set of ES modules, so a fresh checkout works right after ``make run``. The catch-all
+route is added after every API router, and it refuses the paths that belong to the server (``/api``,
+``/docs``, ``/health``, ``/openapi.json``…) so an unknown API path still answers 404 instead of the UI's HTML.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from starlette.exceptions import HTTPException
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 # Prefixes the UI must never shadow (the API, FastAPI's docs, the health probe, WeKnora's file proxies).
-RESERVED_PREFIXES: tuple[str, ...] = ("api/", "docs", "redoc", "openapi.json", "health", "files", "r/", "swagger")
+RESERVED_PREFIXES: tuple[str, ...] = ("api/", "docs", "redoc", "openapi.json", "health", "files", "r/",
+                                      "swagger")
 
 mimetypes.add_type("text/javascript", ".js")
 mimetypes.add_type("text/css", ".css")

@@ -19,8 +19,8 @@ _EMPTY_JSON = {list: "[]", dict: "{}"}
 
 
 def json_dumps(value: Any) -> str:
-    """``json.dumps`` for JSON columns, without its cost for the empty lists and dicts most of them hold (a chat
-    turn's two message rows carry ten JSON values, nine of them empty)."""
+    """``json.dumps`` for JSON columns, without its cost for the empty lists and dicts most of them hold (a
+    chat turn's two message rows carry ten JSON values, nine of them empty)."""
     if not value and type(value) in _EMPTY_JSON:
         return _EMPTY_JSON[type(value)]
     return json.dumps(value)

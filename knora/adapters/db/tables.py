@@ -16,7 +16,8 @@ from knora.domain.common import utcnow
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: DateTime(timezone=True)}  # noqa: RUF012 - read once by SQLAlchemy
+    # noqa: RUF012 - read once by SQLAlchemy
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: DateTime(timezone=True)}
 
 
 def _id() -> Mapped[str]:
@@ -78,7 +79,8 @@ class KnowledgeRow(Base):
     __table_args__ = (Index("ix_knowledges_kb_hash", "knowledge_base_id", "file_hash"),)
     id: Mapped[str] = _id()
     tenant_id: Mapped[int] = mapped_column(Integer, index=True)
-    knowledge_base_id: Mapped[str] = mapped_column(ForeignKey("knowledge_bases.id", ondelete="CASCADE"), index=True)
+    knowledge_base_id: Mapped[str] = mapped_column(ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
+                                                   index=True)
     type: Mapped[str] = mapped_column(String(16), default="file")
     title: Mapped[str] = mapped_column(Text, default="")
     description: Mapped[str] = mapped_column(Text, default="")
@@ -133,7 +135,8 @@ class TagRow(Base):
     __tablename__ = "tags"
     id: Mapped[str] = _id()
     tenant_id: Mapped[int] = mapped_column(Integer, index=True)
-    knowledge_base_id: Mapped[str] = mapped_column(ForeignKey("knowledge_bases.id", ondelete="CASCADE"), index=True)
+    knowledge_base_id: Mapped[str] = mapped_column(ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
+                                                   index=True)
     name: Mapped[str] = mapped_column(String(255))
     color: Mapped[str] = mapped_column(String(32), default="")
     sort_order: Mapped[int] = mapped_column(Integer, default=0)
@@ -226,7 +229,8 @@ class MCPServiceRow(Base):
     advanced_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     stdio_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     env_vars: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    tool_approvals: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # tool name → requires approval
+    # tool name → requires approval
+    tool_approvals: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
@@ -253,7 +257,8 @@ class JobRow(Base):
     kind: Mapped[str] = mapped_column(String(64), index=True)
     key: Mapped[str | None] = mapped_column(String(255), nullable=True, index=True)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)  # queued|running|done|failed
+    # queued|running|done|failed
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = _created()

@@ -1,1 +1,2 @@
-"""Embedders behind ``knora.ports.embedder.Embedder``; build one from a ``provider:model`` spec with ``registry``."""
+"""Embedders behind ``knora.ports.embedder.Embedder``; build one from a ``provider:model`` spec with
+``registry``."""

@@ -1,9 +1,9 @@
 """What every in-process embedder shares: batching, a worker thread, one lock per model, input caps.
 
-Inference is CPU-bound and can take seconds per batch; running it in ``asyncio.to_thread`` keeps the event loop
-(and every other request) responsive. A model instance is not safe to call from two threads at once and two
-concurrent calls would only fight over the same cores, so each instance serialises its calls with a lock. The
-model itself loads lazily on first use, inside the worker thread, so building the container stays instant.
+Inference is CPU-bound and can take seconds per batch; running it in ``asyncio.to_thread`` keeps the event
+loop (and every other request) responsive. A model instance is not safe to call from two threads at once and
+two concurrent calls would only fight over the same cores, so each instance serialises its calls with a lock.
+The model itself loads lazily on first use, inside the worker thread, so building the container stays instant.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def l2_normalise(matrix: np.ndarray) -> Vector:
 
 
 class LocalEmbedder(ABC):
-    """Base of in-process embedders: subclasses implement ``_load`` and ``_encode`` (synchronous, one batch)."""
+    """Base of in-process embedders: subclasses implement ``_load`` and ``_encode`` (synchronous, one
+    batch)."""
 
     def __init__(self, model_id: str, dimension: int, batch_size: int = 32) -> None:
         self._model_id = model_id

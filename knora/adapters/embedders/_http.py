@@ -14,7 +14,8 @@ TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 async def with_retries(call: Callable[[], Awaitable[T]], is_transient: Callable[[BaseException], bool],
                        attempts: int = 4, base_delay: float = 0.5, max_delay: float = 8.0) -> T:
-    """Retry ``call`` on transient errors with exponential backoff and jitter; other errors propagate at once."""
+    """Retry ``call`` on transient errors with exponential backoff and jitter; other errors propagate at
+    once."""
     for attempt in range(attempts):
         try:
             return await call()

@@ -1,9 +1,10 @@
 """``local:hash`` — a deterministic lexical embedder by feature hashing; no model, instant, used by the tests.
 
-Features: lower-cased word unigrams and bigrams, plus character bigrams (and unigrams) of CJK runs, since Chinese
-has no spaces. Each feature is hashed (CRC32, stable across processes unlike ``hash()``) to a signed bucket;
-counts are dampened with ``1 + log(tf)``; the vector is L2-normalised. Texts sharing words get high cosine
-similarity, unrelated texts near zero — enough for retrieval tests to be meaningful without a neural model.
+Features: lower-cased word unigrams and bigrams, plus character bigrams (and unigrams) of CJK runs, since
+Chinese has no spaces. Each feature is hashed (CRC32, stable across processes unlike ``hash()``) to a signed
+bucket; counts are dampened with ``1 + log(tf)``; the vector is L2-normalised. Texts sharing words get high
+cosine similarity, unrelated texts near zero — enough for retrieval tests to be meaningful without a neural
+model.
 """
 
 from __future__ import annotations

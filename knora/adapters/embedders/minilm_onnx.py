@@ -1,10 +1,11 @@
 """all-MiniLM-L6-v2 on ONNX Runtime with int8 MatMul weights — the fast path behind ``local:minilm``.
 
-Why: measured on this kind of machine, ONNX Runtime with only the MatMul weights quantised per channel runs about
-1.7x faster than torch fp32 at no retrieval loss (quantising the whole model is too lossy). The ONNX file is not
-shipped: it is exported once from the packaged weights (torch, offline) into ``<data_dir>/models/`` and reused;
-the cache key includes the weight file's size and the exporter versions, so a changed model is re-exported.
-Inference needs only onnxruntime, numpy and the tokenizers library.
+Why: measured on this kind of machine, ONNX Runtime with only the MatMul weights quantised per channel runs
+about
+1.7x faster than torch fp32 at no retrieval loss (quantising the whole model is too lossy). The ONNX file is
+not shipped: it is exported once from the packaged weights (torch, offline) into ``<data_dir>/models/`` and
+reused; the cache key includes the weight file's size and the exporter versions, so a changed model is
+re-exported. Inference needs only onnxruntime, numpy and the tokenizers library.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ def _cache_name(model_dir: Path) -> str:
 def _bert_module(model_dir: Path) -> Any:
     """A plain BERT encoder + masked mean pooling in torch, built straight from the packaged weights.
 
-    Written out rather than traced through ``transformers``: its mask helpers change between releases and do not
-    trace with the TorchScript exporter, while this graph is fixed, small and checked against the reference
-    pipeline in the tests.
+    Written out rather than traced through ``transformers``: its mask helpers change between releases and do
+    not trace with the TorchScript exporter, while this graph is fixed, small and checked against the
+    reference pipeline in the tests.
     """
     import json
 
@@ -121,7 +122,8 @@ def _export_fp32(model_dir: Path, target: Path) -> None:
         warnings.simplefilter("ignore", DeprecationWarning)  # scoped to this one export call
         torch.onnx.export(
             model, (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(target),
-            input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["sentence_embedding"],
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["sentence_embedding"],
             dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
                           "token_type_ids": {0: "batch", 1: "seq"}, "sentence_embedding": {0: "batch"}},
             opset_version=17, dynamo=False,
@@ -147,7 +149,8 @@ def ensure_int8_model(model_dir: Path, cache_dir: Path) -> Path:
 
 
 class OnnxMiniLM:
-    """Tokenise → ONNX Runtime (encoder + masked mean pooling, as sentence-transformers does) → float32 rows."""
+    """Tokenise → ONNX Runtime (encoder + masked mean pooling, as sentence-transformers does) → float32
+    rows."""
 
     def __init__(self, model_dir: Path, cache_dir: Path, threads: int | None = None) -> None:
         import onnxruntime as ort
@@ -161,7 +164,8 @@ class OnnxMiniLM:
         options.log_severity_level = 3
         # Idle worker threads sleep instead of spinning: the cores are shared with the API and the database.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session: Any = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        self.session: Any = ort.InferenceSession(str(path), sess_options=options,
+                                                 providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")

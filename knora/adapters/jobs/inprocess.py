@@ -1,10 +1,11 @@
 """The embedded profile's job queue: asyncio tasks in this process, jobs durable in the ``jobs`` table.
 
-Enqueue writes a row and wakes the dispatcher. The dispatcher is the process's only claimer: in one transaction it
-deletes the jobs finished since its last round and claims as many queued jobs as there are free slots, so a busy
-queue costs one write per batch, not two per job. Running jobs heartbeat. Pending work survives a restart: a new
-process finds queued rows (and running rows whose heartbeat went stale, i.e. whose process died) and runs them.
-Another process on the same database (the CLI next to a server) is noticed by polling every ``poll_seconds``.
+Enqueue writes a row and wakes the dispatcher. The dispatcher is the process's only claimer: in one
+transaction it deletes the jobs finished since its last round and claims as many queued jobs as there are free
+slots, so a busy queue costs one write per batch, not two per job. Running jobs heartbeat. Pending work
+survives a restart: a new process finds queued rows (and running rows whose heartbeat went stale, i.e. whose
+process died) and runs them. Another process on the same database (the CLI next to a server) is noticed by
+polling every ``poll_seconds``.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ class InProcessJobQueue:
         self._wake.set()
 
     async def stop(self) -> None:
-        """Cancel the dispatcher and running jobs; a job cut short goes back to ``queued`` for the next start."""
+        """Cancel the dispatcher and running jobs; a job cut short goes back to ``queued`` for the next
+        start."""
         self._stopping = True
         tasks = self._tasks + list(self._running.values())
         for task in tasks:

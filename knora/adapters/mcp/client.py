@@ -35,7 +35,8 @@ def auth_headers(service: MCPService) -> dict[str, str]:
 
 
 class MCPClient:
-    def __init__(self, service: MCPService, *, stdio_enabled: bool = False, timeout: float | None = None) -> None:
+    def __init__(self, service: MCPService, *, stdio_enabled: bool = False,
+                 timeout: float | None = None) -> None:
         self.service = service
         self.stdio_enabled = stdio_enabled
         adv = service.advanced_config or {}
@@ -56,19 +57,22 @@ class MCPClient:
                     timeout=httpx2.Timeout(self.timeout, read=max(self.timeout, 60.0))))
                 transport = streamable_http_client(self.service.url, http_client=http)
             elif self.transport == "sse":
-                transport = sse_client(self.service.url, headers=auth_headers(self.service), timeout=self.timeout)
+                transport = sse_client(self.service.url, headers=auth_headers(self.service),
+                                       timeout=self.timeout)
             elif self.transport == "stdio":
                 if not self.stdio_enabled:
                     raise MCPUnavailable("stdio MCP services are disabled on this server (settings.mcp_stdio_enabled)")
                 cfg = self.service.stdio_config or {}
                 transport = StdioServerParameters(command=str(cfg.get("command", "")),
                                                   args=[str(a) for a in cfg.get("args") or []],
-                                                  env={str(k): str(v) for k, v in (self.service.env_vars or {}).items()}
+                                                  env={str(k): str(v) for k,
+                                                       v in (self.service.env_vars or {}).items()}
                                                   or None)
             else:
                 raise MCPUnavailable(f"unknown MCP transport: {self.service.transport_type}")
             try:
-                async with asyncio.timeout(self.timeout):  # same task: the SDK's cancel scopes must not hop tasks
+                # same task: the SDK's cancel scopes must not hop tasks
+                async with asyncio.timeout(self.timeout):
                     client = await stack.enter_async_context(
                         Client(transport, cache=None, read_timeout_seconds=self.timeout))
             except MCPUnavailable:

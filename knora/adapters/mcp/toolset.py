@@ -68,6 +68,8 @@ class MCPToolset:
             return False, str(exc) or "timed out", []
         approvals = service.tool_approvals or {}
         tools: list[dict[str, object]] = [{
-            "name": t.name, "registered_name": tool_name(service.name, t.name), "description": t.description or "",
-            "input_schema": t.input_schema or {}, "requires_approval": bool(approvals.get(t.name))} for t in remote]
+            "name": t.name, "registered_name": tool_name(service.name, t.name),
+            "description": t.description or "",
+            "input_schema": t.input_schema or {},
+            "requires_approval": bool(approvals.get(t.name))} for t in remote]
         return True, f"connected: {len(tools)} tool(s)", tools

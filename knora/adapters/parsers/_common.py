@@ -24,7 +24,8 @@ _ENCODINGS = ("utf-8", "gb18030", "latin-1")
 
 
 def decode_text(data: bytes) -> str:
-    """Decode bytes of unknown charset: BOMs first, then utf-8, gb18030 (Chinese), latin-1 as the catch-all."""
+    """Decode bytes of unknown charset: BOMs first, then utf-8, gb18030 (Chinese), latin-1 as the
+    catch-all."""
     if data.startswith(b"\xef\xbb\xbf"):
         return data[3:].decode("utf-8", errors="replace")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -41,7 +42,8 @@ _NL = re.compile(r"\r\n?")
 
 
 def normalise_text(text: str) -> str:
-    """CRLF/CR → LF (spec §9.3: before chunking), drop NULs, strip trailing spaces at line ends and the ends."""
+    """CRLF/CR → LF (spec §9.3: before chunking), drop NULs, strip trailing spaces at line ends and the
+    ends."""
     text = _NL.sub("\n", text).replace("\x00", "")
     text = re.sub(r"[ \t]+\n", "\n", text)
     return text.strip()
@@ -59,7 +61,8 @@ def extension_of(file_name: str) -> str:
 
 
 def check_zip_safety(data: bytes, max_expanded_bytes: int, kind: str) -> None:
-    """Refuse archives that would expand enormously, judged from the central directory before anything is read."""
+    """Refuse archives that would expand enormously, judged from the central directory before anything is
+    read."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
@@ -102,6 +105,7 @@ def markdown_table(rows: list[list[str]]) -> str:
     if not rows:
         return ""
     header, body = rows[0], rows[1:]
-    lines = ["| " + " | ".join(_cell(c) for c in header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines = ["| " + " | ".join(_cell(c) for c in header) + " |",
+             "|" + "|".join(" --- " for _ in header) + "|"]
     lines.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in body)
     return "\n".join(lines)

@@ -1,8 +1,9 @@
-"""HTML: boilerplate (nav, header, footer, aside, scripts, styles, forms) removed, the rest rendered as markdown.
+"""HTML: boilerplate (nav, header, footer, aside, scripts, styles, forms) removed, the rest rendered as
+markdown.
 
-Rendering to markdown rather than flat text keeps headings (for heading-aware chunking and breadcrumbs), lists,
-tables and code blocks recognisable to the chunker. If the page has a ``<main>`` (or exactly one ``<article>``)
-only that is kept: it is the page author's own statement of where the content is.
+Rendering to markdown rather than flat text keeps headings (for heading-aware chunking and breadcrumbs),
+lists, tables and code blocks recognisable to the chunker. If the page has a ``<main>`` (or exactly one
+``<article>``) only that is kept: it is the page author's own statement of where the content is.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from bs4 import BeautifulSoup, NavigableString, Tag, XMLParsedAsHTMLWarning
 from knora.adapters.parsers._common import decode_text, file_stem, markdown_table, normalise_text
 from knora.ports.parser import ParsedDocument, ParseError
 
-_DROP = ("script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form", "iframe", "svg",
+_DROP = ("script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form", "iframe",
+         "svg",
          "canvas", "button", "select", "input", "object", "embed")
 _DROP_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search"}
 _BLOCKS = {"p", "div", "section", "article", "main", "blockquote", "figure", "figcaption", "dl", "dt", "dd",

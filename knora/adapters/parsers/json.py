@@ -1,7 +1,7 @@
 """JSON and JSON Lines: flattened to ``path: value`` lines so every value is findable together with its key.
 
-Pretty-printed JSON spends most characters on braces and indentation; ``a.b[2].c: value`` lines keep the key path
-next to the value, which is what both keyword and vector search need.
+Pretty-printed JSON spends most characters on braces and indentation; ``a.b[2].c: value`` lines keep the key
+path next to the value, which is what both keyword and vector search need.
 """
 
 from __future__ import annotations

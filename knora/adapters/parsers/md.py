@@ -1,7 +1,8 @@
-"""Markdown: kept as markdown (the chunker understands headings, tables, code fences); title = first ``#`` heading.
+"""Markdown: kept as markdown (the chunker understands headings, tables, code fences); title = first ``#``
+heading.
 
-A YAML front-matter block is removed from the text; its ``title:`` wins over the first heading because authors put
-it there on purpose.
+A YAML front-matter block is removed from the text; its ``title:`` wins over the first heading because authors
+put it there on purpose.
 """
 
 from __future__ import annotations

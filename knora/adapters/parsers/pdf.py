@@ -13,7 +13,8 @@ from knora.ports.parser import ParsedDocument, ParseError
 
 _MAX_PAGES = 5000
 # Titles that PDF producers write when the author gave none; the file name says more than these.
-_PLACEHOLDER_TITLES = {"untitled", "untitled document", "document", "title", "anonymous", "none", "(anonymous)"}
+_PLACEHOLDER_TITLES = {"untitled", "untitled document", "document", "title", "anonymous", "none",
+                       "(anonymous)"}
 
 
 def clean_title(raw: str) -> str:

@@ -28,7 +28,8 @@ PARSERS: Registry[ParserFactory] = Registry("file type")
 
 
 def register(factory: ParserFactory, extensions: frozenset[str]) -> None:
-    """Add (or replace) the parser for ``extensions``; the factory gets the expanded-size limit for archives."""
+    """Add (or replace) the parser for ``extensions``; the factory gets the expanded-size limit for
+    archives."""
     for ext in extensions:
         PARSERS.register(ext.lower().lstrip("."), factory)
 

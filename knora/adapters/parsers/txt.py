@@ -1,4 +1,5 @@
-"""Plain text: decoded with charset detection; the title is the file stem (plain text has no markup for one)."""
+"""Plain text: decoded with charset detection; the title is the file stem (plain text has no markup for
+one)."""
 
 from __future__ import annotations
 

@@ -50,7 +50,8 @@ class XlsxParser:
         sheet_names: list[str] = []
         try:
             with warnings.catch_warnings():
-                # openpyxl warns about styles/extensions it does not implement; they do not affect cell values.
+                # openpyxl warns about styles/extensions it does not implement; they do not affect cell
+                # values.
                 warnings.simplefilter("ignore", UserWarning)
                 workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
                 try:

@@ -1,1 +1,2 @@
-"""Retrieval engines behind the RetrievalEngine port (SQLite FTS5 + numpy/HNSW, PostgreSQL tsvector + pgvector)."""
+"""Retrieval engines behind the RetrievalEngine port (SQLite FTS5 + numpy/HNSW, PostgreSQL tsvector +
+pgvector)."""

@@ -1,6 +1,6 @@
-"""Interned strings (knowledge, tag, KB ids, types) as small ints, for the numpy filter columns of the in-memory
-indexes (vector sets and keyword postings). ``None`` (and, with ``empty_is_none``, ``""``) is -1; codes are never
-reused."""
+"""Interned strings (knowledge, tag, KB ids, types) as small ints, for the numpy filter columns of the
+in-memory indexes (vector sets and keyword postings). ``None`` (and, with ``empty_is_none``, ``""``) is -1;
+codes are never reused."""
 
 from __future__ import annotations
 

@@ -4,18 +4,21 @@ One file per (knowledge base, dimension) under the engine's index directory::
 
     <usearch serialisation> <trailer JSON> <8-byte little-endian JSON length> b"KNORAHNS"
 
-usearch reads its own header and ignores what follows, so the file restores (or memory-maps) as is. The trailer
-names the database (a random id stored in that database), knowledge base, dimension, metric, scalar type and the
-change-log sequence the graph reflects, with the row count and a CRC-32 of the usearch bytes; a file whose trailer
-does not match what the engine expects, or whose bytes do not match the CRC, is ignored (the caller rebuilds).
+usearch reads its own header and ignores what follows, so the file restores (or memory-maps) as is. The
+trailer names the database (a random id stored in that database), knowledge base, dimension, metric, scalar
+type and the change-log sequence the graph reflects, with the row count and a CRC-32 of the usearch bytes; a
+file whose trailer does not match what the engine expects, or whose bytes do not match the CRC, is ignored
+(the caller rebuilds).
 
-Writes go to a uniquely named temp file in the same directory, are fsynced and renamed over the final name, so a
-reader (this process after a restart, or another process on the same database) sees either the old or the new
-file, never a torn one; two processes saving the same set simply replace each other's (equally valid) file.
+Writes go to a uniquely named temp file in the same directory, are fsynced and renamed over the final name, so
+a reader (this process after a restart, or another process on the same database) sees either the old or the
+new file, never a torn one; two processes saving the same set simply replace each other's (equally valid)
+file.
 
-A small sidecar (``.seq``) can later extend the sequence a file is valid through without rewriting it: when a set
-has not changed since its last save but other knowledge bases' writes moved the log on, the sidecar records "file
-<id> is still exact at seq N", so that trimming the log past the file's own sequence does not force a rebuild.
+A small sidecar (``.seq``) can later extend the sequence a file is valid through without rewriting it: when a
+set has not changed since its last save but other knowledge bases' writes moved the log on, the sidecar
+records "file <id> is still exact at seq N", so that trimming the log past the file's own sequence does not
+force a rebuild.
 """
 
 from __future__ import annotations
@@ -97,7 +100,8 @@ def _clean_temps(d: Path, max_age_s: float = 3600.0) -> None:
 
 
 def save(index: Any, path: Path, meta: GraphMeta) -> GraphMeta:
-    """Write ``index`` (a usearch Index nobody mutates meanwhile) atomically to ``path``; returns the meta written."""
+    """Write ``index`` (a usearch Index nobody mutates meanwhile) atomically to ``path``; returns the meta
+    written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _clean_temps(path.parent)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -169,9 +173,9 @@ def vouch(path: Path, meta: GraphMeta, seq: int) -> None:
 
 
 def load(path: Path, expect: dict[str, Any]) -> tuple[Any, GraphMeta] | None:
-    """Restore the graph at ``path`` if its trailer matches ``expect`` (db_id, kb_id, dim, metric, dtype) and its
-    bytes match the CRC; None (and a log line saying why) otherwise. The restored index is a private in-memory copy,
-    so it can take adds and removes."""
+    """Restore the graph at ``path`` if its trailer matches ``expect`` (db_id, kb_id, dim, metric, dtype) and
+    its bytes match the CRC; None (and a log line saying why) otherwise. The restored index is a private
+    in-memory copy, so it can take adds and removes."""
     from usearch.index import Index
 
     meta = read_meta(path)
@@ -221,7 +225,8 @@ class FileGraphStore:
         self.saved: GraphMeta | None = None  # the file this process last wrote or restored
 
     def changed(self, after: int, upto: int) -> set[int] | None:
-        """Row ids of this KB touched by log entries in (after, upto]; None when the log no longer has them."""
+        """Row ids of this KB touched by log entries in (after, upto]; None when the log no longer has
+        them."""
         result: set[int] | None = self._changed(after, upto)
         return result
 
@@ -241,8 +246,10 @@ class FileGraphStore:
         return self.saved
 
     def vouch(self, seq: int) -> None:
-        """The graph has not changed since this process saved or restored it: the file is exact at ``seq`` too."""
+        """The graph has not changed since this process saved or restored it: the file is exact at ``seq``
+        too."""
         if self.saved is not None and seq > self.saved.seq:
             current = read_meta(self.path)
-            if current is not None and current.file_id == self.saved.file_id:  # not replaced by another process
+            # not replaced by another process
+            if current is not None and current.file_id == self.saved.file_id:
                 vouch(self.path, self.saved, seq)

@@ -1,12 +1,14 @@
-"""The scale engine ("postgres"): tsvector keyword search and pgvector HNSW (cosine) in one PostgreSQL database.
+"""The scale engine ("postgres"): tsvector keyword search and pgvector HNSW (cosine) in one PostgreSQL
+database.
 
 Keyword text is tokenised by Knora (:mod:`tokenize`) and stored as a tsvector *literal* with positions, so
-PostgreSQL's parser never re-splits Chinese or stems English its own way. Vectors live in one table per dimension
-(``knora_ret_vec_<dim>``), because an HNSW index needs a fixed dimension and KBs may use different embedders.
+PostgreSQL's parser never re-splits Chinese or stems English its own way. Vectors live in one table per
+dimension (``knora_ret_vec_<dim>``), because an HNSW index needs a fixed dimension and KBs may use different
+embedders.
 
 Scores: vector = cosine ``1 - (a <=> b)``; keyword = ``ts_rank`` (all weights 1, length-normalised) mapped to
-``r / (r + KEYWORD_K)``, monotonic in [0, 1). ``ts_rank`` has no IDF, so keyword ranking is weaker than the SQLite
-engine's BM25 — see docs/retrieval.md.
+``r / (r + KEYWORD_K)``, monotonic in [0, 1). ``ts_rank`` has no IDF, so keyword ranking is weaker than the
+SQLite engine's BM25 — see docs/retrieval.md.
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ class PostgresEngine:
                                "USING hnsw (embedding vector_cosine_ops)")
         self._dims.add(dim)
 
-    # --- writes ------------------------------------------------------------------------------------------------
+    # --- writes ---------------------------------------------------------------------------------------------
     async def index(self, rows: Sequence[IndexRow]) -> None:
         if not rows:
             return
@@ -135,7 +137,8 @@ class PostgresEngine:
                     "INSERT INTO knora_ret_rows(source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id,"
                     " is_enabled, is_recommended, knowledge_type, content, tsv, dim)"
                     " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11::tsvector,$12)",
-                    [(r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id, r.tag_id or None,
+                    [(r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id,
+                      r.tag_id or None,
                       r.is_enabled, r.is_recommended, r.knowledge_type, r.content,
                       tok.tsvector_literal(r.content), len(r.embedding) if r.embedding is not None else 0)
                      for r in rows])
@@ -148,7 +151,8 @@ class PostgresEngine:
     async def _delete(self, column: str, values: Sequence[str]) -> None:
         if values:
             async with self._pool.acquire() as conn:
-                await conn.execute(f"DELETE FROM knora_ret_rows WHERE {column} = ANY($1::text[])", list(values))
+                await conn.execute(f"DELETE FROM knora_ret_rows WHERE {column} = ANY($1::text[])",
+                                   list(values))
 
     async def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
         await self._delete("chunk_id", chunk_ids)
@@ -165,11 +169,12 @@ class PostgresEngine:
                 await conn.execute("UPDATE knora_ret_rows SET is_enabled = $1 WHERE chunk_id = ANY($2::text[])",
                                    enabled, list(chunk_ids))
 
-    # --- search ------------------------------------------------------------------------------------------------
+    # --- search ---------------------------------------------------------------------------------------------
     @staticmethod
     def _filters(query: EngineQuery, params: list[Any], alias: str = "r") -> list[str]:
         params.extend([list(query.knowledge_base_ids), query.knowledge_type])
-        where = [f"{alias}.kb_id = ANY(${len(params) - 1}::text[])", f"{alias}.knowledge_type = ${len(params)}",
+        where = [f"{alias}.kb_id = ANY(${len(params) - 1}::text[])",
+                 f"{alias}.knowledge_type = ${len(params)}",
                  f"{alias}.is_enabled"]
         if query.knowledge_ids:
             params.append(list(query.knowledge_ids))

@@ -1,24 +1,25 @@
 """In-memory BM25 postings for the embedded engine's keyword search: exact FTS5 ``bm25()`` scores, top-k fast.
 
-Why: FTS5 answers ``ORDER BY bm25() LIMIT k`` by scoring every row that matches an OR of the query terms — at 1M
-rows a query with one common word scores most of the corpus (p95 ~0.5 s). This index holds the same postings in
-numpy arrays and finds the same top-k with *exact* dynamic pruning (term-at-a-time MaxScore), so common terms are
-only looked up for the few candidates that can still make the cut.
+Why: FTS5 answers ``ORDER BY bm25() LIMIT k`` by scoring every row that matches an OR of the query terms — at
+1M rows a query with one common word scores most of the corpus (p95 ~0.5 s). This index holds the same
+postings in numpy arrays and finds the same top-k with *exact* dynamic pruning (term-at-a-time MaxScore), so
+common terms are only looked up for the few candidates that can still make the cut.
 
 Exactness (tested against FTS5 on random corpora): the same BM25 as FTS5's ``bm25()`` — k1 = 1.2, b = 0.75,
 ``idf = log((N - n + 0.5) / (n + 0.5))`` clamped to 1e-6, N / n / avgdl over *all* live rows (every KB, as the
-FTS5 table holds them) — evaluated with the same float64 operations in the same order (per term in query order),
-so scores match FTS5 to the last bit. Pruning only ever drops rows whose upper bound is below a score already
-reached (with a relative slack far above rounding), so the top-k is FTS5's; ties are broken by row id.
+FTS5 table holds them) — evaluated with the same float64 operations in the same order (per term in query
+order), so scores match FTS5 to the last bit. Pruning only ever drops rows whose upper bound is below a score
+already reached (with a relative slack far above rounding), so the top-k is FTS5's; ties are broken by row id.
 
-Layout: rows are *slots* (allocated in order, never reused until a rebuild); per slot the doc length, a live bit and
-the filter columns (KB, knowledge, tag, type codes; enabled; recommended). Postings are immutable *segments*
-(term → sorted slots + term frequencies, CSR); the load builds one, each replayed write batch appends a small one,
-small segments are merged. A deleted or replaced row only clears its live bit; document frequencies are counted
-over live postings (cached per segment until a delete touches it).
+Layout: rows are *slots* (allocated in order, never reused until a rebuild); per slot the doc length, a live
+bit and the filter columns (KB, knowledge, tag, type codes; enabled; recommended). Postings are immutable
+*segments* (term → sorted slots + term frequencies, CSR); the load builds one, each replayed write batch
+appends a small one, small segments are merged. A deleted or replaced row only clears its live bit; document
+frequencies are counted over live postings (cached per segment until a delete touches it).
 
-Rows arrive as per-row blobs written at index time: the row's token ids (``uint32``, from the ``knora_ret_terms``
-dictionary, duplicates kept so tf and length survive), so loading is ``np.frombuffer`` + one sort.
+Rows arrive as per-row blobs written at index time: the row's token ids (``uint32``, from the
+``knora_ret_terms`` dictionary, duplicates kept so tf and length survive), so loading is ``np.frombuffer`` +
+one sort.
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ class KeywordIndex(PostingsWrites):
 
     def nbytes(self) -> int:
         per_slot = sum(a.nbytes for a in (self._dl, self._alive, self._enabled, self._recommended, self._kb,
-                                         self._kn, self._tag, self._type, self._rowid, self._sig, self._scratch))
+                                         self._kn, self._tag, self._type, self._rowid, self._sig,
+                                         self._scratch))
         segs = sum(s.terms.nbytes + s.ptr.nbytes + s.rows.nbytes + s.tf.nbytes + s.maxtf.nbytes + s.mindl.nbytes
                    for s in self._segments)
         return per_slot + segs + self._slot_of.nbytes
@@ -174,8 +176,8 @@ class KeywordIndex(PostingsWrites):
 
     # --- scoring --------------------------------------------------------------------------------------------
     def _contrib(self, idf: float, tf: npt.NDArray[Any], slots: npt.NDArray[Any], avgdl: float) -> F64:
-        """FTS5's per-term BM25 term, operation for operation: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D /
-        avgdl)))."""
+        """FTS5's per-term BM25 term, operation for operation: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b *
+        D / avgdl)))."""
         f = tf.astype(np.float64)
         d = self._dl[slots].astype(np.float64)
         d *= B
@@ -218,8 +220,8 @@ class KeywordIndex(PostingsWrites):
 
     def search(self, term_ids: Sequence[int | None], top_k: int, threshold: float,
                flt: KeywordFilter) -> tuple[list[tuple[int, float]], float]:
-        """(row id, FTS5 bm25 score as a positive number) best first, and the normaliser ``Σ idf`` over all query
-        terms (absent ones too). Rows need ``score >= threshold * norm`` when ``threshold > 0``."""
+        """(row id, FTS5 bm25 score as a positive number) best first, and the normaliser ``Σ idf`` over all
+        query terms (absent ones too). Rows need ``score >= threshold * norm`` when ``threshold > 0``."""
         with self.lock:
             n_rows = self._live
             if n_rows == 0 or top_k <= 0:
@@ -276,7 +278,8 @@ class KeywordIndex(PostingsWrites):
         e = essential(theta)
         volume = sum(stats[order[j]][0] for j in range(e))
         if volume > n * _DENSE_SHARE / 2 and e > 1:
-            # Seed the bar with the exact scores of the strongest term's rows: any k real scores bound the k-th best.
+            # Seed the bar with the exact scores of the strongest term's rows: any k real scores bound the
+            # k-th best.
             first = order[0]
             if stats[first][0] <= n * _DENSE_SHARE / 2:
                 c0 = self._term_slots(terms[first][0], mask)
@@ -289,9 +292,9 @@ class KeywordIndex(PostingsWrites):
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)
         if volume > n * _DENSE_SHARE:
             return self._dense(terms, k, cut, mask, avgdl)
-        # Candidates: rows holding at least one essential term (a row holding none scores below theta). Terms are
-        # added strongest first; after each, the bar rises to the k-th best partial score (a lower bound of the
-        # final one), which may make the remaining terms non-essential (MaxScore).
+        # Candidates: rows holding at least one essential term (a row holding none scores below theta). Terms
+        # are added strongest first; after each, the bar rises to the k-th best partial score (a lower bound
+        # of the final one), which may make the remaining terms non-essential (MaxScore).
         scratch = self._scratch
         touched: list[I32] = []
         cands = np.zeros(0, dtype=np.int32)
@@ -319,7 +322,8 @@ class KeywordIndex(PostingsWrites):
                 touched = [cands]
                 partial = scratch[cands]
                 if partial.shape[0] >= k:
-                    theta = max(theta, float(np.partition(partial, partial.shape[0] - k)[partial.shape[0] - k]))
+                    theta = max(theta, float(np.partition(partial,
+                                                          partial.shape[0] - k)[partial.shape[0] - k]))
         scratch[cands] = 0.0
         if cands.shape[0] == 0:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)

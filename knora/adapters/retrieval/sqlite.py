@@ -1,20 +1,21 @@
 """The embedded engine ("sqlite"): FTS5 BM25 over pre-tokenised text plus in-memory vector sets.
 
-Rows live in the metadata store's own SQLite file (one file to back up), in tables this engine creates. Vectors are
-float32 blobs there and are loaded per knowledge base into a :class:`VectorSet` on first use. Another process (the
-CLI ingesting while the server runs) may write the same file, so every write also appends to a change log; before
-a search the engine reads the log's last sequence number (one indexed lookup) and replays only what it missed.
+Rows live in the metadata store's own SQLite file (one file to back up), in tables this engine creates.
+Vectors are float32 blobs there and are loaded per knowledge base into a :class:`VectorSet` on first use.
+Another process (the CLI ingesting while the server runs) may write the same file, so every write also appends
+to a change log; before a search the engine reads the log's last sequence number (one indexed lookup) and
+replays only what it missed.
 
-Keyword search: FTS5 is the durable truth; an in-memory :class:`KeywordIndex` (postings.py) computes the same BM25
-top-k exactly and much faster. Each row's token ids are stored too (``knora_ret_kw``, ids from the
-``knora_ret_terms`` dictionary) so the index loads without re-tokenising; it follows the change log like the vector
-sets do. Until it is loaded (in a background thread above ``kw_sync_rows`` rows) FTS5 answers, with the term
-pruning below.
+Keyword search: FTS5 is the durable truth; an in-memory :class:`KeywordIndex` (postings.py) computes the same
+BM25 top-k exactly and much faster. Each row's token ids are stored too (``knora_ret_kw``, ids from the
+``knora_ret_terms`` dictionary) so the index loads without re-tokenising; it follows the change log like the
+vector sets do. Until it is loaded (in a background thread above ``kw_sync_rows`` rows) FTS5 answers, with the
+term pruning below.
 
-Scores: vector = cosine in [-1, 1]; keyword = FTS5 BM25 ``s`` divided by ``Σ idf(t)`` over the query's distinct
-terms, capped at 1. ``Σ idf`` is what a row of average length containing every query term once scores, so the
-normalised value reads as "how much of the query's information this row covers" (terms absent from the corpus
-count too): monotonic in BM25 for a given
+Scores: vector = cosine in [-1, 1]; keyword = FTS5 BM25 ``s`` divided by ``Σ idf(t)`` over the query's
+distinct terms, capped at 1. ``Σ idf`` is what a row of average length containing every query term once
+scores, so the normalised value reads as "how much of the query's information this row covers" (terms absent
+from the corpus count too): monotonic in BM25 for a given
 query, comparable across queries and corpus sizes, and a keyword threshold of 0.3 means "about a third of the
 query's weighted terms matched" (idf as FTS5 computes it, from the fts5vocab table).
 """

@@ -1,10 +1,10 @@
 """One tokeniser for both sides of keyword search, shared by every engine.
 
-Engines index *pre-tokenised* text (tokens joined by single spaces) and tokenise queries with the same function,
-so FTS5 (``ascii`` tokenizer) and PostgreSQL (``'simple'`` lexemes) never apply their own, language-blind rules:
-Han/kana runs are cut by jieba in search mode (overlapping sub-words improve recall), letter/digit runs are
-lower-cased and Snowball-stemmed, and everything else (whitespace, punctuation, symbols) is a separator and never a
-token — which is why a query with a space cannot match every row.
+Engines index *pre-tokenised* text (tokens joined by single spaces) and tokenise queries with the same
+function, so FTS5 (``ascii`` tokenizer) and PostgreSQL (``'simple'`` lexemes) never apply their own,
+language-blind rules: Han/kana runs are cut by jieba in search mode (overlapping sub-words improve recall),
+letter/digit runs are lower-cased and Snowball-stemmed, and everything else (whitespace, punctuation, symbols)
+is a separator and never a token — which is why a query with a space cannot match every row.
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _RUN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 
 ENGLISH_STOPWORDS = frozenset(
-    ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "do", "does", "did", "will", "would", "could", "should", "may", "might", "must", "can", "to", "of", "in", "for", "on", "with", "at", "by", "from", "as", "into", "through", "about", "what", "how", "why", "when", "where", "which", "who", "whom", "whose", "and", "or", "not", "it", "its", "this", "that", "these", "those"]
+    ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "do", "does",
+     "did", "will", "would", "could", "should", "may", "might", "must", "can", "to", "of", "in", "for", "on",
+     "with", "at", "by", "from", "as", "into", "through", "about", "what", "how", "why", "when", "where",
+     "which", "who", "whom", "whose", "and", "or", "not", "it", "its", "this", "that", "these", "those"]
 )
 CHINESE_STOPWORDS = frozenset(["的", "是", "在", "了", "和", "与", "或"])
 
@@ -41,7 +44,8 @@ def configure(cache_dir: Path | None) -> None:
 
 
 def _jieba():  # type: ignore[no-untyped-def]
-    """Initialise jieba once, quietly (it logs to stderr and writes a cache file into the temp dir by default)."""
+    """Initialise jieba once, quietly (it logs to stderr and writes a cache file into the temp dir by
+    default)."""
     global _jieba_ready
     import jieba
 
@@ -63,8 +67,9 @@ def _jieba():  # type: ignore[no-untyped-def]
 
 
 def _stemmer() -> snowballstemmer.stemmer:
-    # Snowball stemmers keep state between calls; one per thread is safe. snowballstemmer hands out PyStemmer's C
-    # implementation when it is installed (a dependency): the pure-Python one is ~50x slower at indexing time.
+    # Snowball stemmers keep state between calls; one per thread is safe. snowballstemmer hands out
+    # PyStemmer's C implementation when it is installed (a dependency): the pure-Python one is ~50x slower at
+    # indexing time.
     st = getattr(_stem_local, "stemmer", None)
     if st is None:
         st = snowballstemmer.stemmer("english")
@@ -139,7 +144,8 @@ def tsquery(terms: Iterable[str]) -> str:
 
 
 def tsvector_literal(text: str) -> str:
-    """A tsvector literal with positions, so ``ts_rank`` sees term frequency and PostgreSQL never re-parses tokens.
+    """A tsvector literal with positions, so ``ts_rank`` sees term frequency and PostgreSQL never re-parses
+    tokens.
 
     Positions are 1-based and capped at 16383 (PostgreSQL's limit); lexemes longer than 2 kB are dropped.
     """

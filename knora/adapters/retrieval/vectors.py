@@ -1,12 +1,13 @@
 """In-memory vector sets for the embedded engine: exact numpy search, HNSW (usearch) above a size.
 
 Why in memory: this machine's ``sqlite3`` cannot load sqlite-vec, and a float32 matrix scanned with one BLAS
-matrix-vector product is exact and fast up to a few hundred thousand rows (measured in docs/retrieval.md). Above
-``ann_min_rows`` an HNSW graph (int8-quantised by default) is restored from its saved file or built, in a
-background thread; until it is ready, and whenever a filter is so selective that the graph's candidates would not
-survive it, search stays exact. HNSW candidates are re-scored with the float32 matrix, so returned scores are
-always exact cosines. Once there, the graph follows every upsert and delete, and is saved (through a
-:class:`GraphStore`) after a build and after enough changes, tagged with the change-log sequence it reflects.
+matrix-vector product is exact and fast up to a few hundred thousand rows (measured in docs/retrieval.md).
+Above ``ann_min_rows`` an HNSW graph (int8-quantised by default) is restored from its saved file or built, in
+a background thread; until it is ready, and whenever a filter is so selective that the graph's candidates
+would not survive it, search stays exact. HNSW candidates are re-scored with the float32 matrix, so returned
+scores are always exact cosines. Once there, the graph follows every upsert and delete, and is saved (through
+a :class:`GraphStore`) after a build and after enough changes, tagged with the change-log sequence it
+reflects.
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ _blas: Any = None
 def single_threaded_blas() -> Iterator[None]:
     """Run a matrix-vector product on one BLAS thread.
 
-    A top-k scan is memory-bound, so extra OpenBLAS threads barely speed it up; but after each call they busy-wait
-    for work, which on a small machine took ~50 ms of CPU per search away from the keyword query running in the
-    thread beside it (and from every other request). The limit is scoped (and serialised, since it is process
-    wide), so embedders and other numpy users keep their own thread settings."""
+    A top-k scan is memory-bound, so extra OpenBLAS threads barely speed it up; but after each call they
+    busy-wait for work, which on a small machine took ~50 ms of CPU per search away from the keyword query
+    running in the thread beside it (and from every other request). The limit is scoped (and serialised, since
+    it is process wide), so embedders and other numpy users keep their own thread settings."""
     global _blas
     if _blas is None:
         try:
@@ -77,11 +78,12 @@ class Filter:
 class VectorSet(HnswGraph):
     """Vectors of one knowledge base at one dimension; slots are reused after compaction only.
 
-    The HNSW graph, once there, is keyed by row id (stable across restarts, unlike slots) and kept equal to the
-    set: every upsert/remove is applied to it at once, except while a background job (build, restore, save) owns
-    it — then the touched row ids wait in ``_pending``, are searched exactly beside the graph, and are applied when
-    the job ends. ``seq`` is the change-log position the set reflects; the engine updates it under ``lock`` in the
-    same critical section as the changes, so a save taken under the lock pairs a graph with the right sequence.
+    The HNSW graph, once there, is keyed by row id (stable across restarts, unlike slots) and kept equal to
+    the set: every upsert/remove is applied to it at once, except while a background job (build, restore,
+    save) owns it — then the touched row ids wait in ``_pending``, are searched exactly beside the graph, and
+    are applied when the job ends. ``seq`` is the change-log position the set reflects; the engine updates it
+    under ``lock`` in the same critical section as the changes, so a save taken under the lock pairs a graph
+    with the right sequence.
     """
 
     def __init__(self, dim: int, *, ann_min_rows: int = 200_000, recall_target: float = 0.95,
@@ -115,9 +117,10 @@ class VectorSet(HnswGraph):
         self._job: threading.Thread | None = None
         self._closed = False
         self._dirty = 0  # graph changes not in the saved file
-        # usearch removals leave tombstones in the graph (memory, and hops that lead nowhere): once the removals since
-        # the graph was built exceed rebuild_share of the rows (and rebuild_min), a fresh graph is built in the
-        # background while the old one keeps serving (re-parsing documents replaces all their rows).
+        # usearch removals leave tombstones in the graph (memory, and hops that lead nowhere): once the
+        # removals since the graph was built exceed rebuild_share of the rows (and rebuild_min), a fresh graph
+        # is built in the background while the old one keeps serving (re-parsing documents replaces all their
+        # rows).
         self.rebuild_share = rebuild_share
         self.rebuild_min = rebuild_min
         self._graph_removed = 0
@@ -145,7 +148,8 @@ class VectorSet(HnswGraph):
         self._m = m
         for name in ("_alive", "_enabled", "_recommended", "_faq", "_kcode", "_tcode", "_rowid"):
             old = getattr(self, name)
-            arr = np.zeros(new, dtype=old.dtype) if name not in ("_kcode", "_tcode") else np.full(new, -1, np.int32)
+            arr = np.zeros(new, dtype=old.dtype) if name not in ("_kcode", "_tcode") else np.full(new, -1,
+                                                                                                  np.int32)
             arr[: old.shape[0]] = old
             setattr(self, name, arr)
         self._alive[cap:] = False
@@ -260,7 +264,8 @@ class VectorSet(HnswGraph):
             out.append((int(self._rowid[s]), float(sc)))
         return out
 
-    def _search_ann(self, q: F32, top_k: int, threshold: float, flt: Filter) -> list[tuple[int, float]] | None:
+    def _search_ann(self, q: F32, top_k: int, threshold: float, flt: Filter) -> list[tuple[int,
+                                                                                           float]] | None:
         slots = self._candidates(self._ann, q, top_k)
         slots = slots[self._mask(flt, slots)] if slots.size else slots
         if slots.size < top_k and slots.size < int(self._mask(flt).sum()):

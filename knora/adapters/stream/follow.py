@@ -1,9 +1,11 @@
-"""What both stream logs' followers share: waking on append, and a keep-alive deadline with one timer per period.
+"""What both stream logs' followers share: waking on append, and a keep-alive deadline with one timer per
+period.
 
-A follower that has caught up parks a future in its stream's :class:`Waiters`; an append resolves it with ``True``.
-:class:`Heartbeat` resolves it with ``False`` once ``heartbeat`` seconds have passed since the follower last yielded
-anything, so the caller can send a keep-alive. The timer is armed once per period and re-arms itself while events
-keep flowing, instead of a timeout per wait (which cost a timer per event per follower).
+A follower that has caught up parks a future in its stream's :class:`Waiters`; an append resolves it with
+``True``. :class:`Heartbeat` resolves it with ``False`` once ``heartbeat`` seconds have passed since the
+follower last yielded anything, so the caller can send a keep-alive. The timer is armed once per period and
+re-arms itself while events keep flowing, instead of a timeout per wait (which cost a timer per event per
+follower).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ class Heartbeat:
         self._heartbeat = heartbeat
         self._waiter: asyncio.Future[bool] | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self.last_out = self._loop.time()  # when the follower last yielded anything (an event or a keep-alive)
+        # when the follower last yielded anything (an event or a keep-alive)
+        self.last_out = self._loop.time()
 
     def sent(self) -> None:
         self.last_out = self._loop.time()
@@ -52,7 +55,8 @@ class Heartbeat:
             self._waiter.set_result(False)
 
     async def wait(self, waiters: Waiters) -> bool:
-        """True when an append woke us; False when a keep-alive is due (the caller yields one, then ``sent()``)."""
+        """True when an append woke us; False when a keep-alive is due (the caller yields one, then
+        ``sent()``)."""
         self._waiter = self._loop.create_future()
         waiters.waiting.append(self._waiter)
         if self._heartbeat is not None and self._timer is None:

@@ -1,11 +1,12 @@
 """In-process stream log and stop signals (the embedded profile).
 
 Readers are woken by a future each waiting follower leaves on the stream, resolved by the next append, so
-delivery costs one loop iteration instead of a polling interval. The SSE heartbeat is one timer per follower per
-heartbeat period (re-armed lazily), not a timeout per wait: with a thousand streams at fifty events a second, a
-timer per event was a large share of the process's work. Unlike WeKnora's memory manager, streams expire: a stream untouched for ``ttl_seconds``
-is dropped, and at most ``max_streams`` are kept (oldest first out), so a long-running server does not grow
-without bound. Expiry is checked on append (amortised), so there is no background task to manage.
+delivery costs one loop iteration instead of a polling interval. The SSE heartbeat is one timer per follower
+per heartbeat period (re-armed lazily), not a timeout per wait: with a thousand streams at fifty events a
+second, a timer per event was a large share of the process's work. Unlike WeKnora's memory manager, streams
+expire: a stream untouched for ``ttl_seconds`` is dropped, and at most ``max_streams`` are kept (oldest first
+out), so a long-running server does not grow without bound. Expiry is checked on append (amortised), so there
+is no background task to manage.
 """
 
 from __future__ import annotations
@@ -92,8 +93,10 @@ class MemoryStreamLog:
             self._streams.move_to_end(key)
         stream.touched = time.monotonic()
         seq = len(stream.events)
-        stream.events.append(stream_event(event.type, event.content, event.done, event.data, event.id, seq=seq,
-                                          timestamp=event.timestamp))  # the log owns its entries (callers may reuse theirs)
+        stream.events.append(stream_event(event.type, event.content, event.done, event.data, event.id,
+                                          seq=seq,
+                                          # the log owns its entries (callers may reuse theirs)
+                                          timestamp=event.timestamp))
         if stream.waiters:
             stream.wake()
         self._appends += 1

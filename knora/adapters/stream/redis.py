@@ -2,21 +2,22 @@
 
 The log is a Redis Stream per (session, assistant message), key ``{prefix}:stream:events:{session}:{message}``
 (WeKnora's key layout, spec §5.2, under Knora's prefix). Entry ids are ``0-(seq+1)``, assigned by a Lua script
-that appends and refreshes the TTL atomically, so the seq is gap-free across processes and a reader's cursor is
-simply a stream id: ``XREAD BLOCK`` from it wakes on the next append (push, no polling interval).
+that appends and refreshes the TTL atomically, so the seq is gap-free across processes and a reader's cursor
+is simply a stream id: ``XREAD BLOCK`` from it wakes on the next append (push, no polling interval).
 
 Followers do not each hold a blocking read: a follower reads what is stored already itself (``XRANGE``), then
-joins the process's one reader, a single ``XREAD BLOCK`` over every followed stream (plus a private wake key, so
-a new stream joins the read at once). Each entry is fetched and decoded once per process and handed to every
-local follower of its stream — with a thousand streams in flight, one command per batch instead of one per
-event per follower.
+joins the process's one reader, a single ``XREAD BLOCK`` over every followed stream (plus a private wake key,
+so a new stream joins the read at once). Each entry is fetched and decoded once per process and handed to
+every local follower of its stream — with a thousand streams in flight, one command per batch instead of one
+per event per follower.
 
 Appends issued while others are in flight are sent together as one pipeline (one round trip, one connection)
-by a single writer task, in the order they were made — a thousand streams appending at once would otherwise need
-a thousand connections (and overflow the pool). An append alone is sent at once, so its latency is unchanged.
+by a single writer task, in the order they were made — a thousand streams appending at once would otherwise
+need a thousand connections (and overflow the pool). An append alone is sent at once, so its latency is
+unchanged.
 
-Stop requests are a key (so a late watcher still sees them) plus a pub/sub message (so a waiting watcher on any
-replica wakes at once). One pub/sub connection per process fans out to local waiters.
+Stop requests are a key (so a late watcher still sees them) plus a pub/sub message (so a waiting watcher on
+any replica wakes at once). One pub/sub connection per process fans out to local waiters.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ class _Watch:
 
     cursor: int  # the last seq fetched
     base: int  # entries[0] has seq base + 1
-    entries: list[StreamEvent | None] = field(default_factory=list)  # None: an unparsable entry (keeps its seq)
+    # None: an unparsable entry (keeps its seq)
+    entries: list[StreamEvent | None] = field(default_factory=list)
     waiters: Waiters = field(default_factory=Waiters)
     followers: int = 0
     gone: bool = False  # the key expired while followed
@@ -88,13 +90,14 @@ class _Watch:
 
 
 class RedisStreamLog:
-    def __init__(self, url: str, prefix: str = "knora", ttl_seconds: int = 3600, max_connections: int = 4096) -> None:
+    def __init__(self, url: str, prefix: str = "knora", ttl_seconds: int = 3600,
+                 max_connections: int = 4096) -> None:
         self.prefix = prefix
         self.ttl_seconds = max(int(ttl_seconds), 1)
         self._client = _waiting_client(url)
         # The blocking read holds a connection; it gets a pool of its own so appends never queue behind it.
-        # Their socket timeout must outlast the block time: redis-py's default (5 s) equals BLOCK_MS, so an idle
-        # follower's XREAD raced its own socket timeout — and lost it when the process was busy.
+        # Their socket timeout must outlast the block time: redis-py's default (5 s) equals BLOCK_MS, so an
+        # idle follower's XREAD raced its own socket timeout — and lost it when the process was busy.
         self._blocking = aioredis.Redis.from_url(url, max_connections=max_connections,
                                                  socket_timeout=BLOCK_MS / 1000 + READ_MARGIN_S)
         self._append = self._client.register_script(_APPEND)
@@ -142,7 +145,8 @@ class RedisStreamLog:
                     fut.set_result(int(result))
 
     async def read(self, session_id: str, message_id: str, after: int = -1) -> list[StreamEvent]:
-        entries: Any = await self._client.xrange(self.key(session_id, message_id), min=f"0-{after + 2}", max="+")
+        entries: Any = await self._client.xrange(self.key(session_id, message_id), min=f"0-{after + 2}",
+                                                 max="+")
         return [e for e in (_decode(i, f) for i, f in entries) if e is not None]
 
     async def follow(self, session_id: str, message_id: str, after: int = -1,
@@ -308,7 +312,8 @@ class RedisStopSignals:
                 async for message in pubsub.listen():
                     if message.get("type") != "message":
                         continue
-                    mid = message["data"].decode() if isinstance(message["data"], bytes) else str(message["data"])
+                    mid = message["data"].decode() if isinstance(message["data"],
+                                                                 bytes) else str(message["data"])
                     for waiter in self._waiters.get(mid, ()):
                         waiter.set()
             except asyncio.CancelledError:

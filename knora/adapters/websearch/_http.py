@@ -22,4 +22,5 @@ class WebSearchError(ModelError):
 def raise_for(resp: httpx.Response, provider: str) -> None:
     if resp.status_code >= 400:
         status = resp.status_code
-        raise WebSearchError(f"{provider} error {status}", transient=status == 429 or status >= 500, status=status)
+        raise WebSearchError(f"{provider} error {status}", transient=status == 429 or status >= 500,
+                             status=status)

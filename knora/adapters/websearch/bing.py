@@ -24,8 +24,10 @@ class BingSearch:
             raise WebSearchError(f"bing unreachable: {exc}", transient=True) from exc
         raise_for(resp, "bing")
         pages = (resp.json().get("webPages") or {}).get("value", [])
-        return [WebResult(title=str(p.get("name") or ""), url=str(p["url"]), snippet=str(p.get("snippet") or ""),
-                          source="bing", published_at=p.get("datePublished") or p.get("dateLastCrawled") or None)
+        return [WebResult(title=str(p.get("name") or ""), url=str(p["url"]),
+                          snippet=str(p.get("snippet") or ""),
+                          source="bing",
+                          published_at=p.get("datePublished") or p.get("dateLastCrawled") or None)
                 for p in pages[:max_results] if p.get("url")]
 
     async def close(self) -> None:

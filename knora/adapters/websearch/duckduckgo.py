@@ -39,7 +39,8 @@ def parse_results(html: str, max_results: int) -> list[WebResult]:
 class DuckDuckGoSearch:
     name = "duckduckgo"
 
-    def __init__(self, *, base_url: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, *, base_url: str | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         self._base = (base_url or "https://html.duckduckgo.com").rstrip("/")
         self._http = client(transport=transport)
 

@@ -32,7 +32,8 @@ async def _check_host(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise FetchRefused(f"unsupported URL {url!r}")
-    infos = await asyncio.get_running_loop().getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+    infos = await asyncio.get_running_loop().getaddrinfo(parts.hostname, parts.port or 443,
+                                                         type=socket.SOCK_STREAM)
     for info in infos:
         ip = ipaddress.ip_address(info[4][0])
         if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast \

@@ -24,7 +24,8 @@ class SearxngSearch:
         out = []
         for r in resp.json().get("results", [])[:max_results]:
             out.append(WebResult(title=str(r.get("title") or ""), url=str(r.get("url") or ""),
-                                 snippet=str(r.get("content") or ""), source=str(r.get("engine") or "searxng"),
+                                 snippet=str(r.get("content") or ""),
+                                 source=str(r.get("engine") or "searxng"),
                                  published_at=r.get("publishedDate") or None))
         return [r for r in out if r.url]
 

@@ -24,7 +24,8 @@ class TavilySearch:
         except httpx.HTTPError as exc:
             raise WebSearchError(f"tavily unreachable: {exc}", transient=True) from exc
         raise_for(resp, "tavily")
-        return [WebResult(title=str(r.get("title") or ""), url=str(r["url"]), snippet=str(r.get("content") or ""),
+        return [WebResult(title=str(r.get("title") or ""), url=str(r["url"]),
+                          snippet=str(r.get("content") or ""),
                           content=str(r.get("raw_content") or ""), source="tavily",
                           published_at=r.get("published_date") or None)
                 for r in resp.json().get("results", [])[:max_results] if r.get("url")]

@@ -1,9 +1,10 @@
 """The per-turn reference registry (spec §4.1–4.4, §4.6).
 
 Why it exists: a model must never see (or echo) durable identities — chunk UUIDs, knowledge ids, storage
-references. It sees short request-local handles (``c1``, ``d1``, ``b1``, ``w1``, ``res://0001``) that are cheap to
-copy exactly, and everything the model writes is decoded back before the UI, storage or a tool consumes it.
-Expansion is fail-closed: a citation that does not name a handle this registry issued is deleted, never guessed.
+references. It sees short request-local handles (``c1``, ``d1``, ``b1``, ``w1``, ``res://0001``) that are
+cheap to copy exactly, and everything the model writes is decoded back before the UI, storage or a tool
+consumes it. Expansion is fail-closed: a citation that does not name a handle this registry issued is deleted,
+never guessed.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ class _Entry:
 
 
 class _HandleTable:
-    """Sequential handles for one space; a key registered twice keeps its handle and gains missing metadata."""
+    """Sequential handles for one space; a key registered twice keeps its handle and gains missing
+    metadata."""
 
     def __init__(self, prefix: str, width: int = 0) -> None:
         self.prefix = prefix
@@ -109,8 +111,9 @@ _REF_SCHEMES = ("resource", "local", "minio", "cos", "tos", "s3", "oss", "ks3", 
 
 
 def _may_hold_stored_ref(text: str) -> bool:
-    """False only when ``_STORED_REF`` cannot match: each of its forms contains "summary/" or one of the schemes
-    right before "://" (``res://`` handles and web URLs do not count). Plain substring searches, no regex."""
+    """False only when ``_STORED_REF`` cannot match: each of its forms contains "summary/" or one of the
+    schemes right before "://" (``res://`` handles and web URLs do not count). Plain substring searches, no
+    regex."""
     if "summary/" in text:
         return True
     i = text.find("://")
@@ -139,7 +142,7 @@ class ReferenceRegistry:
         self._resources = _HandleTable("res://", width=4)
         self._tables = {"c": self._chunks, "d": self._docs, "b": self._kbs, "w": self._web}
 
-    # --- registration -------------------------------------------------------------------------------------------
+    # --- registration ---------------------------------------------------------------------------------------
     def _register(self, table: _HandleTable, key: str, **meta: Any) -> str | None:
         if not key:
             return None
@@ -157,7 +160,8 @@ class ReferenceRegistry:
                            title=r.knowledge_title or r.knowledge_filename, chunk_index=r.chunk_index,
                            chunk_type=r.chunk_type)
 
-    def register_chunk(self, chunk_id: str, *, knowledge_id: str = "", kb_id: str = "", title: str = "") -> str | None:
+    def register_chunk(self, chunk_id: str, *, knowledge_id: str = "", kb_id: str = "",
+                       title: str = "") -> str | None:
         return self._register(self._chunks, chunk_id, knowledge_id=knowledge_id, kb_id=kb_id, title=title)
 
     def register_document(self, knowledge_id: str, title: str = "") -> str | None:
@@ -196,15 +200,16 @@ class ReferenceRegistry:
             return None
         kind = {"c": "chunk", "d": "document", "b": "kb", "w": "web"}[h[0]]
         if kind == "web":
-            return {"kind": "web", "url": entry.meta.get("url", entry.key), "title": entry.meta.get("title", "")}
+            return {"kind": "web", "url": entry.meta.get("url", entry.key),
+                    "title": entry.meta.get("title", "")}
         return {"kind": kind, "id": entry.key, **entry.meta}
 
-    # --- prompts ------------------------------------------------------------------------------------------------
+    # --- prompts --------------------------------------------------------------------------------------------
     def protocol_prompt(self) -> str:
         cite = _PROTOCOL_CITE_ON if self.citations_enabled else _PROTOCOL_CITE_OFF
         return f"{_PROTOCOL_SOURCES}\n\n{cite}\n\n{_PROTOCOL_RESOURCES}"
 
-    # --- model output → public text -----------------------------------------------------------------------------
+    # --- model output → public text -------------------------------------------------------------------------
     def public_tag(self, handle: str) -> str:
         """The public tag for a cited handle, or "" (fail-closed) when it is not a known chunk or web page."""
         h = handle.strip().lower()
@@ -235,16 +240,18 @@ class ReferenceRegistry:
         return CitationStreamDecoder(self.public_tag, self.citations_enabled, self.resource_handles)
 
     def decode_output(self, text: str) -> str:
-        """Whole-text decoding; identical to feeding the text to ``stream_decoder`` in any split, then flushing."""
+        """Whole-text decoding; identical to feeding the text to ``stream_decoder`` in any split, then
+        flushing."""
         dec = self.stream_decoder()
         return dec.feed(text) + dec.flush()
 
-    # --- history replay -----------------------------------------------------------------------------------------
+    # --- history replay -------------------------------------------------------------------------------------
     def compact_public_citations(self, text: str) -> str:
         def repl(m: re.Match[str]) -> str:
             attrs = {k.lower(): html.unescape(v) for k, v in _ATTR.findall(m.group(0))}
             if m.group(1).lower() == "kb" and attrs.get("chunk_id"):
-                h = self.register_chunk(attrs["chunk_id"], kb_id=attrs.get("kb_id", ""), title=attrs.get("doc", ""))
+                h = self.register_chunk(attrs["chunk_id"], kb_id=attrs.get("kb_id", ""),
+                                        title=attrs.get("doc", ""))
                 if attrs.get("kb_id"):
                     self.register_kb(attrs["kb_id"])
                 return f'<ref id="{h}"/>' if h else m.group(0)
@@ -254,10 +261,10 @@ class ReferenceRegistry:
 
         return _PUBLIC_TAG.sub(repl, text)
 
-    # --- text shown to the model / tool arguments ----------------------------------------------------------------
+    # --- text shown to the model / tool arguments -----------------------------------------------------------
     def encode_text(self, text: str) -> str:
-        # Resources first, so an id embedded in a storage path is protected as one resource handle. The scan costs
-        # ~1 ms per 10k characters, so it only runs when a stored reference can be there at all.
+        # Resources first, so an id embedded in a storage path is protected as one resource handle. The scan
+        # costs ~1 ms per 10k characters, so it only runs when a stored reference can be there at all.
         if _may_hold_stored_ref(text):
             text = _STORED_REF.sub(lambda m: self.register_resource(m.group(0)), text)
         durable: dict[str, str] = {}
@@ -266,8 +273,9 @@ class ReferenceRegistry:
                 durable.setdefault(e.key, e.handle)
         for e in self._web.entries():
             durable.setdefault(e.meta.get("url", e.key), e.handle)
-        # Only keys that occur in the text can match, so the alternation is built from those alone (same result,
-        # and compiling a pattern of every registered id cost ~5 ms per call); the compiled pattern is reused.
+        # Only keys that occur in the text can match, so the alternation is built from those alone (same
+        # result, and compiling a pattern of every registered id cost ~5 ms per call); the compiled pattern is
+        # reused.
         present = [k for k in durable if k and k in text]
         if not present:
             return text

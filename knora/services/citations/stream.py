@@ -1,10 +1,11 @@
 """Streaming decoding of model output (spec §4.5): resource handles → citations → orphan filter.
 
-A provider streams text in arbitrary pieces, so a ``<ref id="c1"/>`` or a ``res://0001`` may arrive split across
-two (or ten) deltas. Each stage holds back exactly the tail that could still become something it must rewrite,
-and releases everything else at once, so the client sees text as early as possible and never a half tag.
-Whole-text expansion is the same scanner run with "end of input" set, which makes the streamed result identical
-to the non-streamed one for every split of the text (the property the tests check at every split point).
+A provider streams text in arbitrary pieces, so a ``<ref id="c1"/>`` or a ``res://0001`` may arrive split
+across two (or ten) deltas. Each stage holds back exactly the tail that could still become something it must
+rewrite, and releases everything else at once, so the client sees text as early as possible and never a half
+tag. Whole-text expansion is the same scanner run with "end of input" set, which makes the streamed result
+identical to the non-streamed one for every split of the text (the property the tests check at every split
+point).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ TagFor = Callable[[str], str]
 
 
 class _CitationStage:
-    """Expands complete ``<ref …>`` tags, deletes ``<kb …>``/``<web …>`` tags the model wrote, keeps other ``<``."""
+    """Expands complete ``<ref …>`` tags, deletes ``<kb …>``/``<web …>`` tags the model wrote, keeps other
+    ``<``."""
 
     def __init__(self, tag_for: TagFor, enabled: bool) -> None:
         self._tag_for = tag_for
@@ -155,5 +157,6 @@ class CitationStreamDecoder:
 
 
 def expand_citations(text: str, tag_for: TagFor, citations_enabled: bool = True) -> str:
-    """Whole-text citation expansion (spec §4.4), the same scanner the stream uses, run to the end of input."""
+    """Whole-text citation expansion (spec §4.4), the same scanner the stream uses, run to the end of
+    input."""
     return _CitationStage(tag_for, citations_enabled).feed(text, final=True)

@@ -1,19 +1,19 @@
 """Shares embedding batches between documents that are ingested at the same time.
 
-A short document yields one or two chunks; embedding each document on its own would run the model on batches of
-one or two and waste most of its throughput. Every job hands its texts to the batcher for its embedder, which runs
-one full batch at a time while the other jobs parse and write — so the embedder, the real bottleneck, is never
-idle and never under-filled while work is waiting.
+A short document yields one or two chunks; embedding each document on its own would run the model on batches
+of one or two and waste most of its throughput. Every job hands its texts to the batcher for its embedder,
+which runs one full batch at a time while the other jobs parse and write — so the embedder, the real
+bottleneck, is never idle and never under-filled while work is waiting.
 
 Two things keep it busy and efficient:
 
-* **Prefetch.** While a batch is being embedded, the next one is handed to the embedder as soon as a full batch
-  is waiting (never a part-filled one: those wait for the running batch, collecting texts meanwhile). An
+* **Prefetch.** While a batch is being embedded, the next one is handed to the embedder as soon as a full
+  batch is waiting (never a part-filled one: those wait for the running batch, collecting texts meanwhile). An
   in-process embedder serialises its calls with a thread lock, so the next batch starts the moment the current
   one releases it, without waiting for the event loop to get round to submitting it.
-* **Length windows.** The texts waiting (up to ``window`` batches' worth, oldest first) are sorted by length and
-  cut into equal batches, so that a model that pads a batch to its longest text pads less. A window is finished
-  before the next one is taken, so no text waits behind more than one window of newer ones.
+* **Length windows.** The texts waiting (up to ``window`` batches' worth, oldest first) are sorted by length
+  and cut into equal batches, so that a model that pads a batch to its longest text pads less. A window is
+  finished before the next one is taken, so no text waits behind more than one window of newer ones.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ class EmbedBatcher:
             fut: asyncio.Future[Vector] = loop.create_future()
             self._pending.append((text, fut))
             futures.append(fut)
-        if self._kick_soon is None:  # on the next loop turn, so that texts added in the same turn share a window
+        # on the next loop turn, so that texts added in the same turn share a window
+        if self._kick_soon is None:
             self._kick_soon = loop.call_soon(self._arrived)
         rows = await asyncio.gather(*futures)
         return np.stack(rows).astype(np.float32, copy=False)
@@ -70,7 +71,8 @@ class EmbedBatcher:
         while len(self._in_flight) < 2:
             idle = not self._in_flight
             if idle and not after_batch and not self._ready and len(self._pending) < self._batch:
-                # Documents usually arrive in a burst: linger a moment so the first batch is not a batch of one.
+                # Documents usually arrive in a burst: linger a moment so the first batch is not a batch of
+                # one.
                 self._linger = asyncio.get_running_loop().call_later(self.LINGER_SECONDS, self._end_linger)
                 return
             batch = self._next_batch(full_only=not idle)
@@ -90,7 +92,8 @@ class EmbedBatcher:
             self._kick(after_batch=True)
 
     def _next_batch(self, *, full_only: bool) -> list[_Item] | None:
-        """The next batch to embed, or None; with ``full_only`` no part-filled batch cut from too few texts."""
+        """The next batch to embed, or None; with ``full_only`` no part-filled batch cut from too few
+        texts."""
         if not self._ready:
             live = [item for item in self._pending if not item[1].cancelled()]
             if not live or (full_only and len(live) < self._batch):
@@ -103,7 +106,8 @@ class EmbedBatcher:
             size = -(-len(window) // n)
             self._ready.extend(window[i:i + size] for i in range(0, len(window), size))
         if full_only and len(self._ready) == 1 and len(self._ready[0]) < self._batch:
-            return None  # the window's last, part-filled batch: let it collect texts while the running one ends
+            # the window's last, part-filled batch: let it collect texts while the running one ends
+            return None
         batch = [item for item in self._ready.popleft() if not item[1].cancelled()]
         return batch or self._next_batch(full_only=full_only)
 

@@ -1,7 +1,8 @@
 """Turning the chunker's drafts into linked chunk records (spec §9.1 relations).
 
-Flat mode: text chunks form one pre/next chain in chunk-index order. Parent-child mode: each child points at its
-``parent_text`` through ``parent_chunk_id`` and has no pre/next links; the parents are chained among themselves.
+Flat mode: text chunks form one pre/next chain in chunk-index order. Parent-child mode: each child points at
+its ``parent_text`` through ``parent_chunk_id`` and has no pre/next links; the parents are chained among
+themselves.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def build_chunks(knowledge: Knowledge, drafts: Sequence[Draft]) -> list[Chunk]:
             id=ids[i], tenant_id=knowledge.tenant_id, knowledge_base_id=knowledge.knowledge_base_id,
             knowledge_id=knowledge.id, tag_id=knowledge.tag_id, content=d.content,
             context_header=d.context_header or "", chunk_index=int(d.chunk_index),
-            chunk_type=ChunkType(str(getattr(d.chunk_type, "value", d.chunk_type))), parent_chunk_id=parent_id,
+            chunk_type=ChunkType(str(getattr(d.chunk_type, "value", d.chunk_type))),
+            parent_chunk_id=parent_id,
             start_at=int(d.start_at), end_at=int(d.end_at),
             content_hash=hashlib.sha256(d.content.encode()).hexdigest(),
         ))

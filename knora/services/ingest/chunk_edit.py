@@ -42,11 +42,13 @@ class ChunkService:
             raise NotFound("Chunk not found")
         return chunk
 
-    async def update(self, tenant_id: int, knowledge_id: str, chunk_id: str, changes: dict[str, Any]) -> Chunk:
+    async def update(self, tenant_id: int, knowledge_id: str, chunk_id: str, changes: dict[str,
+                                                                                           Any]) -> Chunk:
         k = await self._knowledge(tenant_id, knowledge_id)
         chunk = await self.get(tenant_id, knowledge_id, chunk_id)
         changes = {key: v for key, v in changes.items() if key in EDITABLE and v is not None}
-        if "content" in changes and (not isinstance(changes["content"], str) or not changes["content"].strip()):
+        if "content" in changes and (not isinstance(changes["content"],
+                                                    str) or not changes["content"].strip()):
             raise BadRequest("content must be a non-empty string")
         content_changed = "content" in changes and changes["content"] != chunk.content
         updated = chunk.model_copy(update=changes)
@@ -61,7 +63,8 @@ class ChunkService:
             if kb is None or kb.indexing_strategy.vector_enabled:
                 vector = (await self.d.embedders.batcher(kb.embedding_model_id if kb else None).embed([text]))[0]
             await engine.index([IndexRow(
-                source_id=updated.id, chunk_id=updated.id, knowledge_id=k.id, knowledge_base_id=k.knowledge_base_id,
+                source_id=updated.id, chunk_id=updated.id, knowledge_id=k.id,
+                knowledge_base_id=k.knowledge_base_id,
                 tenant_id=tenant_id, content=text, tag_id=updated.tag_id, is_enabled=updated.is_enabled,
                 embedding=vector.tolist() if vector is not None else None,
                 knowledge_type="faq" if kb is not None and kb.type == "faq" else "document")])

@@ -1,20 +1,22 @@
-"""Splits a parsed document into chunk drafts (spec §9.3): recursive splitting, protected spans, headings, parents.
+"""Splits a parsed document into chunk drafts (spec §9.3): recursive splitting, protected spans, headings,
+parents.
 
-Every draft satisfies ``text[start_at:end_at] == content``: offsets are code-point positions into the normalised
-document text, so a citation can always be mapped back to the source. Lengths are code points, never bytes, so
-Chinese text gets chunks of the same visible size as English.
+Every draft satisfies ``text[start_at:end_at] == content``: offsets are code-point positions into the
+normalised document text, so a citation can always be mapped back to the source. Lengths are code points,
+never bytes, so Chinese text gets chunks of the same visible size as English.
 
 How a document is cut:
-1. *Protected spans* (fenced code, ``$$…$$``, markdown images and links, table header+separator pairs and table
-   rows, inline code) are found first; no cut ever falls inside one unless the span alone exceeds the size.
+1. *Protected spans* (fenced code, ``$$…$$``, markdown images and links, table header+separator pairs and
+   table rows, inline code) are found first; no cut ever falls inside one unless the span alone exceeds the
+   size.
 2. *Pieces*: the text is cut after each occurrence of the first separator; a piece still longer than the chunk
    size is cut by the next separator, and so on (the configured separators first, then sentence ends, spaces,
    and finally fixed-size cuts). Pieces are contiguous and cover the whole text.
 3. *Merging*: consecutive pieces are packed into chunks of at most ``chunk_size``; each chunk after the first
    starts up to ``chunk_overlap`` characters before the previous chunk's end, at a word or sentence boundary.
-4. *Headings* (strategy ``heading``, or ``auto`` on a markdown document with enough headings): sections are cut at
-   markdown headings first, each section is split as above, its breadcrumb becomes ``context_header``, and tiny
-   neighbouring sections under the same parent heading are coalesced.
+4. *Headings* (strategy ``heading``, or ``auto`` on a markdown document with enough headings): sections are
+   cut at markdown headings first, each section is split as above, its breadcrumb becomes ``context_header``,
+   and tiny neighbouring sections under the same parent heading are coalesced.
 5. *Parent-child*: parents (``parent_chunk_size``) are split as above and each parent is split again into
    children (``child_chunk_size``, overlap = child size / 5). Parents are ``parent_text``, children ``text``.
 """
@@ -38,7 +40,8 @@ _PROTECTED_PATTERNS = (
     re.compile(r"\$\$.+?\$\$", re.DOTALL),  # display LaTeX
     re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)"),  # image
     re.compile(r"\[[^\]\n]+\]\([^)\n]*\)"),  # link
-    re.compile(r"^[ \t]*\|.*\|[ \t]*\n[ \t]*\|[ \t:|-]*-[ \t:|-]*\|[ \t]*$", re.MULTILINE),  # table header+sep
+    # table header+sep
+    re.compile(r"^[ \t]*\|.*\|[ \t]*\n[ \t]*\|[ \t:|-]*-[ \t:|-]*\|[ \t]*$", re.MULTILINE),
     re.compile(r"^[ \t]*\|.*\|[ \t]*$", re.MULTILINE),  # table row
     re.compile(r"`[^`\n]+`"),  # inline code
 )
@@ -69,7 +72,8 @@ class _Spans:
     """Sorted, disjoint protected spans with O(log n) 'is this position inside one' lookups."""
 
     def __init__(self, text: str) -> None:
-        raw = sorted((m.start(), m.end()) for p in _PROTECTED_PATTERNS for m in p.finditer(text) if m.end() > m.start())
+        raw = sorted((m.start(),
+                      m.end()) for p in _PROTECTED_PATTERNS for m in p.finditer(text) if m.end() > m.start())
         merged: list[tuple[int, int]] = []
         for s, e in raw:
             if merged and s < merged[-1][1]:
@@ -90,7 +94,8 @@ class _Spans:
 
 
 def _cut_by(text: str, start: int, end: int, sep: str, spans: _Spans) -> list[int]:
-    """Cut positions (after each ``sep``) strictly inside (start, end), skipping those inside protected spans."""
+    """Cut positions (after each ``sep``) strictly inside (start, end), skipping those inside protected
+    spans."""
     cuts: list[int] = []
     pos = text.find(sep, start, end)
     while pos != -1:
@@ -117,8 +122,10 @@ def _hard_cuts(start: int, end: int, size: int, spans: _Spans) -> list[int]:
     return cuts
 
 
-def _pieces(text: str, start: int, end: int, size: int, seps: tuple[str, ...], spans: _Spans) -> list[tuple[int, int]]:
-    """Contiguous pieces covering [start, end), each ≤ size unless it is (part of) an oversize protected span."""
+def _pieces(text: str, start: int, end: int, size: int, seps: tuple[str, ...],
+            spans: _Spans) -> list[tuple[int, int]]:
+    """Contiguous pieces covering [start, end), each ≤ size unless it is (part of) an oversize protected
+    span."""
     if end - start <= size:
         return [(start, end)]
     for level, sep in enumerate(seps):
@@ -136,7 +143,8 @@ def _pieces(text: str, start: int, end: int, size: int, seps: tuple[str, ...], s
 
 
 def _overlap_start(text: str, prev_end: int, lower: int, spans: _Spans) -> int:
-    """Earliest word/sentence boundary in [lower, prev_end) outside protected spans; prev_end if there is none."""
+    """Earliest word/sentence boundary in [lower, prev_end) outside protected spans; prev_end if there is
+    none."""
     for pos in range(max(lower, 1), prev_end):
         if spans.containing(pos) is not None:
             continue
@@ -175,9 +183,10 @@ def _split_range(text: str, start: int, end: int, size: int, overlap: int, seps:
         i = j
         if i < len(pieces):
             # Overlap: start before the previous end, but leave room for the next piece within the size.
-            # Past the previous chunk's stripped start too, or leading whitespace could let the next chunk start
-            # where the previous one did (and contain it whole).
-            lower = max(chunk_end - overlap, pieces[i][1] - size, chunk_start + 1, ranges[-1][0] + 1 if ranges else 0)
+            # Past the previous chunk's stripped start too, or leading whitespace could let the next chunk
+            # start where the previous one did (and contain it whole).
+            lower = max(chunk_end - overlap, pieces[i][1] - size, chunk_start + 1,
+                        ranges[-1][0] + 1 if ranges else 0)
             chunk_start = _overlap_start(text, chunk_end, lower, spans) if overlap > 0 else chunk_end
     return ranges
 
@@ -233,7 +242,8 @@ def _common_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _split_headings(text: str, start: int, end: int, size: int, overlap: int, seps: tuple[str, ...],
-                    spans: _Spans, headings: list[tuple[int, int, str]]) -> list[tuple[int, int, tuple[str, ...]]]:
+                    spans: _Spans, headings: list[tuple[int, int, str]]) -> list[tuple[int, int,
+                                                                                       tuple[str, ...]]]:
     """Heading splitter: sections → legacy split when oversize → coalesce tiny siblings (spec §9.3)."""
     inside = [h for h in headings if start <= h[0] < end]
     pieces: list[tuple[int, int, tuple[str, ...], bool]] = []  # (start, end, breadcrumb, whole section?)
@@ -241,7 +251,8 @@ def _split_headings(text: str, start: int, end: int, size: int, overlap: int, se
         s, e = max(sec.start, start), min(sec.end, end)
         ranges = _split_range(text, s, e, size, overlap, seps, spans)
         pieces.extend((rs, re_, sec.path, len(ranges) == 1) for rs, re_ in ranges)
-    # Coalesce whole tiny sections under a shared parent heading; pieces of a re-split section stay as they are.
+    # Coalesce whole tiny sections under a shared parent heading; pieces of a re-split section stay as they
+    # are.
     tiny = max(size // 2, 200)
     merged: list[tuple[int, int, tuple[str, ...], bool]] = []
     for s, e, path, whole in pieces:
@@ -280,7 +291,8 @@ def split_document(text: str, config: ChunkingConfig) -> list[ChunkDraft]:
     headings = _headings(text, spans)
     use_headings = _use_headings(cfg, headings, text)
     if not cfg.enable_parent_child:
-        parts = _split(text, 0, len(text), cfg.chunk_size, cfg.chunk_overlap, cfg, spans, headings, use_headings)
+        parts = _split(text, 0, len(text), cfg.chunk_size, cfg.chunk_overlap, cfg, spans, headings,
+                       use_headings)
         return [ChunkDraft(content=text[s:e], chunk_index=i, start_at=s, end_at=e, context_header=h)
                 for i, (s, e, h) in enumerate(parts)]
 
@@ -296,7 +308,8 @@ def split_document(text: str, config: ChunkingConfig) -> list[ChunkDraft]:
         drafts.append(ChunkDraft(content=text[ps:pe], chunk_index=p_no, start_at=ps, end_at=pe,
                                  chunk_type="parent_text", context_header=header))
         base = tuple(header.split(" > ")) if header else ()
-        for cs, ce, ch in _split(text, ps, pe, child_size, child_overlap, cfg, spans, headings, use_headings, base):
+        for cs, ce, ch in _split(text, ps, pe, child_size, child_overlap, cfg, spans, headings, use_headings,
+                                 base):
             drafts.append(ChunkDraft(content=text[cs:ce], chunk_index=child_no, start_at=cs, end_at=ce,
                                      chunk_type="text", parent_index=parent_pos, context_header=ch))
             child_no += 1

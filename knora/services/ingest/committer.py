@@ -1,13 +1,13 @@
 """Commits finished documents in groups: one index call, one database transaction, one clean-up per group.
 
-Documents finish embedding one after another; committing each on its own would cost a transaction (and an fsync
-and a turn at SQLite's single write lock) per document and make the database, not the embedder, the bottleneck.
-Jobs hand their result here and wait; a single committer task takes everything that is waiting and commits it
-together. If a group fails, its documents are retried one by one, so one bad document fails alone.
+Documents finish embedding one after another; committing each on its own would cost a transaction (and an
+fsync and a turn at SQLite's single write lock) per document and make the database, not the embedder, the
+bottleneck. Jobs hand their result here and wait; a single committer task takes everything that is waiting and
+commits it together. If a group fails, its documents are retried one by one, so one bad document fails alone.
 
 Order inside a commit (see service.py): rows go into the retrieval index first, then the chunk rows and the
-``completed`` status are swapped in by one transaction — the moment a document becomes searchable — and then the
-rows of the replaced chunks leave the index.
+``completed`` status are swapped in by one transaction — the moment a document becomes searchable — and then
+the rows of the replaced chunks leave the index.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class _Pending:
 
 
 class GroupCommitter:
-    def __init__(self, chunks_repo: ChunkRepo, retrieval: Callable[[], RetrievalEngine | None], max_docs: int = 64) -> None:
+    def __init__(self, chunks_repo: ChunkRepo, retrieval: Callable[[], RetrievalEngine | None],
+                 max_docs: int = 64) -> None:
         self._repo = chunks_repo
         self._retrieval = retrieval
         self._max = max(1, max_docs)
@@ -79,7 +80,8 @@ class GroupCommitter:
         stale: list[str] = []
         for p in group:
             old = olds.get(p.knowledge_id)
-            stale.extend({r.chunk_id for r in p.rows} if old is None else old)  # deleted meanwhile → drop ours
+            # deleted meanwhile → drop ours
+            stale.extend({r.chunk_id for r in p.rows} if old is None else old)
         if engine is not None and stale:
             await engine.delete_chunks(stale)
         for p in group:

@@ -73,7 +73,8 @@ async def fetch(url: str, *, max_bytes: int, timeout: float, allow_private: bool
                     if len(buf) > max_bytes:
                         raise PayloadTooLarge(f"{url} is larger than the limit of {max_bytes} bytes")
                 return Fetched(url=str(resp.url), data=bytes(buf),
-                               content_type=resp.headers.get("content-type", "").split(";")[0].strip().lower())
+                               content_type=resp.headers.get("content-type",
+                                                             "").split(";")[0].strip().lower())
     raise BadRequest(f"too many redirects fetching {url}")
 
 

@@ -1,10 +1,10 @@
 """Ingestion: accepting documents (file, URL, manual text) and turning them into indexed chunks.
 
-Accepting is synchronous and cheap: validate, store the original, write a ``pending`` document row and enqueue a
-job. The job (``process``) parses in a thread, chunks with the KB's config, embeds through a shared batcher and
-then swaps the chunks in: new rows go to the retrieval index first, then one database transaction replaces the
-document's chunk rows and marks it completed, then the old rows leave the index. Search hydrates hits from the
-chunk table, so a document becomes searchable exactly when that transaction commits — with all its chunks.
+Accepting is synchronous and cheap: validate, store the original, write a ``pending`` document row and enqueue
+a job. The job (``process``) parses in a thread, chunks with the KB's config, embeds through a shared batcher
+and then swaps the chunks in: new rows go to the retrieval index first, then one database transaction replaces
+the document's chunk rows and marks it completed, then the old rows leave the index. Search hydrates hits from
+the chunk table, so a document becomes searchable exactly when that transaction commits — with all its chunks.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class IngestService:
         self._processing: list[str] = []
         self._marker: asyncio.Task[None] | None = None
 
-    # --- accepting documents ----------------------------------------------------------------------------------
+    # --- accepting documents --------------------------------------------------------------------------------
     async def _kb(self, tenant_id: int, kb_id: str) -> KnowledgeBase:
         kb = await self.d.repos.kbs.get(tenant_id, kb_id)
         if kb is None:
@@ -124,7 +124,8 @@ class IngestService:
         existing = await self.d.repos.knowledge.find_duplicate(kb.id, file_hash=digest)
         if existing is not None:
             raise DuplicateKnowledge(existing, "duplicate_file")
-        k = Knowledge(tenant_id=tenant_id, knowledge_base_id=kb.id, type="file", title=PurePosixPath(name).stem,
+        k = Knowledge(tenant_id=tenant_id, knowledge_base_id=kb.id, type="file",
+                      title=PurePosixPath(name).stem,
                       source=name, file_name=name, file_type=ext, file_size=len(data), file_hash=digest,
                       metadata={str(a): str(b) for a, b in (metadata or {}).items()}, tag_id=tag_id or None,
                       embedding_model_id=kb.embedding_model_id, channel=channel)
@@ -147,7 +148,8 @@ class IngestService:
                       embedding_model_id=kb.embedding_model_id, channel=channel)
         return await self._accept(k, None)
 
-    async def add_manual(self, tenant_id: int, kb_id: str, title: str, content: str, *, status: str = "publish",
+    async def add_manual(self, tenant_id: int, kb_id: str, title: str, content: str, *,
+                         status: str = "publish",
                          tag_id: str | None = None, channel: str = "web") -> Knowledge:
         kb = await self._kb(tenant_id, kb_id)
         if not content or not content.strip():
@@ -171,7 +173,8 @@ class IngestService:
 
     async def _accept(self, k: Knowledge, data: bytes | None, *, enqueue: bool = True) -> Knowledge:
         if data is not None:
-            k.file_path = await self.d.blobs.put(f"{k.tenant_id}/{k.knowledge_base_id}/{k.id}/{k.file_name}", data)
+            k.file_path = await self.d.blobs.put(f"{k.tenant_id}/{k.knowledge_base_id}/{k.id}/{k.file_name}",
+                                                 data)
         try:
             await self.d.repos.knowledge.create(k)
             if enqueue:
@@ -184,7 +187,7 @@ class IngestService:
             raise
         return k
 
-    # --- re-parse and deletion ----------------------------------------------------------------------------------
+    # --- re-parse and deletion ------------------------------------------------------------------------------
     async def get(self, tenant_id: int, knowledge_id: str) -> Knowledge:
         k = await self.d.repos.knowledge.get(tenant_id, knowledge_id)
         if k is None:
@@ -208,7 +211,7 @@ class IngestService:
             await self.d.blobs.delete(k.file_path)
         self._locks.pop(k.id, None)
 
-    # --- the job ---------------------------------------------------------------------------------------------
+    # --- the job --------------------------------------------------------------------------------------------
     @asynccontextmanager
     async def _locked(self, knowledge_id: str) -> AsyncIterator[None]:
         async with self._locks[knowledge_id]:
@@ -227,7 +230,8 @@ class IngestService:
             try:
                 await self._process(k, kb)
             except (ParseError, IngestFailure, AppError) as exc:
-                await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED, str(exc) or type(exc).__name__)
+                await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED,
+                                                        str(exc) or type(exc).__name__)
             except Exception as exc:
                 log.exception("ingesting %s failed", k.id)
                 await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED,
@@ -251,7 +255,8 @@ class IngestService:
         """(bytes, extension, file name, extra document fields) of the original."""
         if k.type == "url":
             s = self.d.settings
-            got = await fetching.fetch(k.source, max_bytes=s.max_upload_bytes, timeout=s.url_fetch_timeout_seconds,
+            got = await fetching.fetch(k.source, max_bytes=s.max_upload_bytes,
+                                       timeout=s.url_fetch_timeout_seconds,
                                        allow_private=s.allow_private_network_fetch)
             ext = (k.file_type or fetching.url_extension(got.url) or fetching.CONTENT_TYPES.get(got.content_type)
                    or "html")
@@ -276,8 +281,8 @@ class IngestService:
         doc = await asyncio.to_thread(self.d.parsers.parse, data, name)
         if not doc.text.strip():
             raise IngestFailure(f"{name} contains no text")
-        # A file's own title (PDF metadata, first heading, <title>) beats its file name; a title the user typed
-        # for a manual or URL document beats both.
+        # A file's own title (PDF metadata, first heading, <title>) beats its file name; a title the user
+        # typed for a manual or URL document beats both.
         explicit = k.title if k.type in ("manual", "url") else ""
         title = explicit or doc.title or k.title or PurePosixPath(name).stem
         k = k.model_copy(update={"title": title})
@@ -300,7 +305,8 @@ class IngestService:
         metadata.update({f"doc_{a}": str(b) for a, b in doc.metadata.items()} if doc.metadata else {})
         if doc.tables:
             metadata["tables"] = json.dumps(doc.tables[:5])[:200_000]
-        complete: dict[str, Any] = {"parse_status": str(ParseStatus.COMPLETED), "error_message": "", "title": title,
+        complete: dict[str, Any] = {"parse_status": str(ParseStatus.COMPLETED), "error_message": "",
+                                    "title": title,
                                     "processed_at": utcnow(), "metadata": metadata, **extra,
                                     "embedding_model_id": kb.embedding_model_id}
         await self._committer.commit(k.id, chunks, rows, complete)

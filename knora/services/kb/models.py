@@ -43,8 +43,10 @@ class ModelService:
         source = str(body.get("source") or "remote")
         if source not in ("local", "remote"):
             raise ValidationFailed("source must be 'local' or 'remote'")
-        m = ModelConfig(tenant_id=tenant_id, name=name.strip(), display_name=str(body.get("display_name") or ""),
-                        type=_type(body.get("type")), source=source, description=str(body.get("description") or ""),
+        m = ModelConfig(tenant_id=tenant_id, name=name.strip(),
+                        display_name=str(body.get("display_name") or ""),
+                        type=_type(body.get("type")), source=source,
+                        description=str(body.get("description") or ""),
                         parameters=params, api_key=api_key, is_default=bool(body.get("is_default", False)))
         saved = await self.repos.models.create(m)
         if saved.type == "Embedding":
@@ -96,13 +98,15 @@ def builtin_models(settings: Settings, tenant_id: int) -> list[ModelConfig]:
     """The models chosen by settings, shown in ``/models`` (never stored; no key is ever exposed)."""
     chat = settings.chat_model or "extractive"
     return [
-        ModelConfig(id=BUILTIN_CHAT_MODEL_ID, tenant_id=tenant_id, name=chat, display_name=f"Built-in: {chat}",
+        ModelConfig(id=BUILTIN_CHAT_MODEL_ID, tenant_id=tenant_id, name=chat,
+                    display_name=f"Built-in: {chat}",
                     type="KnowledgeQA", source="local" if not settings.chat_model else "remote",
                     description="Chat model from Knora's settings (extractive = local answerer that cites sentences)",
                     parameters={"provider": chat.split(":", 1)[0]}, is_builtin=True, is_default=True),
         ModelConfig(id=BUILTIN_EMBEDDING_MODEL_ID, tenant_id=tenant_id, name=settings.embedder,
                     display_name=f"Built-in: {settings.embedder}", type="Embedding",
                     source="local" if settings.embedder.startswith("local:") else "remote",
-                    description="Embedder from Knora's settings", parameters={"provider": settings.embedder.split(":")[0]},
+                    description="Embedder from Knora's settings",
+                    parameters={"provider": settings.embedder.split(":")[0]},
                     is_builtin=True, is_default=True),
     ]

@@ -1,4 +1,5 @@
-"""Knowledge-base and tag management. Deleting a KB also clears it from every retrieval index and the blob store."""
+"""Knowledge-base and tag management. Deleting a KB also clears it from every retrieval index and the blob
+store."""
 
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ class KnowledgeBaseService:
         kb = KnowledgeBase(
             tenant_id=tenant_id, name=_name(body.get("name")), description=str(body.get("description") or ""),
             type=KBType(kb_type), is_temporary=bool(body.get("is_temporary", False)),
-            chunking_config=_check_chunking(_model(ChunkingConfig, body.get("chunking_config"), "chunking_config")),
+            chunking_config=_check_chunking(_model(ChunkingConfig, body.get("chunking_config"),
+                                                   "chunking_config")),
             embedding_model_id=str(body.get("embedding_model_id") or self._default_embedding()),
             summary_model_id=str(body.get("summary_model_id") or ""),
             rerank_model_id=str(body.get("rerank_model_id") or ""),
@@ -134,7 +136,7 @@ class KnowledgeBaseService:
             await engine.delete_knowledge_base(kb.id)
         await self.blobs.delete_prefix(f"{tenant_id}/{kb.id}")
 
-    # --- tags ------------------------------------------------------------------------------------------------
+    # --- tags -----------------------------------------------------------------------------------------------
     async def list_tags(self, tenant_id: int, kb_id: str, *, page: int, page_size: int,
                         keyword: str | None) -> Page:
         await self.get(tenant_id, kb_id)

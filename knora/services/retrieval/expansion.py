@@ -20,7 +20,10 @@ log = logging.getLogger(__name__)
 MAX_VARIANTS = 5
 MAX_CONCURRENCY = 16
 STOPWORDS = frozenset(
-    ["的", "是", "在", "了", "和", "与", "或", "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "do", "does", "did", "will", "would", "could", "should", "may", "might", "must", "can", "to", "of", "in", "for", "on", "with", "at", "by", "from", "as", "into", "through", "about", "what", "how", "why", "when", "where", "which", "who", "whom", "whose"]
+    ["的", "是", "在", "了", "和", "与", "或", "a", "an", "the", "is", "are", "was", "were", "be", "been", "being",
+     "have", "has", "had", "do", "does", "did", "will", "would", "could", "should", "may", "might", "must",
+     "can", "to", "of", "in", "for", "on", "with", "at", "by", "from", "as", "into", "through", "about",
+     "what", "how", "why", "when", "where", "which", "who", "whom", "whose"]
 )
 _QUOTED = re.compile(r"[\"'「『]([^\"'「」『』]+)[\"'」』]")
 _SPLIT = re.compile(r"[,，;；、。！？!?\s]+")

@@ -1,7 +1,7 @@
 """FAQ entries (spec §9.4, weknora-api "FAQ entries"): CRUD, bulk import, and FAQ search.
 
-An entry is one ``faq`` chunk; it is indexed for vector search only (FAQ KBs have no keyword path, spec §3.2), in
-"combined" mode as one row, in "separate" mode as one row per question, all pointing back at the chunk.
+An entry is one ``faq`` chunk; it is indexed for vector search only (FAQ KBs have no keyword path, spec §3.2),
+in "combined" mode as one row, in "separate" mode as one row per question, all pointing back at the chunk.
 Negative questions never enter the content or the index; HybridSearch filters on them (spec §3.6).
 """
 
@@ -60,7 +60,8 @@ def render(entry: FaqEntryIn, cfg: FAQConfig) -> str:
 
 
 def index_texts(entry: FaqEntryIn, cfg: FAQConfig) -> list[str]:
-    """Index rows' texts: combined = one; separate = standard question (+answers) then one per similar question."""
+    """Index rows' texts: combined = one; separate = standard question (+answers) then one per similar
+    question."""
     answers = entry.answers if cfg.index_mode == "question_answer" else []
     if cfg.question_index_mode == "separate":
         return ["\n".join([entry.standard_question, *answers]), *entry.similar_questions]
@@ -71,7 +72,8 @@ def entry_json(c: Chunk) -> dict[str, Any]:
     m = c.metadata or {}
     return {"id": c.chunk_index, "chunk_id": c.id, "knowledge_id": c.knowledge_id,
             "knowledge_base_id": c.knowledge_base_id, "standard_question": m.get("standard_question", ""),
-            "similar_questions": m.get("similar_questions", []), "negative_questions": m.get("negative_questions", []),
+            "similar_questions": m.get("similar_questions", []),
+            "negative_questions": m.get("negative_questions", []),
             "answers": m.get("answers", []), "answer_strategy": m.get("answer_strategy", "all"),
             "tag_id": c.tag_id or 0, "tag_name": m.get("tag_name", ""), "is_enabled": c.is_enabled,
             "is_recommended": bool(m.get("is_recommended", True)), "created_at": c.created_at,
@@ -79,7 +81,8 @@ def entry_json(c: Chunk) -> dict[str, Any]:
 
 
 class FaqService:
-    def __init__(self, repo: Any, search: HybridSearch, engine: Callable[[], RetrievalEngine], embedders: Any) -> None:
+    def __init__(self, repo: Any, search: HybridSearch, engine: Callable[[], RetrievalEngine],
+                 embedders: Any) -> None:
         self.repo = repo
         self.search_service = search
         self.engine = engine
@@ -105,9 +108,12 @@ class FaqService:
         await engine.delete_chunks([c.id for c in chunks])
         if not texts or not kb.indexing_strategy.vector_enabled:
             return
-        vectors = await self.embedders.get(kb.embedding_model_id or None).embed_passages([t for *_, t in texts])
-        rows = [IndexRow(source_id=c.id if i == 0 else f"{c.id}-{i}", chunk_id=c.id, knowledge_id=c.knowledge_id,
-                         knowledge_base_id=kb.id, tenant_id=kb.tenant_id, content=t, embedding=vectors[n].tolist(),
+        vectors = await self.embedders.get(kb.embedding_model_id or None).embed_passages([t for *_,
+                                                                                          t in texts])
+        rows = [IndexRow(source_id=c.id if i == 0 else f"{c.id}-{i}", chunk_id=c.id,
+                         knowledge_id=c.knowledge_id,
+                         knowledge_base_id=kb.id, tenant_id=kb.tenant_id, content=t,
+                         embedding=vectors[n].tolist(),
                          tag_id=c.tag_id, is_enabled=c.is_enabled, is_recommended=e.is_recommended,
                          knowledge_type="faq")
                 for n, (c, e, i, t) in enumerate(texts)]
@@ -127,7 +133,8 @@ class FaqService:
                     raise ValidationFailed(f"similar question {q!r} is already used by another FAQ entry")
                 taken[q.lower()] = "new"
 
-    def _chunk(self, kb: KnowledgeBase, knowledge_id: str, seq: int, e: FaqEntryIn, cid: str | None = None) -> Chunk:
+    def _chunk(self, kb: KnowledgeBase, knowledge_id: str, seq: int, e: FaqEntryIn,
+               cid: str | None = None) -> Chunk:
         cfg = kb.faq_config or FAQConfig()
         meta = {"standard_question": e.standard_question, "similar_questions": e.similar_questions,
                 "negative_questions": e.negative_questions, "answers": e.answers,
@@ -137,7 +144,7 @@ class FaqService:
                      chunk_type=ChunkType.FAQ, is_enabled=e.is_enabled, metadata=meta,
                      end_at=len(render(e, cfg)))
 
-    # --- CRUD ----------------------------------------------------------------------------------------------------
+    # --- CRUD -----------------------------------------------------------------------------------------------
     async def create(self, tenant_id: int, kb_id: str, entry: FaqEntryIn,
                      knowledge_id: str | None = None) -> dict[str, Any]:
         return (await self.upsert(tenant_id, kb_id, [entry], knowledge_id=knowledge_id))[0]
@@ -192,7 +199,7 @@ class FaqService:
         await self.engine().delete_chunks(gone)
         return len(gone)
 
-    # --- import --------------------------------------------------------------------------------------------------
+    # --- import ---------------------------------------------------------------------------------------------
     async def start_import(self, tenant_id: int, kb_id: str, entries: Sequence[FaqEntryIn], *, mode: str,
                            knowledge_id: str | None = None, dry_run: bool = False) -> str:
         await self.kb(tenant_id, kb_id)
@@ -223,8 +230,9 @@ class FaqService:
             raise NotFound("import task not found")
         return {k: v for k, v in t.items() if not k.startswith("_") and k != "tenant_id"}
 
-    # --- search --------------------------------------------------------------------------------------------------
-    async def search(self, tenant_id: int, kb_id: str, query_text: str, *, vector_threshold: float | None = None,
+    # --- search ---------------------------------------------------------------------------------------------
+    async def search(self, tenant_id: int, kb_id: str, query_text: str, *,
+                     vector_threshold: float | None = None,
                      match_count: int = 10, first_priority_tag_ids: Sequence[str] = (),
                      second_priority_tag_ids: Sequence[str] = (), only_recommended: bool = False
                      ) -> list[SearchResult]:

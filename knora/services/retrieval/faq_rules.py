@@ -1,4 +1,5 @@
-"""FAQ post-processing inside HybridSearch (spec §3.6): iterative re-retrieval and negative-question filtering.
+"""FAQ post-processing inside HybridSearch (spec §3.6): iterative re-retrieval and negative-question
+filtering.
 
 An FAQ entry indexed in "separate" mode has one index row per similar question, so a vector pool of N rows may
 hold far fewer than N distinct FAQs; re-retrieving with a larger pool fixes that. Negative questions are the

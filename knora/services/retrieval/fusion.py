@@ -1,8 +1,9 @@
 """Fusion of a vector and a keyword ranking: a table of pure functions, chosen by name (spec §3.5).
 
 Inputs are ranked lists of ``(chunk_id, score)`` as the engines returned them (best first; a chunk may appear
-more than once — the first occurrence sets its rank, the highest score its score). Output: ``(chunk_id, fused)``
-best first. Ties are broken by the better single rank, then the chunk id, so results are deterministic.
+more than once — the first occurrence sets its rank, the highest score its score). Output: ``(chunk_id,
+fused)`` best first. Ties are broken by the better single rank, then the chunk id, so results are
+deterministic.
 
 - ``weighted_rrf`` — WeKnora's default: ``wV/(k+rV) + wK/(k+rK)`` (k = 60, 0.7 / 0.3).
 - ``rrf`` — the same with equal weights (1/(k+r) each).
@@ -88,7 +89,8 @@ FUSIONS: dict[str, Callable[[Ranked, Ranked, FusionConfig], list[tuple[str, floa
     "convex": convex,
 }
 
-DEFAULT_FUSION = "convex"  # measured best on xquad-en and xquad-zh (docs/retrieval.md); weighted_rrf by config
+# measured best on xquad-en and xquad-zh (docs/retrieval.md); weighted_rrf by config
+DEFAULT_FUSION = "convex"
 
 
 def fuse(mode: str | None, vector: Ranked, keyword: Ranked, cfg: FusionConfig) -> list[tuple[str, float]]:

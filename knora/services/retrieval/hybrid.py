@@ -1,8 +1,8 @@
 """HybridSearch (spec §3.1–3.7): authorise, embed once, fan out to engines, fuse, apply FAQ rules, hydrate.
 
-Every search path (chat pipeline, agent tool, search API) ends here, so input limits live here too: an empty or
-over-long query is a 400, thresholds outside [0, 1] are a 400, ``match_count`` is clamped to [1, 500] (≤ 0 means
-the default 50), and a KB of another tenant is reported exactly like a missing one (404).
+Every search path (chat pipeline, agent tool, search API) ends here, so input limits live here too: an empty
+or over-long query is a 400, thresholds outside [0, 1] are a 400, ``match_count`` is clamped to [1, 500] (≤ 0
+means the default 50), and a KB of another tenant is reported exactly like a missing one (404).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class _Group:
 def effective_config(kb: KnowledgeBase, tenant_config: dict[str, Any]) -> RetrievalConfig:
     """The KB's RetrievalConfig with the tenant's saved values on top (``/tenants/kv/retrieval-config``)."""
     merged = kb.retrieval_config.model_dump()
-    merged.update({k: v for k, v in tenant_config.items() if k in RetrievalConfig.model_fields and v is not None})
+    merged.update({k: v for k,
+                   v in tenant_config.items() if k in RetrievalConfig.model_fields and v is not None})
     return RetrievalConfig.model_validate(merged)
 
 
@@ -57,7 +58,8 @@ def clamp_match_count(n: int) -> int:
 
 
 class HybridSearch:
-    def __init__(self, store: SearchStore, embedders: Any, engine_for: Callable[[KnowledgeBase], RetrievalEngine], *,
+    def __init__(self, store: SearchStore, embedders: Any, engine_for: Callable[[KnowledgeBase],
+                                                                                RetrievalEngine], *,
                  group_timeout: float = 30.0, default_embedder: Callable[[], str] | None = None) -> None:
         self.store = store
         self.embedders = embedders
@@ -71,7 +73,7 @@ class HybridSearch:
         view.store = store
         return view
 
-    # --- validation and scope ----------------------------------------------------------------------------------
+    # --- validation and scope -------------------------------------------------------------------------------
     @staticmethod
     def validate(params: SearchParams) -> str:
         text = params.query_text.strip()
@@ -86,7 +88,8 @@ class HybridSearch:
     def model_key(self, kb: KnowledgeBase) -> str:
         return kb.embedding_model_id or self._default_embedder()
 
-    async def load_scope(self, tenant_id: int, params: SearchParams) -> tuple[KnowledgeBase, list[KnowledgeBase]]:
+    async def load_scope(self, tenant_id: int, params: SearchParams) -> tuple[KnowledgeBase,
+                                                                              list[KnowledgeBase]]:
         scope = list(dict.fromkeys(params.knowledge_base_ids or [params.knowledge_base_id]))
         scope = [s for s in scope if s]
         if not scope:
@@ -104,7 +107,7 @@ class HybridSearch:
             raise NotFound("knowledge base not found")
         return primary, kbs
 
-    # --- the search --------------------------------------------------------------------------------------------
+    # --- the search -----------------------------------------------------------------------------------------
     async def search(self, tenant_id: int, params: SearchParams) -> list[SearchResult]:
         text = self.validate(params)
         primary, kbs = await self.load_scope(tenant_id, params)
@@ -138,14 +141,16 @@ class HybridSearch:
         hits = hits[:match_count]
         return await hydrate(self.store, {tenant_id}, hits, enrich=not params.skip_context_enrichment)
 
-    def _groups(self, kbs: Sequence[KnowledgeBase], params: SearchParams, text: str, embedding: list[float] | None,
+    def _groups(self, kbs: Sequence[KnowledgeBase], params: SearchParams, text: str,
+                embedding: list[float] | None,
                 v_th: float, k_th: float, pool: int) -> list[_Group]:
         """Spec §3.2: partition KBs by (engine, owner tenant); per group up to three engine queries."""
         buckets: dict[tuple[int, int], tuple[RetrievalEngine, int, list[KnowledgeBase]]] = {}
         for kb in kbs:
             eng = self.engine_for(kb)
             buckets.setdefault((id(eng), kb.tenant_id), (eng, kb.tenant_id, []))[2].append(kb)
-        common: dict[str, Any] = {"knowledge_ids": params.knowledge_ids, "tag_ids": params.tag_ids, "top_k": pool,
+        common: dict[str, Any] = {"knowledge_ids": params.knowledge_ids, "tag_ids": params.tag_ids,
+                                  "top_k": pool,
                   "only_recommended": params.only_recommended}
         groups: list[_Group] = []
         for eng, tenant, members in buckets.values():
@@ -156,13 +161,16 @@ class HybridSearch:
             kw_docs = [kb.id for kb in members if kb.indexing_strategy.keyword_enabled and kb.type != KBType.FAQ]
             if "vector" in caps and not params.disable_vector_match and embedding is not None:
                 if vec_docs:
-                    g.queries.append(EngineQuery(mode="vector", knowledge_base_ids=vec_docs, embedding=embedding,
+                    g.queries.append(EngineQuery(mode="vector", knowledge_base_ids=vec_docs,
+                                                 embedding=embedding,
                                                  threshold=v_th, **common))
                 if vec_faq:
-                    g.queries.append(EngineQuery(mode="vector", knowledge_base_ids=vec_faq, embedding=embedding,
+                    g.queries.append(EngineQuery(mode="vector", knowledge_base_ids=vec_faq,
+                                                 embedding=embedding,
                                                  threshold=v_th, knowledge_type="faq", **common))
             if "keyword" in caps and not params.disable_keywords_match and kw_docs:
-                g.queries.append(EngineQuery(mode="keyword", knowledge_base_ids=kw_docs, text=text, threshold=k_th,
+                g.queries.append(EngineQuery(mode="keyword", knowledge_base_ids=kw_docs, text=text,
+                                             threshold=k_th,
                                              **common))
             if g.queries:
                 groups.append(g)
@@ -175,7 +183,8 @@ class HybridSearch:
 
     async def _retrieve(self, groups: list[_Group], *, top_k: int | None = None
                         ) -> tuple[list[EngineHit], list[EngineHit]]:
-        """Spec §3.3: one group runs directly; several run 4 at a time, each under a timeout, all-or-nothing."""
+        """Spec §3.3: one group runs directly; several run 4 at a time, each under a timeout,
+        all-or-nothing."""
         started = time.perf_counter()
         if len(groups) == 1:
             per_group = [await self.run_group(groups[0], top_k=top_k)]
@@ -224,7 +233,8 @@ class HybridSearch:
             if h.chunk_id not in best_k or h.score > best_k[h.chunk_id].score:
                 best_k[h.chunk_id] = h
         if vec and kw:
-            fused = fuse(cfg.fusion, [(h.chunk_id, h.score) for h in vec], [(h.chunk_id, h.score) for h in kw],
+            fused = fuse(cfg.fusion, [(h.chunk_id, h.score) for h in vec], [(h.chunk_id,
+                                                                             h.score) for h in kw],
                          FusionConfig(k=cfg.rrf_k, vector_weight=cfg.vector_weight,
                                       keyword_weight=cfg.keyword_weight, alpha=cfg.convex_alpha))
         else:

@@ -23,7 +23,8 @@ class Hit:
 
 
 def is_searchable(chunk: Chunk | None, knowledge: Knowledge | None) -> bool:
-    """Spec §3.7 ``isSearchableChunk`` plus Knora's rule that a document still being (re)parsed is not searched."""
+    """Spec §3.7 ``isSearchableChunk`` plus Knora's rule that a document still being (re)parsed is not
+    searched."""
     if chunk is None or knowledge is None:
         return False
     if not chunk.is_enabled or chunk.index_status in ("processing", "failed"):
@@ -37,20 +38,23 @@ def build_result(chunk: Chunk, k: Knowledge, hit: Hit) -> SearchResult:
     return SearchResult(
         id=chunk.id, content=chunk.content, knowledge_id=chunk.knowledge_id, chunk_index=chunk.chunk_index,
         knowledge_title=k.title, start_at=chunk.start_at, end_at=chunk.end_at, seq=chunk.chunk_index,
-        score=hit.score, match_type=int(hit.match_type), metadata=dict(k.metadata), chunk_type=str(chunk.chunk_type),
+        score=hit.score, match_type=int(hit.match_type), metadata=dict(k.metadata),
+        chunk_type=str(chunk.chunk_type),
         parent_chunk_id=chunk.parent_chunk_id or "",
         image_info=json.dumps(chunk.image_info, ensure_ascii=False) if chunk.image_info else "",
         knowledge_filename=k.file_name, knowledge_source=k.source, knowledge_channel=k.channel,
         knowledge_base_id=chunk.knowledge_base_id, knowledge_description=k.description,
-        matched_content=hit.matched_content, chunk_metadata=dict(chunk.metadata) or None, scores=dict(hit.scores))
+        matched_content=hit.matched_content, chunk_metadata=dict(chunk.metadata) or None,
+        scores=dict(hit.scores))
 
 
 async def hydrate(store: SearchStore, tenant_ids: set[int], hits: list[Hit], *,
                   enrich: bool) -> list[SearchResult]:
     """Primary hits in fused order (deduped by id), then enrichment chunks (score inherited or 0).
 
-    A store that can join chunks to their documents (``chunks_with_knowledge``) is read once per batch of chunks
-    (once in all without enrichment, the chat pipeline's case); otherwise chunks, context chunks, documents."""
+    A store that can join chunks to their documents (``chunks_with_knowledge``) is read once per batch of
+    chunks (once in all without enrichment, the chat pipeline's case); otherwise chunks, context chunks,
+    documents."""
     joined = getattr(store, "chunks_with_knowledge", None)
     chunks: dict[str, Chunk] = {}
     knowledge: dict[str, Knowledge] = {}

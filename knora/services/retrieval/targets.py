@@ -1,7 +1,8 @@
 """Search scope → targets (spec §1.8) and one search over many targets (spec §2.6 ``searchByTargets``).
 
-Whole-KB targets sharing an embedding model become one multi-KB HybridSearch call with a shared query embedding;
-targets scoped to documents or tags run one call each, with recall thresholds off (the user chose them).
+Whole-KB targets sharing an embedding model become one multi-KB HybridSearch call with a shared query
+embedding; targets scoped to documents or tags run one call each, with recall thresholds off (the user chose
+them).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from knora.services.retrieval.hybrid import HybridSearch
 log = logging.getLogger(__name__)
 
 
-async def build_targets(search: HybridSearch, tenant_id: int, kb_ids: Sequence[str], knowledge_ids: Sequence[str],
+async def build_targets(search: HybridSearch, tenant_id: int, kb_ids: Sequence[str],
+                        knowledge_ids: Sequence[str],
                         tag_scopes: dict[str, list[str]] | None = None) -> list[SearchTarget]:
-    """Targets in spec order: requested KBs, then document targets, then tag targets. Foreign ids are ignored."""
+    """Targets in spec order: requested KBs, then document targets, then tag targets. Foreign ids are
+    ignored."""
     scopes: dict[str, list[str]] = {}
     for scope_kb, tags in (tag_scopes or {}).items():
         clean = list(dict.fromkeys(t for t in tags if t))
@@ -59,7 +62,8 @@ async def build_targets(search: HybridSearch, tenant_id: int, kb_ids: Sequence[s
             ids = [i for i in ids if i in set(explicit)]
         if ids:
             targets.append(SearchTarget(type="knowledge", knowledge_base_id=kb_id, tenant_id=tenant_id,
-                                        knowledge_ids=ids, scope_tag_ids=tags, disable_recall_thresholds=True))
+                                        knowledge_ids=ids, scope_tag_ids=tags,
+                                        disable_recall_thresholds=True))
     return targets
 
 
@@ -76,7 +80,8 @@ class TargetSearch:
 
 async def search_targets(search: HybridSearch, tenant_id: int, targets: Sequence[SearchTarget],
                          req: TargetSearch) -> tuple[list[SearchResult], Exception | None]:
-    """All results (unsorted, possibly duplicated across calls) plus the first error, as spec §2.6 returns them."""
+    """All results (unsorted, possibly duplicated across calls) plus the first error, as spec §2.6 returns
+    them."""
     kbs = {kb.id: kb for kb in await search.store.knowledge_bases([t.knowledge_base_id for t in targets])}
     groups: dict[str, list[SearchTarget]] = {}
     for t in targets:
@@ -114,7 +119,8 @@ async def search_targets(search: HybridSearch, tenant_id: int, targets: Sequence
         calls = []
         if full:
             calls.append(SearchParams(
-                knowledge_base_id=full[0].knowledge_base_id, knowledge_base_ids=[t.knowledge_base_id for t in full],
+                knowledge_base_id=full[0].knowledge_base_id,
+                knowledge_base_ids=[t.knowledge_base_id for t in full],
                 query_text=req.query, query_embedding=embedding, vector_threshold=req.vector_threshold,
                 keyword_threshold=req.keyword_threshold, match_count=req.match_count,
                 skip_context_enrichment=True, disable_vector_match=disable_vector))

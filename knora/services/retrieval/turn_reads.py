@@ -1,11 +1,11 @@
-"""A ``SearchStore`` view for one request: each knowledge base, chunk and document row and the tenant's retrieval
-config is read at most once, however many stages ask for it.
+"""A ``SearchStore`` view for one request: each knowledge base, chunk and document row and the tenant's
+retrieval config is read at most once, however many stages ask for it.
 
-A quick-answer turn used to read its KBs three times (request assembly, target grouping, search scope), the hit
-chunks twice (hydration, merge) and the documents once more; each read is a session and a thread hop (~1–4 ms
-on a loaded machine). The view lives exactly as long as the turn and is never shared between turns, so no
-invalidation is needed: an edit made while a turn runs is seen by the next turn, as before, and within one turn
-every stage sees the same rows. Objects are shared between callers — they must not be mutated (none are).
+A quick-answer turn used to read its KBs three times (request assembly, target grouping, search scope), the
+hit chunks twice (hydration, merge) and the documents once more; each read is a session and a thread hop (~1–4
+ms on a loaded machine). The view lives exactly as long as the turn and is never shared between turns, so no
+invalidation is needed: an edit made while a turn runs is seen by the next turn, as before, and within one
+turn every stage sees the same rows. Objects are shared between callers — they must not be mutated (none are).
 
 Ids that were asked for and not found are remembered as missing, like the merge step's cache did.
 """
@@ -26,7 +26,8 @@ class TurnReads:
     ``neighbours_below``: with hit chunks, also read the neighbours of text chunks shorter than this (the chat
     pipeline's merge lengthens those passages with them next)."""
 
-    def __init__(self, store: SearchStore, *, tenant_id: int | None = None, neighbours_below: int = 0) -> None:
+    def __init__(self, store: SearchStore, *, tenant_id: int | None = None,
+                 neighbours_below: int = 0) -> None:
         self.store = store
         self._tenant_id = tenant_id
         self._neighbours_below = neighbours_below

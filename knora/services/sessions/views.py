@@ -1,4 +1,5 @@
-"""Wire shapes of sessions and messages (api §1.5): RFC 3339 times, ``[]`` not ``null``, no rendered_content."""
+"""Wire shapes of sessions and messages (api §1.5): RFC 3339 times, ``[]`` not ``null``, no
+rendered_content."""
 
 from __future__ import annotations
 
@@ -20,9 +21,12 @@ def session_json(s: Session) -> dict[str, Any]:
 def message_json(m: Message) -> dict[str, Any]:
     return {
         "id": m.id, "session_id": m.session_id, "request_id": m.request_id, "content": m.content,
-        "role": m.role, "knowledge_references": m.knowledge_references or [], "agent_steps": m.agent_steps or [],
-        "mentioned_items": m.mentioned_items or [], "images": m.images or [], "attachments": [], "artifacts": [],
-        "is_completed": m.is_completed, "is_fallback": m.is_fallback, "agent_duration_ms": m.agent_duration_ms,
+        "role": m.role, "knowledge_references": m.knowledge_references or [],
+        "agent_steps": m.agent_steps or [],
+        "mentioned_items": m.mentioned_items or [], "images": m.images or [], "attachments": [],
+        "artifacts": [],
+        "is_completed": m.is_completed, "is_fallback": m.is_fallback,
+        "agent_duration_ms": m.agent_duration_ms,
         "channel": m.channel, "agent_id": m.agent_id, "model_id": m.model_id, "knowledge_id": "",
         "used_memories": [], "debug": m.debug or {},
         "created_at": rfc3339(m.created_at), "updated_at": rfc3339(m.updated_at), "deleted_at": None,

@@ -1,14 +1,14 @@
 """The per-request event bus (spec appendix A.1): synchronous, handlers run in registration order.
 
-Producers (pipeline plugins, the agent engine, the title generator) call ``emit``; the stream handler subscribes
-and turns events into stream-log entries. Producers never touch the HTTP connection.
+Producers (pipeline plugins, the agent engine, the title generator) call ``emit``; the stream handler
+subscribes and turns events into stream-log entries. Producers never touch the HTTP connection.
 
-Text deltas (``final_answer`` / ``thought`` events that carry content and are not the ``done`` mark) are paced when
-the bus has a :class:`DeltaPacer` (``pacing.py``): a delta that comes sooner than the process's hold after this
-bus's last text event is held, and the held deltas of one event id go to the handlers as one event (the first
-delta's fields, the contents joined). Held text is released by the first delta after the hold, before any other
-event (so handlers see events in the order they were emitted), by a timer when the producer pauses, and by
-``flush``/``close`` at the end of the turn. Without a pacer every event is dispatched at once.
+Text deltas (``final_answer`` / ``thought`` events that carry content and are not the ``done`` mark) are paced
+when the bus has a :class:`DeltaPacer` (``pacing.py``): a delta that comes sooner than the process's hold
+after this bus's last text event is held, and the held deltas of one event id go to the handlers as one event
+(the first delta's fields, the contents joined). Held text is released by the first delta after the hold,
+before any other event (so handlers see events in the order they were emitted), by a timer when the producer
+pauses, and by ``flush``/``close`` at the end of the turn. Without a pacer every event is dispatched at once.
 """
 
 from __future__ import annotations
@@ -25,14 +25,17 @@ Handler = Callable[[Event], Awaitable[None]]
 
 PACED = frozenset({BusEvent.FINAL_ANSWER, BusEvent.THOUGHT})
 _HELD, _RELEASE, _NOW, _SWITCH = object(), object(), object(), object()  # what _hold decided for a delta
-TIMER_SLACK = 1.5  # the release timer fires half a hold late: a producer still streaming releases held text first
+# the release timer fires half a hold late: a producer still streaming releases held text first
+TIMER_SLACK = 1.5
 
 
 class EventBus:
     def __init__(self, pacer: DeltaPacer | None = None) -> None:
         self._handlers: dict[BusEvent | None, list[Handler]] = {}
-        self._route: dict[BusEvent, tuple[Handler, ...]] = {}  # per type: its handlers, then the catch-all ones
-        self._prefix = str(uuid.uuid4())  # event ids: this bus's prefix and a counter (unique, no uuid per token)
+        # per type: its handlers, then the catch-all ones
+        self._route: dict[BusEvent, tuple[Handler, ...]] = {}
+        # event ids: this bus's prefix and a counter (unique, no uuid per token)
+        self._prefix = str(uuid.uuid4())
         self._count = 0
         self._pacer = pacer if pacer is not None and pacer.frame_budget else None
         self._entered = False  # counted by the pacer as a stream writing text
@@ -52,7 +55,8 @@ class EventBus:
         route = self._route[event_type] = (*self._handlers.get(event_type, ()), *self._handlers.get(None, ()))
         return route
 
-    async def emit(self, event_type: BusEvent, data: dict[str, Any] | None = None, *, event_id: str = "") -> None:
+    async def emit(self, event_type: BusEvent, data: dict[str, Any] | None = None, *,
+                   event_id: str = "") -> None:
         if type(event_type) is not BusEvent:
             event_type = BusEvent(event_type)
         if self._pacer is not None:
@@ -81,9 +85,10 @@ class EventBus:
         for handler in self._handlers_for(event_type) if route is None else route:
             await handler(event)
 
-    # --- pacing -------------------------------------------------------------------------------------------------
+    # --- pacing ---------------------------------------------------------------------------------------------
     def _hold(self, event_type: BusEvent, data: dict[str, Any], event_id: str) -> object:
-        """What to do with a text delta: hold it, release it with the held ones, dispatch it now, or switch."""
+        """What to do with a text delta: hold it, release it with the held ones, dispatch it now, or
+        switch."""
         assert self._pacer is not None
         if not self._entered:
             self._entered = True
@@ -120,7 +125,8 @@ class EventBus:
         if not self._held or self._pacer is None:
             return
         loop = asyncio.get_running_loop()
-        if loop.time() < self._last_text + self._pacer.hold:  # text went out meanwhile; what is held now is newer
+        # text went out meanwhile; what is held now is newer
+        if loop.time() < self._last_text + self._pacer.hold:
             self._timer = loop.call_at(self._last_text + self._pacer.hold * TIMER_SLACK, self._due)
             return
         if self._releasing is None:

@@ -91,7 +91,7 @@ class StreamHandler:
         self.last_seq = await self.log.append(self.session_id, self.message_id, event)
         return self.last_seq
 
-    # --- dispatch -----------------------------------------------------------------------------------------------
+    # --- dispatch -------------------------------------------------------------------------------------------
     async def on_event(self, ev: Event) -> None:
         handler = _DISPATCH.get(ev.type)
         if handler is not None:
@@ -194,13 +194,14 @@ class StreamHandler:
 
     async def _on_title(self, ev: Event) -> None:
         title = str(ev.data.get("title") or "")
-        await self.append("session_title", title, True, {"session_id": self.session_id, "title": title}, ev.id)
+        await self.append("session_title", title, True, {"session_id": self.session_id, "title": title},
+                          ev.id)
 
     async def _on_fixed(self, ev: Event) -> None:
         data = {k: _plain(v) for k, v in ev.data.items()}
         await self.append(str(ev.type), _FIXED_TEXT[ev.type], True, data, ev.id)
 
-    # --- ending -------------------------------------------------------------------------------------------------
+    # --- ending ---------------------------------------------------------------------------------------------
     async def flush_all(self) -> None:
         """Release text still held by the decoders (end of turn, stop, shutdown): a partial tag is dropped."""
         async with self._lock:

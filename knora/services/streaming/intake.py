@@ -37,7 +37,8 @@ def _dedupe(values: list[str]) -> list[str]:
 
 
 def merge_targets(body: ChatBody) -> tuple[list[str], list[str], list[str]]:
-    """Request ids plus @kb / @file / @tag mentions → (KB ids, knowledge ids, tag ids), deduped, order kept."""
+    """Request ids plus @kb / @file / @tag mentions → (KB ids, knowledge ids, tag ids), deduped, order
+    kept."""
     kbs, docs, tags = list(body.knowledge_base_ids), list(body.knowledge_ids), list(body.tag_ids)
     for item in body.mentioned_items:
         kind, item_id = str(item.get("type") or ""), str(item.get("id") or "")

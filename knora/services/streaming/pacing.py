@@ -1,21 +1,23 @@
 """How long a turn may hold answer/reasoning text before it goes to the stream log as one event.
 
-Every stream-log entry costs the process the same again for each follower (wake-up, SSE frame, socket write) and,
-on Redis, a round trip — while a model delta is a few characters. One process streaming to many clients at once
-therefore runs out of CPU on events, not on text. The pacer gives each stream that writes text a **hold**: after a
-text event, deltas that arrive within the hold are merged into the next event (the bus does it, ``bus.py``).
+Every stream-log entry costs the process the same again for each follower (wake-up, SSE frame, socket write)
+and, on Redis, a round trip — while a model delta is a few characters. One process streaming to many clients
+at once therefore runs out of CPU on events, not on text. The pacer gives each stream that writes text a
+**hold**: after a text event, deltas that arrive within the hold are merged into the next event (the bus does
+it, ``bus.py``).
 
 The hold has two parts:
 
 - a **frame budget** (text events per second, all streams together): with ``n`` streams writing text, each may
-  append at most once per ``n / budget`` seconds. Below the budget the hold is shorter than the gap between two
-  model deltas, so nothing is merged and every delta goes out the moment it arrives;
-- a **load factor** from the event loop itself: a timer looks every ``TICK_S`` at how late the loop ran it and at
-  the share of that time the loop's thread was on the CPU. While the loop is late by more than ``lag_target_s`` or
-  busy more than ``BUSY_HIGH`` of the time, the factor grows (×1.5 per tick); once it is back under half the lag
-  target and under ``BUSY_LOW``, it decays (×0.8 per tick) to 1. So a slower machine, a costlier stream log
-  (Redis) or a process busy with other work merges more instead of delivering the same text late; the budget does
-  not have to be tuned per machine. (Lag alone misses a loop that is saturated by many short callbacks.)
+  append at most once per ``n / budget`` seconds. Below the budget the hold is shorter than the gap between
+  two model deltas, so nothing is merged and every delta goes out the moment it arrives;
+- a **load factor** from the event loop itself: a timer looks every ``TICK_S`` at how late the loop ran it and
+  at the share of that time the loop's thread was on the CPU. While the loop is late by more than
+  ``lag_target_s`` or busy more than ``BUSY_HIGH`` of the time, the factor grows (×1.5 per tick); once it is
+  back under half the lag target and under ``BUSY_LOW``, it decays (×0.8 per tick) to 1. So a slower machine,
+  a costlier stream log (Redis) or a process busy with other work merges more instead of delivering the same
+  text late; the budget does not have to be tuned per machine. (Lag alone misses a loop that is saturated by
+  many short callbacks.)
 
 The hold never exceeds ``max_hold_s``. Text is never dropped or reordered: see ``bus.py``.
 """
@@ -34,7 +36,8 @@ MAX_FACTOR = 64.0
 class DeltaPacer:
     """Shared by every turn of a process; a bus registers while its turn writes text."""
 
-    def __init__(self, frame_budget: int = 10_000, max_hold_s: float = 0.25, lag_target_s: float = 0.01) -> None:
+    def __init__(self, frame_budget: int = 10_000, max_hold_s: float = 0.25,
+                 lag_target_s: float = 0.01) -> None:
         if frame_budget < 0 or max_hold_s < 0 or lag_target_s <= 0:
             raise ValueError("frame_budget and max_hold_s must not be negative, lag_target_s must be positive")
         self.frame_budget = frame_budget

@@ -1,8 +1,8 @@
 """SSE frames exactly as WeKnora writes them (api §2.1–2.2), and the log → frames loop of a response.
 
-``event:message`` with no space, one-line JSON, ``id`` = the request id on every frame. Between frames a comment
-line keeps proxies from closing an idle connection (WeKnora sends none; every SSE parser skips comments). The
-loop only reads the log, so a client leaving ends the loop and nothing else.
+``event:message`` with no space, one-line JSON, ``id`` = the request id on every frame. Between frames a
+comment line keeps proxies from closing an idle connection (WeKnora sends none; every SSE parser skips
+comments). The loop only reads the log, so a client leaving ends the loop and nothing else.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What the streaming service hands a runtime for one chat turn, and what it gets back.
 
-The quick-answer pipeline and the smart-reasoning agent both implement ``TurnRunner``; they meet the stream only
-through ``TurnContext.bus`` (see docs/architecture.md, "A chat turn").
+The quick-answer pipeline and the smart-reasoning agent both implement ``TurnRunner``; they meet the stream
+only through ``TurnContext.bus`` (see docs/architecture.md, "A chat turn").
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ class ReferenceRegistryPort(Protocol):
     def register_web(self, url: str, title: str = "") -> str: ...
 
     def resolve(self, handle: str) -> dict[str, Any] | None:
-        """{'kind': 'chunk'|'document'|'kb'|'web', 'id'|'url': …, …} for a known handle (any case), else None."""
+        """{'kind': 'chunk'|'document'|'kb'|'web', 'id'|'url': …, …} for a known handle (any case), else
+        None."""
         ...
 
     def protocol_prompt(self) -> str:
@@ -85,11 +86,13 @@ class ReferenceRegistryPort(Protocol):
         ...
 
     def expand_text(self, text: str) -> str:
-        """Model text → public text: known <ref id="cN"/> → <kb …/>, <ref id="wN"/> → <web …/>, rest deleted."""
+        """Model text → public text: known <ref id="cN"/> → <kb …/>, <ref id="wN"/> → <web …/>, rest
+        deleted."""
         ...
 
     def compact_public_citations(self, text: str) -> str:
-        """History replay: public <kb chunk_id=…/>/<web url=…/> tags → <ref id="…"/> with this turn's handles."""
+        """History replay: public <kb chunk_id=…/>/<web url=…/> tags → <ref id="…"/> with this turn's
+        handles."""
         ...
 
     def encode_text(self, text: str) -> str:

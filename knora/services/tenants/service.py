@@ -32,8 +32,8 @@ class TenantService:
         self._ui_key: str | None = None
 
     async def authenticate(self, key: str) -> int | None:
-        """The tenant of an API key. Known keys are answered from memory; concurrent first requests with one key
-        share a single lookup (a thousand clients connecting at once are one query, not a thousand)."""
+        """The tenant of an API key. Known keys are answered from memory; concurrent first requests with one
+        key share a single lookup (a thousand clients connecting at once are one query, not a thousand)."""
         if not key:
             return None
         digest = hash_key(key)
@@ -81,8 +81,8 @@ class TenantService:
         return tenant, key
 
     async def ui_key(self, configured: str | None) -> str:
-        """The key the local web UI logs in with: the configured key, else one generated on first use and added to
-        the default tenant (kept for the life of the process; it is stored hashed only)."""
+        """The key the local web UI logs in with: the configured key, else one generated on first use and
+        added to the default tenant (kept for the life of the process; it is stored hashed only)."""
         if configured:
             return configured
         if self._ui_key is None:
@@ -107,7 +107,8 @@ class TenantService:
             if api_key:
                 exists = (await s.execute(select(ApiKeyRow).where(ApiKeyRow.key_hash == hash_key(api_key)))).first()
                 if not exists:
-                    s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, key_hash=hash_key(api_key), prefix=api_key[:8]))
+                    s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, key_hash=hash_key(api_key),
+                                    prefix=api_key[:8]))
             else:
                 any_key = (await s.execute(select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant_id))).first()
                 if not any_key:

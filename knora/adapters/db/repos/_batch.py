@@ -1,17 +1,17 @@
 """Coalescing of the small reads and writes many concurrent chat turns make (sessions and messages).
 
-Every turn looks its session up, inserts its message pair, loads its history and completes its answer. Done one
-by one, a thousand turns in flight mean thousands of short transactions queueing for a connection pool (and, on
-SQLite, for its single writer) — the database, not the model, sets the pace. Here:
+Every turn looks its session up, inserts its message pair, loads its history and completes its answer. Done
+one by one, a thousand turns in flight mean thousands of short transactions queueing for a connection pool
+(and, on SQLite, for its single writer) — the database, not the model, sets the pace. Here:
 
-- ``BatchLoader``: single-key reads awaited meanwhile are answered by one ``WHERE key IN (…)`` query; while a query
-  runs, the next keys gather for the one after it. Each caller still gets exactly its own row, read after every
-  write it awaited before asking (a read starts after it is requested, never before).
+- ``BatchLoader``: single-key reads awaited meanwhile are answered by one ``WHERE key IN (…)`` query; while a
+  query runs, the next keys gather for the one after it. Each caller still gets exactly its own row, read
+  after every write it awaited before asking (a read starts after it is requested, never before).
 - ``GroupCommit``: one writer task runs every write queued meanwhile in a single transaction. Writes made of
   parameterised statements (``Write``) with the same statement are sent as one ``executemany``; each caller's
-  ``await`` returns once the transaction holding its write has committed, so nothing a caller was told is saved
-  can be lost by a crash. If the group's transaction fails, each caller's writes are retried in a transaction of
-  their own, so one bad write fails alone.
+  ``await`` returns once the transaction holding its write has committed, so nothing a caller was told is
+  saved can be lost by a crash. If the group's transaction fails, each caller's writes are retried in a
+  transaction of their own, so one bad write fails alone.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ Op = Callable[[AsyncSession], Awaitable[Any]]
 
 
 class BatchLoader(Generic[K, V]):
-    """``await load(key)`` → the value ``fetch`` found for it (or None); concurrent loads share one ``fetch``."""
+    """``await load(key)`` → the value ``fetch`` found for it (or None); concurrent loads share one
+    ``fetch``."""
 
     def __init__(self, fetch: Callable[[list[K]], Awaitable[dict[K, V]]], max_batch: int = 500) -> None:
         self._fetch = fetch
@@ -109,7 +110,8 @@ def _plan(items: Iterable[_Pending]) -> list[_Group | _Pending]:
             at = open_groups.get(w.key)
             if at is not None:
                 for t in w.targets:
-                    if touched.get(t, -1) > at:  # a later group writes this row: merging would reorder the two
+                    # a later group writes this row: merging would reorder the two
+                    if touched.get(t, -1) > at:
                         at = None
                         break
             if at is None:
@@ -136,7 +138,8 @@ class GroupCommit:
         await self._submit(_Pending(writes, None, asyncio.get_running_loop().create_future()))
 
     async def run(self, op: Op) -> Any:
-        """Runs ``op(session)`` inside a group transaction; returns its result once the transaction committed."""
+        """Runs ``op(session)`` inside a group transaction; returns its result once the transaction
+        committed."""
         return await self._submit(_Pending(None, op, asyncio.get_running_loop().create_future()))
 
     async def _submit(self, item: _Pending) -> Any:

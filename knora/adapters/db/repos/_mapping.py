@@ -117,8 +117,9 @@ class GatedSessions:
     """A session factory whose write transactions (``begin()``) queue on one asyncio lock.
 
     SQLite allows one writer at a time; several connections of one process that try at once do not queue, they
-    sleep in SQLite's busy handler and retry, which costs tens of milliseconds per collision. Queuing the writes
-    of this process in asyncio instead keeps each one short. On PostgreSQL there is no gate (``lock=None``).
+    sleep in SQLite's busy handler and retry, which costs tens of milliseconds per collision. Queuing the
+    writes of this process in asyncio instead keeps each one short. On PostgreSQL there is no gate
+    (``lock=None``).
     """
 
     def __init__(self, sessions: Any, lock: Any = None) -> None:

@@ -1,5 +1,6 @@
 """Custom agents. Built-in agents live in code; a tenant's edits of one are stored as a row keyed
-``<builtin-id>@<tenant>`` (the table's primary key is the id alone, and every tenant may override a built-in)."""
+``<builtin-id>@<tenant>`` (the table's primary key is the id alone, and every tenant may override a
+built-in)."""
 
 from __future__ import annotations
 

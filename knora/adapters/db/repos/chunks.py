@@ -32,8 +32,8 @@ class SqlChunkRepo:
         out: dict[str, list[str] | None] = {}
         async with self._sessions.begin() as s:
             ids = [kid for kid, _, _ in items]
-            # Lock the document rows first (FOR UPDATE is a no-op on SQLite, whose writers are serialised anyway),
-            # so a concurrent delete either happens before (we see it gone) or waits for this commit.
+            # Lock the document rows first (FOR UPDATE is a no-op on SQLite, whose writers are serialised
+            # anyway), so a concurrent delete either happens before (we see it gone) or waits for this commit.
             present = {r[0] for r in await s.execute(select(KnowledgeRow.id).where(KnowledgeRow.id.in_(ids))
                                                      .with_for_update())}
             live = [kid for kid in ids if kid in present]

@@ -1,8 +1,8 @@
 """FAQ entries of FAQ-type knowledge bases, stored as chunks of type ``faq`` (owned by retrieval).
 
 Every FAQ KB gets one holding document (``knowledges`` row of type ``faq``, parse status completed) unless the
-caller names one; an entry's public integer id (WeKnora's "seq id") is the chunk's ``chunk_index``, unique per KB.
-The FAQ fields live in the chunk's metadata (spec §9.4), the chunk content is the rendered entry.
+caller names one; an entry's public integer id (WeKnora's "seq id") is the chunk's ``chunk_index``, unique per
+KB. The FAQ fields live in the chunk's metadata (spec §9.4), the chunk content is the rendered entry.
 """
 
 from __future__ import annotations

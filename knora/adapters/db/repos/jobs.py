@@ -1,8 +1,8 @@
 """The durable job table behind the in-process queue.
 
-A claim is an UPDATE guarded by the status it expects, so two workers (or two processes on one database, e.g. the
-server and the CLI) never run the same job twice at once. A running job whose heartbeat stopped (its process
-died) becomes claimable again once it is stale.
+A claim is an UPDATE guarded by the status it expects, so two workers (or two processes on one database, e.g.
+the server and the CLI) never run the same job twice at once. A running job whose heartbeat stopped (its
+process died) becomes claimable again once it is stale.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class SqlJobRepo:
                     return str(existing[0]), False
             job_id = new_id()
             now = utcnow()
-            s.add(JobRow(id=job_id, kind=kind, key=key, payload=payload, status="queued", attempts=0, error="",
+            s.add(JobRow(id=job_id, kind=kind, key=key, payload=payload, status="queued", attempts=0,
+                         error="",
                          created_at=now, updated_at=now))
             return job_id, True
 
@@ -47,7 +48,8 @@ class SqlJobRepo:
                                        .limit(1))).scalar_one_or_none()
                 if row is None:
                     return None
-                rec = row_to(JobRecord, row)  # before the UPDATE, which refreshes the row object in the session
+                # before the UPDATE, which refreshes the row object in the session
+                rec = row_to(JobRecord, row)
                 res = await s.execute(update(JobRow).where(JobRow.id == row.id, claimable).values(
                     status="running", attempts=JobRow.attempts + 1, updated_at=utcnow()),
                     execution_options={"synchronize_session": False})

@@ -34,7 +34,8 @@ class SqlKnowledgeBaseRepo:
     async def get_by_name(self, tenant_id: int, name: str) -> KnowledgeBase | None:
         async with self._sessions() as s:
             row = (await s.execute(
-                select(KnowledgeBaseRow).where(KnowledgeBaseRow.tenant_id == tenant_id, KnowledgeBaseRow.name == name)
+                select(KnowledgeBaseRow).where(KnowledgeBaseRow.tenant_id == tenant_id,
+                                               KnowledgeBaseRow.name == name)
                 .order_by(KnowledgeBaseRow.created_at).limit(1))).scalar_one_or_none()
             return row_to(KnowledgeBase, row) if row else None
 
@@ -58,7 +59,8 @@ class SqlKnowledgeBaseRepo:
             row = await s.get(KnowledgeBaseRow, kb_id)
             if row is None or row.tenant_id != tenant_id:
                 return False
-            # Explicit deletes: SQLite enforces the cascades too, but this keeps one code path for both databases.
+            # Explicit deletes: SQLite enforces the cascades too, but this keeps one code path for both
+            # databases.
             await s.execute(delete(ChunkRow).where(ChunkRow.knowledge_base_id == kb_id))
             await s.execute(delete(KnowledgeRow).where(KnowledgeRow.knowledge_base_id == kb_id))
             await s.execute(delete(TagRow).where(TagRow.knowledge_base_id == kb_id))

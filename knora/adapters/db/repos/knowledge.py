@@ -59,7 +59,8 @@ class SqlKnowledgeRepo:
             conds.append(KnowledgeRow.type == f.source)
         if f.keyword:
             like = f"%{f.keyword.lower()}%"
-            conds.append(or_(func.lower(KnowledgeRow.title).like(like), func.lower(KnowledgeRow.file_name).like(like)))
+            conds.append(or_(func.lower(KnowledgeRow.title).like(like),
+                             func.lower(KnowledgeRow.file_name).like(like)))
         async with self._sessions() as s:
             total = (await s.execute(select(func.count()).select_from(KnowledgeRow).where(*conds))).scalar_one()
             rows = (await s.execute(select(KnowledgeRow).where(*conds)
@@ -97,7 +98,8 @@ class SqlKnowledgeRepo:
             return
         async with self._sessions.begin() as s:
             await s.execute(update(KnowledgeRow).where(
-                KnowledgeRow.id.in_(list(knowledge_ids)), KnowledgeRow.parse_status == str(ParseStatus.PENDING))
+                KnowledgeRow.id.in_(list(knowledge_ids)),
+                KnowledgeRow.parse_status == str(ParseStatus.PENDING))
                 .values(parse_status=str(ParseStatus.PROCESSING), error_message="", updated_at=utcnow()))
 
     async def delete(self, tenant_id: int, knowledge_id: str) -> bool:

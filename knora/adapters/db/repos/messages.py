@@ -2,8 +2,8 @@
 
 What every chat turn does here goes through ``_batch``: creating its message pair and completing it are group
 commits (the pair inserts of a thousand turns in flight are one ``executemany`` in one transaction), and the
-history load (``recent`` without ``before``) and ``get`` are coalesced reads — one query for all turns waiting.
-Each caller still awaits its own write being committed, and reads what was committed before it asked.
+history load (``recent`` without ``before``) and ``get`` are coalesced reads — one query for all turns
+waiting. Each caller still awaits its own write being committed, and reads what was committed before it asked.
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ _HISTORY_COLUMNS = (MessageRow.session_id, MessageRow.request_id, MessageRow.rol
 def _last_of_sessions(columns: Any, session_ids: list[str], limit: int,
                       skip_requests: list[tuple[str, str]] | None = None) -> Select[Any]:
     """The last ``limit`` messages of each session, each session's oldest first (a window function). With
-    ``skip_requests`` ((session, request id) pairs), those and messages without a request id are left out of the
-    result, though they still count among the last ``limit``."""
+    ``skip_requests`` ((session, request id) pairs), those and messages without a request id are left out of
+    the result, though they still count among the last ``limit``."""
     rn = func.row_number().over(partition_by=MessageRow.session_id, order_by=_NEWEST_FIRST)
     ranked = select(*columns, rn.label("rn")).where(MessageRow.session_id.in_(session_ids)).subquery()
     where = [ranked.c.rn <= limit]
@@ -93,7 +93,8 @@ class SqlMessageRepo:
         self._writes = writer if writer is not None else GroupCommit(sessions)
         self._by_id: BatchLoader[str, Message] = BatchLoader(self._fetch_by_id)
         self._recent: BatchLoader[tuple[str, int], list[Message]] = BatchLoader(self._fetch_recent)
-        self._history: BatchLoader[tuple[str, int, str], list[HistoryMessage]] = BatchLoader(self._fetch_history)
+        self._history: BatchLoader[tuple[str, int, str],
+                                   list[HistoryMessage]] = BatchLoader(self._fetch_history)
 
     async def close(self) -> None:
         if self._own_writer:
@@ -189,7 +190,8 @@ class SqlMessageRepo:
                 .order_by(*_NEWEST_FIRST).limit(max(limit, 0)))).scalars().all()
             return [row_to(Message, r) for r in reversed(rows)]
 
-    async def history(self, session_id: str, limit: int, exclude_request_id: str = "") -> list[HistoryMessage]:
+    async def history(self, session_id: str, limit: int,
+                      exclude_request_id: str = "") -> list[HistoryMessage]:
         return list(await self._history.load((session_id, max(limit, 0), exclude_request_id)) or [])
 
     async def by_request(self, session_id: str, request_id: str) -> list[Message]:

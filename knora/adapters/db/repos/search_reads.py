@@ -1,13 +1,14 @@
 """SQLAlchemy implementation of :class:`knora.ports.search_store.SearchStore` (read-only; owned by retrieval).
 
-Batched ``IN`` queries (chunks of 500 ids) so hydrating a 500-hit result costs one or two round trips per table.
+Batched ``IN`` queries (chunks of 500 ids) so hydrating a 500-hit result costs one or two round trips per
+table.
 
 On a SQLite file every read runs as one call on a worker thread, through a synchronous engine on the same file
 (query-only connections): through aiosqlite a read was four or five hops between the event loop and the
-driver's thread (begin, execute, fetch, rollback, release), 1–4 ms on a busy 2-core machine for a 10-row lookup
-that SQLite answers in ~0.1 ms. WAL mode lets these readers run beside the writer; each read is its own
-transaction, so it sees everything committed before it started, as before. Other databases (PostgreSQL) use the
-async session.
+driver's thread (begin, execute, fetch, rollback, release), 1–4 ms on a busy 2-core machine for a 10-row
+lookup that SQLite answers in ~0.1 ms. WAL mode lets these readers run beside the writer; each read is its own
+transaction, so it sees everything committed before it started, as before. Other databases (PostgreSQL) use
+the async session.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from knora.adapters.db.tables import Base, ChunkRow, KnowledgeBaseRow, Knowledge
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
 
 _BATCH = 500
-# Column-only selects: hydration reads hundreds of rows per search, and building ORM objects for them cost more
-# than the queries themselves.
+# Column-only selects: hydration reads hundreds of rows per search, and building ORM objects for them cost
+# more than the queries themselves.
 _CHUNK_COLS = select_columns(Chunk, ChunkRow)
 _KNOWLEDGE_COLS = select_columns(Knowledge, KnowledgeRow)
 _KNOWLEDGE_ID_AT = [c.key for c in _KNOWLEDGE_COLS].index("id")
@@ -46,7 +47,8 @@ M = TypeVar("M", bound=BaseModel)
 
 @cache
 def _datetime_at(model: type[BaseModel], row_cls: type[Base]) -> frozenset[int]:
-    """Positions of the timestamp columns in ``select_columns(model, row_cls)`` (SQLite returns them naive)."""
+    """Positions of the timestamp columns in ``select_columns(model, row_cls)`` (SQLite returns them
+    naive)."""
     columns = inspect(row_cls).columns
     return frozenset(n for n, (key, _) in enumerate(_row_fields(model, row_cls))
                      if isinstance(columns[key].type, DateTime))
@@ -140,10 +142,10 @@ class SqlSearchReads:
 
     async def chunks_with_knowledge(self, chunk_ids: Sequence[str], *, neighbours_below: int = 0
                                     ) -> tuple[list[Chunk], list[Knowledge]]:
-        """The chunks and their documents in one query (a left join: a chunk whose document is gone still comes
-        back, without it) — hydration's two reads in one round trip. With ``neighbours_below`` > 0 the previous
-        and next chunks of every text chunk shorter than that (in characters) come back too, in the same call:
-        they are what the chat pipeline's merge reads next to lengthen short passages."""
+        """The chunks and their documents in one query (a left join: a chunk whose document is gone still
+        comes back, without it) — hydration's two reads in one round trip. With ``neighbours_below`` > 0 the
+        previous and next chunks of every text chunk shorter than that (in characters) come back too, in the
+        same call: they are what the chat pipeline's merge reads next to lengthen short passages."""
         return await self._read(_chunks_with_knowledge, chunk_ids, neighbours_below)
 
     async def knowledge_ids_with_tags(self, kb_id: str, tag_ids: Sequence[str]) -> list[str]:
@@ -153,12 +155,13 @@ class SqlSearchReads:
         return await self._read(_tag_kbs, tag_ids)
 
 
-# --- the reads (synchronous session code; run by ``SqlSearchReads._read``) ------------------------------------
+# --- the reads (synchronous session code; run by ``SqlSearchReads._read``) ----------------------------------
 def _knowledge_bases(s: Session, kb_ids: Sequence[str]) -> list[KnowledgeBase]:
     out: dict[str, KnowledgeBase] = {}
     for part in _batches(kb_ids):
         for row in s.scalars(select(KnowledgeBaseRow).where(KnowledgeBaseRow.id.in_(part))).all():
-            values = {c: getattr(row, c) for c in ("indexing_strategy", "retrieval_config", "chunking_config")}
+            values = {c: getattr(row, c) for c in ("indexing_strategy", "retrieval_config",
+                                                   "chunking_config")}
             for k, v in values.items():
                 if not isinstance(v, dict):
                     setattr(row, k, {})
@@ -214,6 +217,7 @@ def _knowledge_ids_with_tags(s: Session, kb_id: str, tag_ids: Sequence[str]) -> 
 def _tag_kbs(s: Session, tag_ids: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for part in _batches(tag_ids):
-        for tid, kb in s.execute(select(TagRow.id, TagRow.knowledge_base_id).where(TagRow.id.in_(part))).all():
+        for tid, kb in s.execute(select(TagRow.id,
+                                        TagRow.knowledge_base_id).where(TagRow.id.in_(part))).all():
             out[tid] = kb
     return out

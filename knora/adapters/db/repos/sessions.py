@@ -1,7 +1,8 @@
-"""Chat sessions (spec §7.1, §7.6) on SessionRow; deleting a session deletes its messages in the same transaction.
+"""Chat sessions (spec §7.1, §7.6) on SessionRow; deleting a session deletes its messages in the same
+transaction.
 
-``get`` (the lookup every chat turn starts with) is a coalesced read and ``set_title_if_empty`` (the title every
-first turn saves) a group-commit write, shared with the message repository's writer (see ``_batch``)."""
+``get`` (the lookup every chat turn starts with) is a coalesced read and ``set_title_if_empty`` (the title
+every first turn saves) a group-commit write, shared with the message repository's writer (see ``_batch``)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ class SqlSessionRepo:
             total = (await s.execute(select(func.count()).select_from(SessionRow).where(*cond))).scalar_one()
             rows = (await s.execute(
                 select(SessionRow).where(*cond)
-                .order_by(SessionRow.is_pinned.desc(), SessionRow.pinned_at.desc(), SessionRow.updated_at.desc(),
+                .order_by(SessionRow.is_pinned.desc(), SessionRow.pinned_at.desc(),
+                          SessionRow.updated_at.desc(),
                           SessionRow.id)
                 .offset((page - 1) * page_size).limit(page_size))).scalars().all()
             return [row_to(Session, r) for r in rows], int(total)
@@ -77,7 +79,8 @@ class SqlSessionRepo:
 
     async def set_title_if_empty(self, tenant_id: int, session_id: str, title: str) -> bool:
         statement = (update(SessionRow).where(SessionRow.id == session_id, SessionRow.tenant_id == tenant_id,
-                                              SessionRow.title == "").values(title=title, updated_at=utcnow()))
+                                              SessionRow.title == "").values(title=title,
+                                                                             updated_at=utcnow()))
 
         async def op(s: AsyncSession) -> bool:
             return bool((await s.execute(statement)).rowcount)  # type: ignore[attr-defined]

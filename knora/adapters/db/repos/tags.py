@@ -31,7 +31,8 @@ class SqlTagRepo:
 
     async def get_by_name(self, kb_id: str, name: str) -> Tag | None:
         async with self._sessions() as s:
-            row = (await s.execute(select(TagRow).where(TagRow.knowledge_base_id == kb_id, TagRow.name == name)
+            row = (await s.execute(select(TagRow).where(TagRow.knowledge_base_id == kb_id,
+                                                        TagRow.name == name)
                                    .limit(1))).scalar_one_or_none()
             return row_to(Tag, row) if row else None
 
@@ -43,7 +44,8 @@ class SqlTagRepo:
             conds.append(func.lower(TagRow.name).like(f"%{keyword.lower()}%"))
         async with self._sessions() as s:
             total = (await s.execute(select(func.count()).select_from(TagRow).where(*conds))).scalar_one()
-            rows = (await s.execute(select(TagRow).where(*conds).order_by(TagRow.sort_order, TagRow.created_at)
+            rows = (await s.execute(select(TagRow).where(*conds).order_by(TagRow.sort_order,
+                                                                          TagRow.created_at)
                                     .offset((page - 1) * page_size).limit(page_size))).scalars().all()
             tags = [row_to(Tag, r) for r in rows]
             ids = [t.id for t in tags]

@@ -42,7 +42,8 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id')
     )
-    op.create_index(op.f('ix_graph_entities_knowledge_base_id'), 'graph_entities', ['knowledge_base_id'], unique=False)
+    op.create_index(op.f('ix_graph_entities_knowledge_base_id'), 'graph_entities', ['knowledge_base_id'],
+                    unique=False)
     op.create_index(op.f('ix_graph_entities_name'), 'graph_entities', ['name'], unique=False)
     op.create_index(op.f('ix_graph_entities_tenant_id'), 'graph_entities', ['tenant_id'], unique=False)
     op.create_table('graph_relations',
@@ -58,7 +59,8 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id')
     )
-    op.create_index(op.f('ix_graph_relations_knowledge_base_id'), 'graph_relations', ['knowledge_base_id'], unique=False)
+    op.create_index(op.f('ix_graph_relations_knowledge_base_id'), 'graph_relations', ['knowledge_base_id'],
+                    unique=False)
     op.create_index(op.f('ix_graph_relations_source'), 'graph_relations', ['source'], unique=False)
     op.create_index(op.f('ix_graph_relations_target'), 'graph_relations', ['target'], unique=False)
     op.create_index(op.f('ix_graph_relations_tenant_id'), 'graph_relations', ['tenant_id'], unique=False)
@@ -151,7 +153,8 @@ def upgrade() -> None:
     sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id')
     )
-    op.create_index(op.f('ix_web_search_providers_tenant_id'), 'web_search_providers', ['tenant_id'], unique=False)
+    op.create_index(op.f('ix_web_search_providers_tenant_id'), 'web_search_providers', ['tenant_id'],
+                    unique=False)
     op.create_table('api_keys',
     sa.Column('id', sa.String(length=36), nullable=False),
     sa.Column('tenant_id', sa.Integer(), nullable=False),
@@ -242,7 +245,8 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id')
     )
     op.create_index('ix_knowledges_kb_hash', 'knowledges', ['knowledge_base_id', 'file_hash'], unique=False)
-    op.create_index(op.f('ix_knowledges_knowledge_base_id'), 'knowledges', ['knowledge_base_id'], unique=False)
+    op.create_index(op.f('ix_knowledges_knowledge_base_id'), 'knowledges', ['knowledge_base_id'],
+                    unique=False)
     op.create_index(op.f('ix_knowledges_parse_status'), 'knowledges', ['parse_status'], unique=False)
     op.create_index(op.f('ix_knowledges_tenant_id'), 'knowledges', ['tenant_id'], unique=False)
     op.create_table('tags',
