@@ -31,7 +31,8 @@ def l2_normalise(matrix: np.ndarray) -> Vector:
         m = m[None, :]
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (m / norms).astype(np.float32, copy=False)
+    out: Vector = (m / norms).astype(np.float32, copy=False)
+    return out
 
 
 class LocalEmbedder(ABC):
@@ -88,4 +89,6 @@ class LocalEmbedder(ABC):
         return np.concatenate(parts, axis=0) if parts else out
 
     async def embed_query(self, text: str) -> Vector:
-        return (await asyncio.to_thread(self.encode_sync, [text], True))[0]
+        vectors: Vector = await asyncio.to_thread(self.encode_sync, [text], True)
+        first: Vector = vectors[0]  # a row of the matrix
+        return first

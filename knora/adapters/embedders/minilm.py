@@ -62,7 +62,7 @@ class MiniLMEmbedder(LocalEmbedder):
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()  # a progress bar per model load is noise in a server log
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # a progress bar per model load is noise in a server log
         if self._threads:
             torch.set_num_threads(int(self._threads))
         self._model = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)

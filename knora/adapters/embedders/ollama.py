@@ -69,4 +69,6 @@ class OllamaEmbedder:
         return out
 
     async def embed_query(self, text: str) -> Vector:
-        return (await self.embed_passages([text]))[0]
+        vectors = await self.embed_passages([text])
+        first: Vector = vectors[0]  # a row of the matrix
+        return first

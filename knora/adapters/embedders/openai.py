@@ -82,7 +82,9 @@ class OpenAIEmbedder:
         return out
 
     async def embed_query(self, text: str) -> Vector:
-        return (await self.embed_passages([text]))[0]
+        vectors = await self.embed_passages([text])
+        first: Vector = vectors[0]  # a row of the matrix
+        return first
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -35,10 +35,11 @@ _QUESTION = re.compile(r"^(什么是|什么|如何|怎么|怎样|为什么|为�
 def _jieba() -> ModuleType:
     import jieba
 
+    module: ModuleType = jieba
     if not jieba.dt.initialized:
         jieba.setLogLevel(logging.WARNING)
         jieba.dt.initialize()
-    return jieba
+    return module
 
 
 def _tokens(text: str) -> list[str]:
