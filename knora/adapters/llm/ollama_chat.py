@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from knora.adapters.llm.think import ThinkSplitter, strip_think
+from knora.domain.think import ThinkSplitter, split_think
 from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse, ModelError, ToolCall, Usage
 
 
@@ -112,7 +112,7 @@ class OllamaChatModel:
         except httpx.HTTPError as exc:
             raise self._error(exc) from exc
         msg = body.get("message") or {}
-        content, inline = strip_think(msg.get("content") or "")
+        content, inline = split_think(msg.get("content") or "")
         return ChatResponse(content=content, reasoning_content=msg.get("thinking") or inline,
                             tool_calls=_tool_calls(msg.get("tool_calls")),
                             finish_reason=body.get("done_reason") or "stop", usage=_usage(body))

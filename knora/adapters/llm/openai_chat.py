@@ -15,7 +15,7 @@ from typing import Any
 
 import openai
 
-from knora.adapters.llm.think import ThinkSplitter, strip_think
+from knora.domain.think import OPEN, ThinkSplitter, split_think
 from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse, ModelError, ToolCall, Usage
 
 # ChatOptions.extra keys that mean something to other providers and must not reach the wire.
@@ -133,8 +133,8 @@ class OpenAIChatModel:
         msg = choice.message
         content = msg.content or ""
         reasoning = _reasoning_of(msg)
-        if "<think>" in content:
-            content, inline = strip_think(content)
+        if OPEN in content:
+            content, inline = split_think(content)
             reasoning = reasoning or inline
         calls = [ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments or "{}")
                  for tc in (msg.tool_calls or []) if getattr(tc, "function", None) is not None]

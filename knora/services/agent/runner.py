@@ -16,6 +16,7 @@ from typing import Any
 
 from knora.domain.errors import AppError
 from knora.domain.stream import BusEvent
+from knora.domain.think import drop_closed_think
 from knora.ports.chat import ChatMessage, ToolCall
 from knora.ports.tool import Tool, ToolContext, ToolDeps
 from knora.services.agent import prompts
@@ -28,7 +29,6 @@ from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
 log = logging.getLogger(__name__)
 MCPTools = Callable[[int, str | None, list[str]], Awaitable[list[Tool]]]
 SkillsPrompt = Callable[[list[str] | None], str]
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 
 def _clean(name: str) -> str:
@@ -147,7 +147,7 @@ class SmartReasoningRunner:
             return []
         out: list[ChatMessage] = []
         for h in req.history[-turns:] if turns > 0 else []:
-            answer = _THINK.sub("", h.answer).strip()
+            answer = drop_closed_think(h.answer).strip()
             out.append(ChatMessage(role="user", content=h.query))
             if answer:
                 out.append(ChatMessage(role="assistant", content=ctx.references.compact_public_citations(answer)))
