@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from knora import prompts
+from knora.domain.model_json import extract_object
 from knora.domain.search import MatchType, SearchResult
 from knora.ports.chat import ChatMessage, ChatOptions
 from knora.ports.sql_sandbox import QueryResult, SqlRefused, SqlSandbox
@@ -144,8 +145,7 @@ class DataAnalysis:
         resp = await model.chat([ChatMessage(role="user", content=prompt)], ChatOptions(
             temperature=0.1, response_format={"type": "json_schema",
                                               "json_schema": {"name": "data_analysis", "schema": SCHEMA}}))
-        text = resp.content.strip()
-        payload = json.loads(text[text.find("{"): text.rfind("}") + 1]) if "{" in text else {}
+        payload = extract_object(resp.content.strip()) or {}
         sql = str(payload.get("sql") or "").replace(doc.id, table).replace(f'"{table}"', table)
         try:
             result = await asyncio.to_thread(self._sandbox.query_rows, header, rows, table, sql,
