@@ -26,7 +26,7 @@ BuildFn = Callable[[str, Settings], Embedder]
 def model_spec(m: ModelConfig) -> tuple[str, dict[str, Any]]:
     """A ``/models`` Embedding row → (provider:model spec, settings overrides)."""
     params = m.parameters or {}
-    provider = str(params.get("provider") or params.get("interface_type") or "").lower()
+    provider = m.provider("")
     if ":" in m.name and not provider:
         spec = m.name
     else:
