@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from knora.domain.agent_settings import AgentSettings
 from knora.domain.common import new_id, utcnow
 
 # WeKnora wire names; the issue's short names are accepted on input and mapped here.
@@ -80,6 +81,10 @@ class AgentConfig(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+    def settings(self) -> AgentSettings:
+        """``config`` as typed values with the one set of defaults (the dict is what the API returns)."""
+        return AgentSettings.of(self.config)
 
 
 class Tenant(BaseModel):

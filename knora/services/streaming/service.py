@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from knora.domain.agent_settings import AgentSettings
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message, Session
 from knora.domain.errors import AppError, BadRequest, NotFound
@@ -92,16 +93,17 @@ class ChatService:
             raise AppError(f"Query is too long: at most {self.max_query_chars} characters", status=413, code=1000)
         session = await self.sessions.get(tenant_id, session_id)
         agent = await self._resolve_agent(tenant_id, body.agent_id)
+        settings = agent.settings() if agent is not None else AgentSettings()
         kind = "quick"
         if mode == "agent":
             if agent is None and body.agent_enabled:
                 raise BadRequest("agent_id is required when agent mode is enabled")
-            if agent is not None and agent.config.get("agent_mode") == "smart-reasoning":
+            if agent is not None and settings.agent_mode == "smart-reasoning":
                 kind = "smart" if self._runners("smart") is not None else "quick"
         runner = self._runners(kind)
         if runner is None:
             raise AppError("No answering runtime is configured", status=503, code=1008)
-        if body.images and not (agent is not None and agent.config.get("image_upload_enabled")):
+        if body.images and not (agent is not None and settings.image_upload_enabled):
             raise BadRequest("Image upload is not enabled for this agent")
         kb_ids, knowledge_ids, tag_ids = merge_targets(body)
 
@@ -131,7 +133,7 @@ class ChatService:
             images=[str(i.get("data", "")) for i in body.images], mcp_service_ids=body.mcp_service_ids,
             skill_names=body.skill_names, language=body.language)
         wants_title = not session.title and (kind == "smart" or not body.disable_title)
-        max_rounds = int((agent.config.get("history_turns") if agent else None) or DEFAULT_HISTORY_ROUNDS)
+        max_rounds = settings.history_turns if agent is not None else DEFAULT_HISTORY_ROUNDS
         task = asyncio.create_task(self._run(runner, req, kind, wants_title, max_rounds),
                                    name=f"turn-{assistant.id}")
         self._tasks[assistant.id] = task
