@@ -11,7 +11,8 @@ def test_one_set_of_defaults_matches_the_builtin_quick_answer_agent() -> None:
     qa = BUILTINS["builtin-quick-answer"]["config"]
     typed = AgentSettings()
     for key in ("temperature", "max_completion_tokens", "history_turns", "multi_turn_enabled",
-                "embedding_top_k", "keyword_threshold", "vector_threshold", "rerank_top_k", "rerank_threshold",
+                "embedding_top_k", "keyword_threshold", "vector_threshold", "rerank_top_k",
+                "rerank_threshold",
                 "faq_priority_enabled", "faq_direct_answer_threshold", "faq_score_boost", "enable_rewrite",
                 "enable_query_expansion", "fallback_strategy", "web_search_max_results", "thinking",
                 "citation_enabled"):
@@ -30,7 +31,8 @@ def test_unknown_fields_are_kept_and_the_dict_is_untouched() -> None:
 
 def test_values_that_do_not_parse_read_as_defaults() -> None:
     s = AgentSettings.of({"embedding_top_k": 0, "history_turns": -2, "temperature": "hot",
-                          "knowledge_bases": "x", "kb_selection_mode": "", "multi_turn_enabled": None, "rerank_threshold": 0,
+                          "knowledge_bases": "x", "kb_selection_mode": "", "multi_turn_enabled": None,
+                          "rerank_threshold": 0,
                           "max_context_tokens": 0, "web_fetch_top_n": 2.9})
     assert (s.embedding_top_k, s.history_turns, s.temperature, s.knowledge_bases) == (10, 5, 0.7, [])
     assert s.kb_selection_mode == "selected" and s.multi_turn_enabled is True
