@@ -2,9 +2,9 @@
 
 One adapter covers OpenAI, vLLM, DeepSeek, Qwen/DashScope, Xinference, LM Studio, SiliconFlow … — they differ
 only in base URL and in where reasoning arrives: a ``reasoning_content`` (DeepSeek, Qwen) or ``reasoning``
-(vLLM, OpenRouter) delta field, or inline ``<think>`` tags, which are split into the reasoning channel here so
-callers see one shape. Tool calls arrive as fragments keyed by index; they are assembled and delivered whole on
-the final chunk, because a half-assembled call is useless to every caller.
+(vLLM, OpenRouter) delta field, or inline ``<think>`` tags, which are split into the reasoning channel here
+(``domain/think.py``) so callers see one shape. Tool calls arrive as fragments keyed by index; they are
+assembled and delivered whole on the final chunk, because a half-assembled call is useless to every caller.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         item: dict[str, Any] = {"role": m.role, "content": m.content}
         if m.role == "assistant" and m.tool_calls:
             item["tool_calls"] = [{"id": tc.id, "type": "function",
-                                   "function": {"name": tc.name, "arguments": tc.arguments}} for tc in m.tool_calls]
+                                   "function": {"name": tc.name, "arguments": tc.arguments}}
+                                  for tc in m.tool_calls]
             if not m.content:
                 item["content"] = None
         if m.role == "tool":
@@ -93,7 +94,8 @@ class OpenAIChatModel:
     async def close(self) -> None:
         await self._client.close()
 
-    def _request(self, messages: Sequence[ChatMessage], options: ChatOptions | None, stream: bool) -> dict[str, Any]:
+    def _request(self, messages: Sequence[ChatMessage], options: ChatOptions | None,
+                 stream: bool) -> dict[str, Any]:
         opts = options or ChatOptions()
         kwargs: dict[str, Any] = {"model": self._model, "messages": to_openai_messages(messages)}
         if opts.temperature is not None:
@@ -124,7 +126,8 @@ class OpenAIChatModel:
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
         try:
-            resp = await self._client.chat.completions.create(**self._request(messages, options, stream=False))
+            request = self._request(messages, options, stream=False)
+            resp = await self._client.chat.completions.create(**request)
         except openai.OpenAIError as exc:
             raise map_error(exc) from exc
         if not resp.choices:
@@ -196,7 +199,8 @@ class OpenAIChatModel:
         assembled = [ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")
                      for i, s in sorted(calls.items())]
         yield ChatChunk(content=tail_answer if answer_started or not saw_think else tail_answer.lstrip(),
-                        reasoning_content=tail_reasoning, tool_calls=assembled, finish_reason=finish, usage=usage)
+                        reasoning_content=tail_reasoning, tool_calls=assembled, finish_reason=finish,
+                        usage=usage)
 
 
 def dumps_arguments(arguments: Any) -> str:

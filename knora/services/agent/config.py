@@ -18,8 +18,8 @@ __all__ = ["DEFAULT_ALLOWED_TOOLS", "MAX_ITERATIONS_CAP", "EngineConfig", "ensur
 
 MAX_ITERATIONS_CAP = 100
 DEFAULT_ALLOWED_TOOLS = ["thinking", "todo_write", "knowledge_search", "grep_chunks", "list_knowledge_chunks",
-                         "query_knowledge_graph", "get_document_info", "search_conversations", "database_query",
-                         "data_analysis", "data_schema"]
+                         "query_knowledge_graph", "get_document_info", "search_conversations",
+                         "database_query", "data_analysis", "data_schema"]
 
 
 def validate(config: dict[str, Any]) -> None:
@@ -47,7 +47,7 @@ class EngineConfig(BaseModel):
     max_tool_output_chars: int = 24000
     retry_delays: list[float] = Field(default_factory=lambda: [1.0, 2.0])
     text_protocol: bool | None = None  # None → follow ChatModel.supports_tools
-    duplicate_rounds_limit: int = 2  # consecutive rounds made only of repeated calls before the run is stopped
+    duplicate_rounds_limit: int = 2  # consecutive rounds of only repeated calls before the run is stopped
     system_prompt: str = ""
     retain_retrieval_history: bool = False
 
@@ -55,7 +55,8 @@ class EngineConfig(BaseModel):
     def from_agent(cls, agent: AgentSettings) -> EngineConfig:
         """Raises ``ValidationFailed`` for a stored config over the iteration cap (it predates validation)."""
         if agent.max_iterations > MAX_ITERATIONS_CAP:
-            raise ValidationFailed(f"max iterations too high: {agent.max_iterations} (max {MAX_ITERATIONS_CAP})")
+            raise ValidationFailed(f"max iterations too high: {agent.max_iterations} "
+                                   f"(max {MAX_ITERATIONS_CAP})")
         values: dict[str, Any] = {
             "max_iterations": agent.max_iterations, "temperature": agent.temperature,
             "thinking": bool(agent.thinking), "parallel_tool_calls": agent.parallel_tool_calls,

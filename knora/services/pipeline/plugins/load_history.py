@@ -1,8 +1,8 @@
 """``load_history`` (spec §2.1): the last ``max_rounds`` complete (query, answer) pairs, oldest first.
 
-The streaming service already loaded and paired the session's messages into ``TurnRequest.history``; this stage
-applies WeKnora's rules to them: think blocks stripped from answers, only pairs with both sides non-empty (the
-in-flight turn is excluded), newest ``max_rounds`` kept, chronological order.
+The streaming service already loaded and paired the session's messages into ``TurnRequest.history``; this
+stage applies WeKnora's rules to them: think blocks stripped from answers, only pairs with both sides
+non-empty (the in-flight turn is excluded), newest ``max_rounds`` kept, chronological order.
 """
 
 from __future__ import annotations

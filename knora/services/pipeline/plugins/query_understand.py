@@ -70,8 +70,8 @@ def parse_understanding(text: str, original_query: str = "") -> Understanding:
 
 
 def render_conversation(history: Sequence[HistoryTurn]) -> str:
-    return "".join(f"------BEGIN------\nUser question: {h.query}\nAssistant answer: {h.answer}\n------END------\n"
-                   for h in history)
+    return "".join(f"------BEGIN------\nUser question: {h.query}\nAssistant answer: {h.answer}\n"
+                   "------END------\n" for h in history)
 
 
 def intent_prompts() -> dict[str, str]:
