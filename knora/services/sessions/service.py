@@ -59,7 +59,7 @@ class SessionService:
         self.messages = messages
         self._chat_model = chat_model
 
-    # --- sessions -----------------------------------------------------------------------------------------------
+    # --- sessions -------------------------------------------------------------------------------------------
     async def create(self, tenant_id: int, *, title: str = "", description: str = "", source: str = "web",
                      agent_id: str = "", user_id: str = "") -> Session:
         session = Session(tenant_id=tenant_id, title=title[:MAX_TITLE_RUNES], description=description,
@@ -105,7 +105,7 @@ class SessionService:
     async def delete_all(self, tenant_id: int) -> int:
         return await self.sessions.delete_all(tenant_id)
 
-    # --- messages -----------------------------------------------------------------------------------------------
+    # --- messages -------------------------------------------------------------------------------------------
     async def load_messages(self, tenant_id: int, session_id: str, *, limit: int = 20,
                             before: datetime | None = None) -> list[Message]:
         await self.get(tenant_id, session_id)
@@ -127,8 +127,9 @@ class SessionService:
                       exclude_request_id: str = "") -> list[HistoryTurn]:
         """Previous (query, answer) pairs for the next turn, oldest first (spec §2.1).
 
-        Pairs are grouped by request id; only pairs where both sides are non-empty count (so the in-flight turn and
-        a stopped turn without text are skipped, while a stopped turn with partial text is replayed, as WeKnora).
+        Pairs are grouped by request id; only pairs where both sides are non-empty count (so the in-flight
+        turn and a stopped turn without text are skipped, while a stopped turn with partial text is replayed,
+        as WeKnora).
         """
         if max_rounds <= 0:
             return []
@@ -139,7 +140,8 @@ class SessionService:
             if m.role == "user":
                 turn["query"] = m.content
                 turn["at"] = m.created_at
-                captions = [str(i.get("caption")) for i in m.images if isinstance(i, dict) and i.get("caption")]
+                captions = [str(i.get("caption")) for i in m.images
+                            if isinstance(i, dict) and i.get("caption")]
                 if captions:
                     turn["query"] += "\n\n[用户上传图片内容]\n" + "\n".join(captions)
             elif m.role == "assistant":
@@ -151,10 +153,12 @@ class SessionService:
         return [HistoryTurn(query=t["query"], answer=t["answer"], references=t["references"],
                             created_at=t["at"].isoformat()) for t in chosen]
 
-    # --- titles -------------------------------------------------------------------------------------------------
-    async def generate_title(self, tenant_id: int, session_id: str, query: str, model_id: str | None = None) -> str:
+    # --- titles ---------------------------------------------------------------------------------------------
+    async def generate_title(self, tenant_id: int, session_id: str, query: str,
+                             model_id: str | None = None) -> str:
         """A title from the chat model, or the first words of the query when there is no generative model (the
-        extractive answerer would only quote documents) or the model fails. Saved only if the session has none."""
+        extractive answerer would only quote documents) or the model fails. Saved only if the session has
+        none."""
         if not query.strip():
             raise BadRequest("no user message found")
         title = ""
@@ -163,7 +167,8 @@ class SessionService:
                 model = await self._chat_model(model_id, tenant_id)
                 if model is not None and not str(getattr(model, "model_id", "")).endswith("extractive"):
                     reply = await model.chat(
-                        [ChatMessage(role="system", content=TITLE_PROMPT), ChatMessage(role="user", content=query)],
+                        [ChatMessage(role="system", content=TITLE_PROMPT),
+                         ChatMessage(role="user", content=query)],
                         ChatOptions(temperature=0.3, thinking=False, max_tokens=64))
                     title = sanitize_title(reply.content)
             except Exception:

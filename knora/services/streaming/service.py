@@ -1,11 +1,11 @@
 """Chat turns: intake, the background run, stop and resume (spec §5.6–5.9, api §2.4–2.5).
 
-A turn's messages exist before the first byte is streamed (assistant: ``is_completed`` false, empty content), and
-the runner runs in a task that never depends on the HTTP connection: the route only *reads* the stream log. A
-stop reaches whichever process runs the turn through ``StopSignals``; that process cancels the runner, flushes
-held text, appends the ``stop`` entry and saves the partial answer (never as a fallback). If no process answers
-a stop (the one running the turn died), the stop endpoint ends the turn itself from what the log holds, so an
-assistant message is never left incomplete forever.
+A turn's messages exist before the first byte is streamed (assistant: ``is_completed`` false, empty content),
+and the runner runs in a task that never depends on the HTTP connection: the route only *reads* the stream
+log. A stop reaches whichever process runs the turn through ``StopSignals``; that process cancels the
+runner, flushes held text, appends the ``stop`` entry and saves the partial answer (never as a fallback). If
+no process answers a stop (the one running the turn died), the stop endpoint ends the turn itself from what
+the log holds, so an assistant message is never left incomplete forever.
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ class ChatService:
         self._agents = agents
         self.max_query_chars = max_query_chars
         self.stop_grace_seconds = stop_grace_seconds
-        self.pacer = pacer or DeltaPacer()  # one per process: text deltas of all its turns share a frame budget
+        self.pacer = pacer or DeltaPacer()  # one per process: all its turns' text deltas share a frame budget
         self._tasks: dict[str, asyncio.Task[None]] = {}  # assistant message id -> running turn
 
-    # --- intake -------------------------------------------------------------------------------------------------
+    # --- intake ---------------------------------------------------------------------------------------------
     async def _resolve_agent(self, tenant_id: int, agent_id: str) -> AgentConfig | None:
         if not agent_id or self._agents is None:
             return None
@@ -90,7 +90,8 @@ class ChatService:
         if not query:
             raise BadRequest("Query content cannot be empty")
         if len(body.query) > self.max_query_chars:
-            raise AppError(f"Query is too long: at most {self.max_query_chars} characters", status=413, code=1000)
+            raise AppError(f"Query is too long: at most {self.max_query_chars} characters", status=413,
+                           code=1000)
         session = await self.sessions.get(tenant_id, session_id)
         agent = await self._resolve_agent(tenant_id, body.agent_id)
         settings = agent.settings() if agent is not None else AgentSettings()
@@ -112,11 +113,13 @@ class ChatService:
                        content=body.query, is_completed=True, mentioned_items=body.mentioned_items,
                        images=[{"url": i.get("data", ""), "caption": ""} for i in body.images],
                        channel=body.channel, agent_id=body.agent_id, created_at=now, updated_at=now)
-        assistant = Message(session_id=session_id, tenant_id=tenant_id, request_id=request_id, role="assistant",
-                            content="", is_completed=False, channel=body.channel, agent_id=body.agent_id,
-                            model_id=body.summary_model_id or "", created_at=now, updated_at=now)
-        state = {"agent_id": body.agent_id, "agent_enabled": body.agent_enabled, "model_id": body.summary_model_id,
-                 "knowledge_base_ids": kb_ids, "knowledge_ids": knowledge_ids, "tag_ids": tag_ids,
+        assistant = Message(session_id=session_id, tenant_id=tenant_id, request_id=request_id,
+                            role="assistant", content="", is_completed=False, channel=body.channel,
+                            agent_id=body.agent_id, model_id=body.summary_model_id or "", created_at=now,
+                            updated_at=now)
+        state = {"agent_id": body.agent_id, "agent_enabled": body.agent_enabled,
+                 "model_id": body.summary_model_id, "knowledge_base_ids": kb_ids,
+                 "knowledge_ids": knowledge_ids, "tag_ids": tag_ids,
                  "mcp_service_ids": body.mcp_service_ids, "skill_names": body.skill_names,
                  "mentioned_items": body.mentioned_items, "web_search_enabled": body.web_search_enabled}
         await self.sessions.messages.create_pair(user, assistant, {"last_request_state": state})
@@ -127,7 +130,8 @@ class ChatService:
         req = TurnRequest(
             tenant_id=tenant_id, session_id=session_id, request_id=request_id, user_message_id=user.id,
             assistant_message_id=assistant.id, query=body.query, knowledge_base_ids=kb_ids,
-            knowledge_ids=knowledge_ids, tag_ids=tag_ids, web_search_enabled=body.web_search_enabled, agent=agent,
+            knowledge_ids=knowledge_ids, tag_ids=tag_ids, web_search_enabled=body.web_search_enabled,
+            agent=agent,
             summary_model_id=body.summary_model_id or None, citations_enabled=body.citations_enabled,
             mentioned_items=body.mentioned_items,
             images=[str(i.get("data", "")) for i in body.images], mcp_service_ids=body.mcp_service_ids,
@@ -144,7 +148,7 @@ class ChatService:
         if self._tasks.get(message_id) is task:  # by key: a scan of every running turn per turn is O(n²)
             del self._tasks[message_id]
 
-    # --- the background run -------------------------------------------------------------------------------------
+    # --- the background run ---------------------------------------------------------------------------------
     async def _run(self, runner: TurnRunner, req: TurnRequest, kind: str, wants_title: bool,
                    max_rounds: int = DEFAULT_HISTORY_ROUNDS) -> None:
         sid, mid = req.session_id, req.assistant_message_id
@@ -189,8 +193,8 @@ class ChatService:
                 log.exception("turn %s failed", mid)
         stop_task.cancel()
         await asyncio.gather(stop_task, return_exceptions=True)
-        await asyncio.shield(self._finish(req, kind, ctx, handler, registry, outcome, failure, reason, started,
-                                          title_task))
+        await asyncio.shield(self._finish(req, kind, ctx, handler, registry, outcome, failure, reason,
+                                          started, title_task))
 
     async def _finish(self, req: TurnRequest, kind: str, ctx: TurnContext, handler: StreamHandler,
                       registry: ReferenceRegistry, outcome: TurnOutcome | None, failure: BaseException | None,
@@ -200,7 +204,8 @@ class ChatService:
             await ctx.bus.close()  # text the pacer still holds goes out before anything that ends the turn
             if failure is not None:
                 stage = "agent_execution" if kind == "smart" else "knowledge_qa_execution"
-                await ctx.bus.emit(BusEvent.ERROR, {"error": str(failure) or type(failure).__name__, "stage": stage})
+                error = str(failure) or type(failure).__name__
+                await ctx.bus.emit(BusEvent.ERROR, {"error": error, "stage": stage})
             if outcome is not None and outcome.answer and not handler.answer_streamed:
                 await handler.fallback_answer(registry.decode_output(outcome.answer))
             await handler.flush_all()
@@ -229,7 +234,8 @@ class ChatService:
             await self.sessions.messages.complete(mid, fields, user_message_id=req.user_message_id,
                                                   user_fields=user_fields)
             if reason:
-                await handler.append("stop", "", True, {"session_id": sid, "message_id": mid, "reason": reason},
+                await handler.append("stop", "", True,
+                                     {"session_id": sid, "message_id": mid, "reason": reason},
                                      f"stop-{time.time_ns()}")
             else:
                 await handler.append("complete", "", True, {"total_steps": len(steps),
@@ -238,7 +244,8 @@ class ChatService:
         except Exception:
             log.exception("could not finish turn %s", mid)
             with contextlib.suppress(Exception):
-                await self.sessions.messages.update_fields(mid, content=handler.final_answer, is_completed=True)
+                await self.sessions.messages.update_fields(mid, content=handler.final_answer,
+                                                           is_completed=True)
                 await handler.append("complete", "", True, {"total_steps": 0, "total_duration_ms": 0})
         if title_task is not None:
             try:
@@ -248,7 +255,7 @@ class ChatService:
             except Exception:
                 log.warning("title for session %s not generated", sid, exc_info=True)
 
-    # --- stop ---------------------------------------------------------------------------------------------------
+    # --- stop -----------------------------------------------------------------------------------------------
     async def stop(self, tenant_id: int, session_id: str, message_id: str) -> str:
         message = await self.sessions.get_message(tenant_id, message_id)
         if message is None:
@@ -288,7 +295,7 @@ class ChatService:
             id=f"stop-{time.time_ns()}", type="stop", done=True,
             data={"session_id": message.session_id, "message_id": message.id, "reason": "user_requested"}))
 
-    # --- resume -------------------------------------------------------------------------------------------------
+    # --- resume ---------------------------------------------------------------------------------------------
     async def resume_target(self, tenant_id: int, session_id: str, message_id: str) -> Message:
         """Checks for continue-stream; returns the assistant message whose log is to be replayed."""
         if not message_id:
