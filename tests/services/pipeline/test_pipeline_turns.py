@@ -266,21 +266,22 @@ class TestDataAnalysis:
             last = body["messages"][-1]["content"]
             if "Table Schema:" in last:
                 kid = re.search(r"Knowledge ID: (\S+)", last).group(1)  # type: ignore[union-attr]
-                return Reply(content=json.dumps({"knowledge_id": kid, "sql": current["sql"].replace("sales", kid)}))
+                sql = current["sql"].replace("sales", kid)
+                return Reply(content=json.dumps({"knowledge_id": kid, "sql": sql}))
             return rewrite("region n") if body.get("max_tokens") == 150 else Reply(content="fine")
 
         fake.handler = handle
+        with_analysis = agent(data_analysis_enabled=True)
         for sql, _ in UNSAFE_SQL:
             current["sql"] = sql
             ctx, _ = make_ctx()
-            outcome = await c.quick_answer.run(turn(c, "region n", [kb.id], agent=agent(data_analysis_enabled=True)),
-                                               ctx)
+            outcome = await c.quick_answer.run(turn(c, "region n", [kb.id], agent=with_analysis), ctx)
             assert outcome.answer == "fine", sql
             assert not any(r.id.startswith("analysis_") for r in outcome.references), sql
         current["sql"] = "SELECT region, sum(n) AS total FROM sales GROUP BY region"
         ctx, _ = make_ctx()
-        outcome = await c.quick_answer.run(turn(c, "region n", [kb.id], agent=agent(data_analysis_enabled=True)), ctx)
-        assert any(r.id.startswith("analysis_") for r in outcome.references)  # the same set-up does run safe SQL
+        outcome = await c.quick_answer.run(turn(c, "region n", [kb.id], agent=with_analysis), ctx)
+        assert any(r.id.startswith("analysis_") for r in outcome.references)  # safe SQL does run here
 
     async def test_unsafe_sql_is_ignored(self, model_container: Any, fake: FakeModelServer) -> None:
         c = model_container
