@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import openai
+from openai.types.chat.chat_completion_chunk import Choice, ChoiceDelta, ChoiceDeltaToolCall
 
 from knora.domain.think import OPEN, ThinkSplitter, split_think
 from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse, ModelError, ToolCall, Usage
@@ -151,56 +153,79 @@ class OpenAIChatModel:
             response = await self._client.chat.completions.create(**request)
         except openai.OpenAIError as exc:
             raise map_error(exc) from exc
-        splitter = ThinkSplitter()
-        calls: dict[int, dict[str, str]] = {}
-        finish: str | None = None
-        usage: Usage | None = None
-        answer_started = False
-        saw_think = False
+        state = _StreamState()
         try:
             async for chunk in response:
                 if chunk.usage is not None:
-                    usage = _usage(chunk.usage)
+                    state.usage = _usage(chunk.usage)
                 for choice in chunk.choices:
-                    delta = choice.delta
-                    reasoning = _reasoning_of(delta) if delta is not None else ""
-                    answer = ""
-                    if delta is not None and delta.content:
-                        answer, inline = splitter.feed(delta.content)
-                        if inline or splitter.inside:
-                            saw_think = True
-                        reasoning += inline
-                    if answer and not answer_started and saw_think:
-                        answer = answer.lstrip()
-                    if answer:
-                        answer_started = True
-                    for tc in (delta.tool_calls or []) if delta is not None else []:
-                        slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                        if tc.id:
-                            slot["id"] = tc.id
-                        if tc.function is not None:
-                            slot["name"] += tc.function.name or ""
-                            slot["arguments"] += tc.function.arguments or ""
-                    if answer or reasoning:
-                        yield ChatChunk(content=answer, reasoning_content=reasoning)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
+                    piece = state.choice(choice)
+                    if piece is not None:
+                        yield piece
         except openai.OpenAIError as exc:
             raise map_error(exc) from exc
         except Exception as exc:
             if isinstance(exc, ModelError):
                 raise
             raise ModelError(f"stream interrupted: {exc}", transient=True) from exc
-        tail_answer, tail_reasoning = splitter.flush()
+        yield state.last()
+
+
+@dataclass
+class _StreamState:
+    """One stream's running state: inline ``<think>`` split off, tool-call fragments assembled by index, the
+    finish reason and usage kept for the last chunk (delivered whole, because half a call is useless)."""
+
+    splitter: ThinkSplitter = field(default_factory=ThinkSplitter)
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    finish: str | None = None
+    usage: Usage | None = None
+    answer_started: bool = False
+    saw_think: bool = False
+
+    def choice(self, choice: Choice) -> ChatChunk | None:
+        """One choice delta → the answer/reasoning text to stream now (``None`` when there is none)."""
+        delta = choice.delta
+        answer, reasoning = self._text(delta) if delta is not None else ("", "")
+        for tc in (delta.tool_calls or []) if delta is not None else []:
+            self._tool_fragment(tc)
+        if choice.finish_reason:
+            self.finish = choice.finish_reason
+        return ChatChunk(content=answer, reasoning_content=reasoning) if answer or reasoning else None
+
+    def _text(self, delta: ChoiceDelta) -> tuple[str, str]:
+        reasoning = _reasoning_of(delta)
+        answer = ""
+        if delta.content:
+            answer, inline = self.splitter.feed(delta.content)
+            self.saw_think = self.saw_think or bool(inline) or self.splitter.inside
+            reasoning += inline
+        if answer and not self.answer_started and self.saw_think:
+            answer = answer.lstrip()  # the blank lines a closing </think> leaves before the answer
+        self.answer_started = self.answer_started or bool(answer)
+        return answer, reasoning
+
+    def _tool_fragment(self, tc: ChoiceDeltaToolCall) -> None:
+        slot = self.calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+        if tc.id:
+            slot["id"] = tc.id
+        if tc.function is not None:
+            slot["name"] += tc.function.name or ""
+            slot["arguments"] += tc.function.arguments or ""
+
+    def last(self) -> ChatChunk:
+        """The held-back tail, the assembled tool calls, finish reason and usage."""
+        tail_answer, tail_reasoning = self.splitter.flush()
+        finish = self.finish
         if finish is None:
-            if not (answer_started or saw_think or calls):
+            if not (self.answer_started or self.saw_think or self.calls):
                 raise ModelError("stream ended without any output", transient=True)
             finish = "stop"  # some compatible servers never send a finish reason
         assembled = [ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")
-                     for i, s in sorted(calls.items())]
-        yield ChatChunk(content=tail_answer if answer_started or not saw_think else tail_answer.lstrip(),
-                        reasoning_content=tail_reasoning, tool_calls=assembled, finish_reason=finish,
-                        usage=usage)
+                     for i, s in sorted(self.calls.items())]
+        content = tail_answer if self.answer_started or not self.saw_think else tail_answer.lstrip()
+        return ChatChunk(content=content, reasoning_content=tail_reasoning, tool_calls=assembled,
+                         finish_reason=finish, usage=self.usage)
 
 
 def dumps_arguments(arguments: Any) -> str:
