@@ -60,6 +60,47 @@ class StartedTurn:
     wants_title: bool
 
 
+@dataclass(frozen=True)
+class CompletedTurn:
+    """What the assistant message is completed with, and the figures the ``complete`` event carries."""
+
+    fields: dict[str, Any]
+    steps: list[Any]
+    duration_ms: int
+
+
+def _turn_debug(ctx: TurnContext, handler: StreamHandler, outcome: TurnOutcome | None,
+                reason: str) -> dict[str, Any]:
+    debug: dict[str, Any] = {"timings": dict(ctx.timings), "stages": handler.stage_timings}
+    if handler.errors:
+        debug["errors"] = handler.errors
+    if reason:
+        debug["stopped"] = reason
+    if outcome is not None:
+        debug.update(outcome.debug)
+    return debug
+
+
+def completed_fields(req: TurnRequest, ctx: TurnContext, handler: StreamHandler, registry: ReferenceRegistry,
+                     outcome: TurnOutcome | None, reason: str, started: float) -> CompletedTurn:
+    """The assistant message's final fields: what was streamed (or the runner's answer when nothing was),
+    the runner's references and steps when it has them (else the stream's), debug and timing."""
+    content = handler.final_answer
+    if outcome is not None and not content and outcome.answer:
+        content = registry.decode_output(outcome.answer)
+    refs = [r.model_dump(mode="json") for r in outcome.references] if outcome and outcome.references \
+        else handler.references
+    steps = (outcome.agent_steps if outcome and outcome.agent_steps else handler.timeline_steps())
+    duration_ms = int((time.monotonic() - started) * 1000)
+    fields: dict[str, Any] = {
+        "content": content, "knowledge_references": refs, "agent_steps": steps, "is_completed": True,
+        "is_fallback": bool(not reason and outcome is not None
+                            and (outcome.is_fallback or handler.is_fallback)),
+        "agent_duration_ms": duration_ms, "debug": _turn_debug(ctx, handler, outcome, reason),
+        "model_id": outcome.model_id if outcome and outcome.model_id else req.summary_model_id or ""}
+    return CompletedTurn(fields, steps, duration_ms)
+
+
 class ChatService:
     def __init__(self, sessions: SessionService, stream_log: StreamLog, stop_signals: StopSignals,
                  runners: RunnerResolver, agents: AgentResolver | None = None, *,
@@ -209,26 +250,8 @@ class ChatService:
             if outcome is not None and outcome.answer and not handler.answer_streamed:
                 await handler.fallback_answer(registry.decode_output(outcome.answer))
             await handler.flush_all()
-            content = handler.final_answer
-            if outcome is not None and not content and outcome.answer:
-                content = registry.decode_output(outcome.answer)
-            refs = [r.model_dump(mode="json") for r in outcome.references] if outcome and outcome.references \
-                else handler.references
-            steps = (outcome.agent_steps if outcome and outcome.agent_steps else handler.timeline_steps())
-            duration_ms = int((time.monotonic() - started) * 1000)
-            debug: dict[str, Any] = {"timings": dict(ctx.timings), "stages": handler.stage_timings}
-            if handler.errors:
-                debug["errors"] = handler.errors
-            if reason:
-                debug["stopped"] = reason
-            if outcome is not None:
-                debug.update(outcome.debug)
-            fields: dict[str, Any] = {
-                "content": content, "knowledge_references": refs, "agent_steps": steps, "is_completed": True,
-                "is_fallback": bool(not reason and outcome is not None
-                                    and (outcome.is_fallback or handler.is_fallback)),
-                "agent_duration_ms": duration_ms, "debug": debug,
-                "model_id": outcome.model_id if outcome and outcome.model_id else req.summary_model_id or ""}
+            done = completed_fields(req, ctx, handler, registry, outcome, reason, started)
+            fields, steps, duration_ms = done.fields, done.steps, done.duration_ms
             user_fields = ({"rendered_content": outcome.rendered_content}
                            if outcome is not None and outcome.rendered_content else None)
             await self.sessions.messages.complete(mid, fields, user_message_id=req.user_message_id,
