@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from knora.domain.agent_settings import AgentSettings
 from knora.domain.common import new_id, utcnow
 
 # WeKnora wire names; the issue's short names are accepted on input and mapped here.
@@ -16,7 +18,8 @@ MODEL_TYPE_ALIASES = {
 }
 
 
-# The chat model chosen by settings (or the extractive answerer), as GET /models and the built-in agents name it.
+# The chat model chosen by settings (or the extractive answerer), as GET /models and the built-in agents
+# name it.
 BUILTIN_CHAT_MODEL_ID = "builtin-chat"
 
 
@@ -32,13 +35,40 @@ class ModelConfig(BaseModel):
     type: str  # KnowledgeQA | Embedding | Rerank | VLLM | ASR
     source: str = "remote"  # local | remote
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=dict)  # base_url, provider, interface_type, dimension …
+    # base_url, provider, interface_type, dimension …
+    parameters: dict[str, Any] = Field(default_factory=dict)
     api_key: str = ""  # never serialised
     is_default: bool = False
     is_builtin: bool = False
     status: str = "active"
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+    def provider(self, default: str) -> str:
+        """The provider a row names: ``parameters.provider``, else WeKnora's ``parameters.interface_type``,
+        else ``default`` (which differs by kind: Ollama/OpenAI for chat by ``source``, Jina for rerank)."""
+        params = self.parameters or {}
+        named = str(params.get("provider") or params.get("interface_type") or "").strip().lower()
+        return named or default
+
+    def spec(self, default_provider: str) -> ModelSpec:
+        """The one row → ``provider:model`` resolution the model registries build clients from."""
+        provider = self.provider(default_provider)
+        params = {**(self.parameters or {}), "provider": provider}
+        params.setdefault("model_id", self.id)
+        return ModelSpec(spec=f"{provider}:{self.name}", base_url=str(params.get("base_url") or "") or None,
+                         api_key=self.api_key or None, params=params)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a client is built from: ``provider:model``, the endpoint and key, and the row's parameters."""
+
+    spec: str
+    base_url: str | None
+    api_key: str | None
+    params: dict[str, Any]
 
 
 class AgentConfig(BaseModel):
@@ -51,6 +81,10 @@ class AgentConfig(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+    def settings(self) -> AgentSettings:
+        """``config`` as typed values with the one set of defaults (the dict is what the API returns)."""
+        return AgentSettings.of(self.config)
 
 
 class Tenant(BaseModel):

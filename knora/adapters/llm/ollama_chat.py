@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from knora.adapters.llm.think import ThinkSplitter, strip_think
+from knora.domain.think import ThinkSplitter, split_think
 from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse, ModelError, ToolCall, Usage
 
 
@@ -42,8 +42,9 @@ def _tool_calls(raw: list[dict[str, Any]] | None) -> list[ToolCall]:
     for c in raw or []:
         fn = c.get("function") or {}
         args = fn.get("arguments", {})
+        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         calls.append(ToolCall(id=c.get("id") or f"call_{uuid.uuid4().hex[:12]}", name=fn.get("name", ""),
-                              arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
+                              arguments=text))
     return calls
 
 
@@ -76,7 +77,8 @@ class OllamaChatModel:
     async def close(self) -> None:
         await self._http.aclose()
 
-    def _body(self, messages: Sequence[ChatMessage], options: ChatOptions | None, stream: bool) -> dict[str, Any]:
+    def _body(self, messages: Sequence[ChatMessage], options: ChatOptions | None,
+              stream: bool) -> dict[str, Any]:
         opts = options or ChatOptions()
         body: dict[str, Any] = {"model": self._model, "messages": _messages(messages), "stream": stream}
         model_opts: dict[str, Any] = {}
@@ -101,7 +103,8 @@ class OllamaChatModel:
     def _error(exc: Exception) -> ModelError:
         if isinstance(exc, httpx.HTTPStatusError):
             status = exc.response.status_code
-            return ModelError(f"ollama error {status}", transient=status == 429 or status >= 500, status=status)
+            return ModelError(f"ollama error {status}", transient=status == 429 or status >= 500,
+                              status=status)
         return ModelError(f"ollama unreachable: {exc}", transient=True)
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
@@ -112,7 +115,7 @@ class OllamaChatModel:
         except httpx.HTTPError as exc:
             raise self._error(exc) from exc
         msg = body.get("message") or {}
-        content, inline = strip_think(msg.get("content") or "")
+        content, inline = split_think(msg.get("content") or "")
         return ChatResponse(content=content, reasoning_content=msg.get("thinking") or inline,
                             tool_calls=_tool_calls(msg.get("tool_calls")),
                             finish_reason=body.get("done_reason") or "stop", usage=_usage(body))
@@ -122,7 +125,8 @@ class OllamaChatModel:
         splitter = ThinkSplitter()
         calls: list[ToolCall] = []
         try:
-            async with self._http.stream("POST", "/api/chat", json=self._body(messages, options, True)) as resp:
+            request = self._body(messages, options, True)
+            async with self._http.stream("POST", "/api/chat", json=request) as resp:
                 if resp.status_code >= 400:
                     await resp.aread()
                     resp.raise_for_status()

@@ -2,20 +2,22 @@
 
 One adapter covers OpenAI, vLLM, DeepSeek, Qwen/DashScope, Xinference, LM Studio, SiliconFlow … — they differ
 only in base URL and in where reasoning arrives: a ``reasoning_content`` (DeepSeek, Qwen) or ``reasoning``
-(vLLM, OpenRouter) delta field, or inline ``<think>`` tags, which are split into the reasoning channel here so
-callers see one shape. Tool calls arrive as fragments keyed by index; they are assembled and delivered whole on
-the final chunk, because a half-assembled call is useless to every caller.
+(vLLM, OpenRouter) delta field, or inline ``<think>`` tags, which are split into the reasoning channel here
+(``domain/think.py``) so callers see one shape. Tool calls arrive as fragments keyed by index; they are
+assembled and delivered whole on the final chunk, because a half-assembled call is useless to every caller.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import openai
+from openai.types.chat.chat_completion_chunk import Choice, ChoiceDelta, ChoiceDeltaToolCall
 
-from knora.adapters.llm.think import ThinkSplitter, strip_think
+from knora.domain.think import OPEN, ThinkSplitter, split_think
 from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse, ModelError, ToolCall, Usage
 
 # ChatOptions.extra keys that mean something to other providers and must not reach the wire.
@@ -28,7 +30,8 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         item: dict[str, Any] = {"role": m.role, "content": m.content}
         if m.role == "assistant" and m.tool_calls:
             item["tool_calls"] = [{"id": tc.id, "type": "function",
-                                   "function": {"name": tc.name, "arguments": tc.arguments}} for tc in m.tool_calls]
+                                   "function": {"name": tc.name, "arguments": tc.arguments}}
+                                  for tc in m.tool_calls]
             if not m.content:
                 item["content"] = None
         if m.role == "tool":
@@ -93,7 +96,8 @@ class OpenAIChatModel:
     async def close(self) -> None:
         await self._client.close()
 
-    def _request(self, messages: Sequence[ChatMessage], options: ChatOptions | None, stream: bool) -> dict[str, Any]:
+    def _request(self, messages: Sequence[ChatMessage], options: ChatOptions | None,
+                 stream: bool) -> dict[str, Any]:
         opts = options or ChatOptions()
         kwargs: dict[str, Any] = {"model": self._model, "messages": to_openai_messages(messages)}
         if opts.temperature is not None:
@@ -124,7 +128,8 @@ class OpenAIChatModel:
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
         try:
-            resp = await self._client.chat.completions.create(**self._request(messages, options, stream=False))
+            request = self._request(messages, options, stream=False)
+            resp = await self._client.chat.completions.create(**request)
         except openai.OpenAIError as exc:
             raise map_error(exc) from exc
         if not resp.choices:
@@ -133,8 +138,8 @@ class OpenAIChatModel:
         msg = choice.message
         content = msg.content or ""
         reasoning = _reasoning_of(msg)
-        if "<think>" in content:
-            content, inline = strip_think(content)
+        if OPEN in content:
+            content, inline = split_think(content)
             reasoning = reasoning or inline
         calls = [ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments or "{}")
                  for tc in (msg.tool_calls or []) if getattr(tc, "function", None) is not None]
@@ -148,55 +153,79 @@ class OpenAIChatModel:
             response = await self._client.chat.completions.create(**request)
         except openai.OpenAIError as exc:
             raise map_error(exc) from exc
-        splitter = ThinkSplitter()
-        calls: dict[int, dict[str, str]] = {}
-        finish: str | None = None
-        usage: Usage | None = None
-        answer_started = False
-        saw_think = False
+        state = _StreamState()
         try:
             async for chunk in response:
                 if chunk.usage is not None:
-                    usage = _usage(chunk.usage)
+                    state.usage = _usage(chunk.usage)
                 for choice in chunk.choices:
-                    delta = choice.delta
-                    reasoning = _reasoning_of(delta) if delta is not None else ""
-                    answer = ""
-                    if delta is not None and delta.content:
-                        answer, inline = splitter.feed(delta.content)
-                        if inline or splitter.inside:
-                            saw_think = True
-                        reasoning += inline
-                    if answer and not answer_started and saw_think:
-                        answer = answer.lstrip()
-                    if answer:
-                        answer_started = True
-                    for tc in (delta.tool_calls or []) if delta is not None else []:
-                        slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                        if tc.id:
-                            slot["id"] = tc.id
-                        if tc.function is not None:
-                            slot["name"] += tc.function.name or ""
-                            slot["arguments"] += tc.function.arguments or ""
-                    if answer or reasoning:
-                        yield ChatChunk(content=answer, reasoning_content=reasoning)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
+                    piece = state.choice(choice)
+                    if piece is not None:
+                        yield piece
         except openai.OpenAIError as exc:
             raise map_error(exc) from exc
         except Exception as exc:
             if isinstance(exc, ModelError):
                 raise
             raise ModelError(f"stream interrupted: {exc}", transient=True) from exc
-        tail_answer, tail_reasoning = splitter.flush()
+        yield state.last()
+
+
+@dataclass
+class _StreamState:
+    """One stream's running state: inline ``<think>`` split off, tool-call fragments assembled by index, the
+    finish reason and usage kept for the last chunk (delivered whole, because half a call is useless)."""
+
+    splitter: ThinkSplitter = field(default_factory=ThinkSplitter)
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    finish: str | None = None
+    usage: Usage | None = None
+    answer_started: bool = False
+    saw_think: bool = False
+
+    def choice(self, choice: Choice) -> ChatChunk | None:
+        """One choice delta → the answer/reasoning text to stream now (``None`` when there is none)."""
+        delta = choice.delta
+        answer, reasoning = self._text(delta) if delta is not None else ("", "")
+        for tc in (delta.tool_calls or []) if delta is not None else []:
+            self._tool_fragment(tc)
+        if choice.finish_reason:
+            self.finish = choice.finish_reason
+        return ChatChunk(content=answer, reasoning_content=reasoning) if answer or reasoning else None
+
+    def _text(self, delta: ChoiceDelta) -> tuple[str, str]:
+        reasoning = _reasoning_of(delta)
+        answer = ""
+        if delta.content:
+            answer, inline = self.splitter.feed(delta.content)
+            self.saw_think = self.saw_think or bool(inline) or self.splitter.inside
+            reasoning += inline
+        if answer and not self.answer_started and self.saw_think:
+            answer = answer.lstrip()  # the blank lines a closing </think> leaves before the answer
+        self.answer_started = self.answer_started or bool(answer)
+        return answer, reasoning
+
+    def _tool_fragment(self, tc: ChoiceDeltaToolCall) -> None:
+        slot = self.calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+        if tc.id:
+            slot["id"] = tc.id
+        if tc.function is not None:
+            slot["name"] += tc.function.name or ""
+            slot["arguments"] += tc.function.arguments or ""
+
+    def last(self) -> ChatChunk:
+        """The held-back tail, the assembled tool calls, finish reason and usage."""
+        tail_answer, tail_reasoning = self.splitter.flush()
+        finish = self.finish
         if finish is None:
-            if not (answer_started or saw_think or calls):
+            if not (self.answer_started or self.saw_think or self.calls):
                 raise ModelError("stream ended without any output", transient=True)
             finish = "stop"  # some compatible servers never send a finish reason
         assembled = [ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")
-                     for i, s in sorted(calls.items())]
-        yield ChatChunk(content=tail_answer if answer_started or not saw_think else tail_answer.lstrip(),
-                        reasoning_content=tail_reasoning, tool_calls=assembled, finish_reason=finish, usage=usage)
+                     for i, s in sorted(self.calls.items())]
+        content = tail_answer if self.answer_started or not self.saw_think else tail_answer.lstrip()
+        return ChatChunk(content=content, reasoning_content=tail_reasoning, tool_calls=assembled,
+                         finish_reason=finish, usage=self.usage)
 
 
 def dumps_arguments(arguments: Any) -> str:

@@ -1,7 +1,8 @@
-"""DuckDB helpers for the data tools: load a CSV/XLSX document into an in-memory table, then lock it down.
+"""DuckDB helpers for the data tools: a CSV/XLSX document as one table in the shared sandbox
+(``knora/adapters/duckdb_sandbox.py``), its schema, and results as text.
 
-After loading, external access is switched off and the configuration locked, so the model's SQL can read the
-loaded table and nothing else (no files, no network, no extensions); only one SELECT/WITH statement is accepted.
+Loading, locking and the SQL check are the sandbox's, so the tools refuse exactly what the quick-answer
+pipeline refuses: one read-only SELECT/WITH over the loaded tables, no files, network, extensions or settings.
 """
 
 from __future__ import annotations
@@ -9,20 +10,15 @@ from __future__ import annotations
 import csv
 import io
 import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from knora.adapters import duckdb_sandbox as sandbox
+from knora.ports.sql_sandbox import SandboxError
+
 MAX_ROWS = 200
-_READ_ONLY = re.compile(r"^\s*(select|with)\b", re.IGNORECASE)
-_FORBIDDEN = re.compile(r"\b(attach|copy|install|load|pragma|set|create|insert|update|delete|drop|alter|export|"
-                        r"import|call)\b", re.IGNORECASE)
-
-
-class DataError(Exception):
-    pass
+DataError = SandboxError  # the tools' failures are the sandbox's: one error type to catch
 
 
 def table_name(title: str) -> str:
@@ -56,24 +52,16 @@ def _xlsx_to_csv(data: bytes) -> bytes:
 
 def load(data: bytes, file_type: str, name: str) -> duckdb.DuckDBPyConnection:
     kind = (file_type or "").lower().lstrip(".")
-    extra = ""
+    types: dict[str, str] | None = None
     if kind in ("xlsx", "xlsm"):
         data = _xlsx_to_csv(data)
-        extra = ", types={'__sheet_name': 'VARCHAR'}"
+        types = {"__sheet_name": "VARCHAR"}
     elif kind not in ("csv", "tsv", "txt"):
         raise DataError(f"data tools read CSV or Excel documents, not {file_type or 'unknown'} files")
-    con = duckdb.connect(":memory:")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "data.csv"
-        path.write_bytes(data)
-        con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM read_csv_auto(?, header=true{extra})', [str(path)])
-    lock(con)
+    con = sandbox.connect()
+    sandbox.load_csv(con, name, data, column_types=types)
+    sandbox.lock(con)
     return con
-
-
-def lock(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("SET enable_external_access = false")
-    con.execute("SET lock_configuration = true")
 
 
 def schema(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:
@@ -84,17 +72,9 @@ def schema(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:
 
 
 def query(con: duckdb.DuckDBPyConnection, sql: str, max_rows: int = MAX_ROWS) -> dict[str, Any]:
-    text = sql.strip().rstrip(";")
-    if not _READ_ONLY.match(text) or ";" in text or _FORBIDDEN.search(text):
-        raise DataError("only one read-only SELECT (or WITH … SELECT) statement is allowed")
-    try:
-        cur = con.execute(text)
-    except duckdb.Error as exc:
-        raise DataError(f"SQL error: {exc}") from exc
-    columns = [d[0] for d in cur.description or []]
-    rows = cur.fetchmany(max_rows + 1)
-    return {"columns": columns, "rows": [[_plain(v) for v in r] for r in rows[:max_rows]],
-            "truncated": len(rows) > max_rows}
+    result = sandbox.run(con, sql, max_rows=max_rows)
+    return {"columns": result.columns, "rows": [[_plain(v) for v in r] for r in result.rows],
+            "truncated": result.truncated}
 
 
 def _plain(v: Any) -> Any:

@@ -1,7 +1,8 @@
 """``database_query``: read-only SQL over the tenant's own ``knowledge_bases``, ``knowledges`` and ``chunks``.
 
 Rather than rewriting the model's SQL to inject tenant filters (fragile), the tenant's rows are copied into a
-private in-memory DuckDB that is then locked (no files, no network): isolation holds by construction.
+private in-memory DuckDB of the shared sandbox, then locked (no files, no network, no extensions): isolation
+holds by construction.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, ClassVar
 
 import duckdb
 
+from knora.adapters import duckdb_sandbox as sandbox
 from knora.adapters.tools import _duckdb
 from knora.adapters.tools._base import BaseTool
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
@@ -24,15 +26,17 @@ class DatabaseQueryTool(BaseTool):
                    "created_at), knowledges(id, knowledge_base_id, title, file_name, file_type, file_size, "
                    "parse_status, created_at) and chunks(id, knowledge_id, knowledge_base_id, chunk_index, "
                    "chunk_type, content). Use for counts, listings and statistics.")
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]}
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"sql": {"type": "string"}},
+                                            "required": ["sql"]}
 
     async def _load(self, ctx: ToolContext) -> duckdb.DuckDBPyConnection:
         repos = self.deps.repos
-        con = duckdb.connect(":memory:")
-        con.execute("CREATE TABLE knowledge_bases(id VARCHAR, name VARCHAR, description VARCHAR, type VARCHAR, "
+        con = sandbox.connect()
+        con.execute("CREATE TABLE knowledge_bases(id VARCHAR, name VARCHAR, description VARCHAR, "
+                    "type VARCHAR, created_at TIMESTAMP)")
+        con.execute("CREATE TABLE knowledges(id VARCHAR, knowledge_base_id VARCHAR, title VARCHAR, "
+                    "file_name VARCHAR, file_type VARCHAR, file_size BIGINT, parse_status VARCHAR, "
                     "created_at TIMESTAMP)")
-        con.execute("CREATE TABLE knowledges(id VARCHAR, knowledge_base_id VARCHAR, title VARCHAR, file_name "
-                    "VARCHAR, file_type VARCHAR, file_size BIGINT, parse_status VARCHAR, created_at TIMESTAMP)")
         con.execute("CREATE TABLE chunks(id VARCHAR, knowledge_id VARCHAR, knowledge_base_id VARCHAR, "
                     "chunk_index INTEGER, chunk_type VARCHAR, content VARCHAR)")
         kbs = await repos.kbs.list(ctx.tenant_id)
@@ -54,15 +58,15 @@ class DatabaseQueryTool(BaseTool):
                     if chunks >= CHUNK_CAP:
                         break
                     cp = await repos.chunks.list(ctx.tenant_id, k.id, page=1, page_size=1000)
-                    crow = [(c.id, c.knowledge_id, c.knowledge_base_id, c.chunk_index, str(c.chunk_type), c.content)
-                            for c in cp.items]
+                    crow = [(c.id, c.knowledge_id, c.knowledge_base_id, c.chunk_index, str(c.chunk_type),
+                             c.content) for c in cp.items]
                     chunks += len(crow)
                     if crow:
                         con.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?)", crow)
                 if len(got.items) < 200:
                     break
                 page += 1
-        _duckdb.lock(con)
+        sandbox.lock(con)
         return con
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

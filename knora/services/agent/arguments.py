@@ -1,4 +1,5 @@
-"""Tool-call arguments as models really send them: ids normalised, JSON repaired, handles checked (§6.4.2, §4.8)."""
+"""Tool-call arguments as models really send them: ids normalised, JSON repaired (the shared extractor in
+``domain/model_json.py``), handles checked (§6.4.2, §4.8)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import hashlib
 import json
 import re
 from typing import Any
+
+from knora.domain.model_json import extract_json, repair_json
+
+__all__ = ["ID_KEYS", "normalize_call_id", "parse_arguments", "repair_json", "unresolved_handles"]
 
 _ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
 _HANDLE = re.compile(r"^[cdbwi]\d+$", re.IGNORECASE)
@@ -23,51 +28,19 @@ def normalize_call_id(call_id: str, name: str, index: int) -> str:
     return clean
 
 
-def repair_json(text: str) -> str:
-    """Common model slips: code fences, single quotes, unquoted keys, trailing commas, unclosed brackets."""
-    s = text.strip()
-    if s.startswith("```"):
-        s = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", s)
-    if "'" in s and '"' not in s:
-        s = s.replace("'", '"')
-    s = re.sub(r'([{,]\s*)([A-Za-z_][\w-]*)\s*:', r'\1"\2":', s)
-    s = re.sub(r",\s*([}\]])", r"\1", s)
-    stack: list[str] = []
-    in_str = esc = False
-    for ch in s:
-        if in_str:
-            esc = ch == "\\" and not esc
-            if ch == '"' and not esc:
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]" and stack:
-            stack.pop()
-    if in_str:
-        s += '"'
-    s = re.sub(r",\s*$", "", s)
-    return s + "".join(reversed(stack))
-
-
 def parse_arguments(raw: str) -> dict[str, Any]:
     """Raises ValueError with a model-readable message when nothing sensible can be recovered."""
     text = (raw or "").strip() or "{}"
-    for candidate in (text, repair_json(text)):
-        try:
-            value = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
+    value = extract_json(text, repair=True)
+    if isinstance(value, dict):
+        return value
+    if value is not None:
         raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(str(exc)) from exc
-    raise ValueError("unparseable arguments")  # pragma: no cover - loads succeeded above means dict or raise
+    raise ValueError("unparseable arguments")  # pragma: no cover - loads succeeding means extract_json did
 
 
 def unresolved_handles(args: dict[str, Any]) -> list[str]:

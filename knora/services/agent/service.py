@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from knora.domain.agent_settings import AgentSettings
 from knora.domain.common import new_id, utcnow
 from knora.domain.errors import BadRequest, Forbidden, NotFound
 from knora.domain.models import BUILTIN_CHAT_MODEL_ID, AgentConfig
@@ -31,11 +32,12 @@ class AgentService:
         return chat, rerank
 
     async def _present(self, agent: AgentConfig) -> AgentConfig:
-        cfg = dict(agent.config)
-        if not cfg.get("model_id") or not cfg.get("rerank_model_id"):
-            chat, rerank = await self._default_models(agent.tenant_id)
-            cfg["model_id"] = cfg.get("model_id") or chat
-            cfg["rerank_model_id"] = cfg.get("rerank_model_id") or rerank
+        typed = agent.settings()
+        if typed.model_id and typed.rerank_model_id:
+            return agent
+        chat, rerank = await self._default_models(agent.tenant_id)
+        cfg = {**agent.config, "model_id": typed.model_id or chat,
+               "rerank_model_id": typed.rerank_model_id or rerank}
         return agent.model_copy(update={"config": cfg})
 
     async def get(self, tenant_id: int, agent_id: str) -> AgentConfig | None:
@@ -64,12 +66,13 @@ class AgentService:
         if not name:
             raise BadRequest("name is required")
         cfg = dict(body.get("config") or {})
-        preset = AGENT_TYPE_PRESETS.get(str(cfg.get("agent_type") or ""))
+        preset = AGENT_TYPE_PRESETS.get(AgentSettings.of(cfg).agent_type)
         if preset:
             cfg = {**preset, **cfg}
         agent_config.validate(cfg)
-        agent = AgentConfig(id=new_id(), tenant_id=tenant_id, name=name, description=str(body.get("description", "")),
-                            avatar=str(body.get("avatar", "")), config=agent_config.ensure_defaults(cfg))
+        agent = AgentConfig(id=new_id(), tenant_id=tenant_id, name=name,
+                            description=str(body.get("description", "")), avatar=str(body.get("avatar", "")),
+                            config=agent_config.ensure_defaults(cfg))
         return await self._present(await self.repo.upsert(agent))
 
     async def update(self, tenant_id: int, agent_id: str, body: dict[str, Any]) -> AgentConfig:
@@ -94,5 +97,6 @@ class AgentService:
         source = await self.get(tenant_id, agent_id)
         if source is None:
             raise NotFound("agent not found")
-        return await self.create(tenant_id, {"name": f"{source.name} (copy)", "description": source.description,
-                                             "avatar": source.avatar, "config": dict(source.config)})
+        return await self.create(tenant_id, {"name": f"{source.name} (copy)",
+                                             "description": source.description, "avatar": source.avatar,
+                                             "config": dict(source.config)})

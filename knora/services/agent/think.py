@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from knora.domain.stream import BusEvent
+from knora.domain.think import ThinkSplitter, strip_think
 from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ModelError, ToolCall, Usage
 from knora.services.streaming.bus import EventBus
 
@@ -23,16 +23,10 @@ log = logging.getLogger(__name__)
 
 TRANSIENT_MARKERS = ("429", "rate limit", "500", "502", "503", "504", "overloaded", "timeout", "timed out",
                      "connection", "server error", "temporarily unavailable")
-_THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
-OPEN, CLOSE = "<think>", "</think>"
 
 
 def event_id(suffix: str) -> str:
     return f"{uuid.uuid4().hex[:8]}-{suffix}"
-
-
-def strip_think(text: str) -> str:
-    return _THINK_RE.sub("", text).strip()
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -42,38 +36,6 @@ def is_transient(exc: BaseException) -> bool:
         return True
     text = str(exc).lower()
     return any(marker in text for marker in TRANSIENT_MARKERS)
-
-
-class ThinkSplitter:
-    """Separates inline ``<think>`` blocks from answer text across arbitrary delta boundaries."""
-
-    def __init__(self) -> None:
-        self._buf = ""
-        self._inside = False
-
-    def feed(self, text: str) -> list[tuple[str, str]]:
-        self._buf += text
-        out: list[tuple[str, str]] = []
-        while self._buf:
-            tag = CLOSE if self._inside else OPEN
-            pos = self._buf.find(tag)
-            if pos >= 0:
-                if pos:
-                    out.append(("think" if self._inside else "text", self._buf[:pos]))
-                self._buf = self._buf[pos + len(tag):]
-                self._inside = not self._inside
-                continue
-            keep = next((k for k in range(min(len(tag) - 1, len(self._buf)), 0, -1)
-                         if tag.startswith(self._buf[-k:])), 0)  # a partial tag waits for the next delta
-            emit, self._buf = self._buf[:len(self._buf) - keep], self._buf[len(self._buf) - keep:]
-            if emit:
-                out.append(("think" if self._inside else "text", emit))
-            break
-        return out
-
-    def flush(self) -> list[tuple[str, str]]:
-        rest, self._buf = self._buf, ""
-        return [("think" if self._inside else "text", rest)] if rest else []
 
 
 @dataclass
@@ -137,7 +99,7 @@ async def stream_round(model: ChatModel, messages: Sequence[ChatMessage], option
                     break
     finally:
         await _close(stream)
-    for kind, text in splitter.flush():
+    for kind, text in splitter.flush_segments():
         await (s.thought(text) if kind == "think" else s.answer(text))
     await s.close_thought()
     s.result.content = strip_think("".join(content))
@@ -161,7 +123,7 @@ async def _route(s: Streamer, splitter: ThinkSplitter, chunk: ChatChunk, content
         await s.thought(chunk.reasoning_content)
     if chunk.content:
         content.append(chunk.content)
-        for kind, text in splitter.feed(chunk.content):
+        for kind, text in splitter.segments(chunk.content):
             await (s.thought(text) if kind == "think" else s.answer(text))
     if chunk.tool_calls:
         s.result.tool_calls = list(chunk.tool_calls)
@@ -207,13 +169,13 @@ async def stream_answer(model: ChatModel, messages: Sequence[ChatMessage], optio
     try:
         async with asyncio.timeout(timeout):
             async for chunk in stream:
-                for kind, text in splitter.feed(chunk.content):
+                for kind, text in splitter.segments(chunk.content):
                     if kind == "text":
                         parts.append(text)
                         await emit(text)
     finally:
         await _close(stream)
-    for kind, text in splitter.flush():
+    for kind, text in splitter.flush_segments():
         if kind == "text":
             parts.append(text)
             await emit(text)

@@ -26,11 +26,12 @@ BuildFn = Callable[[str, Settings], Embedder]
 def model_spec(m: ModelConfig) -> tuple[str, dict[str, Any]]:
     """A ``/models`` Embedding row → (provider:model spec, settings overrides)."""
     params = m.parameters or {}
-    provider = str(params.get("provider") or params.get("interface_type") or "").lower()
+    provider = m.provider("")
     if ":" in m.name and not provider:
         spec = m.name
     else:
-        spec = f"{'ollama' if provider == 'ollama' else ('local' if m.source == 'local' else 'openai')}:{m.name}"
+        fallback = "local" if m.source == "local" else "openai"
+        spec = f"{'ollama' if provider == 'ollama' else fallback}:{m.name}"
     overrides: dict[str, Any] = {}
     if params.get("base_url"):
         overrides["embedder_base_url"] = params["base_url"]

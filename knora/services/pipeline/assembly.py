@@ -1,15 +1,18 @@
 """Turn request → PipelineRequest (defaults, agent overrides, search targets) and the stage list (spec §1.7).
 
-Defaults are the built-in quick-answer agent's (spec §6.12), because a request without an agent is what a user
-gets from the quick-answer mode. Agent overrides follow ``applyAgentOverridesToChatManage``.
+Defaults are the built-in quick-answer agent's (spec §6.12), because a request without an agent is what a
+user gets from the quick-answer mode; they live in one place, ``domain.agent_settings.AgentSettings``. Agent
+overrides follow ``applyAgentOverridesToChatManage``. Each part of the request is one small function.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from knora import prompts
+from knora.domain.agent_settings import AgentSettings
 from knora.domain.knowledge import KnowledgeBase
 from knora.domain.search import SearchTarget
 from knora.services.pipeline.deps import PipelineDeps
@@ -20,121 +23,195 @@ from knora.services.streaming.turn import TurnRequest
 
 log = logging.getLogger(__name__)
 
-QUICK_ANSWER_DEFAULTS: dict[str, Any] = {
-    "temperature": 0.7, "max_completion_tokens": 2048, "history_turns": 5, "multi_turn_enabled": True,
-    "embedding_top_k": 10, "keyword_threshold": 0.3, "vector_threshold": 0.5, "rerank_top_k": 10,
-    "rerank_threshold": 0.3, "faq_priority_enabled": True, "faq_direct_answer_threshold": 0.9,
-    "faq_score_boost": 1.2, "enable_query_expansion": True, "enable_rewrite": True, "fallback_strategy": "model",
-    "web_search_max_results": 5, "thinking": False, "citation_enabled": True,
-}
+
+class RetrievalFields(TypedDict):
+    """The ``PipelineRequest`` fields that say what to search and how to rank it."""
+
+    knowledge_base_ids: tuple[str, ...]
+    knowledge_ids: tuple[str, ...]
+    tag_ids: tuple[str, ...]
+    search_targets: tuple[SearchTarget, ...]
+    vector_threshold: float
+    keyword_threshold: float
+    embedding_top_k: int
+    rerank_model_id: str
+    rerank_top_k: int
+    rerank_threshold: float
+    chat_model_id: str
 
 
-def _num(cfg: dict[str, Any], key: str, default: float) -> float:
-    v = cfg.get(key)
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else default
+class AnsweringFields(TypedDict):
+    """The ``PipelineRequest`` fields that shape the answer: prompts, fallback, rewrite, FAQ, web."""
+
+    summary: SummaryConfig
+    fallback_strategy: str
+    fallback_response: str
+    fallback_prompt: str
+    citations_enabled: bool
+    enable_rewrite: bool
+    enable_query_expansion: bool
+    rewrite_prompt_system: str
+    rewrite_prompt_user: str
+    query_understand_model_id: str
+    faq_priority_enabled: bool
+    faq_direct_answer_threshold: float
+    faq_score_boost: float
+    data_analysis_enabled: bool
+    vlm_model_id: str
+    intent_prompt_overrides: dict[str, str]
+    web_search_enabled: bool
+    web_search_max_results: int
+    web_fetch_enabled: bool
+    web_fetch_top_n: int
 
 
-def _template(cfg: dict[str, Any], text_key: str, id_key: str, default_id: str) -> str:
-    if str(cfg.get(text_key) or "").strip():
-        return str(cfg[text_key])
+def _template(text: str, template_id: str, default_id: str) -> str:
+    """The agent's own text, else its template id's prompt, else the default template."""
+    if text.strip():
+        return text
     try:
-        return prompts.content(str(cfg.get(id_key) or default_id))
+        return prompts.content(template_id or default_id)
     except KeyError:
         return prompts.content(default_id)
 
 
+async def _scope_kb_ids(deps: PipelineDeps, req: TurnRequest, agent: AgentSettings) -> list[str]:
+    """The request's KBs; with none named (and no documents), the agent's selection (spec §1.9)."""
+    kb_ids = [k for k in req.knowledge_base_ids if k]
+    if kb_ids or any(req.knowledge_ids) or req.agent is None or agent.retrieve_kb_only_when_mentioned:
+        return kb_ids
+    if agent.kb_selection_mode == "all":
+        if deps.list_kbs is None:
+            return []
+        # Every KB of the tenant that quick answer can search (vector or keyword index).
+        return [kb.id for kb in await deps.list_kbs(req.tenant_id)
+                if kb.indexing_strategy.vector_enabled or kb.indexing_strategy.keyword_enabled]
+    if agent.kb_selection_mode == "none":
+        return []
+    return [k for k in agent.knowledge_bases if k]
+
+
+async def _read_kbs(reads: Any, tenant_id: int, kb_ids: list[str]) -> list[KnowledgeBase]:
+    """The tenant's own KBs among ``kb_ids`` (reads are tenant-agnostic; foreign ids are dropped)."""
+    if reads is None or not kb_ids:
+        return []
+    return [kb for kb in await reads.knowledge_bases(kb_ids) if kb.tenant_id == tenant_id]
+
+
+async def _targets(deps: PipelineDeps, req: TurnRequest, reads: Any, kbs: list[KnowledgeBase],
+                   kb_ids: list[str], knowledge_ids: list[str]) -> list[SearchTarget]:
+    if kb_ids and not knowledge_ids and not req.tag_ids:
+        # Whole KBs only: the targets are the caller's own KBs, in request order (spec §1.8 step 3); no need
+        # for the general builder's extra reads.
+        own = {kb.id for kb in kbs}
+        return [SearchTarget(type="knowledge_base", knowledge_base_id=k, tenant_id=req.tenant_id)
+                for k in dict.fromkeys(kb_ids) if k in own]
+    if deps.search is None or not (kb_ids or knowledge_ids):
+        return []
+    from knora.services.retrieval.targets import build_targets
+
+    tag_scopes = {kb_ids[0]: list(req.tag_ids)} if req.tag_ids and kb_ids else None
+    try:
+        search = scoped_search(deps.search, reads if isinstance(reads, TurnReads) else None)
+        return await build_targets(search, req.tenant_id, kb_ids, knowledge_ids,
+                                   tag_scopes)
+    except Exception as exc:
+        raise RuntimeError(f"build search targets: {exc}") from exc
+
+
+async def _entity_kb_ids(deps: PipelineDeps, tenant_id: int, kbs: list[KnowledgeBase]) -> list[str]:
+    """KBs in scope that hold a knowledge graph (entity search runs over them)."""
+    wanted = [kb.id for kb in kbs if kb.indexing_strategy.graph_enabled or kb.extract_config.get("enabled")]
+    if deps.graph_store is None or not wanted:
+        return []
+    try:
+        return await deps.graph_store.has_graph(tenant_id, wanted)
+    except Exception as exc:  # noqa: BLE001 - no graph → no entity search
+        log.warning("graph lookup failed: %s", exc)
+        return []
+
+
+def _summary(agent: AgentSettings) -> SummaryConfig:
+    return SummaryConfig(
+        prompt=_template(agent.system_prompt, agent.system_prompt_id, "default_kb"),
+        context_template=_template(agent.context_template, agent.context_template_id, "default_context"),
+        temperature=agent.temperature, max_completion_tokens=agent.max_completion_tokens,
+        thinking=agent.thinking)
+
+
+def _first_kb_model(kbs: list[KnowledgeBase], attr: str) -> str:
+    """The first KB's own model of a kind (``rerank_model_id``, ``summary_model_id``) for an agent without."""
+    return next((str(getattr(kb, attr)) for kb in kbs if getattr(kb, attr)), "")
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What the turn searches: the KBs and documents asked for, the KBs read, the search targets."""
+
+    kb_ids: list[str]
+    knowledge_ids: list[str]
+    kbs: list[KnowledgeBase]
+    targets: list[SearchTarget]
+
+
+async def _scope(deps: PipelineDeps, req: TurnRequest, reads: Any, agent: AgentSettings) -> _Scope:
+    kb_ids = await _scope_kb_ids(deps, req, agent)
+    knowledge_ids = [k for k in req.knowledge_ids if k]
+    kbs = await _read_kbs(reads, req.tenant_id, kb_ids)
+    targets = await _targets(deps, req, reads, kbs, kb_ids, knowledge_ids)
+    known = {k.id for k in kbs}
+    missing = [t.knowledge_base_id for t in targets if t.knowledge_base_id not in known]
+    if missing:
+        kbs += await _read_kbs(reads, req.tenant_id, missing)
+    return _Scope(kb_ids, knowledge_ids, kbs, targets)
+
+
+def _retrieval(agent: AgentSettings, req: TurnRequest, scope: _Scope) -> RetrievalFields:
+    """Search and rerank knobs; the models fall back to the first KB's own."""
+    return RetrievalFields(
+        knowledge_base_ids=tuple(scope.kb_ids), knowledge_ids=tuple(scope.knowledge_ids),
+        tag_ids=tuple(req.tag_ids), search_targets=tuple(scope.targets),
+        vector_threshold=agent.vector_threshold, keyword_threshold=agent.keyword_threshold,
+        embedding_top_k=agent.embedding_top_k,
+        rerank_model_id=agent.rerank_model_id or _first_kb_model(scope.kbs, "rerank_model_id"),
+        rerank_top_k=agent.rerank_top_k, rerank_threshold=agent.rerank_threshold or 0.0,
+        chat_model_id=(req.summary_model_id or agent.model_id
+                       or _first_kb_model(scope.kbs, "summary_model_id")))
+
+
+def _answering(agent: AgentSettings, req: TurnRequest) -> AnsweringFields:
+    """Prompts, fallback, rewrite, FAQ and web knobs of the answer."""
+    return AnsweringFields(
+        summary=_summary(agent), fallback_strategy=agent.fallback_strategy,
+        fallback_response=agent.fallback_response or prompts.content("default_fallback"),
+        fallback_prompt=agent.fallback_prompt or prompts.content("default_fallback_prompt"),
+        citations_enabled=req.citations_enabled and agent.citation_enabled,
+        enable_rewrite=agent.enable_rewrite, enable_query_expansion=agent.enable_query_expansion,
+        rewrite_prompt_system=agent.rewrite_prompt_system, rewrite_prompt_user=agent.rewrite_prompt_user,
+        query_understand_model_id=agent.query_understand_model_id,
+        faq_priority_enabled=agent.faq_priority_enabled,
+        faq_direct_answer_threshold=agent.faq_direct_answer_threshold, faq_score_boost=agent.faq_score_boost,
+        data_analysis_enabled=agent.data_analysis_enabled, vlm_model_id=agent.vlm_model_id,
+        intent_prompt_overrides={str(k): str(v) for k, v in agent.intent_prompts.items()},
+        web_search_enabled=req.web_search_enabled, web_search_max_results=agent.web_search_max_results,
+        web_fetch_enabled=agent.web_fetch_enabled, web_fetch_top_n=agent.web_fetch_top_n)
+
+
 async def build_request(deps: PipelineDeps, req: TurnRequest, reads: Any = None
                         ) -> tuple[PipelineRequest, list[KnowledgeBase]]:
-    """``reads`` is the turn's read view (``TurnReads``) when the runner made one: the KBs read here are then not
-    read again by the search."""
+    """``reads`` is the turn's read view (``TurnReads``) when the runner made one: the KBs read here are then
+    not read again by the search."""
     reads = reads if reads is not None else deps.reads
-    cfg = {**QUICK_ANSWER_DEFAULTS, **((req.agent.config if req.agent else None) or {})}
-    kb_ids = [k for k in req.knowledge_base_ids if k]
-    knowledge_ids = [k for k in req.knowledge_ids if k]
-    if not kb_ids and not knowledge_ids and req.agent is not None and not cfg.get("retrieve_kb_only_when_mentioned"):
-        mode = cfg.get("kb_selection_mode") or "selected"
-        if mode == "all" and deps.list_kbs is not None:
-            # Every KB of the tenant that quick answer can search (vector or keyword index), spec §1.9.
-            kb_ids = [kb.id for kb in await deps.list_kbs(req.tenant_id)
-                      if kb.indexing_strategy.vector_enabled or kb.indexing_strategy.keyword_enabled]
-        elif mode != "none":
-            kb_ids = [k for k in cfg.get("knowledge_bases") or [] if k]
-    kbs: list[KnowledgeBase] = []
-    if reads is not None and kb_ids:
-        kbs = [kb for kb in await reads.knowledge_bases(kb_ids) if kb.tenant_id == req.tenant_id]
-    targets: list[Any] = []
-    if kb_ids and not knowledge_ids and not req.tag_ids:
-        # Whole KBs only: the targets are the caller's own KBs, in request order (spec §1.8 step 3); no need for
-        # the general builder's extra reads.
-        own = {kb.id for kb in kbs}
-        targets = [SearchTarget(type="knowledge_base", knowledge_base_id=k, tenant_id=req.tenant_id)
-                   for k in dict.fromkeys(kb_ids) if k in own]
-    elif deps.search is not None and (kb_ids or knowledge_ids):
-        from knora.services.retrieval.targets import build_targets
-
-        tag_scopes = {kb_ids[0]: list(req.tag_ids)} if req.tag_ids and kb_ids else None
-        try:
-            search = scoped_search(deps.search, reads if isinstance(reads, TurnReads) else None)
-            targets = await build_targets(search, req.tenant_id, kb_ids, knowledge_ids,  # type: ignore[arg-type]
-                                          tag_scopes)
-        except Exception as exc:
-            raise RuntimeError(f"build search targets: {exc}") from exc
-    if reads is not None and targets:
-        missing = [t.knowledge_base_id for t in targets if t.knowledge_base_id not in {k.id for k in kbs}]
-        if missing:
-            kbs += [kb for kb in await reads.knowledge_bases(missing) if kb.tenant_id == req.tenant_id]
-    multi_turn = cfg.get("multi_turn_enabled", True) is not False
-    entity_kbs: list[str] = []
-    if deps.graph_store is not None and kbs:
-        wanted = [kb.id for kb in kbs if kb.indexing_strategy.graph_enabled or kb.extract_config.get("enabled")]
-        if wanted:
-            try:
-                entity_kbs = await deps.graph_store.has_graph(req.tenant_id, wanted)
-            except Exception as exc:  # noqa: BLE001 - no graph → no entity search
-                log.warning("graph lookup failed: %s", exc)
-    rerank_id = str(cfg.get("rerank_model_id") or "") or next((kb.rerank_model_id for kb in kbs
-                                                                 if kb.rerank_model_id), "")
-    chat_id = str(req.summary_model_id or cfg.get("model_id") or "") or next(
-        (kb.summary_model_id for kb in kbs if kb.summary_model_id), "")
-    temperature = cfg.get("temperature")
+    agent = req.agent.settings() if req.agent is not None else AgentSettings()
+    scope = await _scope(deps, req, reads, agent)
+    kbs = scope.kbs
     pr = PipelineRequest(
         tenant_id=req.tenant_id, session_id=req.session_id, request_id=req.request_id, query=req.query,
         user_message_id=req.user_message_id, assistant_message_id=req.assistant_message_id,
-        max_rounds=int(_num(cfg, "history_turns", 5)) if multi_turn else 0,
-        knowledge_base_ids=tuple(kb_ids), knowledge_ids=tuple(knowledge_ids), tag_ids=tuple(req.tag_ids),
-        search_targets=tuple(targets),
-        vector_threshold=_num(cfg, "vector_threshold", 0.5), keyword_threshold=_num(cfg, "keyword_threshold", 0.3),
-        embedding_top_k=int(_num(cfg, "embedding_top_k", 10)), rerank_model_id=rerank_id,
-        rerank_top_k=int(_num(cfg, "rerank_top_k", 10)),
-        rerank_threshold=float(cfg.get("rerank_threshold") or 0.0),
-        chat_model_id=chat_id,
-        summary=SummaryConfig(
-            prompt=_template(cfg, "system_prompt", "system_prompt_id", "default_kb"),
-            context_template=_template(cfg, "context_template", "context_template_id", "default_context"),
-            temperature=float(temperature) if isinstance(temperature, int | float) and temperature >= 0 else 0.7,
-            max_completion_tokens=int(_num(cfg, "max_completion_tokens", 2048)),
-            thinking=bool(cfg.get("thinking")) if cfg.get("thinking") is not None else None),
-        fallback_strategy=str(cfg.get("fallback_strategy") or "fixed"),
-        fallback_response=str(cfg.get("fallback_response") or prompts.content("default_fallback")),
-        fallback_prompt=str(cfg.get("fallback_prompt") or prompts.content("default_fallback_prompt")),
-        citations_enabled=req.citations_enabled and cfg.get("citation_enabled") is not False,
-        enable_rewrite=bool(cfg.get("enable_rewrite", True)),
-        enable_query_expansion=bool(cfg.get("enable_query_expansion", True)),
-        rewrite_prompt_system=str(cfg.get("rewrite_prompt_system") or ""),
-        rewrite_prompt_user=str(cfg.get("rewrite_prompt_user") or ""),
-        query_understand_model_id=str(cfg.get("query_understand_model_id") or ""),
-        faq_priority_enabled=bool(cfg.get("faq_priority_enabled", True)),
-        faq_direct_answer_threshold=_num(cfg, "faq_direct_answer_threshold", 0.9),
-        faq_score_boost=_num(cfg, "faq_score_boost", 1.2),
-        data_analysis_enabled=bool(cfg.get("data_analysis_enabled", False)),
-        images=tuple(req.images), vlm_model_id=str(cfg.get("vlm_model_id") or ""),
-        intent_prompt_overrides={str(k): str(v) for k, v in (cfg.get("intent_prompts") or {}).items()},
-        web_search_enabled=req.web_search_enabled,
-        web_search_max_results=int(_num(cfg, "web_search_max_results", 5)),
-        web_fetch_enabled=bool(cfg.get("web_fetch_enabled", False)),
-        web_fetch_top_n=int(_num(cfg, "web_fetch_top_n", 3)),
-        language=prompts.language_name(req.language, req.query),
-        history=tuple(req.history), entity_kb_ids=tuple(entity_kbs),
+        max_rounds=agent.history_turns if agent.multi_turn_enabled else 0,
+        **_retrieval(agent, req, scope), **_answering(agent, req),
+        images=tuple(req.images), language=prompts.language_name(req.language, req.query),
+        history=tuple(req.history), entity_kb_ids=tuple(await _entity_kb_ids(deps, req.tenant_id, kbs)),
         wiki_kb_ids=tuple(kb.id for kb in kbs if kb.indexing_strategy.wiki_enabled),
         kb_types={kb.id: str(kb.type) for kb in kbs},
     )

@@ -81,12 +81,95 @@ def order_for_model(results: Sequence[SearchResult], faq_priority: bool) -> list
 @dataclass
 class RenderedContext:
     xml: str = ""
-    passages: list[dict[str, str]] = field(default_factory=list)  # [{handle, content}] for the extractive answerer
+    # [{handle, content}] for the extractive answerer
+    passages: list[dict[str, str]] = field(default_factory=list)
     has_images: bool = False
 
 
-def render_context(results: Sequence[SearchResult], refs: ReferenceRegistryPort, *, faq_priority: bool = False,
-                   faq_exact_threshold: float = 0.9) -> RenderedContext:
+@dataclass
+class _Knowledge:
+    """Renders the knowledge passages, grouped by document; the first exact FAQ match is marked once."""
+
+    refs: ReferenceRegistryPort
+    out: RenderedContext
+    has_faq: bool
+    faq_exact_threshold: float
+    exact_done: bool = False
+
+    def render(self, knowledge: list[SearchResult]) -> str:
+        lines = ['<retrieval type="knowledge" mode="semantic">']
+        if self.has_faq:
+            lines.append("<note>Chunks marked priority=\"high\" are curated FAQ answers: prefer them to "
+                         "document passages; match=\"exact\" means the FAQ matches the question almost "
+                         "verbatim.</note>")
+        groups: dict[str, list[SearchResult]] = {}
+        for r in knowledge:
+            groups.setdefault(r.knowledge_id or f"_{r.id}", []).append(r)
+        for members in groups.values():
+            self._document(members, lines)
+        lines.append("</retrieval>")
+        return "\n".join(lines)
+
+    def _document(self, members: list[SearchResult], lines: list[str]) -> None:
+        first = members[0]
+        doc, kb = self.refs.document_handle(first.knowledge_id), self.refs.kb_handle(first.knowledge_base_id)
+        attrs = (f' id="{doc}"' if doc else "") + (f' kb="{kb}"' if kb else "")
+        lines.append(f'<document{attrs} title="{_a(first.knowledge_title or first.knowledge_filename)}">')
+        if first.knowledge_description:
+            description = _cap(first.knowledge_description, DESCRIPTION_CAP)[0]
+            lines.append(f"<description>{_t(description)}</description>")
+        for r in members:
+            self._chunk(r, lines)
+        lines.append("</document>")
+
+    def _priority(self, r: SearchResult) -> str:
+        if not (self.has_faq and r.chunk_type == "faq"):
+            return ""
+        if self.exact_done or r.score < self.faq_exact_threshold:
+            return ' priority="high"'
+        self.exact_done = True
+        return ' priority="high" match="exact"'
+
+    def _chunk(self, r: SearchResult, lines: list[str]) -> None:
+        handle = self.refs.chunk_handle(r.id) or ""
+        extra = self._priority(r)
+        passage = enrich_with_image_info(r)
+        if not passage.strip():
+            return
+        self.out.has_images = self.out.has_images or bool(MARKDOWN_IMAGE.search(passage))
+        lines.append(f'<chunk id="{handle}" index="{r.chunk_index}" view="full" type="{_a(r.chunk_type)}"'
+                     f'{extra}>')
+        if r.matched_content and r.matched_content.strip() != r.content.strip():
+            lines.append(f"<match>{_t(r.matched_content)}</match>")
+        lines.append(f"<content>{_t(passage)}</content>")
+        lines.append("</chunk>")
+        self.out.passages.append({"handle": handle, "content": passage})
+
+
+def _web_page(r: SearchResult, refs: ReferenceRegistryPort, out: RenderedContext, lines: list[str]) -> None:
+    url = str(r.metadata.get("url") or r.id)
+    title = r.knowledge_title or str(r.metadata.get("title") or "")
+    handle = refs.register_web(url, title)
+    lines.append(f'<page id="{handle}" title="{_a(title)}">')
+    lines.append('<evidence type="search_summary" verified="false" />')
+    fetched = r.metadata.get("fetched") == "true"
+    # WeKnora shows the result's whole content as the snippet; a fetched page shows its text as content.
+    raw_snippet = str(r.metadata.get("snippet") or "") if fetched else r.content
+    snippet, cut = _cap(raw_snippet, WEB_SNIPPET_CAP)
+    lines.append(f"<match{_TRUNC if cut else ''}>{_t(snippet)}</match>")
+    body = r.content if fetched else ""
+    if body.strip() and body.strip() != raw_snippet.strip():
+        body, cut = _cap(body, WEB_FETCHED_CAP)
+        lines.append(f"<content{_TRUNC if cut else ''}>{_t(body)}</content>")
+    if r.metadata.get("published_at"):
+        lines.append(f"<published>{_t(r.metadata['published_at'])}</published>")
+    lines.append("</page>")
+    out.passages.append({"handle": handle, "content": body or snippet})
+
+
+def render_context(results: Sequence[SearchResult], refs: ReferenceRegistryPort, *,
+                   faq_priority: bool = False, faq_exact_threshold: float = 0.9) -> RenderedContext:
+    """The knowledge passages grouped by document, then the web pages; handles registered on the way."""
     ordered = order_for_model(results, faq_priority)
     knowledge = [r for r in ordered if not is_web(r)]
     web = [r for r in ordered if is_web(r)]
@@ -95,64 +178,11 @@ def render_context(results: Sequence[SearchResult], refs: ReferenceRegistryPort,
     parts: list[str] = []
     if knowledge:
         has_faq = faq_priority and any(r.chunk_type == "faq" for r in knowledge)
-        exact_done = False
-        lines = ['<retrieval type="knowledge" mode="semantic">']
-        if has_faq:
-            lines.append("<note>Chunks marked priority=\"high\" are curated FAQ answers: prefer them to document "
-                         "passages; match=\"exact\" means the FAQ matches the question almost verbatim.</note>")
-        groups: dict[str, list[SearchResult]] = {}
-        for r in knowledge:
-            groups.setdefault(r.knowledge_id or f"_{r.id}", []).append(r)
-        for members in groups.values():
-            first = members[0]
-            doc, kb = refs.document_handle(first.knowledge_id), refs.kb_handle(first.knowledge_base_id)
-            attrs = (f' id="{doc}"' if doc else "") + (f' kb="{kb}"' if kb else "")
-            lines.append(f'<document{attrs} title="{_a(first.knowledge_title or first.knowledge_filename)}">')
-            if first.knowledge_description:
-                lines.append(f"<description>{_t(_cap(first.knowledge_description, DESCRIPTION_CAP)[0])}</description>")
-            for r in members:
-                handle = refs.chunk_handle(r.id) or ""
-                extra = ""
-                if has_faq and r.chunk_type == "faq":
-                    extra = ' priority="high"'
-                    if not exact_done and r.score >= faq_exact_threshold:
-                        extra += ' match="exact"'
-                        exact_done = True
-                passage = enrich_with_image_info(r)
-                if not passage.strip():
-                    continue
-                out.has_images = out.has_images or bool(MARKDOWN_IMAGE.search(passage))
-                lines.append(f'<chunk id="{handle}" index="{r.chunk_index}" view="full" type="{_a(r.chunk_type)}"'
-                             f'{extra}>')
-                if r.matched_content and r.matched_content.strip() != r.content.strip():
-                    lines.append(f"<match>{_t(r.matched_content)}</match>")
-                lines.append(f"<content>{_t(passage)}</content>")
-                lines.append("</chunk>")
-                out.passages.append({"handle": handle, "content": passage})
-            lines.append("</document>")
-        lines.append("</retrieval>")
-        parts.append("\n".join(lines))
+        parts.append(_Knowledge(refs, out, has_faq, faq_exact_threshold).render(knowledge))
     if web:
         lines = ['<retrieval type="web" mode="search">']
         for r in web:
-            url = str(r.metadata.get("url") or r.id)
-            title = r.knowledge_title or str(r.metadata.get("title") or "")
-            handle = refs.register_web(url, title)
-            lines.append(f'<page id="{handle}" title="{_a(title)}">')
-            lines.append('<evidence type="search_summary" verified="false" />')
-            fetched = r.metadata.get("fetched") == "true"
-            # WeKnora shows the result's whole content as the snippet; a fetched page shows its text as content.
-            raw_snippet = str(r.metadata.get("snippet") or "") if fetched else r.content
-            snippet, cut = _cap(raw_snippet, WEB_SNIPPET_CAP)
-            lines.append(f"<match{_TRUNC if cut else ''}>{_t(snippet)}</match>")
-            body = r.content if fetched else ""
-            if body.strip() and body.strip() != raw_snippet.strip():
-                body, cut = _cap(body, WEB_FETCHED_CAP)
-                lines.append(f"<content{_TRUNC if cut else ''}>{_t(body)}</content>")
-            if r.metadata.get("published_at"):
-                lines.append(f"<published>{_t(r.metadata['published_at'])}</published>")
-            lines.append("</page>")
-            out.passages.append({"handle": handle, "content": body or snippet})
+            _web_page(r, refs, out, lines)
         lines.append("</retrieval>")
         parts.append("\n".join(lines))
     out.xml = "\n".join(parts)

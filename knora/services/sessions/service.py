@@ -7,7 +7,6 @@ scoping is enforced in one place: another tenant's session is "not found".
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message, Session
 from knora.domain.errors import BadRequest, NotFound
+from knora.domain.think import drop_closed_think
 from knora.ports.chat import ChatMessage, ChatModel, ChatOptions
 from knora.ports.conversation_store import MessageRepo, SessionRepo
 from knora.services.streaming.turn import HistoryTurn
@@ -24,7 +24,6 @@ log = logging.getLogger(__name__)
 MAX_TITLE_RUNES = 100
 FALLBACK_TITLE_RUNES = 30
 DEFAULT_HISTORY_ROUNDS = 5
-_THINK = re.compile(r"(?s)<think>.*?</think>")
 
 TITLE_PROMPT = (
     "Write a short title for a conversation that starts with the user's message below. Reply with the title "
@@ -47,7 +46,7 @@ def fallback_title(query: str) -> str:
 
 
 def sanitize_title(raw: str) -> str:
-    text = _THINK.sub("", raw).strip()
+    text = drop_closed_think(raw).strip()
     text = text.splitlines()[0].strip() if text else ""
     text = text.strip("\"'“”‘’「」《》*# ").strip()
     return text[:MAX_TITLE_RUNES]
@@ -141,12 +140,12 @@ class SessionService:
             if m.role == "user":
                 turn["query"] = m.content
                 turn["at"] = m.created_at
-                captions = [str(i.get("caption")) for i in m.images if isinstance(i,
-                                                                                  dict) and i.get("caption")]
+                captions = [str(i.get("caption")) for i in m.images
+                            if isinstance(i, dict) and i.get("caption")]
                 if captions:
                     turn["query"] += "\n\n[用户上传图片内容]\n" + "\n".join(captions)
             elif m.role == "assistant":
-                turn["answer"] = _THINK.sub("", m.content)
+                turn["answer"] = drop_closed_think(m.content)
                 turn["references"] = m.knowledge_references
         complete = [t for t in turns.values() if t["query"].strip() and t["answer"].strip() and t["at"]]
         complete.sort(key=lambda t: t["at"], reverse=True)
@@ -168,8 +167,8 @@ class SessionService:
                 model = await self._chat_model(model_id, tenant_id)
                 if model is not None and not str(getattr(model, "model_id", "")).endswith("extractive"):
                     reply = await model.chat(
-                        [ChatMessage(role="system", content=TITLE_PROMPT), ChatMessage(role="user",
-                                                                                       content=query)],
+                        [ChatMessage(role="system", content=TITLE_PROMPT),
+                         ChatMessage(role="user", content=query)],
                         ChatOptions(temperature=0.3, thinking=False, max_tokens=64))
                     title = sanitize_title(reply.content)
             except Exception:

@@ -2,10 +2,10 @@
 
 A turn's messages exist before the first byte is streamed (assistant: ``is_completed`` false, empty content),
 and the runner runs in a task that never depends on the HTTP connection: the route only *reads* the stream
-log. A stop reaches whichever process runs the turn through ``StopSignals``; that process cancels the runner,
-flushes held text, appends the ``stop`` entry and saves the partial answer (never as a fallback). If no
-process answers a stop (the one running the turn died), the stop endpoint ends the turn itself from what the
-log holds, so an assistant message is never left incomplete forever.
+log. A stop reaches whichever process runs the turn through ``StopSignals``; that process cancels the
+runner, flushes held text, appends the ``stop`` entry and saves the partial answer (never as a fallback). If
+no process answers a stop (the one running the turn died), the stop endpoint ends the turn itself from what
+the log holds, so an assistant message is never left incomplete forever.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from knora.domain.agent_settings import AgentSettings
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message, Session
 from knora.domain.errors import AppError, BadRequest, NotFound
@@ -59,6 +60,47 @@ class StartedTurn:
     wants_title: bool
 
 
+@dataclass(frozen=True)
+class CompletedTurn:
+    """What the assistant message is completed with, and the figures the ``complete`` event carries."""
+
+    fields: dict[str, Any]
+    steps: list[Any]
+    duration_ms: int
+
+
+def _turn_debug(ctx: TurnContext, handler: StreamHandler, outcome: TurnOutcome | None,
+                reason: str) -> dict[str, Any]:
+    debug: dict[str, Any] = {"timings": dict(ctx.timings), "stages": handler.stage_timings}
+    if handler.errors:
+        debug["errors"] = handler.errors
+    if reason:
+        debug["stopped"] = reason
+    if outcome is not None:
+        debug.update(outcome.debug)
+    return debug
+
+
+def completed_fields(req: TurnRequest, ctx: TurnContext, handler: StreamHandler, registry: ReferenceRegistry,
+                     outcome: TurnOutcome | None, reason: str, started: float) -> CompletedTurn:
+    """The assistant message's final fields: what was streamed (or the runner's answer when nothing was),
+    the runner's references and steps when it has them (else the stream's), debug and timing."""
+    content = handler.final_answer
+    if outcome is not None and not content and outcome.answer:
+        content = registry.decode_output(outcome.answer)
+    refs = [r.model_dump(mode="json") for r in outcome.references] if outcome and outcome.references \
+        else handler.references
+    steps = (outcome.agent_steps if outcome and outcome.agent_steps else handler.timeline_steps())
+    duration_ms = int((time.monotonic() - started) * 1000)
+    fields: dict[str, Any] = {
+        "content": content, "knowledge_references": refs, "agent_steps": steps, "is_completed": True,
+        "is_fallback": bool(not reason and outcome is not None
+                            and (outcome.is_fallback or handler.is_fallback)),
+        "agent_duration_ms": duration_ms, "debug": _turn_debug(ctx, handler, outcome, reason),
+        "model_id": outcome.model_id if outcome and outcome.model_id else req.summary_model_id or ""}
+    return CompletedTurn(fields, steps, duration_ms)
+
+
 class ChatService:
     def __init__(self, sessions: SessionService, stream_log: StreamLog, stop_signals: StopSignals,
                  runners: RunnerResolver, agents: AgentResolver | None = None, *,
@@ -71,8 +113,7 @@ class ChatService:
         self._agents = agents
         self.max_query_chars = max_query_chars
         self.stop_grace_seconds = stop_grace_seconds
-        # one per process: text deltas of all its turns share a frame budget
-        self.pacer = pacer or DeltaPacer()
+        self.pacer = pacer or DeltaPacer()  # one per process: all its turns' text deltas share a frame budget
         self._tasks: dict[str, asyncio.Task[None]] = {}  # assistant message id -> running turn
 
     # --- intake ---------------------------------------------------------------------------------------------
@@ -94,16 +135,17 @@ class ChatService:
                            code=1000)
         session = await self.sessions.get(tenant_id, session_id)
         agent = await self._resolve_agent(tenant_id, body.agent_id)
+        settings = agent.settings() if agent is not None else AgentSettings()
         kind = "quick"
         if mode == "agent":
             if agent is None and body.agent_enabled:
                 raise BadRequest("agent_id is required when agent mode is enabled")
-            if agent is not None and agent.config.get("agent_mode") == "smart-reasoning":
+            if agent is not None and settings.agent_mode == "smart-reasoning":
                 kind = "smart" if self._runners("smart") is not None else "quick"
         runner = self._runners(kind)
         if runner is None:
             raise AppError("No answering runtime is configured", status=503, code=1008)
-        if body.images and not (agent is not None and agent.config.get("image_upload_enabled")):
+        if body.images and not (agent is not None and settings.image_upload_enabled):
             raise BadRequest("Image upload is not enabled for this agent")
         kb_ids, knowledge_ids, tag_ids = merge_targets(body)
 
@@ -113,12 +155,12 @@ class ChatService:
                        images=[{"url": i.get("data", ""), "caption": ""} for i in body.images],
                        channel=body.channel, agent_id=body.agent_id, created_at=now, updated_at=now)
         assistant = Message(session_id=session_id, tenant_id=tenant_id, request_id=request_id,
-                            role="assistant",
-                            content="", is_completed=False, channel=body.channel, agent_id=body.agent_id,
-                            model_id=body.summary_model_id or "", created_at=now, updated_at=now)
+                            role="assistant", content="", is_completed=False, channel=body.channel,
+                            agent_id=body.agent_id, model_id=body.summary_model_id or "", created_at=now,
+                            updated_at=now)
         state = {"agent_id": body.agent_id, "agent_enabled": body.agent_enabled,
-                 "model_id": body.summary_model_id,
-                 "knowledge_base_ids": kb_ids, "knowledge_ids": knowledge_ids, "tag_ids": tag_ids,
+                 "model_id": body.summary_model_id, "knowledge_base_ids": kb_ids,
+                 "knowledge_ids": knowledge_ids, "tag_ids": tag_ids,
                  "mcp_service_ids": body.mcp_service_ids, "skill_names": body.skill_names,
                  "mentioned_items": body.mentioned_items, "web_search_enabled": body.web_search_enabled}
         await self.sessions.messages.create_pair(user, assistant, {"last_request_state": state})
@@ -136,7 +178,7 @@ class ChatService:
             images=[str(i.get("data", "")) for i in body.images], mcp_service_ids=body.mcp_service_ids,
             skill_names=body.skill_names, language=body.language)
         wants_title = not session.title and (kind == "smart" or not body.disable_title)
-        max_rounds = int((agent.config.get("history_turns") if agent else None) or DEFAULT_HISTORY_ROUNDS)
+        max_rounds = settings.history_turns if agent is not None else DEFAULT_HISTORY_ROUNDS
         task = asyncio.create_task(self._run(runner, req, kind, wants_title, max_rounds),
                                    name=f"turn-{assistant.id}")
         self._tasks[assistant.id] = task
@@ -193,8 +235,7 @@ class ChatService:
         stop_task.cancel()
         await asyncio.gather(stop_task, return_exceptions=True)
         await asyncio.shield(self._finish(req, kind, ctx, handler, registry, outcome, failure, reason,
-                                          started,
-                                          title_task))
+                                          started, title_task))
 
     async def _finish(self, req: TurnRequest, kind: str, ctx: TurnContext, handler: StreamHandler,
                       registry: ReferenceRegistry, outcome: TurnOutcome | None, failure: BaseException | None,
@@ -204,38 +245,20 @@ class ChatService:
             await ctx.bus.close()  # text the pacer still holds goes out before anything that ends the turn
             if failure is not None:
                 stage = "agent_execution" if kind == "smart" else "knowledge_qa_execution"
-                await ctx.bus.emit(BusEvent.ERROR, {"error": str(failure) or type(failure).__name__,
-                                                    "stage": stage})
+                error = str(failure) or type(failure).__name__
+                await ctx.bus.emit(BusEvent.ERROR, {"error": error, "stage": stage})
             if outcome is not None and outcome.answer and not handler.answer_streamed:
                 await handler.fallback_answer(registry.decode_output(outcome.answer))
             await handler.flush_all()
-            content = handler.final_answer
-            if outcome is not None and not content and outcome.answer:
-                content = registry.decode_output(outcome.answer)
-            refs = [r.model_dump(mode="json") for r in outcome.references] if outcome and outcome.references \
-                else handler.references
-            steps = (outcome.agent_steps if outcome and outcome.agent_steps else handler.timeline_steps())
-            duration_ms = int((time.monotonic() - started) * 1000)
-            debug: dict[str, Any] = {"timings": dict(ctx.timings), "stages": handler.stage_timings}
-            if handler.errors:
-                debug["errors"] = handler.errors
-            if reason:
-                debug["stopped"] = reason
-            if outcome is not None:
-                debug.update(outcome.debug)
-            fields: dict[str, Any] = {
-                "content": content, "knowledge_references": refs, "agent_steps": steps, "is_completed": True,
-                "is_fallback": bool(not reason and outcome is not None
-                                    and (outcome.is_fallback or handler.is_fallback)),
-                "agent_duration_ms": duration_ms, "debug": debug,
-                "model_id": outcome.model_id if outcome and outcome.model_id else req.summary_model_id or ""}
+            done = completed_fields(req, ctx, handler, registry, outcome, reason, started)
+            fields, steps, duration_ms = done.fields, done.steps, done.duration_ms
             user_fields = ({"rendered_content": outcome.rendered_content}
                            if outcome is not None and outcome.rendered_content else None)
             await self.sessions.messages.complete(mid, fields, user_message_id=req.user_message_id,
                                                   user_fields=user_fields)
             if reason:
-                await handler.append("stop", "", True, {"session_id": sid, "message_id": mid,
-                                                        "reason": reason},
+                await handler.append("stop", "", True,
+                                     {"session_id": sid, "message_id": mid, "reason": reason},
                                      f"stop-{time.time_ns()}")
             else:
                 await handler.append("complete", "", True, {"total_steps": len(steps),

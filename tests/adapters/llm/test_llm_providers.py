@@ -11,8 +11,8 @@ from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
 from knora.adapters.llm.registry import ChatModelRegistry, ModelNotConfigured, RerankerRegistry
 from knora.adapters.llm.rerank_http import HttpReranker
-from knora.adapters.llm.think import ThinkSplitter
 from knora.domain.models import ModelConfig
+from knora.domain.think import ThinkSplitter
 from knora.ports.chat import ChatMessage, ChatModel, ChatOptions, ModelError
 from knora.settings import Settings
 from tests.fakes import FakeModelServer, Reply

@@ -23,6 +23,7 @@ from knora.domain.knowledge import KnowledgeBase
 from knora.domain.search import SearchParams, SearchResult
 from knora.ports.reranker import RerankScore
 from knora.ports.tool import ToolContext, ToolDeps
+from tests.adapters.sandbox.test_duckdb_sandbox import UNSAFE_SQL
 from tests.adapters.tools.doubles import Store
 
 pytestmark = pytest.mark.unit
@@ -177,6 +178,16 @@ class TestData:
         doc = store.add_doc("kb1", "sales.csv", [], file_type="csv", blob=b"a\n1\n")
         res = await data_analysis.DataAnalysisTool(ToolDeps(repos=store, blobs=store)).execute(
             {"knowledge_id": doc.id, "sql": sql}, ctx())
+        assert not res.success
+
+    @pytest.mark.parametrize("sql", [s for s, _ in UNSAFE_SQL])
+    async def test_every_unsafe_path_is_refused(self, store: Store, sql: str) -> None:
+        """The shared sandbox's list: files, URLs, extensions, ATTACH, COPY, settings, catalogue functions."""
+        doc = store.add_doc("kb1", "sales.csv", [], file_type="csv", blob=b"region,n\nnorth,1\n")
+        deps = ToolDeps(repos=store, blobs=store)
+        res = await data_analysis.DataAnalysisTool(deps).execute({"knowledge_id": doc.id, "sql": sql}, ctx())
+        assert not res.success
+        res = await database_query.DatabaseQueryTool(deps).execute({"sql": sql}, ctx())
         assert not res.success
 
     async def test_database_query_sees_only_the_tenants_rows(self, store: Store) -> None:

@@ -16,6 +16,7 @@ from knora.ports.graph import GraphNode
 from knora.ports.websearch import WebResult
 from knora.services.pipeline.runner import PipelineFailed
 from knora.services.streaming.turn import HistoryTurn
+from tests.adapters.sandbox.test_duckdb_sandbox import UNSAFE_SQL
 from tests.fakes import FakeModelServer, Reply
 from tests.services.pipeline.conftest import DOCS, add_kb, chunks_of, make_ctx, turn
 
@@ -264,6 +265,37 @@ class TestDataAnalysis:
         assert analysis[0].match_type == 9
         system = fake.chat_requests[-1]["messages"][0]["content"]
         assert "=== DuckDB Query Results ===" in system
+
+    async def test_every_unsafe_path_is_refused(self, model_container: Any, fake: FakeModelServer) -> None:
+        """The shared sandbox's list, written by the model with the document's own table name."""
+        import re
+
+        c = model_container
+        kb = await c.kb_service.create(c.default_tenant_id, {"name": "sales"})
+        await c.ingest_service.add_file(c.default_tenant_id, kb.id, "sales.csv", b"region,n\nnorth,1\n")
+        await c.jobs.wait_idle(timeout=60)
+        current = {"sql": ""}
+
+        def handle(body: dict[str, Any]) -> Reply:
+            last = body["messages"][-1]["content"]
+            if "Table Schema:" in last:
+                kid = re.search(r"Knowledge ID: (\S+)", last).group(1)  # type: ignore[union-attr]
+                sql = current["sql"].replace("sales", kid)
+                return Reply(content=json.dumps({"knowledge_id": kid, "sql": sql}))
+            return rewrite("region n") if body.get("max_tokens") == 150 else Reply(content="fine")
+
+        fake.handler = handle
+        with_analysis = agent(data_analysis_enabled=True)
+        for sql, _ in UNSAFE_SQL:
+            current["sql"] = sql
+            ctx, _ = make_ctx()
+            outcome = await c.quick_answer.run(turn(c, "region n", [kb.id], agent=with_analysis), ctx)
+            assert outcome.answer == "fine", sql
+            assert not any(r.id.startswith("analysis_") for r in outcome.references), sql
+        current["sql"] = "SELECT region, sum(n) AS total FROM sales GROUP BY region"
+        ctx, _ = make_ctx()
+        outcome = await c.quick_answer.run(turn(c, "region n", [kb.id], agent=with_analysis), ctx)
+        assert any(r.id.startswith("analysis_") for r in outcome.references)  # safe SQL does run here
 
     async def test_unsafe_sql_is_ignored(self, model_container: Any, fake: FakeModelServer) -> None:
         c = model_container

@@ -1,9 +1,10 @@
 """``data_analysis`` (spec §2.15): when a CSV/Excel document is among the passages, let the model write one
 read-only DuckDB query over it and add the query's result as a passage.
 
-Safety: the table is loaded into a private in-memory DuckDB, then external access is switched off and the
-configuration locked before any model-written SQL runs; the SQL must be one SELECT/WITH/SHOW/DESCRIBE/EXPLAIN
-statement that names no other table and calls no file or extension function.
+Safety is the shared sandbox's (``ports.sql_sandbox``; the DuckDB one in ``adapters/duckdb_sandbox.py``,
+the same the agent's data tools use): the rows are loaded into a private in-memory database that is then
+locked (no files, network, extensions or ATTACH, configuration frozen), and the SQL must be one SELECT/WITH
+statement that reads only this document's table and calls no file, network, extension or settings function.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from knora import prompts
+from knora.domain.model_json import extract_object
 from knora.domain.search import MatchType, SearchResult
 from knora.ports.chat import ChatMessage, ChatOptions
+from knora.ports.sql_sandbox import QueryResult, SqlRefused, SqlSandbox
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
@@ -29,11 +32,7 @@ from knora.services.streaming.turn import TurnContext
 log = logging.getLogger(__name__)
 
 DATA_SUFFIXES = (".csv", ".xlsx", ".xls")
-_ALLOWED_START = re.compile(r"(?is)^\s*(select|with|show|describe|explain)\b")
-_FORBIDDEN = re.compile(
-    r"(?is)\b(read_csv\w*|read_parquet|read_json\w*|read_text|read_blob|parquet_scan|csv_scan|glob|copy|attach|"
-    r"detach|install|load|export|import|pragma|set|reset|create|insert|update|delete|drop|alter|call|"
-    r"httpfs|getenv|sqlite_scan|postgres_scan|query_table|query)\s*[\(\s]")
+MAX_RESULT_ROWS = 101  # the prompt shows up to this many records
 SCHEMA = {"type": "object", "properties": {"knowledge_id": {"type": "string"}, "sql": {"type": "string"}},
           "required": ["knowledge_id", "sql"]}
 
@@ -57,59 +56,26 @@ def rows_from_file(data: bytes, filename: str) -> tuple[list[str], list[list[Any
         if not sheet:
             continue
         if not header:
-            header = [str(h) if h is not None else f"col{i}" for i, h in enumerate(sheet[0])] + ["__sheet_name"]
+            header = [str(h) if h is not None else f"col{i}" for i, h in enumerate(sheet[0])]
+            header.append("__sheet_name")
         rows.extend([*list(r), ws.title] for r in sheet[1:])
     wb.close()
     return header, rows
 
 
-def validate_sql(sql: str, table: str) -> str | None:
-    s = sql.strip().rstrip(";").strip()
-    if not s or ";" in s or not _ALLOWED_START.match(s) or _FORBIDDEN.search(s + " "):
-        return None
-    referenced = set(re.findall(r"(?i)\b(?:from|join)\s+\"?([A-Za-z_][\w]*)", s))
-    return s if referenced <= {table} else None
-
-
-def run_query(header: Sequence[str], rows: Sequence[Sequence[Any]], table: str, sql: str) -> str:
-    """Load the rows (types inferred by DuckDB from a private temp CSV), lock the database down, run ``sql``."""
-    import tempfile
-
-    import duckdb
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = f"{tmp}/data.csv"
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(_to_csv(header, rows))
-        con = duckdb.connect(":memory:")
-        try:
-            con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM read_csv_auto(?, header = true)', [path])
-            con.execute("SET enable_external_access = false")
-            con.execute("SET lock_configuration = true")
-            cur = con.execute(sql)
-            names = [d[0] for d in cur.description or []]
-            result = cur.fetchmany(101)
-        finally:
-            con.close()
-    lines = [f"=== DuckDB Query Results ===\n\nExecuted SQL: {sql}\n\nReturned {len(result)} rows\n\n"]
-    if not result:
+def format_result(sql: str, result: QueryResult) -> str:
+    """The passage the answer model reads (WeKnora's layout, so its prompts keep working)."""
+    lines = [f"=== DuckDB Query Results ===\n\nExecuted SQL: {sql}\n\nReturned {len(result.rows)} rows\n\n"]
+    if not result.rows:
         lines.append("No matching records found.\n")
     else:
         lines.append("=== Data Details ===\n\n")
-        if len(result) > 10:
-            lines.append(f"(more than 10 rows; showing {len(result)})\n")
-        for i, row in enumerate(result, 1):
-            record = json.dumps(dict(zip(names, row, strict=False)), ensure_ascii=False, default=str)
+        if len(result.rows) > 10:
+            lines.append(f"(more than 10 rows; showing {len(result.rows)})\n")
+        for i, row in enumerate(result.rows, 1):
+            record = json.dumps(dict(zip(result.columns, row, strict=False)), ensure_ascii=False, default=str)
             lines.append(f"record {i}: {record}\n")
     return "".join(lines)
-
-
-def _to_csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(header)
-    w.writerows(rows)
-    return buf.getvalue()
 
 
 def schema_description(table: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -117,9 +83,20 @@ def schema_description(table: str, header: Sequence[str], rows: Sequence[Sequenc
     return f"Table name: {table}\nColumns: {len(header)}\nRows: {len(rows)}\n\nColumn info:\n{cols}"
 
 
+def _default_sandbox() -> SqlSandbox:
+    """The DuckDB sandbox, until wiring passes one in (``PipelineDeps`` is the composition root's to extend).
+
+    The one place this service reaches an adapter outside ``wiring.py``; it goes once wiring injects one.
+    """
+    from knora.adapters.duckdb_sandbox import DuckDBSandbox
+
+    return DuckDBSandbox()
+
+
 class DataAnalysis:
-    def __init__(self, deps: PipelineDeps) -> None:
+    def __init__(self, deps: PipelineDeps, sandbox: SqlSandbox | None = None) -> None:
         self._deps = deps
+        self._sandbox = sandbox if sandbox is not None else _default_sandbox()
 
     def activation_events(self) -> Sequence[EventType]:
         return (EventType.DATA_ANALYSIS,)
@@ -130,7 +107,8 @@ class DataAnalysis:
             return await next()
         st, _req = cm.state, cm.request
         files = [r for r in st.merge_result if r.knowledge_filename.lower().endswith(DATA_SUFFIXES)]
-        st.merge_result = [r for r in st.merge_result if r.chunk_type not in ("table_column", "table_summary")]
+        st.merge_result = [r for r in st.merge_result
+                           if r.chunk_type not in ("table_column", "table_summary")]
         if not files or self._deps.reads is None or self._deps.read_blob is None:
             return await next()
         first = files[0]
@@ -148,7 +126,8 @@ class DataAnalysis:
     async def _analyse(self, cm: ChatManage, hit: SearchResult) -> SearchResult | None:
         req = cm.request
         assert self._deps.reads is not None and self._deps.read_blob is not None
-        docs = [k for k in await cm.reads_or(self._deps.reads).knowledge([hit.knowledge_id]) if k.tenant_id == req.tenant_id]
+        found = await cm.reads_or(self._deps.reads).knowledge([hit.knowledge_id])
+        docs = [k for k in found if k.tenant_id == req.tenant_id]
         if not docs or not docs[0].file_path:
             return None
         doc = docs[0]
@@ -166,13 +145,14 @@ class DataAnalysis:
         resp = await model.chat([ChatMessage(role="user", content=prompt)], ChatOptions(
             temperature=0.1, response_format={"type": "json_schema",
                                               "json_schema": {"name": "data_analysis", "schema": SCHEMA}}))
-        text = resp.content.strip()
-        payload = json.loads(text[text.find("{"): text.rfind("}") + 1]) if "{" in text else {}
+        payload = extract_object(resp.content.strip()) or {}
         sql = str(payload.get("sql") or "").replace(doc.id, table).replace(f'"{table}"', table)
-        safe = validate_sql(sql, table)
-        if safe is None:
-            return None
-        output = await asyncio.to_thread(run_query, header, rows, table, safe)
+        try:
+            result = await asyncio.to_thread(self._sandbox.query_rows, header, rows, table, sql,
+                                             max_rows=MAX_RESULT_ROWS)
+        except SqlRefused:
+            return None  # unsafe or off-table SQL is ignored, not reported
+        output = format_result(sql.strip().rstrip(";").strip(), result)
         return SearchResult(id=f"analysis_{doc.id}", content=output, knowledge_id=doc.id, score=1.0,
                             match_type=MatchType.DATA_ANALYSIS, knowledge_title=doc.title,
                             knowledge_filename=doc.file_name, knowledge_description=doc.description,

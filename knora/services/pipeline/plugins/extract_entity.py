@@ -1,5 +1,5 @@
-"""``extract_entity`` (spec §2.4): ask the model for the entities of the ORIGINAL query, when a KB in scope has a
-knowledge graph. Runs on ``query_understand`` after the rewrite plugin; every failure just continues.
+"""``extract_entity`` (spec §2.4): ask the model for the entities of the ORIGINAL query, when a KB in scope
+has a knowledge graph. Runs on ``query_understand`` after the rewrite plugin; every failure just continues.
 
 WeKnora additionally requires ``NEO4J_ENABLE=true``; Knora's graph lives in the metadata database, so "a KB in
 scope holds a graph" (``request.entity_kb_ids``, computed at assembly) is the only precondition.
@@ -7,13 +7,12 @@ scope holds a graph" (``request.entity_kb_ids``, computed at assembly) is the on
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from knora import prompts
+from knora.domain.model_json import extract_json
 from knora.ports.chat import ChatMessage, ChatOptions
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
@@ -23,64 +22,11 @@ from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 
-_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.DOTALL)
-
-
-def _outermost(text: str) -> str | None:
-    """The first balanced ``{…}``/``[…]`` span, ignoring brackets inside JSON strings."""
-    for start, ch in enumerate(text):
-        if ch not in "[{":
-            continue
-        depth, in_str, esc = 0, False, False
-        for i in range(start, len(text)):
-            c = text[i]
-            if in_str:
-                esc = (c == "\\") and not esc
-                if c == '"' and not esc:
-                    in_str = False
-                continue
-            if c == '"':
-                in_str = True
-            elif c in "[{":
-                depth += 1
-            elif c in "]}":
-                depth -= 1
-                if depth == 0:
-                    return text[start : i + 1]
-        return None
-    return None
-
-
-def _candidates(text: str) -> list[str]:
-    blocks = _FENCE.findall(text)
-    preferred = [body for lang, body in blocks if lang.lower() in ("json", "")]
-    out = preferred or [body for _, body in blocks]
-    if not out and "```" in text:
-        after = text.split("```", 1)[1]
-        first, _, rest = after.partition("\n")
-        body = rest if len(first.strip()) <= 16 and not first.strip().startswith(("[", "{")) else after
-        out.append(body.split("```", 1)[0].strip("`"))
-    span = _outermost(text)
-    if span:
-        out.append(span)
-    out.append(text)
-    return out
-
-
 def parse_graph(text: str) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """(nodes [{name, attributes}], relations [{source, target, relation}]) from the model's reply."""
-    items: list[dict[str, Any]] = []
-    for cand in _candidates(text):
-        try:
-            value = json.loads(cand.strip())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            items = [value]
-            break
-        if isinstance(value, list):
-            items = [v for v in value if isinstance(v, dict)]
-            break
+    value = extract_json(text, accept=lambda v: isinstance(v, dict | list))
+    items = [value] if isinstance(value, dict) else [v for v in value if isinstance(v, dict)] \
+        if isinstance(value, list) else []
     nodes: dict[str, dict[str, Any]] = {}
     relations: list[dict[str, str]] = []
     for item in items:

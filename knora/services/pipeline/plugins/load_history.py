@@ -1,27 +1,25 @@
 """``load_history`` (spec §2.1): the last ``max_rounds`` complete (query, answer) pairs, oldest first.
 
-The streaming service already loaded and paired the session's messages into ``TurnRequest.history``; this stage
-applies WeKnora's rules to them: think blocks stripped from answers, only pairs with both sides non-empty (the
-in-flight turn is excluded), newest ``max_rounds`` kept, chronological order.
+The streaming service already loaded and paired the session's messages into ``TurnRequest.history``; this
+stage applies WeKnora's rules to them: think blocks stripped from answers, only pairs with both sides
+non-empty (the in-flight turn is excluded), newest ``max_rounds`` kept, chronological order.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from knora.domain.think import drop_closed_think
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
 from knora.services.streaming.turn import HistoryTurn, TurnContext
 
-_THINK = re.compile(r"(?s)<think>.*?</think>")
-
 
 def select_history(turns: Sequence[HistoryTurn], max_rounds: int) -> list[HistoryTurn]:
     kept: list[HistoryTurn] = []
     for t in turns:
-        answer = _THINK.sub("", t.answer)
+        answer = drop_closed_think(t.answer)
         if t.query and answer:
             kept.append(t.model_copy(update={"answer": answer}))
     # Stable sort by time descending keeps input order for equal/missing timestamps.

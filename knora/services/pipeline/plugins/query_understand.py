@@ -7,13 +7,13 @@ keys). Where WeKnora throws a plain-text answer away, Knora keeps it as the rewr
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from knora import prompts
+from knora.domain.model_json import extract_object
 from knora.ports.chat import ChatMessage, ChatOptions
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
@@ -44,19 +44,6 @@ def _first_string(obj: dict[str, Any], keys: Sequence[str]) -> str:
     return ""
 
 
-def _load_object(text: str) -> dict[str, Any] | None:
-    for candidate in (text, text[text.find("{"): text.rfind("}") + 1] if "{" in text and "}" in text else ""):
-        if not candidate:
-            continue
-        try:
-            value = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
 def looks_like_query(text: str, original: str) -> bool:
     """A plain-text reply usable as a rewrite: one line, not a refusal-length essay, no JSON debris."""
     t = text.strip().strip('"').strip()
@@ -67,7 +54,7 @@ def parse_understanding(text: str, original_query: str = "") -> Understanding:
     raw = text.strip()
     if not raw:
         return Understanding()
-    obj = _load_object(raw)
+    obj = extract_object(raw)
     if obj is None:
         if looks_like_query(raw, original_query):
             return Understanding(rewrite=raw.strip().strip('"').strip(), parsed=True)
@@ -83,8 +70,8 @@ def parse_understanding(text: str, original_query: str = "") -> Understanding:
 
 
 def render_conversation(history: Sequence[HistoryTurn]) -> str:
-    return "".join(f"------BEGIN------\nUser question: {h.query}\nAssistant answer: {h.answer}\n------END------\n"
-                   for h in history)
+    return "".join(f"------BEGIN------\nUser question: {h.query}\nAssistant answer: {h.answer}\n"
+                   "------END------\n" for h in history)
 
 
 def intent_prompts() -> dict[str, str]:

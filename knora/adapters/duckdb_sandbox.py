@@ -1,0 +1,110 @@
+"""The one DuckDB sandbox: model-written SQL over tables loaded into a private in-memory database.
+
+Used by the quick-answer ``data_analysis`` stage (through ``ports.sql_sandbox.SqlSandbox``) and by the agent's
+``data_analysis``, ``data_schema`` and ``database_query`` tools. Two locks, so that either alone holds:
+
+1. a static check (``validate``): exactly one ``SELECT``/``WITH`` statement that names no file, network,
+   extension, settings or catalogue function or statement (the union of what the pipeline and the tools
+   used to block, and more);
+2. DuckDB's own switches, set once the tables are loaded: ``enable_external_access = false`` (no files, no
+   URLs, no extension loading, no ATTACH) and ``lock_configuration = true`` (so no ``SET`` undoes the first).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import tempfile
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import duckdb
+
+from knora.ports.sql_sandbox import Cell, QueryResult, SandboxError, SqlRefused
+
+_READ_ONLY = re.compile(r"^\s*(select|with)\b", re.IGNORECASE)
+# Statements that change state, settings or the catalogue, and every function that reaches outside the table.
+_FORBIDDEN = re.compile(
+    r"\b(attach|detach|copy|install|load|pragma|set|reset|create|insert|update|delete|drop|alter|export|import|"
+    r"call|secret|glob|getenv|httpfs|query|query_table|sniff_csv|current_setting|"
+    r"read_\w+|\w+_scan|duckdb_\w+)\b"
+    r"|\b(https?|s3a?|s3n|gcs|gs|r2|az|azure|abfss|hf|file)://"
+    r"|\b(from|join)\s*\(?\s*'"  # FROM 'file.csv': DuckDB's replacement scan reads files named as strings
+    r"|'(/|~|\.\.?/|[a-z]:[\\/])",  # a path-shaped string literal
+    re.IGNORECASE)
+_TABLE_REF = re.compile(r"(?i)\b(?:from|join)\s+\"?([A-Za-z_][\w]*)")
+REFUSED = "only one read-only SELECT (or WITH … SELECT) statement is allowed"
+
+
+def validate(sql: str, *, tables: Collection[str] | None = None) -> str:
+    """The statement to run (trimmed, no trailing ``;``), or ``SqlRefused``. With ``tables``, every
+    ``FROM``/``JOIN`` must name one of them (the pipeline's extra rule: its prompt offers one table)."""
+    text = sql.strip().rstrip(";").strip()
+    if not text or ";" in text or not _READ_ONLY.match(text) or _FORBIDDEN.search(text):
+        raise SqlRefused(REFUSED)
+    if tables is not None and not set(_TABLE_REF.findall(text)) <= set(tables):
+        raise SqlRefused(f"the query may read only {', '.join(sorted(tables))}")
+    return text
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    """A private in-memory database, still open to the loader (call ``lock`` before running model SQL)."""
+    return duckdb.connect(":memory:")
+
+
+def lock(con: duckdb.DuckDBPyConnection) -> None:
+    """No files, URLs, extensions or ATTACH from now on, and no ``SET`` to undo that."""
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def load_csv(con: duckdb.DuckDBPyConnection, table: str, data: bytes, *,
+             column_types: dict[str, str] | None = None) -> None:
+    """``CREATE TABLE table`` from CSV bytes, types inferred by DuckDB (via a private temporary file, because
+    ``read_csv_auto`` reads files; the sandbox is locked only afterwards)."""
+    extra = ""
+    if column_types:
+        extra = ", types={" + ", ".join(f"'{k}': '{v}'" for k, v in column_types.items()) + "}"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "data.csv"
+        path.write_bytes(data)
+        con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM read_csv_auto(?, header=true{extra})',
+                    [str(path)])
+
+
+def rows_to_csv(header: Sequence[str], rows: Sequence[Sequence[Cell]]) -> bytes:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue().encode("utf-8")
+
+
+def run(con: duckdb.DuckDBPyConnection, sql: str, *, max_rows: int, tables: Collection[str] | None = None
+        ) -> QueryResult:
+    """Validate, then run on a locked connection; at most ``max_rows`` rows come back."""
+    text = validate(sql, tables=tables)
+    try:
+        cur = con.execute(text)
+        columns = [d[0] for d in cur.description or []]
+        got = cur.fetchmany(max_rows + 1)
+    except duckdb.Error as exc:
+        raise SandboxError(f"SQL error: {exc}") from exc
+    rows = [tuple(r) for r in got[:max_rows]]
+    return QueryResult(columns=columns, rows=rows, truncated=len(got) > max_rows)
+
+
+class DuckDBSandbox:
+    """``SqlSandbox`` over DuckDB: one fresh, locked database per query."""
+
+    def query_rows(self, header: Sequence[str], rows: Sequence[Sequence[Cell]], table: str, sql: str, *,
+                   max_rows: int) -> QueryResult:
+        validate(sql, tables={table})  # refuse before loading anything
+        con = connect()
+        try:
+            load_csv(con, table, rows_to_csv(header, rows))
+            lock(con)
+            return run(con, sql, max_rows=max_rows, tables={table})
+        finally:
+            con.close()
