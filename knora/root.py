@@ -33,6 +33,7 @@ from knora.adapters.db.repos.models import SqlModelRepo
 from knora.adapters.db.repos.search_reads import SqlSearchReads
 from knora.adapters.db.repos.sessions import SqlSessionRepo
 from knora.adapters.db.repos.tags import SqlTagRepo
+from knora.adapters.duckdb_sandbox import DuckDBSandbox
 from knora.adapters.embedders.registry import build_embedder
 from knora.adapters.graph.sqlite_graph import SqlGraphStore
 from knora.adapters.jobs.registry import build_job_queue
@@ -213,7 +214,7 @@ def _pipeline_deps(models: _Models, search: HybridSearch, store: _Store, kbs: Kn
     return PipelineDeps(chat_models=models.chat_models, rerankers=models.rerankers, search=search,
                         reads=search.store, web_search=models.web_search, graph_store=models.graph_store,
                         fetch_page=models.page_fetcher, read_blob=store.blobs.get, list_documents=list_documents,
-                        list_kbs=kbs.list)
+                        list_kbs=kbs.list, sql=DuckDBSandbox())
 
 
 async def _approvals(s: Settings, closers: list[Closer]) -> ApprovalBroker:

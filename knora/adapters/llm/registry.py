@@ -120,14 +120,6 @@ def split_spec(spec: str) -> tuple[str, str]:
     return (provider.strip().lower(), model.strip()) if sep else ("openai", spec.strip())
 
 
-def _row_provider(row: ModelConfig) -> str:
-    params = row.parameters or {}
-    provider = str(params.get("provider") or params.get("interface_type") or "").strip().lower()
-    if provider:
-        return provider
-    return "ollama" if row.source == "local" else "openai"
-
-
 class _Cache:
     def __init__(self) -> None:
         self._items: dict[tuple[str, str, str, str], Any] = {}
@@ -169,12 +161,8 @@ class ChatModelRegistry:
         return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))  # type: ignore[no-any-return]
 
     def from_row(self, row: ModelConfig) -> ChatModel:
-        params = dict(row.parameters or {})
-        provider = _row_provider(row)
-        params["provider"] = provider
-        params.setdefault("model_id", row.id)
-        return self.from_spec(f"{provider}:{row.name}", base_url=params.get("base_url") or None,
-                              api_key=row.api_key or None, params=params)
+        m = row.spec("ollama" if row.source == "local" else "openai")
+        return self.from_spec(m.spec, base_url=m.base_url, api_key=m.api_key, params=m.params)
 
     @property
     def extractive(self) -> ChatModel:
@@ -241,11 +229,8 @@ class RerankerRegistry:
             if row is not None:
                 if row.type != "Rerank":
                     raise ModelNotConfigured(f"model {model_id} is a {row.type} model, not a rerank model")
-                params = dict(row.parameters or {})
-                provider = str(params.get("provider") or params.get("interface_type") or "jina").lower()
-                params.setdefault("model_id", row.id)
-                return self.from_spec(f"{provider}:{row.name}", base_url=params.get("base_url") or None,
-                                      api_key=row.api_key or None, params=params)
+                m = row.spec("jina")
+                return self.from_spec(m.spec, base_url=m.base_url, api_key=m.api_key, params=m.params)
         if ":" in model_id:
             return self.from_spec(model_id, base_url=s.rerank_base_url, api_key=s.rerank_api_key)
         raise ModelNotConfigured(f"rerank model {model_id} is unavailable")

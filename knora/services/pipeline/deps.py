@@ -15,6 +15,7 @@ from knora.ports.chat import ChatModels
 from knora.ports.graph import GraphStore
 from knora.ports.reranker import Rerankers
 from knora.ports.search_store import SearchService
+from knora.ports.sql_sandbox import SqlSandbox
 from knora.ports.websearch import WebSearch
 
 
@@ -48,3 +49,4 @@ class PipelineDeps:
     read_blob: BlobReader | None = None
     list_documents: DocumentLister | None = None
     list_kbs: Callable[[int], Awaitable[list[KnowledgeBase]]] | None = None  # tenant -> its KBs ("all" mode)
+    sql: SqlSandbox | None = None  # runs the data-analysis step's SQL over a table file (None: step skipped)

@@ -22,7 +22,7 @@ from knora import prompts
 from knora.domain.model_json import extract_object
 from knora.domain.search import MatchType, SearchResult
 from knora.ports.chat import ChatMessage, ChatOptions
-from knora.ports.sql_sandbox import QueryResult, SqlRefused, SqlSandbox
+from knora.ports.sql_sandbox import QueryResult, SqlRefused
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
@@ -83,20 +83,9 @@ def schema_description(table: str, header: Sequence[str], rows: Sequence[Sequenc
     return f"Table name: {table}\nColumns: {len(header)}\nRows: {len(rows)}\n\nColumn info:\n{cols}"
 
 
-def _default_sandbox() -> SqlSandbox:
-    """The DuckDB sandbox, until wiring passes one in (``PipelineDeps`` is the composition root's to extend).
-
-    The one place this service reaches an adapter outside ``wiring.py``; it goes once wiring injects one.
-    """
-    from knora.adapters.duckdb_sandbox import DuckDBSandbox
-
-    return DuckDBSandbox()
-
-
 class DataAnalysis:
-    def __init__(self, deps: PipelineDeps, sandbox: SqlSandbox | None = None) -> None:
+    def __init__(self, deps: PipelineDeps) -> None:
         self._deps = deps
-        self._sandbox = sandbox if sandbox is not None else _default_sandbox()
 
     def activation_events(self) -> Sequence[EventType]:
         return (EventType.DATA_ANALYSIS,)
@@ -109,7 +98,7 @@ class DataAnalysis:
         files = [r for r in st.merge_result if r.knowledge_filename.lower().endswith(DATA_SUFFIXES)]
         st.merge_result = [r for r in st.merge_result
                            if r.chunk_type not in ("table_column", "table_summary")]
-        if not files or self._deps.reads is None or self._deps.read_blob is None:
+        if not files or self._deps.reads is None or self._deps.read_blob is None or self._deps.sql is None:
             return await next()
         first = files[0]
         try:
@@ -125,7 +114,8 @@ class DataAnalysis:
 
     async def _analyse(self, cm: ChatManage, hit: SearchResult) -> SearchResult | None:
         req = cm.request
-        assert self._deps.reads is not None and self._deps.read_blob is not None
+        assert self._deps.reads is not None and self._deps.read_blob is not None and self._deps.sql is not None
+        sandbox = self._deps.sql
         found = await cm.reads_or(self._deps.reads).knowledge([hit.knowledge_id])
         docs = [k for k in found if k.tenant_id == req.tenant_id]
         if not docs or not docs[0].file_path:
@@ -148,7 +138,7 @@ class DataAnalysis:
         payload = extract_object(resp.content.strip()) or {}
         sql = str(payload.get("sql") or "").replace(doc.id, table).replace(f'"{table}"', table)
         try:
-            result = await asyncio.to_thread(self._sandbox.query_rows, header, rows, table, sql,
+            result = await asyncio.to_thread(sandbox.query_rows, header, rows, table, sql,
                                              max_rows=MAX_RESULT_ROWS)
         except SqlRefused:
             return None  # unsafe or off-table SQL is ignored, not reported
