@@ -45,11 +45,11 @@ from knora.domain.models import AgentConfig
 from knora.domain.search import IndexRow
 from knora.domain.stream import BusEvent, Event
 from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ChatResponse
+from knora.ports.turn import TurnContext, TurnRequest
 from knora.root import Services, build_services
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.pipeline.runner import QuickAnswerRunner
 from knora.services.streaming.bus import EventBus
-from knora.services.streaming.turn import TurnContext, TurnRequest
 from knora.settings import Settings
 
 DATA = ROOT.parent / "shared" / "data"

@@ -50,7 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knora.domain.stream import BusEvent, StreamEvent
-from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
+from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest
 
 ANSWER_FRAME = b'"response_type":"answer","content":"'  # an answer frame with text (empty: the done frame)
 KB_TAG = re.compile(r"<kb\b[^>]*>")

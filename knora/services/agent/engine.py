@@ -19,13 +19,12 @@ from knora.domain.search import SearchResult
 from knora.domain.stream import BusEvent
 from knora.ports.chat import ChatMessage, ChatModel, ChatOptions, ToolCall
 from knora.ports.tool import ToolContext, ToolResult
+from knora.ports.turn import EventBus, ReferenceRegistryPort
 from knora.services.agent import arguments, context, prompts, react_text
 from knora.services.agent.config import EngineConfig
 from knora.services.agent.registry import ERROR_HINT, ToolRegistry
 from knora.services.agent.rendering import KNOWLEDGE_MODES, model_output, row_to_result
 from knora.services.agent.think import RoundResult, event_id, stream_answer, stream_with_retry
-from knora.services.streaming.bus import EventBus
-from knora.services.streaming.turn import ReferenceRegistryPort
 
 log = logging.getLogger(__name__)
 NATURAL_STOPS = frozenset({"stop", "end_turn", "stop_sequence"})

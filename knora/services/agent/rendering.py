@@ -14,7 +14,7 @@ from typing import Any
 
 from knora.domain.search import SearchResult
 from knora.ports.tool import ToolResult
-from knora.services.streaming.turn import ReferenceRegistryPort
+from knora.ports.turn import ReferenceRegistryPort
 
 KNOWLEDGE_MODES = {"search_results": "semantic", "grep_results": "keyword", "graph_query_results": "graph",
                    "knowledge_chunks_list": "deep_read"}

@@ -22,12 +22,12 @@ from knora.domain.stream import BusEvent
 from knora.domain.think import drop_closed_think
 from knora.ports.chat import ChatMessage, ToolCall
 from knora.ports.tool import Tool, ToolContext, ToolDeps
+from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest
 from knora.services.agent import prompts
 from knora.services.agent.assembly import Capabilities, Catalog, build_registry, select_tools
 from knora.services.agent.config import EngineConfig
 from knora.services.agent.engine import AgentEngine
 from knora.services.agent.registry import ToolRegistry
-from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
 
 log = logging.getLogger(__name__)
 MCPTools = Callable[[int, str | None, list[str]], Awaitable[list[Tool]]]
@@ -182,7 +182,9 @@ class SmartReasoningRunner:
     async def _kb_names(self, req: TurnRequest) -> list[str]:
         repos = self.d.tool_deps.repos
         names: list[str] = []
-        for kb_id in req.knowledge_base_ids[:20] if repos is not None else []:
+        if repos is None:
+            return names
+        for kb_id in req.knowledge_base_ids[:20]:
             try:
                 kb = await repos.kbs.get(req.tenant_id, kb_id)
             except Exception:  # noqa: BLE001 - names only decorate the prompt

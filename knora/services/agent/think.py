@@ -17,7 +17,7 @@ from typing import Any
 from knora.domain.stream import BusEvent
 from knora.domain.think import ThinkSplitter, strip_think
 from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ModelError, ToolCall, Usage
-from knora.services.streaming.bus import EventBus
+from knora.ports.turn import EventBus
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from knora import prompts
 from knora.domain.agent_settings import AgentSettings
 from knora.domain.knowledge import KnowledgeBase
 from knora.domain.search import SearchTarget
+from knora.ports.turn import TurnRequest
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.framework import PipelineBuilder
 from knora.services.pipeline.state import EventType, PipelineRequest, SummaryConfig, scoped_search
 from knora.services.retrieval.turn_reads import TurnReads
-from knora.services.streaming.turn import TurnRequest
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knora.domain.search import SearchResult
+from knora.ports.turn import ReferenceRegistryPort
 from knora.services.pipeline.textutil import HTML_IMAGE_SRC, MARKDOWN_IMAGE, is_web
-from knora.services.streaming.turn import ReferenceRegistryPort
 
 WEB_SNIPPET_CAP = 500
 WEB_FETCHED_CAP = 4000

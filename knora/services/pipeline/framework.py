@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.state import ChatManage, EventType
-from knora.services.streaming.turn import TurnContext
 
 Next = Callable[[], Awaitable[PluginError | None]]
 

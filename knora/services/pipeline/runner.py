@@ -14,6 +14,7 @@ from typing import Any, cast
 from knora import prompts
 from knora.domain.stream import BusEvent
 from knora.ports.search_store import SearchStore
+from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest
 from knora.services.pipeline.assembly import build_request, build_stages
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
@@ -25,7 +26,6 @@ from knora.services.pipeline.plugins.registration import default_plugins
 from knora.services.pipeline.progress import Progress, is_retrieval_stage, last_retrieval_stage
 from knora.services.pipeline.state import ChatManage, EventType, PipelineState
 from knora.services.retrieval.turn_reads import TurnReads
-from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
 
 _MAIN_RESULT = {EventType.CHUNK_SEARCH_PARALLEL: "search_result", EventType.CHUNK_SEARCH: "search_result",
                 EventType.CHUNK_RERANK: "rerank_result", EventType.CHUNK_MERGE: "merge_result",

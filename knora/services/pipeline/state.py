@@ -17,8 +17,9 @@ from enum import StrEnum
 from typing import Any
 
 from knora.domain.search import SearchResult, SearchTarget
+from knora.ports.chat import ChatModel, ChatModels
+from knora.ports.turn import HistoryTurn, TurnContext
 from knora.services.retrieval.turn_reads import TurnReads
-from knora.services.streaming.turn import HistoryTurn, TurnContext
 
 
 class EventType(StrEnum):
@@ -199,13 +200,14 @@ class ChatManage:
     def cancelled(self) -> bool:
         return self.ctx.cancelled.is_set()
 
-    async def chat_model(self, chat_models: Any, model_id: str = "") -> Any:
+    async def chat_model(self, chat_models: ChatModels, model_id: str = "") -> ChatModel:
         """Resolve a chat model once per turn: several stages ask for the same one, and resolving an unset id
         reads the models table."""
         key = model_id or ""
         if key not in self.state.models:
             self.state.models[key] = await chat_models.get(model_id or None, tenant_id=self.request.tenant_id)
-        return self.state.models[key]
+        model: ChatModel = self.state.models[key]
+        return model
 
     def note(self, stage: str, **info: Any) -> None:
         """Record what a stage kept, for the STAGE_TIMING event and the message's debug field."""

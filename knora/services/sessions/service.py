@@ -17,7 +17,7 @@ from knora.domain.errors import BadRequest, NotFound
 from knora.domain.think import drop_closed_think
 from knora.ports.chat import ChatMessage, ChatModel, ChatOptions
 from knora.ports.conversation_store import MessageRepo, SessionRepo
-from knora.services.streaming.turn import HistoryTurn
+from knora.ports.turn import HistoryTurn
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from knora.services.streaming.turn import TurnRunner
+from knora.ports.turn import TurnRunner
 
 
 @dataclass

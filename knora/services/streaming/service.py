@@ -27,13 +27,13 @@ from knora.domain.errors import AppError, BadRequest, NotFound
 from knora.domain.models import AgentConfig
 from knora.domain.stream import BusEvent, StreamEvent
 from knora.ports.stream_log import StopSignals, StreamLog
+from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest, TurnRunner
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.sessions.service import DEFAULT_HISTORY_ROUNDS, SessionService
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.handler import StreamHandler
 from knora.services.streaming.intake import ChatBody, merge_targets
 from knora.services.streaming.pacing import DeltaPacer
-from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest, TurnRunner
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +242,9 @@ class ChatService:
                       reason: str, started: float, title_task: asyncio.Task[str] | None) -> None:
         sid, mid = req.session_id, req.assistant_message_id
         try:
-            await ctx.bus.close()  # text the pacer still holds goes out before anything that ends the turn
+            bus = ctx.bus
+            assert isinstance(bus, EventBus)  # built by _run; the runners see it only through the port
+            await bus.close()  # text the pacer still holds goes out before anything that ends the turn
             if failure is not None:
                 stage = "agent_execution" if kind == "smart" else "knowledge_qa_execution"
                 error = str(failure) or type(failure).__name__

@@ -15,10 +15,10 @@ from knora.adapters.tools.registry import CATALOG
 from knora.domain.models import AgentConfig
 from knora.domain.stream import BusEvent
 from knora.ports.tool import ToolDeps
+from knora.ports.turn import HistoryTurn, TurnContext, TurnRequest
 from knora.services.agent.runner import RunnerDeps, SmartReasoningRunner
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.streaming.bus import EventBus
-from knora.services.streaming.turn import HistoryTurn, TurnContext, TurnRequest
 from knora.settings import Settings
 from tests.fakes.function_model import FunctionModel, reply, script, tool_call
 from tests.services.agent.helpers import Recorder

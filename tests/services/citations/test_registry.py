@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from knora.domain.search import SearchResult
+from knora.ports.turn import ReferenceRegistryPort
 from knora.services.citations.registry import ReferenceRegistry
-from knora.services.streaming.turn import ReferenceRegistryPort
 
 pytestmark = pytest.mark.unit
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from knora.domain.stream import BusEvent, Event
+from knora.ports.turn import TurnContext, TurnRequest
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.streaming.bus import EventBus
-from knora.services.streaming.turn import TurnContext, TurnRequest
 from knora.settings import Settings
 from tests.fakes import FakeModelServer
 

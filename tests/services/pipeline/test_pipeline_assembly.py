@@ -10,10 +10,10 @@ import pytest
 from knora import prompts
 from knora.domain.knowledge import IndexingStrategy, KnowledgeBase
 from knora.domain.models import AgentConfig
+from knora.ports.turn import TurnRequest
 from knora.services.pipeline.assembly import build_request, build_stages
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.state import EventType
-from knora.services.streaming.turn import TurnRequest
 
 pytestmark = pytest.mark.unit
 E = EventType

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from knora.domain.search import SearchResult
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.errors import CATALOGUE, ERR_SEARCH, ERR_SEARCH_NOTHING, PluginError
 from knora.services.pipeline.framework import PRESETS, EventManager, Next, PipelineBuilder
 from knora.services.pipeline.plugins.registration import default_plugins
@@ -17,7 +18,6 @@ from knora.services.pipeline.state import (
     PipelineState,
     needs_kb_retrieval,
 )
-from knora.services.streaming.turn import TurnContext
 from tests.services.pipeline.conftest import make_ctx
 
 pytestmark = pytest.mark.unit

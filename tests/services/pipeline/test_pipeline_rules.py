@@ -13,6 +13,7 @@ from knora.adapters.llm.rerank_http import HttpReranker
 from knora.domain.knowledge import Chunk
 from knora.domain.search import SearchResult
 from knora.ports.reranker import Reranker
+from knora.ports.turn import HistoryTurn
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.framework import EventManager
 from knora.services.pipeline.plugins.extract_entity import parse_graph
@@ -30,7 +31,6 @@ from knora.services.pipeline.plugins.rerank import ChunkRerank, clean_passage_fo
 from knora.services.pipeline.plugins.wiki_boost import WikiBoost
 from knora.services.pipeline.state import ChatManage, EventType, PipelineRequest, PipelineState
 from knora.services.pipeline.textutil import join_chunk_content, remove_duplicate_results
-from knora.services.streaming.turn import HistoryTurn
 from tests.fakes import FakeModelServer
 from tests.services.pipeline.conftest import make_ctx
 

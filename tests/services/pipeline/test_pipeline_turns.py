@@ -13,9 +13,9 @@ from knora import prompts
 from knora.domain.models import AgentConfig
 from knora.domain.stream import BusEvent, Event
 from knora.ports.graph import GraphNode
+from knora.ports.turn import HistoryTurn
 from knora.ports.websearch import WebResult
 from knora.services.pipeline.runner import PipelineFailed
-from knora.services.streaming.turn import HistoryTurn
 from tests.adapters.sandbox.test_duckdb_sandbox import UNSAFE_SQL
 from tests.fakes import FakeModelServer, Reply
 from tests.services.pipeline.conftest import DOCS, add_kb, chunks_of, make_ctx, turn

@@ -7,7 +7,7 @@ import uuid
 
 from knora.domain.search import SearchResult
 from knora.domain.stream import BusEvent
-from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
+from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest
 
 KB_ID = "bbbbbbbb-0000-0000-0000-00000000000b"
 CHUNK_1 = "c0000000-0000-0000-0000-000000000001"

@@ -196,9 +196,9 @@ async def test_a_paced_turn_streams_fewer_entries_and_saves_exactly_what_was_str
 
 async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: Callable[...,
                                                                                         Settings]) -> None:
+    from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest
     from knora.root import build_services
     from knora.services.streaming.intake import ChatBody
-    from knora.services.streaming.turn import TurnContext, TurnOutcome, TurnRequest
 
     gate = asyncio.Event()
 

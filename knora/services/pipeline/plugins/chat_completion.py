@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from knora import prompts
 from knora.domain.stream import BusEvent
 from knora.ports.chat import ChatMessage, ChatModel, ChatOptions, ModelError
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import ERR_GET_CHAT_MODEL, ERR_MODEL_CALL, PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
-from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ import logging
 from collections.abc import Sequence
 
 from knora.domain.search import SearchResult
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import ERR_SEARCH, ERR_SEARCH_NOTHING, PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.plugins.web_results import web_to_search_results
 from knora.services.pipeline.state import ChatManage, EventType
-from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ async def _kb_search(deps: PipelineDeps, cm: ChatManage) -> tuple[list[SearchRes
         return [], None
     from knora.services.retrieval.targets import TargetSearch, search_targets
 
-    return await search_targets(cm.search_or(deps.search), req.tenant_id, req.search_targets,  # type: ignore[arg-type]
+    return await search_targets(cm.search_or(deps.search), req.tenant_id, req.search_targets,
                                 TargetSearch(query=cm.search_query, vector_threshold=req.vector_threshold,
                                              keyword_threshold=req.keyword_threshold,
                                              match_count=req.embedding_top_k))
@@ -61,7 +61,7 @@ async def run_chunk_search(deps: PipelineDeps, cm: ChatManage) -> PluginError | 
             and len(results) < max(1, req.embedding_top_k) and not cm.cancelled):
         from knora.services.retrieval.expansion import run_query_expansion
 
-        extra = await run_query_expansion(cm.search_or(deps.search), req.tenant_id, req.search_targets,  # type: ignore[arg-type]
+        extra = await run_query_expansion(cm.search_or(deps.search), req.tenant_id, req.search_targets,
                                           rewrite_query=cm.search_query, original_query=req.query,
                                           vector_threshold=req.vector_threshold,
                                           keyword_threshold=req.keyword_threshold,

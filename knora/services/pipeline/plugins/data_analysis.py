@@ -23,11 +23,11 @@ from knora.domain.model_json import extract_object
 from knora.domain.search import MatchType, SearchResult
 from knora.ports.chat import ChatMessage, ChatOptions
 from knora.ports.sql_sandbox import QueryResult, SqlRefused
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
-from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 

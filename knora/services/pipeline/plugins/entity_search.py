@@ -9,12 +9,12 @@ import logging
 from collections.abc import Sequence
 
 from knora.domain.search import MatchType, SearchResult
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import ERR_SEARCH_NOTHING, PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
 from knora.services.pipeline.textutil import remove_duplicate_results
-from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ from typing import Any
 from knora import prompts
 from knora.domain.model_json import extract_json
 from knora.ports.chat import ChatMessage, ChatOptions
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
-from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 

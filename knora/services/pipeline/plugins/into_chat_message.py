@@ -11,11 +11,11 @@ import re
 from collections.abc import Sequence
 
 from knora import prompts
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.contexts import render_context
 from knora.services.pipeline.errors import ERR_TEMPLATE_EXECUTE, PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
-from knora.services.streaming.turn import TurnContext
 
 IMAGE_SUFFIX = "\n\n[用户上传图片内容]\n"
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from knora.domain.think import drop_closed_think
+from knora.ports.turn import HistoryTurn, TurnContext
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
-from knora.services.streaming.turn import HistoryTurn, TurnContext
 
 
 def select_history(turns: Sequence[HistoryTurn], max_rounds: int) -> list[HistoryTurn]:

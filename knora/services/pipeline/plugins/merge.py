@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knora.domain.knowledge import Chunk
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
@@ -28,7 +29,6 @@ from knora.services.pipeline.plugins.merge_steps import (
 )
 from knora.services.pipeline.state import ChatManage, EventType
 from knora.services.pipeline.textutil import join_chunk_content
-from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knora.domain.search import MatchType, SearchResult
+from knora.ports.turn import HistoryTurn
 from knora.services.pipeline.textutil import (
     MARKDOWN_IMAGE,
     append_with_exact_overlap,
@@ -28,7 +29,6 @@ from knora.services.pipeline.textutil import (
     tokenize_simple,
     utf8_len,
 )
-from knora.services.streaming.turn import HistoryTurn
 
 log = logging.getLogger(__name__)
 

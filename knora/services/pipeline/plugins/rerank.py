@@ -13,12 +13,12 @@ from typing import Any
 
 from knora.domain.search import SearchResult
 from knora.ports.reranker import RerankScore
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import ERR_GET_RERANK_MODEL, ERR_SEARCH_NOTHING, PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
 from knora.services.pipeline.textutil import is_web, jaccard, tokenize_simple
-from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 

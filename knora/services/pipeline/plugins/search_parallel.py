@@ -8,6 +8,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import ERR_SEARCH_NOTHING, PluginError
 from knora.services.pipeline.framework import Next
@@ -15,7 +16,6 @@ from knora.services.pipeline.plugins.chunk_search import run_chunk_search
 from knora.services.pipeline.plugins.entity_search import run_entity_search
 from knora.services.pipeline.state import ChatManage, EventType
 from knora.services.pipeline.textutil import remove_duplicate_results
-from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 

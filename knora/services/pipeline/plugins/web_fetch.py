@@ -8,12 +8,12 @@ import logging
 from collections.abc import Sequence
 
 from knora.domain.search import SearchResult
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
 from knora.services.pipeline.textutil import is_web, truncate_utf8, utf8_len
-from knora.services.streaming.turn import TurnContext
 
 log = logging.getLogger(__name__)
 MAX_CONTENT_BYTES = 8000

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from knora.ports.turn import TurnContext
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
-from knora.services.streaming.turn import TurnContext
 
 WIKI_BOOST = 1.3
 

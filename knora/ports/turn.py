@@ -1,7 +1,8 @@
-"""What the streaming service hands a runtime for one chat turn, and what it gets back.
+"""The turn contract: what the streaming service hands a runtime for one chat turn, and what it gets back.
 
 The quick-answer pipeline and the smart-reasoning agent both implement ``TurnRunner``; they meet the stream
-only through ``TurnContext.bus`` (see docs/architecture.md, "A chat turn").
+only through ``TurnContext.bus``, an ``EventBus`` (implemented by ``knora/services/streaming/bus.py``), and
+never import the streaming service (see docs/architecture.md, "A chat turn").
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from pydantic import BaseModel, Field
 
 from knora.domain.models import AgentConfig
 from knora.domain.search import SearchResult
-from knora.services.streaming.bus import EventBus
+from knora.domain.stream import BusEvent
+
+
+@runtime_checkable
+class EventBus(Protocol):
+    """A turn's event bus: runners emit what happens (answer and reasoning deltas, tool calls and results,
+    references, stage timings, errors); the streaming handler turns it into the stream log."""
+
+    async def emit(self, event_type: BusEvent, data: dict[str, Any] | None = None, *,
+                   event_id: str = "") -> None: ...
 
 
 class HistoryTurn(BaseModel):
