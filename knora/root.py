@@ -1,4 +1,5 @@
-"""The composition root: ``build_services(settings) -> Services`` builds every adapter and service, in one place.
+"""The composition root: ``build_services(settings) -> Services`` builds every adapter and service, in one
+place.
 
 Each part is built once, in dependency order (store → retrieval → models → conversations → agent → chat), and
 handed what it needs as typed values: nothing is looked up by name later, and nothing resolves another area
@@ -182,7 +183,8 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
         embedders = o.wrap_embedders(embedders)
     return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,
                   parsers=ParserRegistry(s.max_expanded_bytes), repos=repos,
-                  jobs=build_job_queue(s.job_queue, repos.jobs, workers=max(s.ingest_concurrency, s.ingest_workers)))
+                  jobs=build_job_queue(s.job_queue, repos.jobs, workers=max(s.ingest_concurrency,
+                                                                            s.ingest_workers)))
 
 
 def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,
@@ -204,7 +206,8 @@ def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repo
                    graph_store=SqlGraphStore(sessions), page_fetcher=fetcher)
 
 
-def _pipeline_deps(models: _Models, search: HybridSearch, store: _Store, kbs: KnowledgeBaseService) -> PipelineDeps:
+def _pipeline_deps(models: _Models, search: HybridSearch, store: _Store,
+                   kbs: KnowledgeBaseService) -> PipelineDeps:
     knowledge_repo = store.repos.knowledge
 
     async def list_documents(tenant_id: int, kb_id: str, limit: int) -> list[Knowledge]:
@@ -213,7 +216,8 @@ def _pipeline_deps(models: _Models, search: HybridSearch, store: _Store, kbs: Kn
 
     return PipelineDeps(chat_models=models.chat_models, rerankers=models.rerankers, search=search,
                         reads=search.store, web_search=models.web_search, graph_store=models.graph_store,
-                        fetch_page=models.page_fetcher, read_blob=store.blobs.get, list_documents=list_documents,
+                        fetch_page=models.page_fetcher, read_blob=store.blobs.get,
+                        list_documents=list_documents,
                         list_kbs=kbs.list, sql=DuckDBSandbox())
 
 
@@ -242,7 +246,8 @@ def _worker_closer(jobs: JobQueue, tasks: list[asyncio.Task[None]]) -> Closer:
 
 
 async def build_services(settings: Settings, overrides: Overrides | None = None) -> Services:
-    """Migrates the database, builds every part, starts the job workers; ``await services.aclose()`` ends it."""
+    """Migrates the database, builds every part, starts the job workers; ``await services.aclose()`` ends
+    it."""
     s, o = settings, overrides or Overrides()
     s.data_dir.mkdir(parents=True, exist_ok=True)
     db = make_engine(s.effective_database_url)
@@ -258,11 +263,13 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     closers.append(engine.close)
     reads = SqlSearchReads(sessions)
     closers.append(reads.close)
-    search = HybridSearch(reads, store.embedders, lambda _kb: engine, default_embedder=lambda: str(s.embedder))
+    search = HybridSearch(reads, store.embedders, lambda _kb: engine,
+                          default_embedder=lambda: str(s.embedder))
     faq = FaqService(SqlFaqRepo(sessions), search, lambda: engine, store.embedders)
 
     deps = IngestDeps(settings=s, repos=store.repos, blobs=store.blobs, parsers=store.parsers,
-                      embedders=store.embedders, jobs=store.jobs, retrieval=lambda: engine, split=split_document)
+                      embedders=store.embedders, jobs=store.jobs, retrieval=lambda: engine,
+                      split=split_document)
     ingest = IngestService(deps)
     kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder)
     model_service = ModelService(store.repos, store.embedders)
@@ -316,12 +323,14 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     services = Services(
         settings=s, db=db, sessions=sessions, tenants=tenants, default_tenant_id=default_tenant_id,
         generated_api_key=generated_key, blobs=store.blobs, embedders=store.embedders, parsers=store.parsers,
-        repos=store.repos, jobs=store.jobs, kb_service=kbs, ingest_service=ingest, chunk_service=ChunkService(deps),
+        repos=store.repos, jobs=store.jobs, kb_service=kbs, ingest_service=ingest,
+        chunk_service=ChunkService(deps),
         model_service=model_service, retrieval=engine, search_service=search, faq_service=faq,
         chat_models=models.chat_models, rerankers=models.rerankers, web_search=models.web_search,
         graph_store=models.graph_store, page_fetcher=models.page_fetcher, pipeline_deps=pipeline_deps,
         stream_log=stream_log, stop_signals=stop_signals, session_service=session_service, chat_service=chat,
-        quick_answer=quick_answer, smart_reasoning=smart_reasoning, runners=runners, agent_repo=agent_repo, mcp_service_repo=mcp_repo, approvals=approvals,
+        quick_answer=quick_answer, smart_reasoning=smart_reasoning, runners=runners, agent_repo=agent_repo,
+        mcp_service_repo=mcp_repo, approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
         _closers=closers)
     await _start_workers(services, store.jobs)

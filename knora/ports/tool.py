@@ -1,8 +1,8 @@
 """The agent tool port: what every built-in, MCP and skill tool implements (seed 000 "插拔怎么设计").
 
-The engine sees tools only through the registry (``knora/services/agent/registry.py``); a tool never learns which
-engine calls it, and the engine never learns a concrete tool type. ``ToolContext`` carries what a call needs
-about the turn (tenant, knowledge scope, bus hooks) so tools stay stateless between turns.
+The engine sees tools only through the registry (``knora/services/agent/registry.py``); a tool never learns
+which engine calls it, and the engine never learns a concrete tool type. ``ToolContext`` carries what a call
+needs about the turn (tenant, knowledge scope, bus hooks) so tools stay stateless between turns.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ async def _no_emit(_type: str, _data: dict[str, Any]) -> None:
 
 @dataclass
 class ToolContext:
-    """Per-call context. ``state`` is shared by every call of one run (plans, thought history, seen chunks)."""
+    """Per-call context. ``state`` is shared by every call of one run (plans, thought history, seen
+    chunks)."""
 
     tenant_id: int
     session_id: str = ""
@@ -127,7 +128,8 @@ class ApprovalDecision(BaseModel):
 
 @runtime_checkable
 class ApprovalGate(Protocol):
-    """Human approval of a dangerous tool call: emits tool_approval_required, waits for a decision or timeout."""
+    """Human approval of a dangerous tool call: emits tool_approval_required, waits for a decision or
+    timeout."""
 
     async def request(self, ctx: ToolContext, payload: dict[str, Any]) -> ApprovalDecision: ...
 

@@ -3,8 +3,8 @@
 Why it exists: Knora must answer usefully the moment it is installed, with no API key. Given the passages the
 pipeline retrieved (``ChatOptions.extra["passages"]`` = ``[{"handle": "c1", "content": …}]``, or — for callers
 that only have messages — the ``<chunk id="cN">…<content>…</content>`` XML the pipeline renders), it picks the
-sentences that best answer the question, cites each with ``<ref id="cN"/>`` and says plainly that no generative
-model is configured, so nobody mistakes quoted sentences for a model's answer.
+sentences that best answer the question, cites each with ``<ref id="cN"/>`` and says plainly that no
+generative model is configured, so nobody mistakes quoted sentences for a model's answer.
 
 Sentence score = IDF-weighted query-term coverage (words with stemming for Latin script; jieba words plus
 character bigrams for Chinese) + a proximity bonus (how tightly the matched terms cluster) + a small prior for
@@ -31,9 +31,15 @@ _SENT_SPLIT = re.compile(r"(?<=[.!?;。！？；])\s+|(?<=[。！？；])|\n+")
 _CHUNK_XML = re.compile(r'<chunk\s+id="(c\d+)"[^>]*>(.*?)</chunk>', re.DOTALL)
 _CONTENT_XML = re.compile(r"<(?:content|match)>(.*?)</(?:content|match)>", re.DOTALL)
 _STOP_EN = frozenset(
-    ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "do", "does", "did", "will", "would", "could", "should", "may", "might", "must", "can", "to", "of", "in", "for", "on", "with", "at", "by", "from", "as", "into", "through", "about", "what", "how", "why", "when", "where", "which", "who", "whom", "whose", "that", "this", "these", "those", "it", "its", "and", "or", "not", "no", "but", "if", "than", "then", "so", "such", "there", "their", "they", "them", "he", "she", "his", "her", "we", "you", "your", "i", "me", "my", "our", "us"]
+    ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "do", "does",
+     "did", "will", "would", "could", "should", "may", "might", "must", "can", "to", "of", "in", "for", "on",
+     "with", "at", "by", "from", "as", "into", "through", "about", "what", "how", "why", "when", "where",
+     "which", "who", "whom", "whose", "that", "this", "these", "those", "it", "its", "and", "or", "not", "no",
+     "but", "if", "than", "then", "so", "such", "there", "their", "they", "them", "he", "she", "his", "her",
+     "we", "you", "your", "i", "me", "my", "our", "us"]
 )
-_STOP_ZH = frozenset(["的", "了", "是", "在", "和", "与", "或", "及", "吗", "呢", "什么", "哪些", "哪个", "怎么", "如何", "为什么", "多少", "几", "谁", "一个", "这个", "那个", "请问", "有"])
+_STOP_ZH = frozenset(["的", "了", "是", "在", "和", "与", "或", "及", "吗", "呢", "什么", "哪些", "哪个", "怎么", "如何", "为什么",
+                      "多少", "几", "谁", "一个", "这个", "那个", "请问", "有"])
 
 NO_MODEL_EN = "No generative model is configured, so this answer quotes the most relevant sentences from your documents."
 NO_MODEL_ZH = "未配置生成式模型，以下直接引用知识库中与问题最相关的原文句子。"
@@ -137,8 +143,8 @@ class _Unit:
 
 
 def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
-    """Score single sentences and adjacent pairs (an answer often sits in the sentence after the one naming the
-    subject: "The tower is in Paris. It was completed in 1889.")."""
+    """Score single sentences and adjacent pairs (an answer often sits in the sentence after the one naming
+    the subject: "The tower is in Paris. It was completed in 1889.")."""
     q_terms = list(dict.fromkeys(terms(query)))
     if not q_terms:
         return []
@@ -256,4 +262,5 @@ class ExtractiveAnswerer:
         text = self._answer(messages, options)
         for piece in _pieces(text, self._delta_chars):
             yield ChatChunk(content=piece)
-        yield ChatChunk(finish_reason="stop", usage=Usage(completion_tokens=len(text), total_tokens=len(text)))
+        yield ChatChunk(finish_reason="stop", usage=Usage(completion_tokens=len(text),
+                                                          total_tokens=len(text)))

@@ -158,7 +158,8 @@ class ChatModelRegistry:
         factory = self._providers.get(provider)
         merged = {"provider": provider, **(params or {})}
         key = (provider, model, base_url or "", api_key or "")
-        return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))  # type: ignore[no-any-return]
+        # type: ignore[no-any-return]
+        return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))
 
     def from_row(self, row: ModelConfig) -> ChatModel:
         m = row.spec("ollama" if row.source == "local" else "openai")
@@ -176,7 +177,8 @@ class ChatModelRegistry:
             if s.chat_model:
                 return self.from_spec(s.chat_model, base_url=s.chat_base_url, api_key=s.chat_api_key)
             if self._rows is not None and tenant_id is not None:
-                rows = [r for r in await self._rows.list(tenant_id, type="KnowledgeQA") if r.status == "active"]
+                rows = [r for r in await self._rows.list(tenant_id,
+                                                         type="KnowledgeQA") if r.status == "active"]
                 if rows:
                     rows.sort(key=lambda r: (not r.is_default, r.created_at))
                     return self.from_row(rows[0])
@@ -215,7 +217,8 @@ class RerankerRegistry:
         factory = self._providers.get(provider)
         merged = {"provider": provider, **(params or {})}
         key = (provider, model, base_url or "", api_key or "")
-        return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))  # type: ignore[no-any-return]
+        # type: ignore[no-any-return]
+        return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))
 
     async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> Reranker | None:
         """``None`` when nothing is configured: reranking is then skipped (spec §2.9)."""

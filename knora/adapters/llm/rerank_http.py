@@ -61,7 +61,8 @@ class HttpReranker:
             body["top_n"] = top_n
         return body
 
-    async def rerank(self, query: str, documents: Sequence[str], top_n: int | None = None) -> list[RerankScore]:
+    async def rerank(self, query: str, documents: Sequence[str],
+                     top_n: int | None = None) -> list[RerankScore]:
         if not documents:
             return []
         try:
@@ -70,7 +71,8 @@ class HttpReranker:
             raise ModelError(f"rerank unreachable: {exc}", transient=True) from exc
         if resp.status_code >= 400:
             status = resp.status_code
-            raise ModelError(f"rerank error {status}: {resp.text[:200]}", transient=status == 429 or status >= 500,
+            raise ModelError(f"rerank error {status}: {resp.text[:200]}",
+                             transient=status == 429 or status >= 500,
                              status=status)
         scores = [s for s in parse_rerank_response(resp.json()) if 0 <= s.index < len(documents)]
         return scores[:top_n] if top_n else scores

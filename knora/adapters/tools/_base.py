@@ -23,7 +23,8 @@ class BaseTool:
 
 def result_row(r: SearchResult, **extra: Any) -> dict[str, Any]:
     """A knowledge row as the renderer (spec §4.7) and the references list need it."""
-    row: dict[str, Any] = {"chunk_id": r.id, "knowledge_id": r.knowledge_id, "knowledge_base_id": r.knowledge_base_id,
+    row: dict[str, Any] = {"chunk_id": r.id, "knowledge_id": r.knowledge_id,
+                           "knowledge_base_id": r.knowledge_base_id,
                            "knowledge_title": r.knowledge_title, "chunk_index": r.chunk_index,
                            "chunk_type": r.chunk_type, "content": r.content, "score": round(r.score, 4),
                            "reference": r.model_dump(mode="json")}

@@ -11,7 +11,8 @@ from knora.adapters.tools._base import in_scope
 from knora.ports.tool import ToolContext, ToolDeps
 
 
-async def open_table(deps: ToolDeps, ctx: ToolContext, knowledge_id: str) -> tuple[Any, str, duckdb.DuckDBPyConnection]:
+async def open_table(deps: ToolDeps, ctx: ToolContext, knowledge_id: str) -> tuple[Any, str,
+                                                                                   duckdb.DuckDBPyConnection]:
     k = await deps.repos.knowledge.get(ctx.tenant_id, knowledge_id)
     if not in_scope(ctx, k):
         raise _duckdb.DataError(f"document not found: {knowledge_id}")

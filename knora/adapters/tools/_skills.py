@@ -24,7 +24,8 @@ class Skill:
         return sorted(str(p.relative_to(self.root)) for p in self.root.rglob("*") if p.is_file())
 
     def resolve(self, rel: str) -> Path | None:
-        """A file inside the skill folder; None for anything escaping it (``..``, absolute paths, symlinks out)."""
+        """A file inside the skill folder; None for anything escaping it (``..``, absolute paths, symlinks
+        out)."""
         target = (self.root / rel).resolve()
         root = self.root.resolve()
         return target if target.is_file() and (target == root or root in target.parents) else None
@@ -65,7 +66,8 @@ def load_skills(skills_dir: Path | None, allowed: list[str] | None = None) -> di
 def skills_prompt(skills: dict[str, Skill]) -> str:
     if not skills:
         return ""
-    lines = ["### Available Skills", ("Before answering, check whether a skill below matches the request; if so, "
+    lines = ["### Available Skills",
+             ("Before answering, check whether a skill below matches the request; if so, "
              "load it with read_skill(skill_name) and follow its instructions (scripts run with "
              "execute_skill_script).")]
     lines += [f"{i}. {s.name}: {s.description}" for i, s in enumerate(skills.values(), 1)]

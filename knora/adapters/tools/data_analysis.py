@@ -16,7 +16,9 @@ class DataAnalysisTool(BaseTool):
     description = ("Run one read-only SQL SELECT over the table of a CSV/Excel document (handle dN). Call "
                    "data_schema first for the table and column names. Excel sheets share one table with a "
                    "__sheet_name column.")
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"knowledge_id": {"type": "string"}, "sql": {"type": "string"}},
+    parameters: ClassVar[dict[str, Any]] = {"type": "object",
+                                            "properties": {"knowledge_id": {"type": "string"},
+                                                           "sql": {"type": "string"}},
                   "required": ["knowledge_id", "sql"]}
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

@@ -2,7 +2,8 @@
 
 The sandbox is the operating system's: ``resource.setrlimit`` (address space, CPU seconds, file size, no core
 dumps) in the child before exec, a throw-away working directory, a minimal environment, and a kill on timeout.
-It is off unless ``settings.skills_enabled``; it is not a container, which the tool's description does not hide.
+It is off unless ``settings.skills_enabled``; it is not a container, which the tool's description does not
+hide.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ class ExecuteSkillScriptTool(BaseTool):
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 preexec_fn=_limits(max(int(timeout), 1), int(s.sandbox_memory_mb)))
             try:
-                out, err = await asyncio.wait_for(proc.communicate(str(args.get("input") or "").encode()), timeout)
+                out, err = await asyncio.wait_for(proc.communicate(str(args.get("input") or "").encode()),
+                                                  timeout)
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
@@ -80,7 +82,8 @@ class ExecuteSkillScriptTool(BaseTool):
         stderr = err.decode("utf-8", "replace")[:OUTPUT_CAP // 2]
         code = proc.returncode
         text = f"exit code: {code}\n--- stdout ---\n{stdout}" + (f"\n--- stderr ---\n{stderr}" if stderr else "")
-        return ToolResult(output=text, data={"display_type": "script_result", "exit_code": code, "stdout": stdout,
+        return ToolResult(output=text, data={"display_type": "script_result", "exit_code": code,
+                                             "stdout": stdout,
                                              "stderr": stderr, "output_files": outputs})
 
 

@@ -49,7 +49,8 @@ class GrepChunksTool(BaseTool):
                     if title_hit:
                         score = min(score + 0.5, 1.0)
                     lo = max((m.start() if m else 0) - SNIPPET // 2, 0)
-                    hits.append({"chunk_id": ch.id, "knowledge_id": k.id, "knowledge_base_id": k.knowledge_base_id,
+                    hits.append({"chunk_id": ch.id, "knowledge_id": k.id,
+                                 "knowledge_base_id": k.knowledge_base_id,
                                  "knowledge_title": k.title or k.file_name, "chunk_index": ch.chunk_index,
                                  "chunk_type": str(ch.chunk_type), "match": ch.content[lo:lo + SNIPPET],
                                  "content": "", "score": round(score, 4), "title_match": title_hit,

@@ -46,7 +46,8 @@ class KnowledgeSearchTool(BaseTool):
             return ToolResult.fail("no knowledge base is in scope for this turn")
         hits: dict[str, tuple[SearchResult, str]] = {}
         for q in queries:
-            params = SearchParams(query_text=q, knowledge_base_ids=kb_ids, knowledge_ids=list(ctx.knowledge_ids),
+            params = SearchParams(query_text=q, knowledge_base_ids=kb_ids,
+                                  knowledge_ids=list(ctx.knowledge_ids),
                                   tag_ids=list(ctx.tag_ids), match_count=TOP_K, vector_threshold=VECTOR_T,
                                   keyword_threshold=KEYWORD_T)
             for r in await self.deps.search_service.search(ctx.tenant_id, params):

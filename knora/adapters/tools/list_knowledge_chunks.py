@@ -45,7 +45,8 @@ class ListKnowledgeChunksTool(BaseTool):
         data = {"display_type": "knowledge_chunks_list", "results": rows, "total_chunks": total,
                 "fetched_chunks": offset + len(rows), "page": offset // size + 1, "page_size": size}
         text = "\n\n".join(f"[{r['chunk_index']}] {r['content']}" for r in rows)
-        return ToolResult(output=f"{k.title or k.file_name}: {len(rows)} of {total} chunk(s)\n\n{text}", data=data)
+        return ToolResult(output=f"{k.title or k.file_name}: {len(rows)} of {total} chunk(s)\n\n{text}",
+                          data=data)
 
 
 def make(deps: ToolDeps) -> ListKnowledgeChunksTool | None:

@@ -1,8 +1,8 @@
 """The built-in tool catalogue: name → (factory, capability it needs). Adding a tool is one file + one line.
 
 ``requires`` is what assembly (``knora/services/agent/assembly.py``) filters on, so the engine and assembly
-never test tool names: ``knowledge`` needs a knowledge scope, ``web`` needs web search on, ``scope`` needs either
-(plans are pointless for a bare chat), ``skills`` needs skills enabled, ``""`` nothing.
+never test tool names: ``knowledge`` needs a knowledge scope, ``web`` needs web search on, ``scope`` needs
+either (plans are pointless for a bare chat), ``skills`` needs skills enabled, ``""`` nothing.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ from knora.ports.tool import Tool, ToolDeps
 class ToolEntry:
     module: str
     requires: str = ""
-    default_on: bool = False  # added when the capability holds even if not in the allow-list (web tools, §6.6)
+    # added when the capability holds even if not in the allow-list (web tools, §6.6)
+    default_on: bool = False
     seed: Callable[[str], dict[str, Any]] | None = None  # query → arguments of a first call made for models
     # that cannot call tools (text protocol): they start from an observation instead of an empty context
 
     def build(self, deps: ToolDeps) -> Tool | None:
-        return importlib.import_module(f"knora.adapters.tools.{self.module}").make(deps)  # type: ignore[no-any-return]
+        # type: ignore[no-any-return]
+        return importlib.import_module(f"knora.adapters.tools.{self.module}").make(deps)
 
 
 CATALOG: dict[str, ToolEntry] = {

@@ -1,7 +1,8 @@
-"""``search_conversations``: find earlier question/answer pairs in the tenant's other sessions (spec §6.13, §7.5).
+"""``search_conversations``: find earlier question/answer pairs in the tenant's other sessions (spec §6.13,
+§7.5).
 
-Lexical matching (words and CJK bigrams) over the most recent sessions' completed pairs; the current session is
-excluded because its turns are already in the model's context.
+Lexical matching (words and CJK bigrams) over the most recent sessions' completed pairs; the current session
+is excluded because its turns are already in the model's context.
 """
 
 from __future__ import annotations
@@ -51,14 +52,16 @@ class SearchConversationsTool(BaseTool):
                     continue
                 score = len(wanted & terms(f"{user.content}\n{bot.content}")) / len(wanted)
                 if score > 0:
-                    hits.append({"session_id": session.id, "session_title": session.title, "score": round(score, 3),
+                    hits.append({"session_id": session.id, "session_title": session.title,
+                                 "score": round(score, 3),
                                  "date": user.created_at.date().isoformat(), "question": user.content,
                                  "answer": bot.content[:ANSWER_CHARS]})
         hits.sort(key=lambda h: h["date"], reverse=True)  # newest first among equal scores (stable sort)
         hits.sort(key=lambda h: -h["score"])
         hits = hits[:int(args.get("limit") or 5)]
         if not hits:
-            return ToolResult(output=f"No earlier conversation matches {args['query']!r}.", data={"results": []})
+            return ToolResult(output=f"No earlier conversation matches {args['query']!r}.",
+                              data={"results": []})
         text = "\n\n".join(f"[{h['date']}] {h['session_title'] or 'Untitled'}\nQ: {h['question']}\nA: {h['answer']}"
                            for h in hits)
         return ToolResult(output=text, data={"display_type": "conversation_results", "results": hits})

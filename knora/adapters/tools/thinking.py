@@ -1,4 +1,5 @@
-"""``thinking``: a sequential-thinking scratchpad; the thought is streamed to the UI as thinking (spec §6.13)."""
+"""``thinking``: a sequential-thinking scratchpad; the thought is streamed to the UI as thinking (spec
+§6.13)."""
 
 from __future__ import annotations
 
@@ -34,10 +35,12 @@ class ThinkingTool(BaseTool):
             "Thinking complete: act on it (call tools or answer)."
         eid = f"{ctx.tool_call_id or 'call'}-thinking-tool"
         for done, text in ((False, str(args["thought"])), (True, "")):  # shown to the user as thinking
-            await ctx.emit("thought", {"content": text, "done": done, "event_id": eid, "source": "thinking_tool"})
+            await ctx.emit("thought", {"content": text, "done": done, "event_id": eid,
+                                       "source": "thinking_tool"})
         output = (f"Thought {args['thought_number']}/{total} recorded "
                   f"({len(history)} in history). {nxt}")
-        return ToolResult(output=output, data={"display_type": "thinking", "thought": args["thought"], **status})
+        return ToolResult(output=output, data={"display_type": "thinking", "thought": args["thought"],
+                                               **status})
 
 
 def make(deps: Any) -> ThinkingTool:

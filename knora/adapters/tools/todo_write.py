@@ -30,7 +30,8 @@ class TodoWriteTool(BaseTool):
         lines = [f"Plan: {args['task']}", f"Progress: {done}/{len(steps)} completed"]
         lines += [f"{_MARK[s['status']]} {s['id']}. {s['description']}" for s in steps]
         return ToolResult(output="\n".join(lines), data={"display_type": "plan", "task": args["task"],
-                                                         "steps": steps, "completed": done, "total": len(steps)})
+                                                         "steps": steps, "completed": done,
+                                                         "total": len(steps)})
 
 
 def make(deps: Any) -> TodoWriteTool:

@@ -1,4 +1,5 @@
-"""``web_fetch``: fetch pages (SSRF-guarded, redirects re-checked), extract text, summarise against a prompt."""
+"""``web_fetch``: fetch pages (SSRF-guarded, redirects re-checked), extract text, summarise against a
+prompt."""
 
 from __future__ import annotations
 
@@ -34,7 +35,9 @@ class WebFetchTool(BaseTool):
     name = "web_fetch"
     description = ("Fetch web pages (by URL or web handle wN) and read them with a question in mind. Use after "
                    "web_search when a snippet is not enough.")
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"items": {"type": "array", "minItems": 1, "maxItems": 5,
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"items": {"type": "array",
+                                                                                       "minItems": 1,
+                                                                                       "maxItems": 5,
         "items": {"type": "object", "properties": {"url": {"type": "string"}, "prompt": {"type": "string"}},
                   "required": ["url"]}}}, "required": ["items"]}
     timeout_seconds = 90.0
@@ -46,9 +49,11 @@ class WebFetchTool(BaseTool):
         for item in args["items"]:
             url = str(item["url"]).strip()
             if "//github.com/" in url and "/blob/" in url:  # the raw file, not GitHub's HTML around it
-                url = url.replace("//github.com/", "//raw.githubusercontent.com/", 1).replace("/blob/", "/", 1)
+                url = url.replace("//github.com/", "//raw.githubusercontent.com/", 1).replace("/blob/", "/",
+                                                                                              1)
             seen.setdefault(url, {"url": url, "prompt": item.get("prompt", "")})
-        async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": "Knora/0.1 (+agent web_fetch)"}) as http:
+        async with httpx.AsyncClient(timeout=timeout,
+                                     headers={"User-Agent": "Knora/0.1 (+agent web_fetch)"}) as http:
             pages = await asyncio.gather(*(self._one(http, p, allow, ctx) for p in seen.values()))
         ok = [p for p in pages if p["status"] == "success"]
         lines = [f"{p['url']}: {p['status']}" + (f" — {p['error']}" if p.get("error") else "") for p in pages]
@@ -64,7 +69,8 @@ class WebFetchTool(BaseTool):
         except FetchRefused as exc:
             return {**page, "error": str(exc), "error_code": exc.code, "retryable": exc.retryable}
         except httpx.HTTPError as exc:
-            return {**page, "error": str(exc) or type(exc).__name__, "error_code": "network", "retryable": True}
+            return {**page, "error": str(exc) or type(exc).__name__, "error_code": "network",
+                    "retryable": True}
         if resp.status_code >= 400:
             return {**page, "error": f"HTTP {resp.status_code}", "error_code": f"http_{resp.status_code}",
                     "retryable": resp.status_code >= 500}

@@ -12,7 +12,8 @@ class WebSearchTool(BaseTool):
     name = "web_search"
     description = ("Search the web. KB first rule: search the knowledge bases before the web; use the web for "
                    "recent events or when the knowledge bases have no answer.")
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"query": {"type": "string", "minLength": 1}},
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"query": {"type": "string",
+                                                                                       "minLength": 1}},
                   "required": ["query"]}
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

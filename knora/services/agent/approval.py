@@ -58,13 +58,15 @@ class ApprovalBroker:
         finally:
             self._pending.pop(pending_id, None)
         await ctx.emit(BusEvent.TOOL_APPROVAL_RESOLVED, {
-            **full, "approved": decision.approved, "reason": decision.reason, "timed_out": decision.timed_out})
+            **full, "approved": decision.approved, "reason": decision.reason,
+            "timed_out": decision.timed_out})
         return decision
 
     @staticmethod
     async def _wait(future: asyncio.Future[ApprovalDecision], timeout: float,
                     cancelled: asyncio.Event | None) -> ApprovalDecision:
-        """The decision, a timeout (rejection), or the user stopping the turn (rejection) — whichever is first."""
+        """The decision, a timeout (rejection), or the user stopping the turn (rejection) — whichever is
+        first."""
         waiters: list[asyncio.Future[object]] = [asyncio.ensure_future(asyncio.shield(future))]
         if isinstance(cancelled, asyncio.Event):
             waiters.append(asyncio.ensure_future(cancelled.wait()))

@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 
 
 class CatalogEntry(Protocol):
-    """One built-in tool as the catalogue (``knora/adapters/tools/registry.py``, injected by wiring) knows it."""
+    """One built-in tool as the catalogue (``knora/adapters/tools/registry.py``, injected by wiring) knows
+    it."""
 
     @property
     def requires(self) -> str: ...

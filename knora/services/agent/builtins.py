@@ -1,4 +1,5 @@
-"""The built-in agents with WeKnora's defaults (spec §6.12); a tenant's stored edit overrides the code copy."""
+"""The built-in agents with WeKnora's defaults (spec §6.12); a tenant's stored edit overrides the code
+copy."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ SMART_REASONING_ID = "builtin-smart-reasoning"
 _RETRIEVAL: dict[str, Any] = {
     "embedding_top_k": 10, "keyword_threshold": 0.3, "vector_threshold": 0.5, "rerank_top_k": 10,
     "rerank_threshold": 0.3, "faq_priority_enabled": True, "faq_direct_answer_threshold": 0.9,
-    "faq_score_boost": 1.2, "enable_query_expansion": True, "enable_rewrite": True, "fallback_strategy": "model",
+    "faq_score_boost": 1.2, "enable_query_expansion": True, "enable_rewrite": True,
+    "fallback_strategy": "model",
 }
 _COMMON: dict[str, Any] = {
     "model_id": "", "rerank_model_id": "", "temperature": 0.7, "max_completion_tokens": 2048,
@@ -32,14 +34,17 @@ BUILTINS: dict[str, dict[str, Any]] = {
                                    "system_prompt": "", "context_template": "", "allowed_tools": []}},
     SMART_REASONING_ID: {
         "name": "智能推理", "description": "Plans, searches step by step with tools, then answers (ReAct).",
-        "avatar": "🧠", "config": {**_COMMON, **_RETRIEVAL, "agent_mode": "smart-reasoning", "agent_type": "rag-qa",
+        "avatar": "🧠", "config": {**_COMMON, **_RETRIEVAL, "agent_mode": "smart-reasoning",
+                                  "agent_type": "rag-qa",
                                    "system_prompt": "", "max_iterations": 50,
-                                   "allowed_tools": ["knowledge_search", "grep_chunks", "list_knowledge_chunks",
+                                   "allowed_tools": ["knowledge_search", "grep_chunks",
+                                                     "list_knowledge_chunks",
                                                      "query_knowledge_graph", "get_document_info"]}},
 }
 
 AGENT_TYPE_PRESETS: dict[str, dict[str, Any]] = {
-    "rag-qa": {"max_iterations": 30, "allowed_tools": BUILTINS[SMART_REASONING_ID]["config"]["allowed_tools"]},
+    "rag-qa": {"max_iterations": 30,
+               "allowed_tools": BUILTINS[SMART_REASONING_ID]["config"]["allowed_tools"]},
     "data-analysis": {"max_iterations": 30, "temperature": 0.3, "max_completion_tokens": 4096,
                       "allowed_tools": ["data_schema", "data_analysis"]},
     "custom": {"max_iterations": 10, "allowed_tools": []},

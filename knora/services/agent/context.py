@@ -1,9 +1,9 @@
 """Context-window management for the ReAct loop (spec §6.5) and message sanitising (§6.4.1).
 
 Without it a run with a few large tool results would overflow the model's window: the current turn's tool
-results get a token budget (newest first), long histories are summarised by the model, and above 80 % the oldest
-history groups are dropped. Token counts are estimates: tiktoken is not a dependency, so the documented fallback
-``(utf8 bytes + 3) // 4`` per text plus the per-message overheads is used.
+results get a token budget (newest first), long histories are summarised by the model, and above 80 % the
+oldest history groups are dropped. Token counts are estimates: tiktoken is not a dependency, so the documented
+fallback ``(utf8 bytes + 3) // 4`` per text plus the per-message overheads is used.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def estimate(messages: Sequence[ChatMessage]) -> int:
 
 
 def sanitize(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """Spec §6.4.1: drop empty messages, merge same-role neighbours, orphan tool results become system notes."""
+    """Spec §6.4.1: drop empty messages, merge same-role neighbours, orphan tool results become system
+    notes."""
     out: list[ChatMessage] = []
     declared: set[str] = set()
     for m in messages:
@@ -49,14 +50,16 @@ def sanitize(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
             continue
         if m.role == "tool":
             if m.tool_call_id not in declared:
-                out.append(ChatMessage(role="system", content=f"[Tool result for {m.name or 'tool'}]: {m.content}"))
+                out.append(ChatMessage(role="system",
+                                       content=f"[Tool result for {m.name or 'tool'}]: {m.content}"))
                 continue
             out.append(m)
             continue
         if m.role == "assistant":
             declared.update(c.id for c in m.tool_calls)
         prev = out[-1] if out else None
-        if prev is not None and m.role in ("user", "assistant") and prev.role == m.role and not prev.tool_calls:
+        if prev is not None and m.role in ("user",
+                                           "assistant") and prev.role == m.role and not prev.tool_calls:
             out[-1] = prev.model_copy(update={"content": f"{prev.content}\n\n{m.content}".strip(),
                                               "tool_calls": m.tool_calls if m.role == "assistant" else []})
             continue
@@ -77,7 +80,8 @@ def _preview(text: str, keep: int) -> str:
 
 
 def trim_current_turn_tool_results(messages: list[ChatMessage], max_context_tokens: int) -> list[ChatMessage]:
-    """Spec §6.5 step 1, on a copy: tool results after the last user message share one budget, newest first."""
+    """Spec §6.5 step 1, on a copy: tool results after the last user message share one budget, newest
+    first."""
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     idx = [i for i in range(last_user + 1, len(messages)) if messages[i].role == "tool"]
     budget = tool_budget(max_context_tokens)
@@ -167,7 +171,8 @@ async def consolidate(messages: list[ChatMessage], max_context_tokens: int, mode
     for _ in range(attempts):
         try:
             resp = await asyncio.wait_for(model.chat(
-                [ChatMessage(role="system", content=SUMMARY_PROMPT), ChatMessage(role="user", content=transcript)],
+                [ChatMessage(role="system", content=SUMMARY_PROMPT), ChatMessage(role="user",
+                                                                                 content=transcript)],
                 ChatOptions(temperature=0.3, max_tokens=2000)), timeout)
             summary = resp.content.strip()
             if summary:

@@ -74,7 +74,8 @@ class AgentEngine:
         try:
             seeds = [c for c in seed_calls or [] if c.name in self.registry] if self.text_mode else []
             if seeds:
-                step: dict[str, Any] = {"iteration": 0, "thought": "", "reasoning_content": "", "tool_calls": [],
+                step: dict[str, Any] = {"iteration": 0, "thought": "", "reasoning_content": "",
+                                        "tool_calls": [],
                                         "timestamp": datetime.now(UTC).isoformat()}
                 await self._act(run, RoundResult(tool_calls=seeds), step)
                 run.result.rounds = 1
@@ -117,7 +118,8 @@ class AgentEngine:
                               tools=[] if self.text_mode else self.registry.definitions(),
                               max_tokens=cfg.max_completion_tokens)
         try:
-            rr = await stream_with_retry(self.model, context.sanitize(messages), options, self.bus, res.rounds,
+            rr = await stream_with_retry(self.model, context.sanitize(messages), options, self.bus,
+                                         res.rounds,
                                          live_answer=not self.text_mode, cancelled=self.cancelled,
                                          timeout=cfg.llm_call_timeout, retry_delays=cfg.retry_delays)
         except asyncio.CancelledError:
@@ -132,7 +134,8 @@ class AgentEngine:
             thought, rr.tool_calls, final = react_text.parse(rr.content, res.rounds)
             if final is not None:
                 rr.content = final
-        step: dict[str, Any] = {"iteration": res.rounds, "thought": thought, "reasoning_content": rr.reasoning,
+        step: dict[str, Any] = {"iteration": res.rounds, "thought": thought,
+                                "reasoning_content": rr.reasoning,
                                 "tool_calls": [], "timestamp": datetime.now(UTC).isoformat()}
         if self.cancelled.is_set():
             if thought or rr.tool_calls:
@@ -195,7 +198,8 @@ class AgentEngine:
             records = list(await asyncio.gather(*(self._call(run, c, p, step["iteration"])
                                                   for c, p in zip(calls, prepared, strict=True))))
         else:
-            records = [await self._call(run, c, p, step["iteration"]) for c, p in zip(calls, prepared, strict=True)]
+            records = [await self._call(run, c, p, step["iteration"]) for c, p in zip(calls, prepared,
+                                                                                      strict=True)]
         step["tool_calls"] = [r[0] for r in records]
         run.result.steps.append(step)
         assistant_calls = [ToolCall(id=c.id, name=c.name, arguments=_replay_arguments(c, p))
@@ -214,10 +218,12 @@ class AgentEngine:
         if run.duplicate_rounds >= self.config.duplicate_rounds_limit:
             run.result.stop_reason = "duplicate_calls"
             await self._reflect("The model kept repeating identical tool calls; answering from what was found.")
-            await self._synthesise(run, "", prompts.MAX_ITERATIONS_FALLBACK, reason="repeated identical tool calls")
+            await self._synthesise(run, "", prompts.MAX_ITERATIONS_FALLBACK,
+                                   reason="repeated identical tool calls")
 
     def _prepare(self, run: _Run, call: ToolCall) -> tuple[dict[str, Any], dict[str, Any]] | ToolResult:
-        """→ (arguments for the tool, arguments as the model wrote them), or a failure that skips execution."""
+        """→ (arguments for the tool, arguments as the model wrote them), or a failure that skips
+        execution."""
         tool = self.registry.get(call.name)
         opaque = bool(getattr(tool, "opaque_arguments", False))
         raw = call.arguments if opaque else self.refs.decode_arguments(call.arguments)
@@ -239,7 +245,8 @@ class AgentEngine:
                               data={"duplicate": True})
         return args, model_args
 
-    async def _call(self, run: _Run, call: ToolCall, prepared: tuple[dict[str, Any], dict[str, Any]] | ToolResult,
+    async def _call(self, run: _Run, call: ToolCall, prepared: tuple[dict[str, Any], dict[str,
+                                                                                          Any]] | ToolResult,
                     iteration: int) -> tuple[dict[str, Any], str]:
         args = prepared[0] if isinstance(prepared, tuple) else {}
         shown = prepared[1] if isinstance(prepared, tuple) else {}
@@ -260,7 +267,8 @@ class AgentEngine:
                                                       "iteration": iteration})
         data = _client_data(result.data)
         await self.bus.emit(BusEvent.TOOL_RESULT, {
-            "tool_call_id": call.id, "tool_name": call.name, "success": result.success, "output": result.output,
+            "tool_call_id": call.id, "tool_name": call.name, "success": result.success,
+            "output": result.output,
             "error": result.error, "duration_ms": duration_ms, "iteration": iteration, "data": data,
             "content": _summary(result)},
             event_id=f"{call.id}-tool-result")
@@ -287,7 +295,8 @@ class AgentEngine:
     async def _reflect(self, text: str) -> None:
         """A guard fired: say so on the stream (WeKnora declares REFLECTION but never emits it)."""
         eid = event_id("reflection")
-        await self.bus.emit(BusEvent.REFLECTION, {"content": text, "done": True, "event_id": eid}, event_id=eid)
+        await self.bus.emit(BusEvent.REFLECTION, {"content": text, "done": True, "event_id": eid},
+                            event_id=eid)
 
     # -- synthesis ------------------------------------------------------------------------------------------
     async def _synthesise(self, run: _Run, query: str, failure: str, *, reason: str = "") -> None:
@@ -298,8 +307,10 @@ class AgentEngine:
         for s in res.steps:
             for tc in s["tool_calls"]:
                 text = tc["result"]["output"] if tc["result"]["success"] else f"Error: {tc['result']['error']}"
-                msgs.append(ChatMessage(role="user", content=f"Tool {tc['name']} returned: {self.refs.encode_text(text)}"))
-        msgs.append(ChatMessage(role="user", content=prompts.SYNTHESIS.format(query=query or (user.content if user else ""))))
+                msgs.append(ChatMessage(role="user",
+                                        content=f"Tool {tc['name']} returned: {self.refs.encode_text(text)}"))
+        msgs.append(ChatMessage(role="user",
+                                content=prompts.SYNTHESIS.format(query=query or (user.content if user else ""))))
         try:
             answer = await stream_answer(self.model, msgs,
                                          ChatOptions(temperature=self.config.temperature),
@@ -320,7 +331,8 @@ class AgentEngine:
 
 
 def _replay_arguments(call: ToolCall, prepared: tuple[dict[str, Any], dict[str, Any]] | ToolResult) -> str:
-    """Arguments replayed to the model as it wrote them (handles, never the decoded durable ids), as valid JSON."""
+    """Arguments replayed to the model as it wrote them (handles, never the decoded durable ids), as valid
+    JSON."""
     if isinstance(prepared, tuple):
         return json.dumps(prepared[1], ensure_ascii=False)
     try:

@@ -1,8 +1,8 @@
 """The text ReAct protocol for models without function calling (a Knora guard beyond WeKnora).
 
-The tool definitions are described in the system prompt; the model answers with ``Action:`` / ``Action Input:``
-lines or ``Final Answer:``. Parsed actions become ordinary ``ToolCall``s, so the rest of the engine (registry,
-guards, rendering, events) is the same for both protocols; observations go back as a user message.
+The tool definitions are described in the system prompt; the model answers with ``Action:`` / ``Action
+Input:`` lines or ``Final Answer:``. Parsed actions become ordinary ``ToolCall``s, so the rest of the engine
+(registry, guards, rendering, events) is the same for both protocols; observations go back as a user message.
 """
 
 from __future__ import annotations

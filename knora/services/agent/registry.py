@@ -1,7 +1,7 @@
 """The tool registry: the engine's only view of tools (spec §6.4.2, §6.6).
 
-First registration of a name wins (a later MCP tool cannot hijack a built-in), definitions are sorted by name so
-the prompt prefix is stable across rounds and turns (provider prompt caching), arguments are coerced and
+First registration of a name wins (a later MCP tool cannot hijack a built-in), definitions are sorted by name
+so the prompt prefix is stable across rounds and turns (provider prompt caching), arguments are coerced and
 validated against the tool's JSON schema before ``execute`` runs, every call has a timeout, and the output the
 model sees is capped (head 70 % + tail 30 %) so one tool cannot flood the context window.
 """
@@ -43,7 +43,8 @@ _FALSE = {"false", "0", "no", "off"}
 
 
 def _cast(value: Any, schema: dict[str, Any]) -> Any:
-    """Coerce the string forms models like to send ("3", "true", "[…]") into the schema's type (CastParams)."""
+    """Coerce the string forms models like to send ("3", "true", "[…]") into the schema's type
+    (CastParams)."""
     typ = schema.get("type")
     types = typ if isinstance(typ, list) else [typ]
     if isinstance(value, str):
@@ -143,7 +144,8 @@ class ToolRegistry:
             "parameters": t.parameters or {"type": "object", "properties": {}}}} for t in self.tools()]
 
     async def execute(self, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """Never raises for tool-side problems: every failure becomes a ``success=False`` result with a hint."""
+        """Never raises for tool-side problems: every failure becomes a ``success=False`` result with a
+        hint."""
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult.fail(f"tool not found: {name}. Available tools: {', '.join(self.names())}"

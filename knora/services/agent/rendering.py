@@ -1,9 +1,10 @@
 """What the model sees of a tool result (spec §4.7): handles, never internal ids.
 
-Tools return structured ``data`` with a ``display_type``; this module registers the rows' chunks, documents, KBs
-and web pages in the turn's reference registry and renders them as ``<retrieval>`` XML with ``cN/dN/bN/wN``
-handles, so the model can cite ``<ref id="cN"/>`` and pass handles back as arguments. The registry (and with it
-every id ↔ handle table) is owned by the citations service; this module only chooses the shape.
+Tools return structured ``data`` with a ``display_type``; this module registers the rows' chunks, documents,
+KBs and web pages in the turn's reference registry and renders them as ``<retrieval>`` XML with
+``cN/dN/bN/wN`` handles, so the model can cite ``<ref id="cN"/>`` and pass handles back as arguments. The
+registry (and with it every id ↔ handle table) is owned by the citations service; this module only chooses the
+shape.
 """
 
 from __future__ import annotations

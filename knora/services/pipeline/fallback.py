@@ -70,7 +70,8 @@ async def model_fallback(deps: PipelineDeps, cm: ChatManage) -> None:
     except Exception as exc:  # noqa: BLE001
         log.info("kb document listing failed: %s", exc)
         docs = ""
-    system = prompts.render(req.fallback_prompt, {"query": query, "language": req.language, "kb_documents": docs})
+    system = prompts.render(req.fallback_prompt, {"query": query, "language": req.language,
+                                                  "kb_documents": docs})
     if st.image_description and not req.chat_model_supports_vision:
         system += "\n\n[用户上传图片内容]\n" + st.image_description
     if st.quoted_context:

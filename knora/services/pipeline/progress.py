@@ -1,8 +1,9 @@
 """Progress windows of the quick-answer timeline (spec §1.12), as TOOL_CALL / TOOL_RESULT bus events.
 
-Two windows: ``query_understand`` around that stage, and one ``knowledge_search`` window from the first retrieval
-stage to the last one (search → rerank → merge → top-k), closed on every path — success, "nothing found",
-failure and cancellation. Tool-call ids carry the ``ragpipe-`` prefix so agent history replay skips them.
+Two windows: ``query_understand`` around that stage, and one ``knowledge_search`` window from the first
+retrieval stage to the last one (search → rerank → merge → top-k), closed on every path — success, "nothing
+found", failure and cancellation. Tool-call ids carry the ``ragpipe-`` prefix so agent history replay skips
+them.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class Progress:
             "tool_call_id": w.id, "tool_name": w.name, "success": success, "output": output, "error": error,
             "duration_ms": ms, "data": data or {}}, event_id=w.id)
 
-    # --- query understanding ----------------------------------------------------------------------------------
+    # --- query understanding --------------------------------------------------------------------------------
     async def begin_query_understand(self) -> None:
         req = self._cm.request
         if not (req.enable_rewrite or req.images) or self.query_window is not None:
@@ -83,7 +84,7 @@ class Progress:
         await self._close(w, success=err is None, output="已完成问题理解" if err is None else "",
                           error=err.message if err else "")
 
-    # --- retrieval ---------------------------------------------------------------------------------------------
+    # --- retrieval ------------------------------------------------------------------------------------------
     def _source(self) -> str:
         req = self._cm.request
         if req.has_kb_scope and req.web_search_enabled:
@@ -117,7 +118,8 @@ class Progress:
         else:
             output = "未检索到相关内容"
         success = err is None or nothing
-        await self._close(w, success=success, output=output, error="" if success else (err.message if err else ""),
+        await self._close(w, success=success, output=output,
+                          error="" if success else (err.message if err else ""),
                           data={"count": count, "doc_count": count - web, "web_count": web,
                                 "search_source": source, "candidate_count": candidates})
 

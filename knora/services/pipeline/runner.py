@@ -33,7 +33,8 @@ _MAIN_RESULT = {EventType.CHUNK_SEARCH_PARALLEL: "search_result", EventType.CHUN
 
 
 class PipelineFailed(RuntimeError):
-    """A stage failed (any PluginError but "nothing found"); the streaming service turns it into an error event."""
+    """A stage failed (any PluginError but "nothing found"); the streaming service turns it into an error
+    event."""
 
     def __init__(self, stage: str, error: PluginError) -> None:
         super().__init__(error.message)
@@ -48,7 +49,8 @@ class QuickAnswerRunner:
 
     async def run(self, req: TurnRequest, ctx: TurnContext) -> TurnOutcome:
         started = time.perf_counter()
-        reads = TurnReads(cast(SearchStore, self.deps.reads), tenant_id=req.tenant_id, neighbours_below=MIN_CONTEXT) \
+        reads = TurnReads(cast(SearchStore, self.deps.reads), tenant_id=req.tenant_id,
+                          neighbours_below=MIN_CONTEXT) \
             if self.deps.reads is not None else None
         pr, _kbs = await build_request(self.deps, req, reads)
         stages = build_stages(pr)
@@ -63,13 +65,14 @@ class QuickAnswerRunner:
     @staticmethod
     def _prepare_pure_chat(cm: ChatManage) -> None:
         """No knowledge base, no web search: the question goes straight to the model. The KB answering prompt
-        ("answer only from the retrieved information") would refuse everything here, so unless an agent set its
-        own prompt the general-conversation prompt is used (docs/quick-answer.md D7)."""
+        ("answer only from the retrieved information") would refuse everything here, so unless an agent set
+        its own prompt the general-conversation prompt is used (docs/quick-answer.md D7)."""
         req, st = cm.request, cm.state
         base = req.summary.prompt
         if base == prompts.content("default_kb"):
             base = prompts.content("pure_chat")
-        st.system_prompt = prompts.render(base, {"query": req.query, "contexts": "", "language": req.language})
+        st.system_prompt = prompts.render(base, {"query": req.query, "contexts": "",
+                                                 "language": req.language})
         st.user_content = req.query
 
     async def run_stages(self, cm: ChatManage, stages: list[EventType]) -> None:
@@ -107,7 +110,8 @@ class QuickAnswerRunner:
             await progress.close_all()
 
     @staticmethod
-    def _timing_payload(cm: ChatManage, stage: EventType, ms: float, err: PluginError | None) -> dict[str, Any]:
+    def _timing_payload(cm: ChatManage, stage: EventType, ms: float,
+                        err: PluginError | None) -> dict[str, Any]:
         payload: dict[str, Any] = {"stage": str(stage), "ms": ms}
         attr = _MAIN_RESULT.get(stage)
         if attr is not None:

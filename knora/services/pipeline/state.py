@@ -4,10 +4,11 @@
 * ``PipelineState`` — written by stages (rewrite, intent, search/rerank/merge results, prompt pieces, answer).
 * ``TurnContext`` (from streaming) — bus, reference registry, cancellation, timings.
 
-``ChatManage.clone`` mirrors WeKnora's Clone: request shared (it is immutable, so sharing is copying — a deep copy
-cost ~1.3 ms per turn), a subset of state copied, results and history reset, and — unlike WeKnora, whose clone
-drops the context — the context shared, because Knora's parallel searches still need the cancellation flag. The
-turn's read view (``reads``) is shared too, so every stage reads a KB or chunk row at most once per turn.
+``ChatManage.clone`` mirrors WeKnora's Clone: request shared (it is immutable, so sharing is copying — a deep
+copy cost ~1.3 ms per turn), a subset of state copied, results and history reset, and — unlike WeKnora, whose
+clone drops the context — the context shared, because Knora's parallel searches still need the cancellation
+flag. The turn's read view (``reads``) is shared too, so every stage reads a KB or chunk row at most once per
+turn.
 """
 
 from __future__ import annotations
@@ -159,7 +160,8 @@ class PipelineState:
     is_fallback: bool = False
     model_id: str = ""
     stage_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # stage -> what it kept (debug view)
-    models: dict[str, Any] = field(default_factory=dict)  # model id -> resolved ChatModel (one lookup per turn)
+    # model id -> resolved ChatModel (one lookup per turn)
+    models: dict[str, Any] = field(default_factory=dict)
 
 
 def scoped_search(search: Any, reads: TurnReads | None) -> Any:
@@ -174,15 +176,16 @@ class ChatManage:
     request: PipelineRequest
     state: PipelineState
     ctx: TurnContext
-    reads: TurnReads | None = None  # the turn's read view (set by the runner; plugins fall back to deps.reads)
+    # the turn's read view (set by the runner; plugins fall back to deps.reads)
+    reads: TurnReads | None = None
 
     def reads_or(self, fallback: Any) -> Any:
         """The turn's read view when the runner made one, else ``fallback`` (a plugin's ``deps.reads``)."""
         return self.reads if self.reads is not None else fallback
 
     def search_or(self, search: Any) -> Any:
-        """``search`` reading through the turn's view (KBs, tenant config, hit chunks read once per turn) — when
-        the view wraps the search's own store (as wired); any other search is returned as it is."""
+        """``search`` reading through the turn's view (KBs, tenant config, hit chunks read once per turn) —
+        when the view wraps the search's own store (as wired); any other search is returned as it is."""
         return scoped_search(search, self.reads)
 
     @property

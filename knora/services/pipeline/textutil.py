@@ -22,7 +22,8 @@ MAX_JOIN_OVERLAP = 400
 
 @lru_cache(maxsize=4096)
 def normalize_content(s: str) -> str:
-    """Lower-cased, whitespace collapsed. Cached: one turn normalises the same passages for each dedup pass."""
+    """Lower-cased, whitespace collapsed. Cached: one turn normalises the same passages for each dedup
+    pass."""
     return _WS.sub(" ", s.lower().strip())
 
 
@@ -68,8 +69,8 @@ def _tokenize_cached(text: str) -> frozenset[str]:
 
         raw: Iterable[str] = jieba.cut_for_search(s, HMM=True)
     else:
-        # De-duplicated before the per-token test (the resulting set is the same), and ``_is_symbolic`` inlined:
-        # this runs for every passage of every turn (merge's overlap removal).
+        # De-duplicated before the per-token test (the resulting set is the same), and ``_is_symbolic``
+        # inlined: this runs for every passage of every turn (merge's overlap removal).
         return frozenset([t for t in set(s.split())
                           if len(t) > 1 and (t.isalnum() or _WORDISH.search(t) is not None)])
     return frozenset(t for t in raw if len(t) > 1 and not _is_symbolic(t))
@@ -121,8 +122,8 @@ def join_chunk_content(acc: str, nxt: str, sep: str = "\n\n") -> str:
 def _longest_overlap(acc: str, nxt: str, max_k: int) -> int:
     """The largest k in [MIN_JOIN_OVERLAP, max_k] with ``acc[-k:] == nxt[:k]``, else 0.
 
-    Any such k puts ``nxt[:MIN_JOIN_OVERLAP]`` at ``len(acc) - k``, so only the places where that prefix occurs in
-    the tail are checked (leftmost first = largest k) instead of comparing every k."""
+    Any such k puts ``nxt[:MIN_JOIN_OVERLAP]`` at ``len(acc) - k``, so only the places where that prefix
+    occurs in the tail are checked (leftmost first = largest k) instead of comparing every k."""
     if max_k < MIN_JOIN_OVERLAP:
         return 0
     start = len(acc) - max_k
@@ -174,6 +175,7 @@ def utf8_len(s: str) -> int:
 
 
 def truncate_utf8(s: str, limit: int) -> str:
-    """Cut at ``limit`` bytes without splitting a character (Go would split; Knora never emits broken text)."""
+    """Cut at ``limit`` bytes without splitting a character (Go would split; Knora never emits broken
+    text)."""
     data = s.encode("utf-8")
     return s if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")

@@ -5,10 +5,10 @@ citations compacted back into this turn's handles) + the user message; every tex
 registry so durable ids never reach the model.
 
 Streaming: reasoning deltas go out as THOUGHT (one ``…-thinking`` span, closed when the answer starts or the
-stream ends), answer deltas as FINAL_ANSWER with the model's raw ``<ref id="cN"/>`` marks (the streaming handler
-expands them and holds back partial tags). The first ``done`` answer ends the answer; duplicates are ignored.
-On user stop no ``done`` answer is sent (spec §2.17: the stop path finalises the message). Unlike WeKnora, the
-stage returns only when the stream has ended, so the runner's outcome carries the whole answer.
+stream ends), answer deltas as FINAL_ANSWER with the model's raw ``<ref id="cN"/>`` marks (the streaming
+handler expands them and holds back partial tags). The first ``done`` answer ends the answer; duplicates are
+ignored. On user stop no ``done`` answer is sent (spec §2.17: the stop path finalises the message). Unlike
+WeKnora, the stage returns only when the stream has ended, so the runner's outcome carries the whole answer.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ def uuid8() -> str:
 def build_messages(cm: ChatManage, ctx: TurnContext) -> list[ChatMessage]:
     req, st = cm.request, cm.state
     system = st.system_prompt or prompts.render(st.system_prompt_override or req.summary.prompt,
-                                                {"query": req.query, "contexts": "", "language": req.language})
+                                                {"query": req.query, "contexts": "",
+                                                 "language": req.language})
     system = (system.rstrip() + "\n\n" + ctx.references.protocol_prompt()).strip()
     refs = ctx.references
     messages = [ChatMessage(role="system", content=refs.encode_text(system))]

@@ -38,7 +38,8 @@ async def _web_search(deps: PipelineDeps, cm: ChatManage) -> list[SearchResult]:
             log.warning("web_config_missing: web search requested but no provider is configured")
         return []
     try:
-        found = await deps.web_search.search(cm.search_query, max_results=cm.request.web_search_max_results or 10)
+        found = await deps.web_search.search(cm.search_query,
+                                             max_results=cm.request.web_search_max_results or 10)
     except Exception as exc:  # noqa: BLE001 - spec: web errors mean no web results
         log.warning("web search failed: %s", exc)
         cm.note("web_search", error=str(exc))
@@ -47,7 +48,8 @@ async def _web_search(deps: PipelineDeps, cm: ChatManage) -> list[SearchResult]:
 
 
 async def run_chunk_search(deps: PipelineDeps, cm: ChatManage) -> PluginError | None:
-    """Fills ``cm.state.search_result``; returns an error value or None (the caller decides about ``next``)."""
+    """Fills ``cm.state.search_result``; returns an error value or None (the caller decides about
+    ``next``)."""
     req = cm.request
     if not req.has_kb_scope and not req.web_search_enabled:
         return None

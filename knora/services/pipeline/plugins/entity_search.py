@@ -27,7 +27,8 @@ async def run_entity_search(deps: PipelineDeps, cm: ChatManage) -> PluginError |
         return None
     knowledge_ids = list(req.knowledge_ids)
     try:
-        graph = await deps.graph_store.search_nodes(req.tenant_id, kb_ids, st.entity, knowledge_ids=knowledge_ids)
+        graph = await deps.graph_store.search_nodes(req.tenant_id, kb_ids, st.entity,
+                                                    knowledge_ids=knowledge_ids)
     except Exception as exc:  # noqa: BLE001 - spec: per-call errors are logged
         log.warning("graph search failed: %s", exc)
         return None

@@ -74,7 +74,8 @@ class IntoChatMessage:
         values = {"query": query, "contexts": rendered.xml, "language": lang}
         user = prompts.render(template, values) if template else query
         system = prompts.render(base, values)
-        if rendered.xml and not _has_placeholder(template, "contexts") and not _has_placeholder(base, "contexts"):
+        if rendered.xml and not _has_placeholder(template, "contexts") and not _has_placeholder(base,
+                                                                                                "contexts"):
             user = rendered.xml + "\n\n" + user
         if rendered.has_images:
             system = system.rstrip() + "\n\n" + IMAGE_REQUIREMENT

@@ -67,7 +67,8 @@ async def resolve_parents(items: list[Item], cache: _ChunkCache) -> None:
             continue
         if it.r.chunk_type == "text" and parent.chunk_type == "parent_text":
             allowed = {u for u in urls_of(it.r.image_info) if u in it.r.content}
-            it.r.content = join_chunk_content(prune_markdown_images(parent.content, allowed), it.r.content, "\n\n")
+            it.r.content = join_chunk_content(prune_markdown_images(parent.content, allowed), it.r.content,
+                                              "\n\n")
         elif it.r.chunk_type in IMAGE_TYPES and parent.chunk_type == "text":
             grand = grands.get(parent.parent_chunk_id or "")
             src = grand if grand is not None and grand.chunk_type == "parent_text" and grand.content.strip() \
@@ -127,7 +128,8 @@ async def expand_short(items: list[Item], cache: _ChunkCache) -> None:
     if not targets:
         return
     bases = await cache.load([i.r.id for i in targets])
-    work = [_Expansion(item=i, base=b, prev_cursor=b.pre_chunk_id, next_cursor=b.next_chunk_id, merged=b.content)
+    work = [_Expansion(item=i, base=b, prev_cursor=b.pre_chunk_id, next_cursor=b.next_chunk_id,
+                       merged=b.content)
             for i in targets if (b := bases.get(i.r.id)) is not None]
     first = True
     for _ in range(256):  # bounded walk

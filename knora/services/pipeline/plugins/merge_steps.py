@@ -1,7 +1,8 @@
 """The pure steps of ``chunk_merge`` (spec §2.13): history injection, sequential merging, overlap removal.
 
 Work happens on ``Item``s — a mutable copy of a SearchResult plus the ``rewritten`` flag WeKnora keeps as
-``ContentRewritten`` (a rewritten text no longer matches its offsets, so offset-based merging must not trust it).
+``ContentRewritten`` (a rewritten text no longer matches its offsets, so offset-based merging must not trust
+it).
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ class Item:
 
     @staticmethod
     def of(r: SearchResult) -> Item:
-        """A copy the merge may rewrite: fields are only ever reassigned, never changed in place, so a shallow copy
-        with its own containers is enough (a deep copy of every hit's metadata cost ~1 ms per turn)."""
+        """A copy the merge may rewrite: fields are only ever reassigned, never changed in place, so a shallow
+        copy with its own containers is enough (a deep copy of every hit's metadata cost ~1 ms per turn)."""
         return Item(r=r.model_copy(update={
             "metadata": dict(r.metadata), "scores": dict(r.scores), "sub_chunk_id": list(r.sub_chunk_id),
             "chunk_metadata": dict(r.chunk_metadata) if r.chunk_metadata is not None else None}),
@@ -90,8 +91,10 @@ def history_items(history: Sequence[HistoryTurn], present: set[str], query: str)
         sim = jaccard(q_tokens, tokenize_simple(ref.content))
         if sim < HISTORY_MIN_SIMILARITY:
             continue
-        ref = ref.model_copy(update={"match_type": MatchType.HISTORY, "score": ref.score * HISTORY_SCORE_FACTOR,
-                                     "metadata": {**ref.metadata, "history_similarity": _fmt_similarity(sim)}})
+        ref = ref.model_copy(update={"match_type": MatchType.HISTORY,
+                                     "score": ref.score * HISTORY_SCORE_FACTOR,
+                                     "metadata": {**ref.metadata,
+                                                  "history_similarity": _fmt_similarity(sim)}})
         out.append(Item.of(ref))
         if len(out) >= HISTORY_MAX:
             break
@@ -198,7 +201,8 @@ def remove_partial_overlaps(items: Sequence[Item]) -> list[Item]:
 
 
 def faq_content(meta: dict[str, Any]) -> str | None:
-    """Step 6: ``Q: …\\nAnswer:\\n- a1\\n- a2`` from FAQ chunk metadata; None when there is nothing to show."""
+    """Step 6: ``Q: …\\nAnswer:\\n- a1\\n- a2`` from FAQ chunk metadata; None when there is nothing to
+    show."""
     question = str(meta.get("standard_question") or "").strip()
     answers = [a.strip() for a in meta.get("answers") or [] if isinstance(a, str) and a.strip()]
     if not question and not answers:

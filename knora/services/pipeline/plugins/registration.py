@@ -1,8 +1,8 @@
 """The plugins of the quick-answer pipeline in WeKnora's DI registration order (spec §1.1).
 
 The order matters where an event has several plugins: ``query_understand`` runs the rewrite, then entity
-extraction; ``chunk_rerank`` runs rerank and then — because wiki boost calls ``next()`` first — the boost after
-rerank's work, skipped when rerank stops the chain. Adding a plugin is one line here plus its module.
+extraction; ``chunk_rerank`` runs rerank and then — because wiki boost calls ``next()`` first — the boost
+after rerank's work, skipped when rerank stops the chain. Adding a plugin is one line here plus its module.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from knora.services.pipeline.plugins.wiki_boost import WikiBoost
 def default_plugins(deps: PipelineDeps) -> list[Plugin]:
     return [
         ChunkSearch(deps), ChunkRerank(deps), WebFetch(deps), ChunkMerge(deps), DataAnalysis(deps),
-        IntoChatMessage(), ChatCompletion(deps), ChatCompletionStream(deps), FilterTopK(), QueryUnderstand(deps),
+        IntoChatMessage(), ChatCompletion(deps), ChatCompletionStream(deps), FilterTopK(),
+        QueryUnderstand(deps),
         LoadHistory(), ExtractEntity(deps), EntitySearch(deps), ChunkSearchParallel(deps), WikiBoost(),
     ]

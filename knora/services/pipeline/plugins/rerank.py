@@ -85,7 +85,8 @@ def enriched_passage(r: SearchResult) -> str:
     return f"{cleaned}\n\n" + "\n".join(extras) if cleaned else "\n".join(extras)
 
 
-def apply_threshold(scores: Sequence[RerankScore], threshold: float, fallback_min: float) -> list[RerankScore]:
+def apply_threshold(scores: Sequence[RerankScore], threshold: float,
+                    fallback_min: float) -> list[RerankScore]:
     kept = [s for s in scores if s.score >= threshold]
     if not kept and scores and scores[0].score >= fallback_min:
         kept = [scores[0]]
@@ -146,7 +147,8 @@ class ChunkRerank:
             cm.note("chunk_rerank", error=str(exc))
             st.rerank_result = []
             return await next()
-        scores = sorted((s for s in scores if 0 <= s.index < len(candidates)), key=lambda s: (-s.score, s.index))
+        scores = sorted((s for s in scores if 0 <= s.index < len(candidates)), key=lambda s: (-s.score,
+                                                                                              s.index))
         fallback_min = 0.0 if req.has_recall_threshold_override else FALLBACK_MIN
         kept = apply_threshold(scores, req.rerank_threshold, fallback_min)
         if not kept and req.rerank_threshold > DEGRADE_ABOVE:
@@ -165,7 +167,8 @@ class ChunkRerank:
                                                  "scores": {**r.scores, "rerank": s.score}}))
         k = min(len(reranked), max(1, req.rerank_top_k))
         st.rerank_result = mmr(reranked, k, passages)
-        cm.note("chunk_rerank", candidates=len(candidates), kept=len(st.rerank_result), model=reranker.model_id)
+        cm.note("chunk_rerank", candidates=len(candidates), kept=len(st.rerank_result),
+                model=reranker.model_id)
         if not st.rerank_result:
             return ERR_SEARCH_NOTHING
         return await next()

@@ -32,7 +32,8 @@ class WebFetch:
         fetch = self._deps.fetch_page
         if not (req.web_fetch_enabled and req.web_search_enabled) or fetch is None:
             return await next()
-        # WeKnora reads only the rerank result, so without a rerank model nothing is ever fetched (departure D3).
+        # WeKnora reads only the rerank result, so without a rerank model nothing is ever fetched (departure
+        # D3).
         source_name = "rerank_result" if st.rerank_result else "search_result"
         source: list[SearchResult] = getattr(st, source_name)
         picked = [i for i, r in enumerate(source) if is_web(r)][: max(0, req.web_fetch_top_n)]
@@ -47,10 +48,12 @@ class WebFetch:
         fetched = 0
         for i, text in await asyncio.gather(*(one(i) for i in picked)):
             if text.strip():
-                body = text if utf8_len(text) <= MAX_CONTENT_BYTES else truncate_utf8(text, MAX_CONTENT_BYTES) + \
+                body = text if utf8_len(text) <= MAX_CONTENT_BYTES else truncate_utf8(text,
+                                                                                      MAX_CONTENT_BYTES) + \
                     "\n...(truncated)"
                 source[i] = source[i].model_copy(update={"content": body,
-                                                         "metadata": {**source[i].metadata, "fetched": "true"}})
+                                                         "metadata": {**source[i].metadata,
+                                                                      "fetched": "true"}})
                 fetched += 1
         cm.note("web_fetch", fetched=fetched, tried=len(picked))
         return await next()

@@ -1,5 +1,5 @@
-"""Wiki boost (spec §2.11): after the rest of the ``chunk_rerank`` chain, ×1.3 for ``wiki_page`` results when a
-KB in scope has wiki enabled, then a stable re-sort. It calls ``next()`` first, so it post-processes."""
+"""Wiki boost (spec §2.11): after the rest of the ``chunk_rerank`` chain, ×1.3 for ``wiki_page`` results when
+a KB in scope has wiki enabled, then a stable re-sort. It calls ``next()`` first, so it post-processes."""
 
 from __future__ import annotations
 
