@@ -20,7 +20,7 @@ from knora.domain.errors import AppError
 from knora.domain.models import BUILTIN_CHAT_MODEL_ID
 from knora.domain.stream import BusEvent
 from knora.domain.think import drop_closed_think
-from knora.ports.chat import ChatMessage, ToolCall
+from knora.ports.chat import ChatMessage, ChatModels, ToolCall
 from knora.ports.tool import Tool, ToolContext, ToolDeps
 from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest
 from knora.services.agent import prompts
@@ -40,7 +40,7 @@ def _clean(name: str) -> str:
 
 @dataclass
 class RunnerDeps:
-    chat_models: Any  # async get(model_id | None, tenant_id=…) -> ChatModel
+    chat_models: ChatModels
     tool_deps: ToolDeps
     catalog: Catalog
     mcp_tools: MCPTools | None = None

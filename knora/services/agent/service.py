@@ -14,14 +14,15 @@ from knora.domain.common import new_id, utcnow
 from knora.domain.errors import BadRequest, Forbidden, NotFound
 from knora.domain.models import BUILTIN_CHAT_MODEL_ID, AgentConfig
 from knora.ports.agent_store import AgentRepo
+from knora.ports.store import ModelRepo
 from knora.services.agent import config as agent_config
 from knora.services.agent.builtins import AGENT_TYPE_PRESETS, BUILTINS, builtin
 
 
 class AgentService:
-    def __init__(self, repo: AgentRepo, models: Any = None) -> None:
+    def __init__(self, repo: AgentRepo, models: ModelRepo | None = None) -> None:
         self.repo = repo
-        self.models = models  # ModelRepo (store-api), optional
+        self.models = models  # the tenant's model rows pick an agent's default models
 
     async def _default_models(self, tenant_id: int) -> tuple[str, str]:
         chat, rerank = BUILTIN_CHAT_MODEL_ID, ""

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from knora import prompts
 from knora.domain.agent_settings import AgentSettings
 from knora.domain.knowledge import KnowledgeBase
 from knora.domain.search import SearchTarget
 from knora.ports.turn import TurnRequest
-from knora.services.pipeline.deps import PipelineDeps
+from knora.services.pipeline.deps import PipelineDeps, Reads
 from knora.services.pipeline.framework import PipelineBuilder
 from knora.services.pipeline.state import EventType, PipelineRequest, SummaryConfig, scoped_search
 from knora.services.retrieval.turn_reads import TurnReads
@@ -91,14 +91,14 @@ async def _scope_kb_ids(deps: PipelineDeps, req: TurnRequest, agent: AgentSettin
     return [k for k in agent.knowledge_bases if k]
 
 
-async def _read_kbs(reads: Any, tenant_id: int, kb_ids: list[str]) -> list[KnowledgeBase]:
+async def _read_kbs(reads: Reads | None, tenant_id: int, kb_ids: list[str]) -> list[KnowledgeBase]:
     """The tenant's own KBs among ``kb_ids`` (reads are tenant-agnostic; foreign ids are dropped)."""
     if reads is None or not kb_ids:
         return []
     return [kb for kb in await reads.knowledge_bases(kb_ids) if kb.tenant_id == tenant_id]
 
 
-async def _targets(deps: PipelineDeps, req: TurnRequest, reads: Any, kbs: list[KnowledgeBase],
+async def _targets(deps: PipelineDeps, req: TurnRequest, reads: Reads | None, kbs: list[KnowledgeBase],
                    kb_ids: list[str], knowledge_ids: list[str]) -> list[SearchTarget]:
     if kb_ids and not knowledge_ids and not req.tag_ids:
         # Whole KBs only: the targets are the caller's own KBs, in request order (spec §1.8 step 3); no need
@@ -154,7 +154,7 @@ class _Scope:
     targets: list[SearchTarget]
 
 
-async def _scope(deps: PipelineDeps, req: TurnRequest, reads: Any, agent: AgentSettings) -> _Scope:
+async def _scope(deps: PipelineDeps, req: TurnRequest, reads: Reads | None, agent: AgentSettings) -> _Scope:
     kb_ids = await _scope_kb_ids(deps, req, agent)
     knowledge_ids = [k for k in req.knowledge_ids if k]
     kbs = await _read_kbs(reads, req.tenant_id, kb_ids)
@@ -197,7 +197,7 @@ def _answering(agent: AgentSettings, req: TurnRequest) -> AnsweringFields:
         web_fetch_enabled=agent.web_fetch_enabled, web_fetch_top_n=agent.web_fetch_top_n)
 
 
-async def build_request(deps: PipelineDeps, req: TurnRequest, reads: Any = None
+async def build_request(deps: PipelineDeps, req: TurnRequest, reads: Reads | None = None
                         ) -> tuple[PipelineRequest, list[KnowledgeBase]]:
     """``reads`` is the turn's read view (``TurnReads``) when the runner made one: the KBs read here are then
     not read again by the search."""

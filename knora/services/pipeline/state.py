@@ -20,6 +20,7 @@ from typing import Any
 from knora.domain.search import SearchResult, SearchTarget
 from knora.ports.chat import ChatModel, ChatModels
 from knora.ports.turn import HistoryTurn, TurnContext
+from knora.services.pipeline.deps import Reads
 from knora.services.retrieval.turn_reads import TurnReads
 
 
@@ -161,7 +162,7 @@ class PipelineState:
     model_id: str = ""
     stage_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # stage -> what it kept (debug view)
     # model id -> resolved ChatModel (one lookup per turn)
-    models: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, ChatModel] = field(default_factory=dict)
 
 
 def scoped_search(search: Any, reads: TurnReads | None) -> Any:
@@ -179,7 +180,7 @@ class ChatManage:
     # the turn's read view (set by the runner; plugins fall back to deps.reads)
     reads: TurnReads | None = None
 
-    def reads_or(self, fallback: Any) -> Any:
+    def reads_or(self, fallback: Reads | None) -> Reads | None:
         """The turn's read view when the runner made one, else ``fallback`` (a plugin's ``deps.reads``)."""
         return self.reads if self.reads is not None else fallback
 
@@ -209,8 +210,7 @@ class ChatManage:
         key = model_id or ""
         if key not in self.state.models:
             self.state.models[key] = await chat_models.get(model_id or None, tenant_id=self.request.tenant_id)
-        model: ChatModel = self.state.models[key]
-        return model
+        return self.state.models[key]
 
     def note(self, stage: str, **info: Any) -> None:
         """Record what a stage kept, for the STAGE_TIMING event and the message's debug field."""

@@ -21,6 +21,7 @@ from knora.domain.knowledge import KBType, KnowledgeBase, RetrievalConfig
 from knora.domain.search import EngineHit, MatchType, SearchParams, SearchResult
 from knora.ports.retrieval import EngineQuery, RetrievalEngine
 from knora.ports.search_store import SearchStore
+from knora.services.ingest.embedders import EmbedderRegistry
 from knora.services.retrieval import faq_rules
 from knora.services.retrieval.fusion import FusionConfig, dedupe_by_score, fuse
 from knora.services.retrieval.hydrate import Hit, hydrate
@@ -58,7 +59,7 @@ def clamp_match_count(n: int) -> int:
 
 
 class HybridSearch:
-    def __init__(self, store: SearchStore, embedders: Any, engine_for: Callable[[KnowledgeBase],
+    def __init__(self, store: SearchStore, embedders: EmbedderRegistry, engine_for: Callable[[KnowledgeBase],
                                                                                 RetrievalEngine], *,
                  group_timeout: float = 30.0, default_embedder: Callable[[], str] | None = None) -> None:
         self.store = store

@@ -114,9 +114,9 @@ class DataAnalysis:
 
     async def _analyse(self, cm: ChatManage, hit: SearchResult) -> SearchResult | None:
         req = cm.request
-        assert self._deps.reads is not None and self._deps.read_blob is not None and self._deps.sql is not None
-        sandbox = self._deps.sql
-        found = await cm.reads_or(self._deps.reads).knowledge([hit.knowledge_id])
+        reads, sandbox = cm.reads_or(self._deps.reads), self._deps.sql
+        assert reads is not None and self._deps.read_blob is not None and sandbox is not None  # checked by on_event
+        found = await reads.knowledge([hit.knowledge_id])
         docs = [k for k in found if k.tenant_id == req.tenant_id]
         if not docs or not docs[0].file_path:
             return None
