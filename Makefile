@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: run test install install-test browser lint bench clean
+.PHONY: run test install install-test browser lint typecheck bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,12 +28,18 @@ browser:
 run: install
 	$(BIN)/knora serve --host $(HOST) --port $(PORT)
 
-# Installs the test dependencies and runs the whole test suite.
+# Installs the test dependencies, checks lint and types, and runs the whole test suite.
 test: install-test
+	$(MAKE) -s lint typecheck
 	$(BIN)/python -m pytest -q
 
+# ruff's rule sets and line length are in pyproject.toml ([tool.ruff]).
 lint:
 	$(BIN)/ruff check knora tests benchmarks
+
+# Strict typing on the core packages (mypy also checks every module they import).
+typecheck:
+	$(BIN)/mypy --strict knora/domain knora/ports knora/services
 
 bench:
 	$(BIN)/python benchmarks/ingest.py
