@@ -30,15 +30,11 @@ def fake() -> Iterator[FakeModelServer]:
 @pytest.fixture
 async def app(make_settings: Callable[..., Settings],
               fake: FakeModelServer) -> AsyncIterator[tuple[Any, Any]]:
-    from knora.root import build_services
+    from tests.conftest import started
 
-    c = await build_services(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
-                                           chat_api_key="x"))
-    try:
-        async with _client_for(c) as http:
-            yield c, http
-    finally:
-        await c.aclose()
+    async with started(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
+                                     chat_api_key="x")) as c, _client_for(c) as http:
+        yield c, http
 
 
 def tool_messages(body: dict[str, Any]) -> list[str]:

@@ -26,14 +26,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def app_container(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    from knora.root import build_services
+    from tests.conftest import started
 
-    c = await build_services(make_settings(sse_keepalive_seconds=0.05))
-    c.chat_service.stop_grace_seconds = 0.5
-    try:
+    async with started(make_settings(sse_keepalive_seconds=0.05)) as c:
+        c.chat_service.stop_grace_seconds = 0.5
         yield c
-    finally:
-        await c.aclose()
 
 
 @pytest.fixture
@@ -107,25 +104,21 @@ class TestResume:
 
 
 async def test_restart_closes_turns_a_dead_process_left_open(make_settings: Callable[..., Settings]) -> None:
-    from knora.root import build_services
+    from tests.conftest import started
 
-    first: Any = await build_services(make_settings())
-    sess = await first.session_service.create(first.default_tenant_id)
-    old = utcnow() - timedelta(seconds=first.settings.stream_ttl_seconds + 60)
-    msg = Message(session_id=sess.id, tenant_id=first.default_tenant_id, role="assistant", created_at=old)
-    recent = Message(session_id=sess.id, tenant_id=first.default_tenant_id, role="assistant")
-    await first.session_service.messages.create(msg)
-    await first.session_service.messages.create(recent)
-    await first.aclose()
-    second: Any = await build_services(make_settings())
-    try:
+    async with started(make_settings()) as first:
+        sess = await first.session_service.create(first.default_tenant_id)
+        old = utcnow() - timedelta(seconds=first.settings.stream_ttl_seconds + 60)
+        msg = Message(session_id=sess.id, tenant_id=first.default_tenant_id, role="assistant", created_at=old)
+        recent = Message(session_id=sess.id, tenant_id=first.default_tenant_id, role="assistant")
+        await first.session_service.messages.create(msg)
+        await first.session_service.messages.create(recent)
+    async with started(make_settings()) as second:
         saved = await second.session_service.get_message(second.default_tenant_id, msg.id)
         assert saved.is_completed
         assert saved.debug == {"stopped": "interrupted"}
         running_elsewhere = await second.session_service.get_message(second.default_tenant_id, recent.id)
         assert not running_elsewhere.is_completed  # may belong to another live process on this database
-    finally:
-        await second.aclose()
 
 
 class TestStop:

@@ -22,13 +22,10 @@ API = "/api/v1"
 @pytest.fixture
 async def container(make_settings: Callable[..., Settings], db_url: str) -> AsyncIterator[Any]:
     """SQLite and PostgreSQL."""
-    from knora.root import build_services
+    from tests.conftest import started
 
-    c = await build_services(make_settings(database_url=db_url), RECORDING)
-    try:
+    async with started(make_settings(database_url=db_url), RECORDING) as c:
         yield c
-    finally:
-        await c.aclose()
 
 
 @pytest.fixture

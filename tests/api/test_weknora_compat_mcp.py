@@ -288,16 +288,13 @@ def fake() -> Iterator[FakeModelServer]:
 @pytest.fixture
 async def mcp_model(make_settings: Callable[..., Settings],
                     fake: FakeModelServer) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
-    from knora.root import build_services
+    from tests.conftest import started
 
-    c = await build_services(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
-                                           chat_api_key="k"))
-    await _started(c)
-    try:
+    async with started(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
+                                     chat_api_key="k")) as c:
+        await _started(c)
         async with _client_for(c) as http:
             yield c, http
-    finally:
-        await c.aclose()
 
 
 async def test_plain_chat_through_a_model_streams_answer_deltas(mcp_model: tuple[Any, httpx.AsyncClient],

@@ -208,15 +208,12 @@ class TestChatAndResume:
 
 @pytest.fixture
 async def live(make_settings: Callable[..., Settings]) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
-    from knora.root import build_services
+    from tests.conftest import started
 
-    c = await build_services(make_settings())
-    c.chat_service.stop_grace_seconds = 0.5
-    try:
+    async with started(make_settings()) as c:
+        c.chat_service.stop_grace_seconds = 0.5
         async with live_client(c) as http:
             yield c, http
-    finally:
-        await c.aclose()
 
 
 async def test_running_turn_history_resume_and_stop(live: tuple[Any, httpx.AsyncClient]) -> None:

@@ -24,7 +24,8 @@ def test_unknown_fields_are_kept_and_the_dict_is_untouched() -> None:
     config = {"future_field": {"a": 1}, "rerank_top_k": 3}
     agent = AgentConfig(name="x", config=config)
     s = agent.settings()
-    assert s.rerank_top_k == 3 and s.extra("future_field") == {"a": 1}
+    assert s.rerank_top_k == 3
+    assert s.extra("future_field") == {"a": 1}
     assert agent.config == config
     assert s.model_dump(exclude_unset=True) == config
 
@@ -35,12 +36,18 @@ def test_values_that_do_not_parse_read_as_defaults() -> None:
                           "rerank_threshold": 0,
                           "max_context_tokens": 0, "web_fetch_top_n": 2.9})
     assert (s.embedding_top_k, s.history_turns, s.temperature, s.knowledge_bases) == (10, 5, 0.7, [])
-    assert s.kb_selection_mode == "selected" and s.multi_turn_enabled is True
+    assert s.kb_selection_mode == "selected"
+    assert s.multi_turn_enabled is True
     assert s.rerank_threshold == 0.0  # zero is a real threshold
-    assert s.max_context_tokens is None and s.web_fetch_top_n == 2
+    assert s.max_context_tokens is None
+    assert s.web_fetch_top_n == 2
 
 
 def test_ensure_defaults_fills_only_missing_or_empty() -> None:
     c = ensure_defaults({"temperature": 0, "history_turns": 0, "thinking": True, "custom": 1})
-    assert c["temperature"] == 0 and c["history_turns"] == default("history_turns") and c["thinking"] is True
-    assert c["custom"] == 1 and c["agent_mode"] == "quick-answer" and c["fallback_strategy"] == "model"
+    assert c["temperature"] == 0
+    assert c["history_turns"] == default("history_turns")
+    assert c["thinking"] is True
+    assert c["custom"] == 1
+    assert c["agent_mode"] == "quick-answer"
+    assert c["fallback_strategy"] == "model"

@@ -20,6 +20,7 @@ def test_spec_carries_endpoint_key_and_row_id() -> None:
     r = row(id="m1", parameters={"interface_type": "vllm", "base_url": "http://gpu:8000/v1"}, api_key="k")
     s = r.spec("openai")
     assert (s.spec, s.base_url, s.api_key) == ("vllm:qwen3", "http://gpu:8000/v1", "k")
-    assert s.params["provider"] == "vllm" and s.params["model_id"] == "m1"
+    assert s.params["provider"] == "vllm"
+    assert s.params["model_id"] == "m1"
     bare = row(id="m2").spec("ollama")
     assert (bare.spec, bare.base_url, bare.api_key) == ("ollama:qwen3", None, None)

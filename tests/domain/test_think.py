@@ -17,7 +17,8 @@ def test_segments_keep_stream_order_across_split_tags() -> None:
 
 def test_feed_is_the_joined_segments() -> None:
     s = ThinkSplitter()
-    assert s.feed("x<think>y") == ("x", "y") and s.inside
+    assert s.feed("x<think>y") == ("x", "y")
+    assert s.inside
     assert s.flush() == ("", "")
 
 

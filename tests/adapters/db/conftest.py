@@ -1,5 +1,5 @@
-"""Store tests run on containers wired with the store-api area only (no retrieval engine: that has its own
-suite, and its PostgreSQL engine needs pgvector, which is not what these tests are about)."""
+"""Store tests run on services whose retrieval engine only records (the engines have their own suite, and the
+PostgreSQL engine needs pgvector, which is not what these tests are about)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,11 @@ from typing import Any
 
 import pytest
 
-from knora.root import build_services
 from knora.settings import Settings
-from tests.conftest import RECORDING
+from tests.conftest import RECORDING, started
 
 
 @pytest.fixture
 async def container(make_settings: Callable[..., Settings], db_url: str) -> AsyncIterator[Any]:
-    c = await build_services(make_settings(database_url=db_url), RECORDING)
-    try:
+    async with started(make_settings(database_url=db_url), RECORDING) as c:
         yield c
-    finally:
-        await c.aclose()

@@ -25,14 +25,10 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def c(make_settings: Callable[..., Settings], db_url: str) -> AsyncIterator[Any]:
-    from knora.root import build_services
-    from tests.conftest import RECORDING
+    from tests.conftest import RECORDING, started
 
-    container = await build_services(make_settings(database_url=db_url), RECORDING)
-    try:
+    async with started(make_settings(database_url=db_url), RECORDING) as container:
         yield container
-    finally:
-        await container.aclose()
 
 
 class StatementLog:

@@ -93,7 +93,9 @@ def test_the_pipeline_rule_limits_tables() -> None:
 def test_query_rows_loads_locks_and_caps() -> None:
     result = sandbox.DuckDBSandbox().query_rows(["a"], [[1], [2], [3]], "t", "SELECT a FROM t ORDER BY a",
                                                 max_rows=2)
-    assert result.columns == ["a"] and result.rows == [(1,), (2,)] and result.truncated
+    assert result.columns == ["a"]
+    assert result.rows == [(1,), (2,)]
+    assert result.truncated
     with pytest.raises(SqlRefused):
         sandbox.DuckDBSandbox().query_rows(["a"], [[1]], "t", "SELECT * FROM read_csv('/etc/passwd')",
                                            max_rows=2)

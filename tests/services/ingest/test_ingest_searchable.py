@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from knora.domain.search import SearchParams
-from knora.root import build_services
 from knora.settings import Settings
+from tests.conftest import started
 
 pytestmark = pytest.mark.integration
 
@@ -20,11 +20,8 @@ DOC = (b"# Otters\n\nSea otters hold hands while they sleep so that they do not 
 
 @pytest.fixture
 async def full(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    c = await build_services(make_settings())
-    try:
+    async with started(make_settings()) as c:
         yield c
-    finally:
-        await c.aclose()
 
 
 async def _search(c: Any, kb_id: str, text: str) -> list[Any]:

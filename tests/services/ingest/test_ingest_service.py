@@ -17,7 +17,7 @@ from knora.domain.knowledge import ChunkType, ParseStatus
 from knora.root import build_services
 from knora.services.ingest.service import DuplicateKnowledge
 from knora.settings import Settings
-from tests.conftest import RECORDING, record_retrieval
+from tests.conftest import RECORDING, record_retrieval, started
 
 pytestmark = pytest.mark.integration
 
@@ -97,13 +97,10 @@ class TestIngestFile:
         assert not list((c.settings.data_dir / "blobs").rglob("*.*"))
 
     async def test_upload_over_the_limit_is_refused(self, make_settings: Callable[..., Settings]) -> None:
-        c = await build_services(make_settings(max_upload_bytes=100), RECORDING)
-        try:
+        async with started(make_settings(max_upload_bytes=100), RECORDING) as c:
             kb = await _kb(c)
             with pytest.raises(PayloadTooLarge):
                 await c.ingest_service.add_file(c.default_tenant_id, kb.id, "big.txt", b"x" * 101)
-        finally:
-            await c.aclose()
 
     async def test_path_traversal_in_the_name_stays_inside_the_blob_store(self,
                                                                           sqlite_container: Any) -> None:
@@ -227,15 +224,12 @@ class TestReparseDeleteRestart:
         assert (await first.repos.knowledge.get(None, k.id)).parse_status == ParseStatus.PENDING
         await first.aclose()
 
-        second = await build_services(settings, RECORDING)
-        try:
+        async with started(settings, RECORDING) as second:
             await asyncio.sleep(0)
             await second.jobs.wait_idle(30)
             got = await second.repos.knowledge.get(None, k.id)
             assert got.parse_status == ParseStatus.COMPLETED, got.error_message
             assert len(await _chunks(second, k.id)) > 0
-        finally:
-            await second.aclose()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -282,9 +276,8 @@ class TestIngestUrl:
 
     async def test_page_and_file_urls_with_redirect(self, make_settings: Callable[..., Settings],
                                                     web: str) -> None:
-        c = await build_services(make_settings(allow_private_network_fetch=True, max_upload_bytes=1000),
-                                 RECORDING)
-        try:
+        async with started(make_settings(allow_private_network_fetch=True, max_upload_bytes=1000),
+                           RECORDING) as c:
             kb = await _kb(c)
             page = await c.ingest_service.add_url(c.default_tenant_id, kb.id, f"{web}/moved")
             note = await c.ingest_service.add_url(c.default_tenant_id, kb.id, f"{web}/notes.txt")
@@ -307,8 +300,6 @@ class TestIngestUrl:
             g = await c.repos.knowledge.get(None, gone.id)
             assert g.parse_status == ParseStatus.FAILED
             assert "404" in g.error_message
-        finally:
-            await c.aclose()
 
 
 class TestChunkEdit:

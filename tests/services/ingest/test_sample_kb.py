@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from knora.domain.knowledge import ParseStatus
-from knora.root import build_services
 from knora.services.ingest.sample import SAMPLE_DIR
 from knora.settings import Settings
+from tests.conftest import started
 
 pytestmark = pytest.mark.integration
 
@@ -27,8 +27,7 @@ async def _sample(c: Any) -> Any:
 
 async def test_sample_kb_is_ingested_once(make_settings: Callable[..., Settings]) -> None:
     settings = make_settings(sample_kb=True)
-    c = await build_services(settings)
-    try:
+    async with started(settings) as c:
         kb = await _sample(c)
         expected = len([p for p in SAMPLE_DIR.iterdir() if p.is_file()])
         for _ in range(1000):  # documents are queued one by one in the background
@@ -42,11 +41,6 @@ async def test_sample_kb_is_ingested_once(make_settings: Callable[..., Settings]
         assert all(d.parse_status == ParseStatus.COMPLETED for d in docs), [d.error_message for d in docs]
         assert any("常见问题" in d.title for d in docs)
         await c.kb_service.delete(c.default_tenant_id, kb.id)
-    finally:
-        await c.aclose()
-    again = await build_services(settings)
-    try:
+    async with started(settings) as again:
         await asyncio.sleep(0.2)
         assert await again.repos.kbs.get_by_name(again.default_tenant_id, "Sample") is None
-    finally:
-        await again.aclose()

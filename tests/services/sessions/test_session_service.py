@@ -19,13 +19,10 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def svc(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    from knora.root import build_services
+    from tests.conftest import started
 
-    c = await build_services(make_settings())
-    try:
+    async with started(make_settings()) as c:
         yield c.session_service
-    finally:
-        await c.aclose()
 
 
 async def turn(svc: Any, sid: str, i: int, query: str, answer: str, *, minutes_ago: int) -> None:

@@ -19,14 +19,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def c(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    from knora.root import build_services
+    from tests.conftest import started
 
-    container: Any = await build_services(make_settings())
-    container.runners.quick = ScriptedRunner()
-    try:
+    async with started(make_settings()) as container:
+        container.runners.quick = ScriptedRunner()
         yield container
-    finally:
-        await container.aclose()
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -169,11 +168,10 @@ async def test_random_interleavings_keep_every_character_in_order(seed: int,
 
 async def test_a_paced_turn_streams_fewer_entries_and_saves_exactly_what_was_streamed(
         make_settings: Callable[..., Settings]) -> None:
-    from knora.root import build_services
     from knora.services.streaming.intake import ChatBody
+    from tests.conftest import started
 
-    c: Any = await build_services(make_settings(stream_frame_budget=1, stream_max_hold_ms=40))
-    try:
+    async with started(make_settings(stream_frame_budget=1, stream_max_hold_ms=40)) as c:
         c.runners.quick = ScriptedRunner(chunk=2, delay=0.004)
         s = await c.session_service.create(c.default_tenant_id)
         turn = await c.chat_service.start(c.default_tenant_id, s.id, ChatBody(query="q"), "rid")
@@ -190,15 +188,13 @@ async def test_a_paced_turn_streams_fewer_entries_and_saves_exactly_what_was_str
         assert saved.content == EXPANDED
         assert len(saved.knowledge_references) == len(RESULTS)
         assert c.chat_service.pacer.streams == 0
-    finally:
-        await c.aclose()
 
 
 async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: Callable[...,
                                                                                         Settings]) -> None:
     from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest
-    from knora.root import build_services
     from knora.services.streaming.intake import ChatBody
+    from tests.conftest import started
 
     gate = asyncio.Event()
 
@@ -213,8 +209,7 @@ async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: C
             await asyncio.Event().wait()
             raise AssertionError("not reached")
 
-    c: Any = await build_services(make_settings(stream_frame_budget=1, stream_max_hold_ms=30_000))
-    try:
+    async with started(make_settings(stream_frame_budget=1, stream_max_hold_ms=30_000)) as c:
         c.runners.quick = Burst()
         s = await c.session_service.create(c.default_tenant_id)
         turn = await c.chat_service.start(c.default_tenant_id, s.id, ChatBody(query="q"), "rid")
@@ -230,8 +225,6 @@ async def test_a_stop_saves_the_held_text_that_the_log_also_got(make_settings: C
         assert saved.is_completed
         assert saved.content == streamed
         assert not saved.is_fallback
-    finally:
-        await c.aclose()
 
 
 async def test_an_event_waits_for_a_timer_release_still_in_the_handlers() -> None:

@@ -18,10 +18,9 @@ pytestmark = pytest.mark.integration
 
 async def test_a_thousand_concurrent_first_requests_are_one_lookup(make_settings: Callable[...,
                                                                                            Settings]) -> None:
-    from knora.root import build_services
+    from tests.conftest import started
 
-    c: Any = await build_services(make_settings())
-    try:
+    async with started(make_settings()) as c:
         queries: list[str] = []
         event.listen(c.db.sync_engine, "before_cursor_execute",
                      lambda conn, cursor, statement, *a: queries.append(statement))
@@ -38,16 +37,13 @@ async def test_a_thousand_concurrent_first_requests_are_one_lookup(make_settings
         _, key = await tenants.create("later")  # an unknown key is not remembered as unknown
         assert await tenants.authenticate(key) is not None
         assert await tenants.authenticate("") is None
-    finally:
-        await c.aclose()
 
 
 async def test_a_failed_lookup_fails_every_waiter_and_the_next_request_tries_again(
         make_settings: Callable[..., Settings]) -> None:
-    from knora.root import build_services
+    from tests.conftest import started
 
-    c: Any = await build_services(make_settings())
-    try:
+    async with started(make_settings()) as c:
         calls = 0
 
         class Broken:
@@ -79,5 +75,3 @@ async def test_a_failed_lookup_fails_every_waiter_and_the_next_request_tries_aga
         assert calls == 1  # one lookup, shared
         assert await tenants.authenticate(TEST_API_KEY) == c.default_tenant_id
         assert calls == 2
-    finally:
-        await c.aclose()
