@@ -10,7 +10,6 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from knora.adapters.db.repos.mcp_services import SqlMCPServiceRepo
 from knora.adapters.mcp.toolset import MCPToolset
 from knora.adapters.parsers.registry import ParserRegistry
 from knora.domain.errors import Unauthorized
@@ -20,6 +19,7 @@ from knora.ports.store import Repositories
 from knora.ports.stream_log import StreamLog
 from knora.root import Services
 from knora.services.agent.approval import ApprovalBroker
+from knora.services.agent.mcp_services import MCPServiceService
 from knora.services.agent.service import AgentService
 from knora.services.ingest.chunk_edit import ChunkService
 from knora.services.ingest.service import IngestService
@@ -99,8 +99,8 @@ async def _agent_service(s: ServicesDep) -> AgentService:
     return s.agent_service
 
 
-async def _mcp_service_repo(s: ServicesDep) -> SqlMCPServiceRepo:
-    return s.mcp_service_repo
+async def _mcp_services(s: ServicesDep) -> MCPServiceService:
+    return s.mcp_services
 
 
 async def _mcp_toolset(s: ServicesDep) -> MCPToolset:
@@ -138,7 +138,7 @@ SessionServiceDep = Annotated[SessionService, Depends(_session_service)]
 ChatServiceDep = Annotated[ChatService, Depends(_chat_service)]
 StreamLogDep = Annotated[StreamLog, Depends(_stream_log)]
 AgentServiceDep = Annotated[AgentService, Depends(_agent_service)]
-MCPServiceRepoDep = Annotated[SqlMCPServiceRepo, Depends(_mcp_service_repo)]
+MCPServicesDep = Annotated[MCPServiceService, Depends(_mcp_services)]
 MCPToolsetDep = Annotated[MCPToolset, Depends(_mcp_toolset)]
 ApprovalsDep = Annotated[ApprovalBroker, Depends(_approvals)]
 BlobsDep = Annotated[BlobStore, Depends(_blobs)]
