@@ -50,9 +50,13 @@ class KnowledgeSearchBody(BaseModel):
     mentioned_items: list[dict[str, Any]] = Field(default_factory=list)
 
 
-@router.api_route("/knowledge-bases/{kb_id}/hybrid-search", methods=["POST", "GET"],
-                  response_model=Envelope[list[SearchResult]], openapi_extra=request_body(HybridSearchBody))
-async def hybrid_search(kb_id: str, request: Request, search_service: SearchServiceDep, tenant_id: TenantDep) -> JSONResponse:
+# One route per method (not ``api_route(methods=[...])``) so that each gets its own OpenAPI operation id.
+@router.post("/knowledge-bases/{kb_id}/hybrid-search", response_model=Envelope[list[SearchResult]],
+             openapi_extra=request_body(HybridSearchBody))
+@router.get("/knowledge-bases/{kb_id}/hybrid-search", response_model=Envelope[list[SearchResult]],
+            openapi_extra=request_body(HybridSearchBody))
+async def hybrid_search(kb_id: str, request: Request, search_service: SearchServiceDep,
+                        tenant_id: TenantDep) -> JSONResponse:
     body = await read_body(request, HybridSearchBody)
     scope = body.knowledge_base_ids or [kb_id]
     if kb_id not in scope:
