@@ -39,6 +39,9 @@ REQUEST_MODELS = {
     ("post", "/knowledge-search"): "KnowledgeSearchBody",
     ("post", "/knowledge-bases/{kb_id}/hybrid-search"): "HybridSearchBody",
     ("post", "/knowledge-bases/{kb_id}/faq/search"): "FaqSearchBody",
+    ("post", "/knowledge-bases/{kb_id}/faq/entries"): "ImportBody",
+    ("post", "/knowledge-bases/{kb_id}/faq/entry"): "FaqEntryIn",
+    ("delete", "/knowledge-bases/{kb_id}/faq/entries"): "DeleteBody",
 }
 
 # (method, path) → the response component and the resource model found in its ``data``
@@ -55,6 +58,8 @@ RESPONSE_MODELS = {
     ("get", "/agents"): ("Envelope_list_AgentConfig__", "AgentConfig"),
     ("get", "/mcp-services"): ("Envelope_list_MCPServiceOut__", "MCPServiceOut"),
     ("post", "/knowledge-search"): ("Envelope_list_SearchResult__", "SearchResult"),
+    ("get", "/knowledge-bases/{kb_id}/faq/entries"): ("Envelope_NestedPage_FaqEntryOut__",
+                                                      "NestedPage_FaqEntryOut_"),
     ("delete", "/knowledge-bases/{kb_id}"): ("Done", None),
 }
 
@@ -77,6 +82,7 @@ FIELDS = {
     "ModelRequest": {"name", "type", "source", "parameters", "api_key"},
     "UpdateChunkRequest": {"content", "is_enabled", "image_info"},
     "ToolApprovalDecisionRequest": {"approved", "reason", "modified_args"},
+    "FaqEntryOut": {"id", "standard_question", "similar_questions", "answers", "tag_id", "is_enabled"},
 }
 
 

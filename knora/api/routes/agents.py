@@ -41,7 +41,7 @@ async def type_presets() -> JSONResponse:
     return ok([{"agent_type": k, "config": v} for k, v in AGENT_TYPE_PRESETS.items()])
 
 
-@router.get("/shared-agents")
+@router.get("/shared-agents", response_model=Envelope[list[AgentConfig]])
 async def shared_agents() -> JSONResponse:
     return ok([])
 

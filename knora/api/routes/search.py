@@ -7,16 +7,14 @@ outside [0, 1] are a 400; ``match_count`` ≤ 0 means 50 and values above 500 ar
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
 
 from knora.api.body import read_body, request_body
 from knora.api.deps import RerankersDep, SearchServiceDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.schemas.envelope import Envelope
+from knora.api.schemas.search import HybridSearchBody, KnowledgeSearchBody
 from knora.api.serializers import results_json
 from knora.domain.errors import BadRequest
 from knora.domain.search import SearchParams, SearchResult
@@ -25,29 +23,6 @@ from knora.services.retrieval.hybrid import MAX_QUERY_BYTES, effective_config
 from knora.services.retrieval.targets import TargetSearch, build_targets, dedupe_results, search_targets
 
 router = APIRouter(tags=["search"])
-
-
-class HybridSearchBody(BaseModel):
-    query_text: str = ""
-    vector_threshold: float | None = None
-    keyword_threshold: float | None = None
-    match_count: int = 0
-    disable_keywords_match: bool = False
-    disable_vector_match: bool = False
-    knowledge_ids: list[str] = Field(default_factory=list)
-    tag_ids: list[str] = Field(default_factory=list)
-    only_recommended: bool = False
-    knowledge_base_ids: list[str] = Field(default_factory=list)
-    skip_context_enrichment: bool = False
-
-
-class KnowledgeSearchBody(BaseModel):
-    query: str = ""
-    knowledge_base_id: str = ""
-    knowledge_base_ids: list[str] = Field(default_factory=list)
-    knowledge_ids: list[str] = Field(default_factory=list)
-    tag_ids: list[str] = Field(default_factory=list)
-    mentioned_items: list[dict[str, Any]] = Field(default_factory=list)
 
 
 # One route per method (not ``api_route(methods=[...])``) so that each gets its own OpenAPI operation id.
