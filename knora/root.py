@@ -62,6 +62,7 @@ from knora.ports.tool import ToolDeps
 from knora.ports.websearch import WebSearch
 from knora.services.agent.approval import ApprovalBroker
 from knora.services.agent.assembly import build_registry
+from knora.services.agent.mcp_services import MCPServiceService
 from knora.services.agent.registry import ToolRegistry
 from knora.services.agent.runner import RunnerDeps, SmartReasoningRunner
 from knora.services.agent.service import AgentService
@@ -136,8 +137,7 @@ class Services:
     smart_reasoning: SmartReasoningRunner
     runners: TurnRunners
     # the agent
-    agent_repo: SqlAgentRepo
-    mcp_service_repo: SqlMCPServiceRepo
+    mcp_services: MCPServiceService
     approvals: ApprovalBroker
     mcp_toolset: MCPToolset
     tool_registry_factory: ToolRegistryFactory
@@ -329,8 +329,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         chat_models=models.chat_models, rerankers=models.rerankers, web_search=models.web_search,
         graph_store=models.graph_store, page_fetcher=models.page_fetcher, pipeline_deps=pipeline_deps,
         stream_log=stream_log, stop_signals=stop_signals, session_service=session_service, chat_service=chat,
-        quick_answer=quick_answer, smart_reasoning=smart_reasoning, runners=runners, agent_repo=agent_repo,
-        mcp_service_repo=mcp_repo, approvals=approvals,
+        quick_answer=quick_answer, smart_reasoning=smart_reasoning, runners=runners,
+        mcp_services=MCPServiceService(mcp_repo, stdio_enabled=s.mcp_stdio_enabled), approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
         _closers=closers)
     await _start_workers(services, store.jobs)

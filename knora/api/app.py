@@ -10,6 +10,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from knora import __version__
 from knora.api import errors
+from knora.api.body import install_openapi
 from knora.api.request_id import RequestIdMiddleware
 from knora.api.routes import (
     agents,
@@ -79,5 +80,6 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
+    install_openapi(app)
     mount_web(app)
     return app

@@ -10,16 +10,15 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from knora.adapters.db.repos.mcp_services import SqlMCPServiceRepo
 from knora.adapters.mcp.toolset import MCPToolset
 from knora.adapters.parsers.registry import ParserRegistry
 from knora.domain.errors import Unauthorized
 from knora.ports.blobs import BlobStore
 from knora.ports.reranker import Rerankers
-from knora.ports.store import Repositories
 from knora.ports.stream_log import StreamLog
 from knora.root import Services
 from knora.services.agent.approval import ApprovalBroker
+from knora.services.agent.mcp_services import MCPServiceService
 from knora.services.agent.service import AgentService
 from knora.services.ingest.chunk_edit import ChunkService
 from knora.services.ingest.service import IngestService
@@ -49,10 +48,6 @@ async def _settings(s: ServicesDep) -> Settings:
 
 async def _tenants(s: ServicesDep) -> TenantService:
     return s.tenants
-
-
-async def _repos(s: ServicesDep) -> Repositories:
-    return s.repos
 
 
 async def _kb_service(s: ServicesDep) -> KnowledgeBaseService:
@@ -99,8 +94,8 @@ async def _agent_service(s: ServicesDep) -> AgentService:
     return s.agent_service
 
 
-async def _mcp_service_repo(s: ServicesDep) -> SqlMCPServiceRepo:
-    return s.mcp_service_repo
+async def _mcp_services(s: ServicesDep) -> MCPServiceService:
+    return s.mcp_services
 
 
 async def _mcp_toolset(s: ServicesDep) -> MCPToolset:
@@ -126,7 +121,6 @@ async def _default_tenant_id(s: ServicesDep) -> int:
 SettingsDep = Annotated[Settings, Depends(_settings)]
 TenantsDep = Annotated[TenantService, Depends(_tenants)]
 DefaultTenantDep = Annotated[int, Depends(_default_tenant_id)]
-ReposDep = Annotated[Repositories, Depends(_repos)]
 KBServiceDep = Annotated[KnowledgeBaseService, Depends(_kb_service)]
 IngestServiceDep = Annotated[IngestService, Depends(_ingest_service)]
 ChunkServiceDep = Annotated[ChunkService, Depends(_chunk_service)]
@@ -138,7 +132,7 @@ SessionServiceDep = Annotated[SessionService, Depends(_session_service)]
 ChatServiceDep = Annotated[ChatService, Depends(_chat_service)]
 StreamLogDep = Annotated[StreamLog, Depends(_stream_log)]
 AgentServiceDep = Annotated[AgentService, Depends(_agent_service)]
-MCPServiceRepoDep = Annotated[SqlMCPServiceRepo, Depends(_mcp_service_repo)]
+MCPServicesDep = Annotated[MCPServiceService, Depends(_mcp_services)]
 MCPToolsetDep = Annotated[MCPToolset, Depends(_mcp_toolset)]
 ApprovalsDep = Annotated[ApprovalBroker, Depends(_approvals)]
 BlobsDep = Annotated[BlobStore, Depends(_blobs)]

@@ -4,29 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from knora.api.body import as_object
+from knora.api.body import read_body, request_body
 from knora.api.deps import AgentServiceDep, ApprovalsDep, TenantDep
 from knora.api.envelope import ok
+from knora.api.schemas.agents import AgentRequest, ToolApprovalDecisionRequest, ToolApprovalResolved
+from knora.api.schemas.envelope import Done, Envelope
 from knora.domain.errors import BadRequest, NotFound
 from knora.domain.models import AgentConfig
 from knora.ports.tool import ApprovalDecision
 from knora.services.agent.builtins import AGENT_TYPE_PRESETS
 
 router = APIRouter(tags=["agents"])
-JsonBody = Body(default_factory=dict)
 
 
 def agent_json(a: AgentConfig) -> dict[str, Any]:
     return a.model_dump(mode="json")
 
 
-_body = as_object
-
-
-@router.get("/agents")
+@router.get("/agents", response_model=Envelope[list[AgentConfig]])
 async def list_agents(agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
     return ok([agent_json(a) for a in await agent_service.list(tenant_id)])
 
@@ -43,17 +41,20 @@ async def type_presets() -> JSONResponse:
     return ok([{"agent_type": k, "config": v} for k, v in AGENT_TYPE_PRESETS.items()])
 
 
-@router.get("/shared-agents")
+@router.get("/shared-agents", response_model=Envelope[list[AgentConfig]])
 async def shared_agents() -> JSONResponse:
     return ok([])
 
 
-@router.post("/agents", status_code=201)
-async def create_agent(agent_service: AgentServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
-    return ok(agent_json(await agent_service.create(tenant_id, _body(body))), status=201)
+@router.post("/agents", status_code=201, response_model=Envelope[AgentConfig],
+             openapi_extra=request_body(AgentRequest))
+async def create_agent(request: Request, agent_service: AgentServiceDep,
+                       tenant_id: TenantDep) -> JSONResponse:
+    body = await read_body(request, AgentRequest)
+    return ok(agent_json(await agent_service.create(tenant_id, body.sent())), status=201)
 
 
-@router.get("/agents/{agent_id}")
+@router.get("/agents/{agent_id}", response_model=Envelope[AgentConfig])
 async def get_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
     agent = await agent_service.get(tenant_id, agent_id)
     if agent is None:
@@ -61,18 +62,21 @@ async def get_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: Te
     return ok(agent_json(agent))
 
 
-@router.put("/agents/{agent_id}")
-async def update_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
-    return ok(agent_json(await agent_service.update(tenant_id, agent_id, _body(body))))
+@router.put("/agents/{agent_id}", response_model=Envelope[AgentConfig],
+            openapi_extra=request_body(AgentRequest))
+async def update_agent(agent_id: str, request: Request, agent_service: AgentServiceDep,
+                       tenant_id: TenantDep) -> JSONResponse:
+    body = await read_body(request, AgentRequest)
+    return ok(agent_json(await agent_service.update(tenant_id, agent_id, body.sent())))
 
 
-@router.delete("/agents/{agent_id}")
+@router.delete("/agents/{agent_id}", response_model=Done)
 async def delete_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
     await agent_service.delete(tenant_id, agent_id)
     return ok(message="Agent deleted successfully")
 
 
-@router.post("/agents/{agent_id}/copy", status_code=201)
+@router.post("/agents/{agent_id}/copy", status_code=201, response_model=Envelope[AgentConfig])
 async def copy_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
     return ok(agent_json(await agent_service.copy(tenant_id, agent_id)), status=201)
 
@@ -84,15 +88,16 @@ async def suggested_questions(agent_id: str, agent_service: AgentServiceDep, ten
     return ok({"questions": []})
 
 
-@router.post("/agent/tool-approvals/{pending_id}")
-async def resolve_approval(pending_id: str, approvals: ApprovalsDep, tenant_id: TenantDep,
-                           body: Any = JsonBody) -> JSONResponse:
-    b = _body(body)
-    if not isinstance(b.get("approved"), bool):
+@router.post("/agent/tool-approvals/{pending_id}", response_model=Envelope[ToolApprovalResolved],
+             openapi_extra=request_body(ToolApprovalDecisionRequest))
+async def resolve_approval(pending_id: str, request: Request, approvals: ApprovalsDep,
+                           tenant_id: TenantDep) -> JSONResponse:
+    body = await read_body(request, ToolApprovalDecisionRequest)
+    approved, modified = body.approved, body.modified_args
+    if not isinstance(approved, bool):
         raise BadRequest("approved (boolean) is required")
-    modified = b.get("modified_args")
     if modified is not None and not isinstance(modified, dict):
         raise BadRequest("modified_args must be a JSON object")
     await approvals.resolve(tenant_id, pending_id, ApprovalDecision(
-        approved=b["approved"], reason=str(b.get("reason") or ""), modified_args=modified))
-    return ok({"pending_id": pending_id, "approved": b["approved"]})
+        approved=approved, reason=str(body.reason or ""), modified_args=modified))
+    return ok({"pending_id": pending_id, "approved": approved})

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
+from knora.api.body import read_body, request_body
 from knora.api.deps import ChunkServiceDep, TenantDep
 from knora.api.envelope import ok, page
-from knora.api.routes.knowledge_bases import JsonBody, as_dict, chunk_json, require_id
+from knora.api.schemas.chunks import ChunkOut, UpdateChunkRequest
+from knora.api.schemas.envelope import Done, Envelope, PageEnvelope
+from knora.api.serializers import chunk_json, require_id
 from knora.domain.errors import ValidationFailed
 
 router = APIRouter(tags=["chunks"])
 
 
-@router.get("/chunks/by-id/{chunk_id}")
+@router.get("/chunks/by-id/{chunk_id}", response_model=Envelope[ChunkOut])
 async def get_chunk_by_id(chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
     chunk = await chunk_service.get_by_id(tenant_id, require_id(chunk_id, "Chunk"))
     return ok(chunk_json(chunk))
 
 
-@router.get("/chunks/{knowledge_id}")
+@router.get("/chunks/{knowledge_id}", response_model=PageEnvelope[ChunkOut])
 async def list_chunks(knowledge_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep,
                       page_no: int = Query(1, alias="page", ge=1), page_size: int = Query(20, ge=1, le=1000),
                       chunk_type: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
@@ -30,13 +33,13 @@ async def list_chunks(knowledge_id: str, chunk_service: ChunkServiceDep, tenant_
     return page([chunk_json(x) for x in result.items], total=result.total, page=page_no, page_size=page_size)
 
 
-@router.delete("/chunks/{knowledge_id}")
+@router.delete("/chunks/{knowledge_id}", response_model=Done)
 async def delete_all_chunks(knowledge_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
     await chunk_service.delete_all(tenant_id, require_id(knowledge_id, "Knowledge"))
     return ok(message="Chunks deleted")
 
 
-@router.get("/chunks/{knowledge_id}/{chunk_id}")
+@router.get("/chunks/{knowledge_id}/{chunk_id}", response_model=Envelope[ChunkOut])
 async def get_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
     chunk = await chunk_service.get(tenant_id, require_id(knowledge_id, "Knowledge"), require_id(chunk_id, "Chunk"))
     return ok(chunk_json(chunk))
@@ -45,10 +48,11 @@ async def get_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServic
 _TYPES = {"content": str, "chunk_index": int, "is_enabled": bool, "start_at": int, "end_at": int, "image_info": list}
 
 
-@router.put("/chunks/{knowledge_id}/{chunk_id}")
-async def update_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep,
-                       body: Any = JsonBody) -> JSONResponse:
-    b = as_dict(body)
+@router.put("/chunks/{knowledge_id}/{chunk_id}", response_model=Envelope[ChunkOut],
+            openapi_extra=request_body(UpdateChunkRequest))
+async def update_chunk(knowledge_id: str, chunk_id: str, request: Request, chunk_service: ChunkServiceDep,
+                       tenant_id: TenantDep) -> JSONResponse:
+    b = (await read_body(request, UpdateChunkRequest)).sent()
     changes: dict[str, Any] = {}
     for field, typ in _TYPES.items():
         if field in b and b[field] is not None:
@@ -61,7 +65,7 @@ async def update_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkSer
     return ok(chunk_json(chunk))
 
 
-@router.delete("/chunks/{knowledge_id}/{chunk_id}")
+@router.delete("/chunks/{knowledge_id}/{chunk_id}", response_model=Done)
 async def delete_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
     await chunk_service.delete(tenant_id, require_id(knowledge_id, "Knowledge"), require_id(chunk_id, "Chunk"))
     return ok(message="Chunk deleted")

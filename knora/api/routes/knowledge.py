@@ -10,9 +10,18 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import UploadFile
 
-from knora.api.deps import BlobsDep, IngestServiceDep, KBServiceDep, ReposDep, SettingsDep, TenantDep
+from knora.api.body import as_object, read_body, request_body
+from knora.api.deps import BlobsDep, IngestServiceDep, SettingsDep, TenantDep
 from knora.api.envelope import ok, page
-from knora.api.routes.knowledge_bases import JsonBody, as_dict, knowledge_json, require_id
+from knora.api.schemas.envelope import Envelope, PageEnvelope
+from knora.api.schemas.knowledge import (
+    CreateFromURLRequest,
+    CreateManualRequest,
+    DeleteTask,
+    KnowledgeOut,
+    UpdateKnowledgeRequest,
+)
+from knora.api.serializers import knowledge_json, require_id
 from knora.domain.errors import BadRequest, NotFound, PayloadTooLarge
 from knora.ports.store import KnowledgeFilter
 from knora.services.ingest.service import DuplicateKnowledge
@@ -41,11 +50,11 @@ async def _read_upload(upload: UploadFile, limit: int) -> bytes:
     return bytes(buf)
 
 
-def _opt_str(value: Any) -> str | None:
+def _opt_str(value: object) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
-@router.post("/knowledge-bases/{kb_id}/knowledge/file")
+@router.post("/knowledge-bases/{kb_id}/knowledge/file", response_model=Envelope[KnowledgeOut])
 async def create_from_file(kb_id: str, request: Request, settings: SettingsDep, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> Response:
     require_id(kb_id, "Knowledge base")
     limit = settings.max_upload_bytes
@@ -68,7 +77,7 @@ async def create_from_file(kb_id: str, request: Request, settings: SettingsDep, 
         raw_meta = form.get("metadata")
         if isinstance(raw_meta, str) and raw_meta.strip():
             try:
-                metadata = as_dict(json.loads(raw_meta))
+                metadata = as_object(json.loads(raw_meta))
             except ValueError as exc:
                 raise BadRequest("metadata must be a JSON object string") from exc
         channel = _opt_str(form.get("channel")) or "web"
@@ -82,102 +91,92 @@ async def create_from_file(kb_id: str, request: Request, settings: SettingsDep, 
     return ok(knowledge_json(k))
 
 
-@router.post("/knowledge-bases/{kb_id}/knowledge/url", status_code=201)
-async def create_from_url(kb_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> Response:
+@router.post("/knowledge-bases/{kb_id}/knowledge/url", status_code=201, response_model=Envelope[KnowledgeOut],
+             openapi_extra=request_body(CreateFromURLRequest))
+async def create_from_url(kb_id: str, request: Request, ingest_service: IngestServiceDep,
+                          tenant_id: TenantDep) -> Response:
     require_id(kb_id, "Knowledge base")
-    b = as_dict(body)
-    url = b.get("url")
-    if not isinstance(url, str) or not url.strip():
+    b = await read_body(request, CreateFromURLRequest)
+    if not isinstance(b.url, str) or not b.url.strip():
         raise BadRequest("url is required")
     try:
-        k = await ingest_service.add_url(tenant_id, kb_id, url, title=str(b.get("title") or ""),
-                                           file_name=str(b.get("file_name") or ""),
-                                           file_type=str(b.get("file_type") or ""), tag_id=_opt_str(b.get("tag_id")),
-                                           channel=str(b.get("channel") or "web"))
+        k = await ingest_service.add_url(tenant_id, kb_id, b.url, title=str(b.title or ""),
+                                           file_name=str(b.file_name or ""), file_type=str(b.file_type or ""),
+                                           tag_id=_opt_str(b.tag_id), channel=str(b.channel or "web"))
     except DuplicateKnowledge as exc:
         return duplicate_response(exc)
     return ok(knowledge_json(k), status=201)
 
 
-@router.post("/knowledge-bases/{kb_id}/knowledge/manual")
-async def create_manual(kb_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> Response:
+@router.post("/knowledge-bases/{kb_id}/knowledge/manual", response_model=Envelope[KnowledgeOut],
+             openapi_extra=request_body(CreateManualRequest))
+async def create_manual(kb_id: str, request: Request, ingest_service: IngestServiceDep,
+                        tenant_id: TenantDep) -> Response:
     require_id(kb_id, "Knowledge base")
-    b = as_dict(body)
-    content = b.get("content")
-    if not isinstance(content, str):
+    b = await read_body(request, CreateManualRequest)
+    if not isinstance(b.content, str):
         raise BadRequest("content is required")
-    status = str(b.get("status") or "publish")
+    status = str(b.status or "publish")
     if status == "published":
         status = "publish"
     if status not in ("draft", "publish"):
         raise BadRequest("status must be 'draft' or 'publish'")
-    tag_id = _opt_str(b.get("tag_id"))
-    if tag_id is None and isinstance(b.get("tag_ids"), list) and b["tag_ids"]:
-        tag_id = _opt_str(b["tag_ids"][0])
-    k = await ingest_service.add_manual(tenant_id, kb_id, str(b.get("title") or ""), content, status=status,
-                                          tag_id=tag_id, channel=str(b.get("channel") or "web"))
+    tag_id = _opt_str(b.tag_id)
+    if tag_id is None and isinstance(b.tag_ids, list) and b.tag_ids:
+        tag_id = _opt_str(b.tag_ids[0])
+    k = await ingest_service.add_manual(tenant_id, kb_id, str(b.title or ""), b.content, status=status,
+                                          tag_id=tag_id, channel=str(b.channel or "web"))
     return ok(knowledge_json(k))
 
 
-@router.get("/knowledge-bases/{kb_id}/knowledge")
-async def list_knowledge(kb_id: str, kb_service: KBServiceDep, repos: ReposDep, tenant_id: TenantDep,
+@router.get("/knowledge-bases/{kb_id}/knowledge", response_model=PageEnvelope[KnowledgeOut])
+async def list_knowledge(kb_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep,
                          page_no: int = Query(1, alias="page", ge=1),
                          page_size: int = Query(20, ge=1, le=1000), tag_id: str | None = None,
                          keyword: str | None = None, file_type: str | None = None, parse_status: str | None = None,
                          source: str | None = None) -> JSONResponse:
-    kb = await kb_service.get(tenant_id, require_id(kb_id, "Knowledge base"))
-    result = await repos.knowledge.list(tenant_id, kb.id, page=page_no, page_size=page_size,
-                                          filters=KnowledgeFilter(tag_id=tag_id, keyword=keyword, file_type=file_type,
+    result = await ingest_service.list_documents(
+        tenant_id, require_id(kb_id, "Knowledge base"), page=page_no, page_size=page_size,
+        filters=KnowledgeFilter(tag_id=tag_id, keyword=keyword, file_type=file_type,
                                                                   parse_status=parse_status, source=source))
     return page([knowledge_json(k) for k in result.items], total=result.total, page=page_no, page_size=page_size)
 
 
-@router.get("/knowledge/batch")
-async def batch_get(repos: ReposDep, tenant_id: TenantDep, ids: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
-    found = []
-    for kid in (ids or [])[:200]:
-        k = await repos.knowledge.get(tenant_id, kid) if kid else None
-        if k is not None:
-            found.append(knowledge_json(k))
-    return ok(found)
+@router.get("/knowledge/batch", response_model=Envelope[list[KnowledgeOut]])
+async def batch_get(ingest_service: IngestServiceDep, tenant_id: TenantDep,
+                    ids: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
+    found = await ingest_service.get_many(tenant_id, (ids or [])[:200])
+    return ok([knowledge_json(k) for k in found])
 
 
-@router.get("/knowledge/{knowledge_id}")
+@router.get("/knowledge/{knowledge_id}", response_model=Envelope[KnowledgeOut])
 async def get_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> JSONResponse:
     k = await ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
     return ok(knowledge_json(k))
 
 
-@router.put("/knowledge/{knowledge_id}")
-async def update_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, repos: ReposDep, tenant_id: TenantDep,
-                           body: Any = JsonBody) -> JSONResponse:
-    k = await ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
-    b = as_dict(body)
-    changes: dict[str, Any] = {}
-    for field in ("title", "description"):
-        if isinstance(b.get(field), str):
-            changes[field] = b[field]
-    if "tag_id" in b:
-        tag_id = _opt_str(b["tag_id"])
-        if tag_id is not None:
-            tag = await repos.tags.get(tenant_id, tag_id)
-            if tag is None or tag.knowledge_base_id != k.knowledge_base_id:
-                raise BadRequest("tag_id does not name a tag of this knowledge base")
-        changes["tag_id"] = tag_id
-    if isinstance(b.get("metadata"), dict):
-        changes["metadata"] = {**k.metadata, **{str(a): str(v) for a, v in b["metadata"].items()}}
-    saved = await repos.knowledge.update(k.model_copy(update=changes))
+@router.put("/knowledge/{knowledge_id}", response_model=Envelope[KnowledgeOut],
+            openapi_extra=request_body(UpdateKnowledgeRequest))
+async def update_knowledge(knowledge_id: str, request: Request, ingest_service: IngestServiceDep,
+                           tenant_id: TenantDep) -> JSONResponse:
+    require_id(knowledge_id, "Knowledge")
+    b = await read_body(request, UpdateKnowledgeRequest)
+    saved = await ingest_service.edit(
+        tenant_id, knowledge_id, title=b.title if isinstance(b.title, str) else None,
+        description=b.description if isinstance(b.description, str) else None,
+        set_tag="tag_id" in b.model_fields_set, tag_id=_opt_str(b.tag_id),
+        metadata=b.metadata if isinstance(b.metadata, dict) else None)
     return ok(knowledge_json(saved), message="Knowledge updated")
 
 
-@router.delete("/knowledge/{knowledge_id}")
+@router.delete("/knowledge/{knowledge_id}", response_model=Envelope[DeleteTask])
 async def delete_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> JSONResponse:
     await ingest_service.delete(tenant_id, require_id(knowledge_id, "Knowledge"))
     # WeKnora answers with a task id (its delete is asynchronous); Knora's is done by now.
     return ok({"task_id": knowledge_id}, message="Delete task submitted")
 
 
-@router.post("/knowledge/{knowledge_id}/reparse")
+@router.post("/knowledge/{knowledge_id}/reparse", response_model=Envelope[KnowledgeOut])
 async def reparse_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> JSONResponse:
     k = await ingest_service.reparse(tenant_id, require_id(knowledge_id, "Knowledge"))
     return ok(knowledge_json(k), message="Reparse task submitted")

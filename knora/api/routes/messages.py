@@ -10,6 +10,8 @@ from fastapi import APIRouter
 from knora.api.deps import SessionServiceDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.routes.sessions import session_id_or_404
+from knora.api.schemas.conversations import MessageOut
+from knora.api.schemas.envelope import Done, Envelope
 from knora.domain.errors import BadRequest, NotFound
 from knora.services.sessions.views import message_json
 
@@ -32,7 +34,7 @@ def parse_time(value: str) -> datetime:
     return dt.astimezone(UTC)
 
 
-@router.get("/messages/{session_id}/load")
+@router.get("/messages/{session_id}/load", response_model=Envelope[list[MessageOut]])
 async def load_messages(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep, limit: str = "20",
                         before_time: str | None = None, resource_urls: str = "handle") -> Any:
     if resource_urls not in ("handle", "public"):
@@ -48,7 +50,7 @@ async def load_messages(session_id: str, session_service: SessionServiceDep, ten
     return ok([message_json(m) for m in messages])
 
 
-@router.delete("/messages/{session_id}/{message_id}")
+@router.delete("/messages/{session_id}/{message_id}", response_model=Done)
 async def delete_message(session_id: str, message_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     session_id_or_404(session_id)
     if not message_id:

@@ -6,14 +6,15 @@ the local extractive answerer when none is configured) — so WeKnora's web UI f
 
 from __future__ import annotations
 
-from typing import Any
-
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from knora.api.body import read_body, request_body
 from knora.api.deps import ModelServiceDep, SettingsDep, TenantDep
 from knora.api.envelope import ok
-from knora.api.routes.knowledge_bases import JsonBody, as_dict, model_json, require_id
+from knora.api.schemas.envelope import Done, Envelope
+from knora.api.schemas.models import ModelOut, ModelRequest
+from knora.api.serializers import model_json, require_id
 from knora.domain.errors import BadRequest
 from knora.domain.models import BUILTIN_CHAT_MODEL_ID, ModelConfig
 from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID
@@ -29,19 +30,22 @@ def _builtins(settings: Settings, tenant_id: int) -> list[ModelConfig]:
     return builtin_models(settings, tenant_id)
 
 
-@router.get("/models")
+@router.get("/models", response_model=Envelope[list[ModelOut]])
 async def list_models(settings: SettingsDep, model_service: ModelServiceDep, tenant_id: TenantDep) -> JSONResponse:
     models = _builtins(settings, tenant_id) + await model_service.list(tenant_id)
     return ok([model_json(m) for m in models])
 
 
-@router.post("/models", status_code=201)
-async def create_model(model_service: ModelServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
-    m = await model_service.create(tenant_id, as_dict(body))
+@router.post("/models", status_code=201, response_model=Envelope[ModelOut],
+             openapi_extra=request_body(ModelRequest))
+async def create_model(request: Request, model_service: ModelServiceDep,
+                       tenant_id: TenantDep) -> JSONResponse:
+    body = await read_body(request, ModelRequest)
+    m = await model_service.create(tenant_id, body.sent())
     return ok(model_json(m), status=201)
 
 
-@router.get("/models/{model_id}")
+@router.get("/models/{model_id}", response_model=Envelope[ModelOut])
 async def get_model(model_id: str, settings: SettingsDep, model_service: ModelServiceDep, tenant_id: TenantDep) -> JSONResponse:
     for m in _builtins(settings, tenant_id):
         if m.id == model_id:
@@ -49,15 +53,18 @@ async def get_model(model_id: str, settings: SettingsDep, model_service: ModelSe
     return ok(model_json(await model_service.get(tenant_id, require_id(model_id, "Model"))))
 
 
-@router.put("/models/{model_id}")
-async def update_model(model_id: str, model_service: ModelServiceDep, tenant_id: TenantDep, body: Any = JsonBody) -> JSONResponse:
+@router.put("/models/{model_id}", response_model=Envelope[ModelOut], openapi_extra=request_body(ModelRequest))
+async def update_model(model_id: str, request: Request, model_service: ModelServiceDep,
+                       tenant_id: TenantDep) -> JSONResponse:
     if model_id in _BUILTIN_IDS:
         raise BadRequest("Built-in models are configured through Knora's settings")
-    m = await model_service.update(tenant_id, require_id(model_id, "Model"), as_dict(body))
+    require_id(model_id, "Model")
+    body = await read_body(request, ModelRequest)
+    m = await model_service.update(tenant_id, model_id, body.sent())
     return ok(model_json(m))
 
 
-@router.delete("/models/{model_id}")
+@router.delete("/models/{model_id}", response_model=Done)
 async def delete_model(model_id: str, model_service: ModelServiceDep, tenant_id: TenantDep) -> JSONResponse:
     if model_id in _BUILTIN_IDS:
         raise BadRequest("Built-in models cannot be deleted")

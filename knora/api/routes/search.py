@@ -7,16 +7,16 @@ outside [0, 1] are a 400; ``match_count`` ≤ 0 means 50 and values above 500 ar
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, ValidationError
 
-from knora.api.body import read_object
+from knora.api.body import read_body, request_body
 from knora.api.deps import RerankersDep, SearchServiceDep, TenantDep
 from knora.api.envelope import ok
-from knora.domain.errors import BadRequest, ValidationFailed
+from knora.api.schemas.envelope import Envelope
+from knora.api.schemas.search import HybridSearchBody, KnowledgeSearchBody
+from knora.api.serializers import results_json
+from knora.domain.errors import BadRequest
 from knora.domain.search import SearchParams, SearchResult
 from knora.ports.reranker import Rerankers
 from knora.services.retrieval.hybrid import MAX_QUERY_BYTES, effective_config
@@ -25,47 +25,14 @@ from knora.services.retrieval.targets import TargetSearch, build_targets, dedupe
 router = APIRouter(tags=["search"])
 
 
-
-
-
-def parse(model: type[BaseModel], data: dict[str, Any]) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        msg = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ValidationFailed(msg or "Invalid request") from exc
-
-
-class HybridSearchBody(BaseModel):
-    query_text: str = ""
-    vector_threshold: float | None = None
-    keyword_threshold: float | None = None
-    match_count: int = 0
-    disable_keywords_match: bool = False
-    disable_vector_match: bool = False
-    knowledge_ids: list[str] = Field(default_factory=list)
-    tag_ids: list[str] = Field(default_factory=list)
-    only_recommended: bool = False
-    knowledge_base_ids: list[str] = Field(default_factory=list)
-    skip_context_enrichment: bool = False
-
-
-class KnowledgeSearchBody(BaseModel):
-    query: str = ""
-    knowledge_base_id: str = ""
-    knowledge_base_ids: list[str] = Field(default_factory=list)
-    knowledge_ids: list[str] = Field(default_factory=list)
-    tag_ids: list[str] = Field(default_factory=list)
-    mentioned_items: list[dict[str, Any]] = Field(default_factory=list)
-
-
-def results_json(results: list[SearchResult]) -> list[dict[str, Any]]:
-    return [r.model_dump(mode="json") for r in results]
-
-
-@router.api_route("/knowledge-bases/{kb_id}/hybrid-search", methods=["POST", "GET"])
-async def hybrid_search(kb_id: str, request: Request, search_service: SearchServiceDep, tenant_id: TenantDep) -> JSONResponse:
-    body: HybridSearchBody = parse(HybridSearchBody, await read_object(request))
+# One route per method (not ``api_route(methods=[...])``) so that each gets its own OpenAPI operation id.
+@router.post("/knowledge-bases/{kb_id}/hybrid-search", response_model=Envelope[list[SearchResult]],
+             openapi_extra=request_body(HybridSearchBody))
+@router.get("/knowledge-bases/{kb_id}/hybrid-search", response_model=Envelope[list[SearchResult]],
+            openapi_extra=request_body(HybridSearchBody))
+async def hybrid_search(kb_id: str, request: Request, search_service: SearchServiceDep,
+                        tenant_id: TenantDep) -> JSONResponse:
+    body = await read_body(request, HybridSearchBody)
     scope = body.knowledge_base_ids or [kb_id]
     if kb_id not in scope:
         scope = [kb_id, *scope]
@@ -92,11 +59,12 @@ def _mentions(body: KnowledgeSearchBody) -> tuple[list[str], list[str], list[str
     return kbs, docs, tags
 
 
-@router.post("/knowledge-search")
+@router.post("/knowledge-search", response_model=Envelope[list[SearchResult]],
+             openapi_extra=request_body(KnowledgeSearchBody))
 async def knowledge_search(request: Request, search_service: SearchServiceDep, rerankers: RerankersDep,
                            tenant_id: TenantDep) -> JSONResponse:
     """Spec §1.10: retrieval (+ rerank when a reranker is configured), no LLM."""
-    body: KnowledgeSearchBody = parse(KnowledgeSearchBody, await read_object(request))
+    body = await read_body(request, KnowledgeSearchBody)
     query = body.query.strip()
     if not query:
         raise BadRequest("query must not be empty")

@@ -6,16 +6,22 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from knora.api.body import read_object
+from knora.api.body import read_body, request_body
 from knora.api.deps import SessionServiceDep, TenantDep
 from knora.api.envelope import ok
+from knora.api.schemas.conversations import (
+    BatchDeleteSessionsRequest,
+    CreateSessionRequest,
+    GenerateTitleRequest,
+    SessionOut,
+    UpdateSessionRequest,
+)
+from knora.api.schemas.envelope import Done, Envelope, PageEnvelope
 from knora.domain.common import is_uuid
 from knora.domain.errors import BadRequest, NotFound, ValidationFailed
 from knora.services.sessions.views import session_json
 
 router = APIRouter(tags=["sessions"])
-
-
 
 
 def session_id_or_404(session_id: str) -> str:
@@ -24,7 +30,7 @@ def session_id_or_404(session_id: str) -> str:
     return session_id
 
 
-def _str(body: dict[str, Any], key: str) -> str | None:
+def _str(body: dict[str, object], key: str) -> str | None:
     value = body.get(key)
     if value is None:
         return None
@@ -33,17 +39,19 @@ def _str(body: dict[str, Any], key: str) -> str | None:
     return value
 
 
-@router.post("/sessions", status_code=201)
+@router.post("/sessions", status_code=201, response_model=Envelope[SessionOut],
+             openapi_extra=request_body(CreateSessionRequest))
 async def create_session(request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
-    body = await read_object(request)
-    agent_cfg = body.get("agent_config") if isinstance(body.get("agent_config"), dict) else {}
+    sent = await read_body(request, CreateSessionRequest)
+    body = sent.sent()
+    agent_cfg = sent.agent_config if isinstance(sent.agent_config, dict) else {}
     session = await session_service.create(
         tenant_id, title=_str(body, "title") or "", description=_str(body, "description") or "",
-        source=_str(body, "source") or "web", agent_id=str((agent_cfg or {}).get("agent_id") or ""))
+        source=_str(body, "source") or "web", agent_id=str(agent_cfg.get("agent_id") or ""))
     return ok(session_json(session), status=201)
 
 
-@router.get("/sessions")
+@router.get("/sessions", response_model=PageEnvelope[SessionOut])
 async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep, page: str = "1", page_size: str = "20",
                         keyword: str | None = None, source: str | None = None, agent_id: str | None = None) -> Any:
     try:
@@ -57,9 +65,9 @@ async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep
     return ok([session_json(s) for s in items], total=total, page=p, page_size=size)
 
 
-@router.delete("/sessions/batch")
+@router.delete("/sessions/batch", response_model=Done, openapi_extra=request_body(BatchDeleteSessionsRequest))
 async def batch_delete(request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
-    body = await read_object(request)
+    body = (await read_body(request, BatchDeleteSessionsRequest)).sent()
     if body.get("delete_all") is True:
         n = await session_service.delete_all(tenant_id)
         return ok(message=f"Deleted {n} sessions")
@@ -70,44 +78,46 @@ async def batch_delete(request: Request, session_service: SessionServiceDep, ten
     return ok(message=f"Deleted {n} sessions")
 
 
-@router.get("/sessions/{session_id}")
+@router.get("/sessions/{session_id}", response_model=Envelope[SessionOut])
 async def get_session(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     return ok(session_json(await session_service.get(tenant_id, session_id_or_404(session_id))))
 
 
-@router.put("/sessions/{session_id}")
+@router.put("/sessions/{session_id}", response_model=Envelope[SessionOut],
+            openapi_extra=request_body(UpdateSessionRequest))
 async def update_session(session_id: str, request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
-    body = await read_object(request)
+    body = (await read_body(request, UpdateSessionRequest)).sent()
     session = await session_service.update(tenant_id, session_id_or_404(session_id), title=_str(body, "title"),
                                              description=_str(body, "description"))
     return ok(session_json(session))
 
 
-@router.delete("/sessions/{session_id}")
+@router.delete("/sessions/{session_id}", response_model=Done)
 async def delete_session(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     await session_service.delete(tenant_id, session_id_or_404(session_id))
     return ok(message="Session deleted successfully")
 
 
-@router.delete("/sessions/{session_id}/messages")
+@router.delete("/sessions/{session_id}/messages", response_model=Done)
 async def clear_messages(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     n = await session_service.clear_messages(tenant_id, session_id_or_404(session_id))
     return ok(message=f"Deleted {n} messages")
 
 
-@router.post("/sessions/{session_id}/pin")
+@router.post("/sessions/{session_id}/pin", response_model=Envelope[SessionOut])
 async def pin(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     return ok(session_json(await session_service.set_pinned(tenant_id, session_id_or_404(session_id), True)))
 
 
-@router.delete("/sessions/{session_id}/pin")
+@router.delete("/sessions/{session_id}/pin", response_model=Envelope[SessionOut])
 async def unpin(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
     return ok(session_json(await session_service.set_pinned(tenant_id, session_id_or_404(session_id), False)))
 
 
-@router.post("/sessions/{session_id}/generate_title")
+@router.post("/sessions/{session_id}/generate_title", response_model=Envelope[str],
+             openapi_extra=request_body(GenerateTitleRequest))
 async def generate_title(session_id: str, request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
-    body = await read_object(request)
+    body = (await read_body(request, GenerateTitleRequest)).sent()
     session = await session_service.get(tenant_id, session_id_or_404(session_id))
     messages = body.get("messages")
     if not isinstance(messages, list):

@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -28,7 +28,7 @@ from knora.ports.blobs import BlobStore
 from knora.ports.jobs import JobQueue
 from knora.ports.parser import ParsedDocument, ParseError
 from knora.ports.retrieval import RetrievalEngine
-from knora.ports.store import Repositories
+from knora.ports.store import KnowledgeFilter, Page, Repositories
 from knora.services.ingest import fetch as fetching
 from knora.services.ingest.build import Draft, build_chunks, searchable
 from knora.services.ingest.committer import GroupCommitter
@@ -193,6 +193,40 @@ class IngestService:
         if k is None:
             raise NotFound("Knowledge not found")
         return k
+
+    async def list_documents(self, tenant_id: int, kb_id: str, *, page: int, page_size: int,
+                             filters: KnowledgeFilter) -> Page:
+        """A page of the knowledge base's documents (404 for a knowledge base the tenant does not have)."""
+        kb = await self._kb(tenant_id, kb_id)
+        return await self.d.repos.knowledge.list(tenant_id, kb.id, page=page, page_size=page_size,
+                                                 filters=filters)
+
+    async def get_many(self, tenant_id: int, knowledge_ids: Sequence[str]) -> list[Knowledge]:
+        """The tenant's documents among ``knowledge_ids``, in that order; unknown ids are left out."""
+        found: list[Knowledge] = []
+        for kid in knowledge_ids:
+            k = await self.d.repos.knowledge.get(tenant_id, kid) if kid else None
+            if k is not None:
+                found.append(k)
+        return found
+
+    async def edit(self, tenant_id: int, knowledge_id: str, *, title: str | None = None,
+                   description: str | None = None, set_tag: bool = False, tag_id: str | None = None,
+                   metadata: Mapping[str, object] | None = None) -> Knowledge:
+        """Edits what a client may change by hand; ``set_tag`` with ``tag_id`` None removes the tag, and
+        ``metadata`` is merged into the stored metadata (values as strings)."""
+        k = await self.get(tenant_id, knowledge_id)
+        changes: dict[str, object] = {}
+        if title is not None:
+            changes["title"] = title
+        if description is not None:
+            changes["description"] = description
+        if set_tag:
+            await self._check_tag(tenant_id, k.knowledge_base_id, tag_id)
+            changes["tag_id"] = tag_id
+        if metadata is not None:
+            changes["metadata"] = {**k.metadata, **{str(a): str(v) for a, v in metadata.items()}}
+        return await self.d.repos.knowledge.update(k.model_copy(update=changes))
 
     async def reparse(self, tenant_id: int, knowledge_id: str) -> Knowledge:
         k = await self.get(tenant_id, knowledge_id)

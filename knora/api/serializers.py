@@ -1,0 +1,57 @@
+"""Wire shapes shared by several routers: domain records → WeKnora JSON, and the id check routes share.
+
+Kept apart from any one router so that routers import each other for nothing; each function adds exactly the
+fields WeKnora clients read beyond the domain record (see the response models in ``knora.api.schemas``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knora.domain.common import is_uuid
+from knora.domain.errors import NotFound
+from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
+from knora.domain.models import ModelConfig
+from knora.domain.search import SearchResult
+from knora.ports.store import KBStats
+
+
+def require_id(value: str, what: str) -> str:
+    """A malformed id cannot name anything: answer 404 like an unknown one (api §1.6 UUID ids)."""
+    if not is_uuid(value):
+        raise NotFound(f"{what} not found")
+    return value
+
+
+def kb_json(kb: KnowledgeBase, stats: KBStats | None = None) -> dict[str, Any]:
+    out = kb.model_dump(mode="json")
+    out["config"] = {"chunking_config": out["chunking_config"], "indexing_strategy": out["indexing_strategy"],
+                     "faq_config": out["faq_config"]}
+    if stats is not None:
+        out.update(stats.model_dump())
+        out.update({"share_count": 0, "is_pinned": False, "pinned_at": None, "creator_name": ""})
+    return out
+
+
+def knowledge_json(k: Knowledge) -> dict[str, Any]:
+    out = k.model_dump(mode="json")
+    out.setdefault("summary_status", "none")
+    out["storage_size"] = k.file_size
+    out["folder_path"] = ""
+    return out
+
+
+def chunk_json(c: Chunk) -> dict[str, Any]:
+    out = c.model_dump(mode="json")
+    out["status"] = 2 if c.index_status == "ready" else 1
+    return out
+
+
+def model_json(m: ModelConfig) -> dict[str, Any]:
+    out = m.model_dump(mode="json", exclude={"api_key"})
+    out["credentials"] = {"api_key": {"configured": bool(m.api_key)}}
+    return out
+
+
+def results_json(results: list[SearchResult]) -> list[dict[str, Any]]:
+    return [r.model_dump(mode="json") for r in results]

@@ -1,0 +1,94 @@
+"""MCP service configurations per tenant: validation, secret masking on update, per-tool approval flags.
+
+The API's ``/mcp-services`` routes call this service rather than the repository, so the rules (which
+transports, stdio only when the server allows it, a masked secret sent back keeps the stored one) live in one
+place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from knora.domain.errors import BadRequest, NotFound
+from knora.domain.mcp import TRANSPORTS, MCPService
+from knora.ports.agent_store import MCPServiceRepo
+
+MASK = "******"
+FIELDS = ("name", "description", "transport_type", "url", "headers", "auth_config", "advanced_config",
+          "stdio_config", "env_vars", "enabled")
+_OBJECT_FIELDS = ("headers", "auth_config", "advanced_config", "stdio_config", "env_vars")
+_SECRET_FIELDS = ("auth_config", "env_vars")
+
+Body = Mapping[str, object]
+
+
+def masked(service: MCPService) -> MCPService:
+    """The record as clients see it: each set secret replaced by MASK."""
+    return service.model_copy(update={
+        "auth_config": {k: MASK for k, v in (service.auth_config or {}).items() if v},
+        "env_vars": {k: MASK for k in (service.env_vars or {})}})
+
+
+class MCPServiceService:
+    def __init__(self, repo: MCPServiceRepo, *, stdio_enabled: bool) -> None:
+        self._repo = repo
+        self._stdio_enabled = stdio_enabled
+
+    async def list(self, tenant_id: int) -> list[MCPService]:
+        return await self._repo.list(tenant_id)
+
+    async def get(self, tenant_id: int, service_id: str) -> MCPService:
+        service = await self._repo.get(tenant_id, service_id)
+        if service is None:
+            raise NotFound("MCP service not found")
+        return service
+
+    async def create(self, tenant_id: int, body: Body) -> MCPService:
+        if not str(body.get("name") or "").strip():
+            raise BadRequest("name is required")
+        self._check(body)
+        values = {k: body[k] for k in FIELDS if body.get(k) is not None}
+        return await self._repo.create(MCPService.model_validate({"tenant_id": tenant_id, **values}))
+
+    async def update(self, tenant_id: int, service_id: str, body: Body) -> MCPService:
+        values: dict[str, object] = (await self.get(tenant_id, service_id)).model_dump()
+        for key in FIELDS:
+            sent = body.get(key)
+            if sent is None:
+                continue
+            old = values.get(key)
+            if key in _SECRET_FIELDS and isinstance(sent, dict) and isinstance(old, dict):
+                values[key] = {k: (old.get(k, "") if v == MASK else v) for k, v in sent.items()}
+            else:
+                values[key] = sent
+        self._check(values)
+        return await self._repo.update(MCPService.model_validate(values))
+
+    async def delete(self, tenant_id: int, service_id: str) -> None:
+        if not await self._repo.delete(tenant_id, service_id):
+            raise NotFound("MCP service not found")
+
+    async def tool_approvals(self, tenant_id: int, service_id: str) -> dict[str, bool]:
+        service = await self.get(tenant_id, service_id)
+        return {k: bool(v) for k, v in (service.tool_approvals or {}).items()}
+
+    async def set_tool_approval(self, tenant_id: int, service_id: str, tool: str, flag: bool) -> None:
+        service = await self.get(tenant_id, service_id)
+        approvals = {**(service.tool_approvals or {}), tool: flag}
+        await self._repo.update(service.model_copy(update={"tool_approvals": approvals}))
+
+    def _check(self, values: Body) -> None:
+        transport = str(values.get("transport_type") or "sse")
+        if transport not in TRANSPORTS and transport not in ("streamable-http", "http"):
+            raise BadRequest(f"transport_type must be one of {', '.join(TRANSPORTS)}")
+        if transport == "stdio":
+            if not self._stdio_enabled:
+                raise BadRequest("stdio MCP services are disabled on this server")
+            stdio = values.get("stdio_config")
+            if not (isinstance(stdio, dict) and stdio.get("command")):
+                raise BadRequest("stdio_config.command is required for stdio services")
+        elif not str(values.get("url") or "").startswith(("http://", "https://")):
+            raise BadRequest("url (http or https) is required")
+        for key in _OBJECT_FIELDS:
+            if values.get(key) is not None and not isinstance(values[key], dict):
+                raise BadRequest(f"{key} must be a JSON object")
