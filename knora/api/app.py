@@ -35,7 +35,8 @@ from knora.web.mount import mount as mount_web
 # request is matched before the other routers' routes are tried).
 ROUTERS: tuple[APIRouter, ...] = (
     chat.router, system.router, knowledge_bases.router, knowledge.router, chunks.router, tags.router,
-    models.router, search.router, faq.router, sessions.router, messages.router, agents.router, mcp_services.router,
+    models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
+    mcp_services.router,
 )
 
 API_PREFIX = "/api/v1"

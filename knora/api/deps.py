@@ -32,8 +32,8 @@ from knora.services.tenants.service import TenantService
 from knora.settings import Settings
 
 
-# Dependencies are coroutines even when they do not await: FastAPI runs a plain ``def`` dependency in its thread
-# pool, a thread hop per request for an attribute read.
+# Dependencies are coroutines even when they do not await: FastAPI runs a plain ``def`` dependency in its
+# thread pool, a thread hop per request for an attribute read.
 async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services

@@ -1,9 +1,10 @@
 """WeKnora's response envelope (api §1.3, §1.4).
 
-Bodies are rendered by ``json.dumps`` directly; only values it cannot encode itself (datetimes, UUIDs, enums that
-are not str/int, pydantic models, sets, bytes…) go through FastAPI's ``jsonable_encoder``. Routes mostly hand over
-``model_dump(mode="json")`` output already, and walking such a body again with ``jsonable_encoder`` cost ~0.5 ms
-per document row — a list of a few hundred documents took tens of milliseconds of event-loop time per request.
+Bodies are rendered by ``json.dumps`` directly; only values it cannot encode itself (datetimes, UUIDs, enums
+that are not str/int, pydantic models, sets, bytes…) go through FastAPI's ``jsonable_encoder``. Routes mostly
+hand over ``model_dump(mode="json")`` output already, and walking such a body again with ``jsonable_encoder``
+cost ~0.5 ms per document row — a list of a few hundred documents took tens of milliseconds of event-loop time
+per request.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ def _fallback(value: Any) -> Any:
 
 
 class EnvelopeResponse(JSONResponse):
-    """A JSONResponse whose content may hold non-JSON values; they are encoded as ``jsonable_encoder`` would."""
+    """A JSONResponse whose content may hold non-JSON values; they are encoded as ``jsonable_encoder``
+    would."""
 
     def render(self, content: Any) -> bytes:
         return json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"),

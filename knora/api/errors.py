@@ -28,8 +28,9 @@ def install(app: FastAPI) -> None:
         errors = exc.errors()
         malformed = any(e.get("type") == "json_invalid" for e in errors)
         details = [{"loc": list(e.get("loc", [])), "msg": e.get("msg", "")} for e in errors]
-        msg = "Malformed JSON body" if malformed else "; ".join(
-            f"{'.'.join(str(p) for p in d['loc'] if p != 'body')}: {d['msg']}" for d in details) or "Invalid request"
+        fields = "; ".join(f"{'.'.join(str(p) for p in d['loc'] if p != 'body')}: {d['msg']}"
+                           for d in details)
+        msg = "Malformed JSON body" if malformed else fields or "Invalid request"
         return error(400, 1000 if malformed else 1010, msg, details)
 
     @app.exception_handler(StarletteHTTPException)

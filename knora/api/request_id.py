@@ -1,8 +1,8 @@
 """``X-Request-ID`` on every response (the client's own, or a new uuid), also as ``request.state.request_id``.
 
-A plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` (``@app.middleware("http")``) passes every chunk of a
-streaming response through an extra in-memory stream and task, which on SSE responses cost a share of the CPU of
-every frame.
+A plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` (``@app.middleware("http")``) passes every chunk
+of a streaming response through an extra in-memory stream and task, which on SSE responses cost a share of the
+CPU of every frame.
 """
 
 from __future__ import annotations

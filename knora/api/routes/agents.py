@@ -82,7 +82,8 @@ async def copy_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: T
 
 
 @router.get("/agents/{agent_id}/suggested-questions")
-async def suggested_questions(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def suggested_questions(agent_id: str, agent_service: AgentServiceDep,
+                              tenant_id: TenantDep) -> JSONResponse:
     if await agent_service.get(tenant_id, agent_id) is None:
         raise NotFound("agent not found")
     return ok({"questions": []})

@@ -75,7 +75,8 @@ async def agent_chat(session_id: str, request: Request, s: ServicesDep, tenant_i
 
 
 @router.post("/sessions/{session_id}/stop", response_model=None)
-async def stop(session_id: str, request: Request, chat_service: ChatServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def stop(session_id: str, request: Request, chat_service: ChatServiceDep,
+               tenant_id: TenantDep) -> JSONResponse:
     raw = await request.body()
     try:
         data = json.loads(raw) if raw.strip() else {}
@@ -96,11 +97,13 @@ async def stop(session_id: str, request: Request, chat_service: ChatServiceDep, 
 
 
 @router.get("/sessions/continue-stream/{session_id}", response_model=None)
-async def continue_stream(session_id: str, request: Request, chat_service: ChatServiceDep, stream_log: StreamLogDep, settings: SettingsDep, tenant_id: TenantDep,
+async def continue_stream(session_id: str, request: Request, chat_service: ChatServiceDep,
+                          stream_log: StreamLogDep, settings: SettingsDep, tenant_id: TenantDep,
                           message_id: str = "", offset: str | None = None,
                           resource_urls: str | None = None) -> StreamingResponse | JSONResponse:
     """Replays the turn's log from the start, or after a cursor (``Last-Event-ID`` = the seq of the last frame
-    received, or ``?offset=`` = how many frames were received), then follows it live until complete or stop."""
+    received, or ``?offset=`` = how many frames were received), then follows it live until complete or
+    stop."""
     _resource_mode(resource_urls)
     if not is_uuid(session_id):
         raise NotFound("Session not found")

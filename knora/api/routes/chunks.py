@@ -19,7 +19,8 @@ router = APIRouter(tags=["chunks"])
 
 
 @router.get("/chunks/by-id/{chunk_id}", response_model=Envelope[ChunkOut])
-async def get_chunk_by_id(chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def get_chunk_by_id(chunk_id: str, chunk_service: ChunkServiceDep,
+                          tenant_id: TenantDep) -> JSONResponse:
     chunk = await chunk_service.get_by_id(tenant_id, require_id(chunk_id, "Chunk"))
     return ok(chunk_json(chunk))
 
@@ -34,18 +35,22 @@ async def list_chunks(knowledge_id: str, chunk_service: ChunkServiceDep, tenant_
 
 
 @router.delete("/chunks/{knowledge_id}", response_model=Done)
-async def delete_all_chunks(knowledge_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def delete_all_chunks(knowledge_id: str, chunk_service: ChunkServiceDep,
+                            tenant_id: TenantDep) -> JSONResponse:
     await chunk_service.delete_all(tenant_id, require_id(knowledge_id, "Knowledge"))
     return ok(message="Chunks deleted")
 
 
 @router.get("/chunks/{knowledge_id}/{chunk_id}", response_model=Envelope[ChunkOut])
-async def get_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
-    chunk = await chunk_service.get(tenant_id, require_id(knowledge_id, "Knowledge"), require_id(chunk_id, "Chunk"))
+async def get_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServiceDep,
+                    tenant_id: TenantDep) -> JSONResponse:
+    chunk = await chunk_service.get(tenant_id, require_id(knowledge_id, "Knowledge"), require_id(chunk_id,
+                                                                                                 "Chunk"))
     return ok(chunk_json(chunk))
 
 
-_TYPES = {"content": str, "chunk_index": int, "is_enabled": bool, "start_at": int, "end_at": int, "image_info": list}
+_TYPES = {"content": str, "chunk_index": int, "is_enabled": bool, "start_at": int, "end_at": int,
+          "image_info": list}
 
 
 @router.put("/chunks/{knowledge_id}/{chunk_id}", response_model=Envelope[ChunkOut],
@@ -57,7 +62,9 @@ async def update_chunk(knowledge_id: str, chunk_id: str, request: Request, chunk
     for field, typ in _TYPES.items():
         if field in b and b[field] is not None:
             value = b[field]
-            if (typ is int and (isinstance(value, bool) or not isinstance(value, int))) or not isinstance(value, typ):
+            if (typ is int and (isinstance(value, bool) or not isinstance(value,
+                                                                          int))) or not isinstance(value,
+                                                                                                   typ):
                 raise ValidationFailed(f"{field} must be of type {typ.__name__}")
             changes[field] = value
     chunk = await chunk_service.update(tenant_id, require_id(knowledge_id, "Knowledge"),
@@ -66,6 +73,8 @@ async def update_chunk(knowledge_id: str, chunk_id: str, request: Request, chunk
 
 
 @router.delete("/chunks/{knowledge_id}/{chunk_id}", response_model=Done)
-async def delete_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep) -> JSONResponse:
-    await chunk_service.delete(tenant_id, require_id(knowledge_id, "Knowledge"), require_id(chunk_id, "Chunk"))
+async def delete_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServiceDep,
+                       tenant_id: TenantDep) -> JSONResponse:
+    await chunk_service.delete(tenant_id, require_id(knowledge_id, "Knowledge"), require_id(chunk_id,
+                                                                                            "Chunk"))
     return ok(message="Chunk deleted")

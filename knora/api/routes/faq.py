@@ -1,4 +1,5 @@
-"""FAQ entries of FAQ knowledge bases (weknora-api "FAQ entries"); entry ids are integers (WeKnora seq ids)."""
+"""FAQ entries of FAQ knowledge bases (weknora-api "FAQ entries"); entry ids are integers (WeKnora seq
+ids)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,20 @@ router = APIRouter(tags=["faq"])
 
 @router.get("/knowledge-bases/{kb_id}/faq/entries",
             response_model=Envelope[NestedPage[FaqEntryOut]])
-async def list_entries(kb_id: str, faq_service: FaqServiceDep, tenant_id: TenantDep, page: int = 1, page_size: int = 20,
+async def list_entries(kb_id: str, faq_service: FaqServiceDep, tenant_id: TenantDep, page: int = 1,
+                       page_size: int = 20,
                        keyword: str = "", tag_id: str | None = None) -> JSONResponse:
-    items, total = await faq_service.list_entries(tenant_id, kb_id, page=page, page_size=page_size, keyword=keyword,
+    items, total = await faq_service.list_entries(tenant_id, kb_id, page=page, page_size=page_size,
+                                                  keyword=keyword,
                                             tag_id=tag_id or None)
-    return ok({"data": items, "total": total, "page": max(page, 1), "page_size": min(max(page_size, 1), 1000)})
+    return ok({"data": items, "total": total, "page": max(page, 1), "page_size": min(max(page_size, 1),
+                                                                                     1000)})
 
 
 @router.post("/knowledge-bases/{kb_id}/faq/entries", response_model=Envelope[FaqTask],
              openapi_extra=request_body(ImportBody))
-async def import_entries(kb_id: str, request: Request, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def import_entries(kb_id: str, request: Request, faq_service: FaqServiceDep,
+                         tenant_id: TenantDep) -> JSONResponse:
     body = await read_body(request, ImportBody)
     task_id = await faq_service.start_import(tenant_id, kb_id, body.entries, mode=body.mode,
                                                knowledge_id=body.knowledge_id, dry_run=body.dry_run)
@@ -42,14 +47,16 @@ async def import_progress(task_id: str, faq_service: FaqServiceDep, tenant_id: T
 
 @router.post("/knowledge-bases/{kb_id}/faq/entry", response_model=Envelope[FaqEntryOut],
              openapi_extra=request_body(FaqEntryIn))
-async def create_entry(kb_id: str, request: Request, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def create_entry(kb_id: str, request: Request, faq_service: FaqServiceDep,
+                       tenant_id: TenantDep) -> JSONResponse:
     entry = await read_body(request, FaqEntryIn)
     return ok(await faq_service.create(tenant_id, kb_id, entry))
 
 
 @router.get("/knowledge-bases/{kb_id}/faq/entries/{entry_id}",
             response_model=Envelope[FaqEntryOut])
-async def get_entry(kb_id: str, entry_id: int, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def get_entry(kb_id: str, entry_id: int, faq_service: FaqServiceDep,
+                    tenant_id: TenantDep) -> JSONResponse:
     return ok(await faq_service.get(tenant_id, kb_id, entry_id))
 
 
@@ -63,7 +70,8 @@ async def update_entry(kb_id: str, entry_id: int, request: Request, faq_service:
 
 @router.delete("/knowledge-bases/{kb_id}/faq/entries", response_model=Envelope[FaqDeleted],
                openapi_extra=request_body(DeleteBody))
-async def delete_entries(kb_id: str, request: Request, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def delete_entries(kb_id: str, request: Request, faq_service: FaqServiceDep,
+                         tenant_id: TenantDep) -> JSONResponse:
     body = await read_body(request, DeleteBody)
     n = await faq_service.delete(tenant_id, kb_id, body.ids)
     return ok({"deleted": n})
@@ -71,10 +79,12 @@ async def delete_entries(kb_id: str, request: Request, faq_service: FaqServiceDe
 
 @router.post("/knowledge-bases/{kb_id}/faq/search", response_model=Envelope[list[SearchResult]],
              openapi_extra=request_body(FaqSearchBody))
-async def faq_search(kb_id: str, request: Request, faq_service: FaqServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def faq_search(kb_id: str, request: Request, faq_service: FaqServiceDep,
+                     tenant_id: TenantDep) -> JSONResponse:
     body = await read_body(request, FaqSearchBody)
     results = await faq_service.search(
-        tenant_id, kb_id, body.query_text, vector_threshold=body.vector_threshold, match_count=body.match_count,
+        tenant_id, kb_id, body.query_text, vector_threshold=body.vector_threshold,
+        match_count=body.match_count,
         first_priority_tag_ids=[str(t) for t in body.first_priority_tag_ids],
         second_priority_tag_ids=[str(t) for t in body.second_priority_tag_ids],
         only_recommended=body.only_recommended)

@@ -1,5 +1,6 @@
 """Documents (api §1.5 "Knowledge"): file / URL / manual creation, paged list with parse_status, get, update,
-delete, re-parse and download. Uploads are size-checked before the body is read whenever the client declares it."""
+delete, re-parse and download. Uploads are size-checked before the body is read whenever the client declares
+it."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def _opt_str(value: object) -> str | None:
 
 
 @router.post("/knowledge-bases/{kb_id}/knowledge/file", response_model=Envelope[KnowledgeOut])
-async def create_from_file(kb_id: str, request: Request, settings: SettingsDep, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> Response:
+async def create_from_file(kb_id: str, request: Request, settings: SettingsDep,
+                           ingest_service: IngestServiceDep, tenant_id: TenantDep) -> Response:
     require_id(kb_id, "Knowledge base")
     limit = settings.max_upload_bytes
     declared = request.headers.get("content-length")
@@ -133,13 +135,15 @@ async def create_manual(kb_id: str, request: Request, ingest_service: IngestServ
 async def list_knowledge(kb_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep,
                          page_no: int = Query(1, alias="page", ge=1),
                          page_size: int = Query(20, ge=1, le=1000), tag_id: str | None = None,
-                         keyword: str | None = None, file_type: str | None = None, parse_status: str | None = None,
+                         keyword: str | None = None, file_type: str | None = None,
+                         parse_status: str | None = None,
                          source: str | None = None) -> JSONResponse:
     result = await ingest_service.list_documents(
         tenant_id, require_id(kb_id, "Knowledge base"), page=page_no, page_size=page_size,
         filters=KnowledgeFilter(tag_id=tag_id, keyword=keyword, file_type=file_type,
                                                                   parse_status=parse_status, source=source))
-    return page([knowledge_json(k) for k in result.items], total=result.total, page=page_no, page_size=page_size)
+    return page([knowledge_json(k) for k in result.items], total=result.total, page=page_no,
+                page_size=page_size)
 
 
 @router.get("/knowledge/batch", response_model=Envelope[list[KnowledgeOut]])
@@ -150,7 +154,8 @@ async def batch_get(ingest_service: IngestServiceDep, tenant_id: TenantDep,
 
 
 @router.get("/knowledge/{knowledge_id}", response_model=Envelope[KnowledgeOut])
-async def get_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def get_knowledge(knowledge_id: str, ingest_service: IngestServiceDep,
+                        tenant_id: TenantDep) -> JSONResponse:
     k = await ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
     return ok(knowledge_json(k))
 
@@ -170,14 +175,16 @@ async def update_knowledge(knowledge_id: str, request: Request, ingest_service: 
 
 
 @router.delete("/knowledge/{knowledge_id}", response_model=Envelope[DeleteTask])
-async def delete_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def delete_knowledge(knowledge_id: str, ingest_service: IngestServiceDep,
+                           tenant_id: TenantDep) -> JSONResponse:
     await ingest_service.delete(tenant_id, require_id(knowledge_id, "Knowledge"))
     # WeKnora answers with a task id (its delete is asynchronous); Knora's is done by now.
     return ok({"task_id": knowledge_id}, message="Delete task submitted")
 
 
 @router.post("/knowledge/{knowledge_id}/reparse", response_model=Envelope[KnowledgeOut])
-async def reparse_knowledge(knowledge_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def reparse_knowledge(knowledge_id: str, ingest_service: IngestServiceDep,
+                            tenant_id: TenantDep) -> JSONResponse:
     k = await ingest_service.reparse(tenant_id, require_id(knowledge_id, "Knowledge"))
     return ok(knowledge_json(k), message="Reparse task submitted")
 

@@ -35,7 +35,8 @@ def parse_time(value: str) -> datetime:
 
 
 @router.get("/messages/{session_id}/load", response_model=Envelope[list[MessageOut]])
-async def load_messages(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep, limit: str = "20",
+async def load_messages(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep,
+                        limit: str = "20",
                         before_time: str | None = None, resource_urls: str = "handle") -> Any:
     if resource_urls not in ("handle", "public"):
         raise BadRequest("resource_urls must be handle or public")
@@ -51,7 +52,8 @@ async def load_messages(session_id: str, session_service: SessionServiceDep, ten
 
 
 @router.delete("/messages/{session_id}/{message_id}", response_model=Done)
-async def delete_message(session_id: str, message_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+async def delete_message(session_id: str, message_id: str, session_service: SessionServiceDep,
+                         tenant_id: TenantDep) -> Any:
     session_id_or_404(session_id)
     if not message_id:
         raise NotFound("Message not found")

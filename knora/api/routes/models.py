@@ -1,7 +1,8 @@
 """Model configurations (api §1.5 "Models"). ``api_key`` is accepted on write and never returned.
 
-The list starts with Knora's built-in models — the embedder and chat model chosen by settings (the chat model is
-the local extractive answerer when none is configured) — so WeKnora's web UI finds a ready KnowledgeQA model.
+The list starts with Knora's built-in models — the embedder and chat model chosen by settings (the chat model
+is the local extractive answerer when none is configured) — so WeKnora's web UI finds a ready KnowledgeQA
+model.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def _builtins(settings: Settings, tenant_id: int) -> list[ModelConfig]:
 
 
 @router.get("/models", response_model=Envelope[list[ModelOut]])
-async def list_models(settings: SettingsDep, model_service: ModelServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def list_models(settings: SettingsDep, model_service: ModelServiceDep,
+                      tenant_id: TenantDep) -> JSONResponse:
     models = _builtins(settings, tenant_id) + await model_service.list(tenant_id)
     return ok([model_json(m) for m in models])
 
@@ -46,7 +48,8 @@ async def create_model(request: Request, model_service: ModelServiceDep,
 
 
 @router.get("/models/{model_id}", response_model=Envelope[ModelOut])
-async def get_model(model_id: str, settings: SettingsDep, model_service: ModelServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def get_model(model_id: str, settings: SettingsDep, model_service: ModelServiceDep,
+                    tenant_id: TenantDep) -> JSONResponse:
     for m in _builtins(settings, tenant_id):
         if m.id == model_id:
             return ok(model_json(m))

@@ -1,8 +1,9 @@
 """Search API: POST /knowledge-search and POST|GET /knowledge-bases/:id/hybrid-search (WeKnora field names).
 
-Results are WeKnora SearchResult objects plus ``scores`` ({vector, keyword, fused[, rerank]}) and ``match_type``,
-so a debug view can show why each chunk came back. Limits: an empty or > 100 kB query is a 400; thresholds
-outside [0, 1] are a 400; ``match_count`` ≤ 0 means 50 and values above 500 are clamped to 500.
+Results are WeKnora SearchResult objects plus ``scores`` ({vector, keyword, fused[, rerank]}) and
+``match_type``, so a debug view can show why each chunk came back. Limits: an empty or > 100 kB query is a
+400; thresholds outside [0, 1] are a 400; ``match_count`` ≤ 0 means 50 and values above 500 are clamped to
+500.
 """
 
 from __future__ import annotations

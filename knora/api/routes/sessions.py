@@ -1,4 +1,5 @@
-"""Sessions (api §1.5 "Sessions"): CRUD, batch delete, clear, pin, title. Stop and continue-stream are in chat.py."""
+"""Sessions (api §1.5 "Sessions"): CRUD, batch delete, clear, pin, title. Stop and continue-stream are in
+chat.py."""
 
 from __future__ import annotations
 
@@ -52,15 +53,18 @@ async def create_session(request: Request, session_service: SessionServiceDep, t
 
 
 @router.get("/sessions", response_model=PageEnvelope[SessionOut])
-async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep, page: str = "1", page_size: str = "20",
-                        keyword: str | None = None, source: str | None = None, agent_id: str | None = None) -> Any:
+async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep, page: str = "1",
+                        page_size: str = "20",
+                        keyword: str | None = None, source: str | None = None,
+                        agent_id: str | None = None) -> Any:
     try:
         p, size = int(page), int(page_size)
     except ValueError as exc:
         raise ValidationFailed("page and page_size must be integers") from exc
     if p < 1 or not 1 <= size <= 1000:
         raise ValidationFailed("page must be ≥ 1 and page_size between 1 and 1000")
-    items, total = await session_service.list_sessions(tenant_id, page=p, page_size=size, keyword=keyword or None,
+    items, total = await session_service.list_sessions(tenant_id, page=p, page_size=size,
+                                                       keyword=keyword or None,
                                                 source=source or None, agent_id=agent_id or None)
     return ok([session_json(s) for s in items], total=total, page=p, page_size=size)
 
@@ -85,9 +89,11 @@ async def get_session(session_id: str, session_service: SessionServiceDep, tenan
 
 @router.put("/sessions/{session_id}", response_model=Envelope[SessionOut],
             openapi_extra=request_body(UpdateSessionRequest))
-async def update_session(session_id: str, request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+async def update_session(session_id: str, request: Request, session_service: SessionServiceDep,
+                         tenant_id: TenantDep) -> Any:
     body = (await read_body(request, UpdateSessionRequest)).sent()
-    session = await session_service.update(tenant_id, session_id_or_404(session_id), title=_str(body, "title"),
+    session = await session_service.update(tenant_id, session_id_or_404(session_id), title=_str(body,
+                                                                                                "title"),
                                              description=_str(body, "description"))
     return ok(session_json(session))
 
@@ -116,7 +122,8 @@ async def unpin(session_id: str, session_service: SessionServiceDep, tenant_id: 
 
 @router.post("/sessions/{session_id}/generate_title", response_model=Envelope[str],
              openapi_extra=request_body(GenerateTitleRequest))
-async def generate_title(session_id: str, request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+async def generate_title(session_id: str, request: Request, session_service: SessionServiceDep,
+                         tenant_id: TenantDep) -> Any:
     body = (await read_body(request, GenerateTitleRequest)).sent()
     session = await session_service.get(tenant_id, session_id_or_404(session_id))
     messages = body.get("messages")

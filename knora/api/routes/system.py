@@ -1,8 +1,8 @@
 """System info, capabilities, and the small auth surface WeKnora's web UI needs to log in (api §1.5, §6(c)).
 
-Knora has tenants with API keys, not users with passwords. ``POST /auth/auto-setup`` (WeKnora Lite's silent login)
-hands a loopback client a key of the default tenant as its ``token``; the UI then sends it as a bearer token,
-which authenticates like ``X-API-Key``. Clients on other addresses must be given a key by the operator.
+Knora has tenants with API keys, not users with passwords. ``POST /auth/auto-setup`` (WeKnora Lite's silent
+login) hands a loopback client a key of the default tenant as its ``token``; the UI then sends it as a bearer
+token, which authenticates like ``X-API-Key``. Clients on other addresses must be given a key by the operator.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ from knora.services.tenants.service import TenantService
 
 router = APIRouter(tags=["system"])
 
-_UNSUPPORTED = ("organizations", "integrations.im", "integrations.embed", "settings.vectorstore", "settings.storage",
+_UNSUPPORTED = ("organizations", "integrations.im", "integrations.embed", "settings.vectorstore",
+                "settings.storage",
                 "settings.sandbox")
 _SUPPORTED = ("agents", "integrations.api", "settings.mcp", "settings.websearch")
 
 
 def _user(tenant_id: int, tenant_name: str) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
-    user = {"id": f"system-{tenant_id}", "username": "knora", "email": "knora@localhost", "tenant_id": tenant_id,
+    user = {"id": f"system-{tenant_id}", "username": "knora", "email": "knora@localhost",
+            "tenant_id": tenant_id,
             "avatar": "", "is_active": True, "can_access_all_tenants": False}
     tenant = {"id": tenant_id, "name": tenant_name}
     memberships = [{"tenant_id": tenant_id, "tenant_name": tenant_name, "role": "owner"}]
@@ -45,7 +47,8 @@ def _is_loopback(request: Request) -> bool:
 @router.get("/system/info")
 async def system_info(settings: SettingsDep, _tenant_id: TenantDep) -> JSONResponse:
     engine = settings.effective_retrieval_engine
-    return ok({"version": __version__, "edition": "knora", "commit_id": "", "build_time": "", "go_version": "",
+    return ok({"version": __version__, "edition": "knora", "commit_id": "", "build_time": "",
+               "go_version": "",
                "keyword_index_engine": engine, "vector_store_engine": engine, "graph_database_engine": "",
                "minio_enabled": False, "db_version": "sqlite" if settings.is_sqlite else "postgres",
                "embedder": settings.embedder, "job_queue": settings.job_queue})
@@ -61,7 +64,8 @@ async def system_capabilities(_tenant_id: TenantDep) -> JSONResponse:
 async def _login_body(tenants: TenantService, tenant_id: int, token: str) -> dict[str, Any]:
     t = await tenants.get(tenant_id)
     user, tenant, memberships = _user(tenant_id, t.name if t else "default")
-    return {"success": True, "message": "Login successful", "user": user, "tenant": tenant, "active_tenant": tenant,
+    return {"success": True, "message": "Login successful", "user": user, "tenant": tenant,
+            "active_tenant": tenant,
             "memberships": memberships, "token": token, "refresh_token": token}
 
 
@@ -84,7 +88,8 @@ async def login(request: Request, tenants: TenantsDep) -> JSONResponse:
     password = str(body.get("password") or "") if isinstance(body, dict) else ""
     tenant_id = await tenants.authenticate(password) if password else None
     if tenant_id is None:
-        return JSONResponse({"success": False, "message": "Invalid credentials: use an API key as the password"},
+        return JSONResponse({"success": False,
+                             "message": "Invalid credentials: use an API key as the password"},
                             status_code=401)
     return JSONResponse(await _login_body(tenants, tenant_id, password))
 
@@ -98,7 +103,8 @@ async def refresh(request: Request, tenants: TenantsDep) -> JSONResponse:
     token = str((body or {}).get("refreshToken") or (body or {}).get("refresh_token") or "")
     if not token or await tenants.authenticate(token) is None:
         raise Unauthorized("Unauthorized: invalid or expired token")
-    return JSONResponse({"success": True, "message": "Token refreshed", "access_token": token, "refresh_token": token})
+    return JSONResponse({"success": True, "message": "Token refreshed", "access_token": token,
+                         "refresh_token": token})
 
 
 @router.get("/auth/config")
