@@ -114,7 +114,9 @@ class DataAnalysis:
 
     async def _analyse(self, cm: ChatManage, hit: SearchResult) -> SearchResult | None:
         req = cm.request
-        assert self._deps.reads is not None and self._deps.read_blob is not None and self._deps.sql is not None
+        assert self._deps.reads is not None
+        assert self._deps.read_blob is not None
+        assert self._deps.sql is not None
         sandbox = self._deps.sql
         found = await cm.reads_or(self._deps.reads).knowledge([hit.knowledge_id])
         docs = [k for k in found if k.tenant_id == req.tenant_id]
