@@ -86,11 +86,11 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 100 * 1024 * 1024
     max_expanded_bytes: int = 512 * 1024 * 1024
     ingest_workers: int = 1
-    ingest_concurrency: int = Field(default=64,
-                                    description="Documents one process ingests at once; their chunks "
-                                    "share embedding batches, so the embedder stays busy. Keep it at least twice "
-                                    "embed_batch_size: a document waiting for the embedder holds its place, and "
-                                    "one-chunk documents must fill the running batch and the next one")
+    ingest_concurrency: int = Field(
+        default=64,
+        description="Documents one process ingests at once; their chunks share embedding batches, so the "
+        "embedder stays busy. Keep it at least twice embed_batch_size: a document waiting for the embedder "
+        "holds its place, and one-chunk documents must fill the running batch and the next one")
     sample_kb_name: str = "Sample"
     url_fetch_timeout_seconds: float = 20.0
 

@@ -101,7 +101,8 @@ async def _ingest(args: argparse.Namespace) -> int:
             if r["status"] in ("failed", "skipped"):
                 out.print(f"[red]{r['status']}[/red] {r['source']}: {r.get('error', '')}")
         out.print(f"{kb.name}: {summary['completed']} completed, {summary['failed']} failed, "
-                  f"{summary['duplicate']} duplicate, {summary['skipped']} skipped, {summary['chunks']} chunks")
+                  f"{summary['duplicate']} duplicate, {summary['skipped']} skipped, "
+                  f"{summary['chunks']} chunks")
     return 0 if summary["failed"] == 0 else 1
 
 

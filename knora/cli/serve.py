@@ -32,8 +32,8 @@ async def _serve(args: argparse.Namespace) -> int:
     gc.freeze()
     try:
         shown = "localhost" if host in ("0.0.0.0", "::") else host
-        print(f"Knora {settings.data_dir.resolve()} → http://{shown}:{port}  (API: http://{shown}:{port}/api/v1, "
-              f"docs: /docs)", flush=True)
+        print(f"Knora {settings.data_dir.resolve()} → http://{shown}:{port}  "
+              f"(API: http://{shown}:{port}/api/v1, docs: /docs)", flush=True)
         if c.generated_api_key:
             print(f"API key (shown once, keep it): {c.generated_api_key}", flush=True)
         config = uvicorn.Config(create_app(services=c), host=host, port=port,

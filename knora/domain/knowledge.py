@@ -62,9 +62,10 @@ class ChunkingConfig(BaseModel):
         overlap = self.chunk_overlap if self.chunk_overlap > 0 else 80
         overlap = min(overlap, size // 2)
         seps = self.separators or ["\n\n", "\n", "。"]
-        return self.model_copy(update={"chunk_size": size, "chunk_overlap": overlap, "separators": seps,
-                                       "parent_chunk_size": self.parent_chunk_size if self.parent_chunk_size > 0 else 4096,
-                                       "child_chunk_size": self.child_chunk_size if self.child_chunk_size > 0 else 384})
+        return self.model_copy(update={
+            "chunk_size": size, "chunk_overlap": overlap, "separators": seps,
+            "parent_chunk_size": self.parent_chunk_size if self.parent_chunk_size > 0 else 4096,
+            "child_chunk_size": self.child_chunk_size if self.child_chunk_size > 0 else 384})
 
 
 class IndexingStrategy(BaseModel):

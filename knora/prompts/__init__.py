@@ -3,8 +3,8 @@
 Files hold ``templates: [{id, content, user?, mode?, default?}]``. Placeholders are written ``{name}``; the
 WeKnora form ``{{name}}`` is accepted too, so prompts copied from WeKnora agents keep working. Rendering is a
 single pass over known keys: a value that itself contains ``{other}`` is never expanded again, and unknown
-placeholders (and JSON braces) are left verbatim. ``current_time``, ``current_week`` and ``yesterday`` are filled
-automatically when the caller does not supply them.
+placeholders (and JSON braces) are left verbatim. ``current_time``, ``current_week`` and ``yesterday`` are
+filled automatically when the caller does not supply them.
 """
 
 from __future__ import annotations

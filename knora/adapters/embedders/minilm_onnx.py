@@ -56,7 +56,8 @@ def _bert_module(model_dir: Path) -> Any:
 
     cfg = json.loads((model_dir / "config.json").read_text())
     w = load_file(str(model_dir / "model.safetensors"))
-    heads, hidden, eps = int(cfg["num_attention_heads"]), int(cfg["hidden_size"]), float(cfg["layer_norm_eps"])
+    heads, hidden, eps = (int(cfg["num_attention_heads"]), int(cfg["hidden_size"]),
+                          float(cfg["layer_norm_eps"]))
     layers = int(cfg["num_hidden_layers"])
     F = torch.nn.functional
 

@@ -104,5 +104,7 @@ class SqlGraphStore:
 
     async def delete_knowledge_base(self, knowledge_base_id: str) -> None:
         async with self._sessions() as s, s.begin():
-            await s.execute(delete(GraphEntityRow).where(GraphEntityRow.knowledge_base_id == knowledge_base_id))
-            await s.execute(delete(GraphRelationRow).where(GraphRelationRow.knowledge_base_id == knowledge_base_id))
+            await s.execute(delete(GraphEntityRow)
+                            .where(GraphEntityRow.knowledge_base_id == knowledge_base_id))
+            await s.execute(delete(GraphRelationRow)
+                            .where(GraphRelationRow.knowledge_base_id == knowledge_base_id))

@@ -38,14 +38,17 @@ _STOP_EN = frozenset(
      "but", "if", "than", "then", "so", "such", "there", "their", "they", "them", "he", "she", "his", "her",
      "we", "you", "your", "i", "me", "my", "our", "us"]
 )
-_STOP_ZH = frozenset(["的", "了", "是", "在", "和", "与", "或", "及", "吗", "呢", "什么", "哪些", "哪个", "怎么", "如何", "为什么",
-                      "多少", "几", "谁", "一个", "这个", "那个", "请问", "有"])
+_STOP_ZH = frozenset(["的", "了", "是", "在", "和", "与", "或", "及", "吗", "呢", "什么", "哪些", "哪个",
+                      "怎么", "如何", "为什么", "多少", "几", "谁", "一个", "这个", "那个", "请问", "有"])
 
-NO_MODEL_EN = "No generative model is configured, so this answer quotes the most relevant sentences from your documents."
+NO_MODEL_EN = ("No generative model is configured, so this answer quotes the most relevant sentences from "
+               "your documents.")
 NO_MODEL_ZH = "未配置生成式模型，以下直接引用知识库中与问题最相关的原文句子。"
-NOTHING_EN = ("No generative model is configured and no retrieved passage matches this question, so I cannot "
-              "answer it. Configure a chat model (KNORA_CHAT_MODEL or a KnowledgeQA model) for open conversation.")
-NOTHING_ZH = "未配置生成式模型，且没有检索到与问题相关的内容，因此无法回答。配置对话模型后即可进行开放式对话。"
+NOTHING_EN = ("No generative model is configured and no retrieved passage matches this question, so I "
+              "cannot answer it. Configure a chat model (KNORA_CHAT_MODEL or a KnowledgeQA model) for open "
+              "conversation.")
+NOTHING_ZH = ("未配置生成式模型，且没有检索到与问题相关的内容，因此无法回答。"
+              "配置对话模型后即可进行开放式对话。")
 
 
 def is_cjk(text: str) -> bool:
@@ -114,8 +117,8 @@ def passages_from_messages(messages: Sequence[ChatMessage]) -> list[Passage]:
     return found
 
 
-_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b|\b(january|february|march|april|may|june|july|august|september|"
-                   r"october|november|december)\b|[0-9]+\s*年|[0-9]+月")
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b|\b(january|february|march|april|may|june|july|august|"
+                   r"september|october|november|december)\b|[0-9]+\s*年|[0-9]+月")
 _NUMBER = re.compile(r"[0-9]|\b(one|two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|million|"
                      r"billion)\b|[一二三四五六七八九十百千万亿两]")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")

@@ -61,7 +61,8 @@ class MCPClient:
                                        timeout=self.timeout)
             elif self.transport == "stdio":
                 if not self.stdio_enabled:
-                    raise MCPUnavailable("stdio MCP services are disabled on this server (settings.mcp_stdio_enabled)")
+                    raise MCPUnavailable("stdio MCP services are disabled on this server "
+                                         "(settings.mcp_stdio_enabled)")
                 cfg = self.service.stdio_config or {}
                 transport = StdioServerParameters(command=str(cfg.get("command", "")),
                                                   args=[str(a) for a in cfg.get("args") or []],
@@ -80,7 +81,8 @@ class MCPClient:
             except BaseException as exc:
                 if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
                     raise
-                raise MCPUnavailable(f"cannot connect to MCP service {self.service.name}: {_describe(exc)}") from exc
+                raise MCPUnavailable(f"cannot connect to MCP service {self.service.name}: "
+                                     f"{_describe(exc)}") from exc
             yield client
 
     async def list_tools(self) -> list[Any]:
@@ -94,7 +96,8 @@ class MCPClient:
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
                 raise
-            raise MCPUnavailable(f"MCP service {self.service.name} failed to list tools: {_describe(exc)}") from exc
+            raise MCPUnavailable(f"MCP service {self.service.name} failed to list tools: "
+                                 f"{_describe(exc)}") from exc
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         try:

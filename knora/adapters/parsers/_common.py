@@ -69,7 +69,8 @@ def check_zip_safety(data: bytes, max_expanded_bytes: int, kind: str) -> None:
     except (zipfile.BadZipFile, ValueError, OSError) as exc:
         raise ParseError(f"not a valid .{kind} file (it is not a readable zip archive): {exc}") from exc
     if len(infos) > MAX_ZIP_ENTRIES:
-        raise ParseError(f"refusing .{kind}: the archive holds {len(infos)} entries (limit {MAX_ZIP_ENTRIES})")
+        raise ParseError(f"refusing .{kind}: the archive holds {len(infos)} entries "
+                         f"(limit {MAX_ZIP_ENTRIES})")
     expanded = sum(max(info.file_size, 0) for info in infos)
     if expanded > max_expanded_bytes:
         raise ParseError(

@@ -70,8 +70,8 @@ class DocxParser:
         except ParseError:
             raise
         except Exception as exc:  # python-docx raises KeyError/ValueError/lxml errors for broken parts
-            raise ParseError(f"the .docx file is damaged or not a Word document: {type(exc).__name__}: {exc}") \
-                from exc
+            raise ParseError("the .docx file is damaged or not a Word document: "
+                             f"{type(exc).__name__}: {exc}") from exc
         text = normalise_text("\n\n".join(blocks))
         return ParsedDocument(title=core_title or first_heading or file_stem(file_name), text=text,
                               metadata={"format": "docx"})

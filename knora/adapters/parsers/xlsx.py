@@ -60,7 +60,8 @@ class XlsxParser:
                         rows: list[list[str]] = []
                         for i, row in enumerate(sheet.iter_rows(values_only=True)):
                             if i >= _MAX_ROWS_PER_SHEET:
-                                raise ParseError(f"sheet {sheet.title!r} has more than {_MAX_ROWS_PER_SHEET} rows")
+                                raise ParseError(f"sheet {sheet.title!r} has more than "
+                                                 f"{_MAX_ROWS_PER_SHEET} rows")
                             rows.append([_cell_text(v) for v in row])
                         rows = trim_rows(rows)
                         if not rows:
@@ -73,8 +74,8 @@ class XlsxParser:
         except ParseError:
             raise
         except Exception as exc:  # openpyxl raises KeyError/ValueError/zip/lxml errors for broken workbooks
-            raise ParseError(f"the .xlsx file is damaged or not an Excel workbook: {type(exc).__name__}: {exc}") \
-                from exc
+            raise ParseError("the .xlsx file is damaged or not an Excel workbook: "
+                             f"{type(exc).__name__}: {exc}") from exc
         if not tables:
             raise ParseError("the workbook has no non-empty sheets")
         return ParsedDocument(title=title or file_stem(file_name), text=normalise_text("\n\n".join(blocks)),

@@ -47,11 +47,11 @@ CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_tsv ON knora_ret_rows USING GIN (ts
 """
 
 PGVECTOR_HELP = (
-    "The 'postgres' retrieval engine needs the pgvector extension, which this PostgreSQL server does not have "
-    "({detail}). Install it (Debian/Ubuntu: apt install postgresql-<version>-pgvector; or build from "
-    "https://github.com/pgvector/pgvector), or use a server that ships it (e.g. the pgvector/pgvector Docker image), "
-    "then set KNORA_DATABASE_URL=postgresql+asyncpg://user@host/db and KNORA_RETRIEVAL_ENGINE=postgres. "
-    "See docs/retrieval.md."
+    "The 'postgres' retrieval engine needs the pgvector extension, which this PostgreSQL server does not "
+    "have ({detail}). Install it (Debian/Ubuntu: apt install postgresql-<version>-pgvector; or build from "
+    "https://github.com/pgvector/pgvector), or use a server that ships it (e.g. the pgvector/pgvector "
+    "Docker image), then set KNORA_DATABASE_URL=postgresql+asyncpg://user@host/db and "
+    "KNORA_RETRIEVAL_ENGINE=postgres. See docs/retrieval.md."
 )
 
 
@@ -118,8 +118,8 @@ class PostgresEngine:
             await conn.execute(
                 f"CREATE TABLE IF NOT EXISTS knora_ret_vec_{dim} (source_id TEXT PRIMARY KEY REFERENCES "
                 f"knora_ret_rows(source_id) ON DELETE CASCADE, embedding vector({dim}) NOT NULL)")
-            await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_knora_ret_vec_{dim}_hnsw ON knora_ret_vec_{dim} "
-                               "USING hnsw (embedding vector_cosine_ops)")
+            await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_knora_ret_vec_{dim}_hnsw "
+                               f"ON knora_ret_vec_{dim} USING hnsw (embedding vector_cosine_ops)")
         self._dims.add(dim)
 
     # --- writes ---------------------------------------------------------------------------------------------
@@ -166,8 +166,8 @@ class PostgresEngine:
     async def set_enabled(self, chunk_ids: Sequence[str], enabled: bool) -> None:
         if chunk_ids:
             async with self._pool.acquire() as conn:
-                await conn.execute("UPDATE knora_ret_rows SET is_enabled = $1 WHERE chunk_id = ANY($2::text[])",
-                                   enabled, list(chunk_ids))
+                await conn.execute("UPDATE knora_ret_rows SET is_enabled = $1 "
+                                   "WHERE chunk_id = ANY($2::text[])", enabled, list(chunk_ids))
 
     # --- search ---------------------------------------------------------------------------------------------
     @staticmethod

@@ -124,7 +124,8 @@ class KeywordIndex(PostingsWrites):
         per_slot = sum(a.nbytes for a in (self._dl, self._alive, self._enabled, self._recommended, self._kb,
                                          self._kn, self._tag, self._type, self._rowid, self._sig,
                                          self._scratch))
-        segs = sum(s.terms.nbytes + s.ptr.nbytes + s.rows.nbytes + s.tf.nbytes + s.maxtf.nbytes + s.mindl.nbytes
+        segs = sum(s.terms.nbytes + s.ptr.nbytes + s.rows.nbytes
+                   + s.tf.nbytes + s.maxtf.nbytes + s.mindl.nbytes
                    for s in self._segments)
         return per_slot + segs + self._slot_of.nbytes
 

@@ -12,7 +12,8 @@ from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 class DataSchemaTool(BaseTool):
     name = "data_schema"
-    description = "Show the table behind a CSV/Excel document (handle dN): table name, columns and types, rows."
+    description = ("Show the table behind a CSV/Excel document (handle dN): "
+                   "table name, columns and types, rows.")
     parameters: ClassVar[dict[str, Any]] = {"type": "object",
                                             "properties": {"knowledge_id": {"type": "string"}},
                   "required": ["knowledge_id"]}

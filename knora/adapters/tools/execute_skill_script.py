@@ -81,10 +81,10 @@ class ExecuteSkillScriptTool(BaseTool):
         stdout = out.decode("utf-8", "replace")[:OUTPUT_CAP]
         stderr = err.decode("utf-8", "replace")[:OUTPUT_CAP // 2]
         code = proc.returncode
-        text = f"exit code: {code}\n--- stdout ---\n{stdout}" + (f"\n--- stderr ---\n{stderr}" if stderr else "")
+        text = (f"exit code: {code}\n--- stdout ---\n{stdout}"
+                + (f"\n--- stderr ---\n{stderr}" if stderr else ""))
         return ToolResult(output=text, data={"display_type": "script_result", "exit_code": code,
-                                             "stdout": stdout,
-                                             "stderr": stderr, "output_files": outputs})
+                                             "stdout": stdout, "stderr": stderr, "output_files": outputs})
 
 
 def make(deps: ToolDeps) -> ExecuteSkillScriptTool | None:

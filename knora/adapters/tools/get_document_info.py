@@ -10,7 +10,8 @@ from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 class GetDocumentInfoTool(BaseTool):
     name = "get_document_info"
-    description = "Metadata of documents (handles dN): title, description, source, file type and size, chunk count."
+    description = ("Metadata of documents (handles dN): title, description, source, file type and size, "
+                   "chunk count.")
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {
         "knowledge_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 20}},
         "required": ["knowledge_ids"]}

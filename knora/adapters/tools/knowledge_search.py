@@ -20,8 +20,9 @@ TOP_K, VECTOR_T, KEYWORD_T, RERANK_T, RERANK_FLOOR, MAX_RESULTS = 30, 0.2, 0.3, 
 
 class KnowledgeSearchTool(BaseTool):
     name = "knowledge_search"
-    description = ("Semantic search over the bound knowledge bases. Give 1-5 short, focused queries (rephrase "
-                   "the question several ways). Returns the most relevant chunks with their handles for citing.")
+    description = ("Semantic search over the bound knowledge bases. Give 1-5 short, focused queries "
+                   "(rephrase the question several ways). Returns the most relevant chunks with their "
+                   "handles for citing.")
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {
         "queries": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 5},
         "knowledge_base_ids": {"type": "array", "items": {"type": "string"}, "maxItems": 10,
@@ -63,7 +64,8 @@ class KnowledgeSearchTool(BaseTool):
         data: dict[str, Any] = {"display_type": "search_results", "queries": queries, "results": rows,
                                 "result_count": len(rows), "knowledge_base_ids": kb_ids}
         if not rows:
-            text = (f"No relevant content found in {len(kb_ids)} knowledge base(s).\n\nCRITICAL - Next Steps:\n"
+            text = (f"No relevant content found in {len(kb_ids)} knowledge base(s).\n\n"
+                    "CRITICAL - Next Steps:\n"
                     "- Do not answer from training data.\n- Try other wording or keyword search"
                     + (", or web search" if ctx.web_search_enabled else "")
                     + ".\n- If nothing turns up, tell the user the knowledge base has no answer.")

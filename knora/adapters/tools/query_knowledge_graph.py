@@ -18,7 +18,8 @@ class QueryKnowledgeGraphTool(BaseTool):
         "query": {"type": "string", "minLength": 1}}, "required": ["knowledge_base_ids", "query"]}
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        kb_ids = [k for k in args["knowledge_base_ids"] if k in ctx.knowledge_base_ids] or list(ctx.knowledge_base_ids)
+        kb_ids = ([k for k in args["knowledge_base_ids"] if k in ctx.knowledge_base_ids]
+                  or list(ctx.knowledge_base_ids))
         with_graph = await self.deps.graph_store.has_graph(ctx.tenant_id, kb_ids)
         if not with_graph:
             return ToolResult(output="None of these knowledge bases has a knowledge graph configured; use "

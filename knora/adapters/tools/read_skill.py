@@ -13,7 +13,8 @@ MAX_FILE_CHARS = 60000
 
 class ReadSkillTool(BaseTool):
     name = "read_skill"
-    description = "Read a skill's instructions (SKILL.md) and file list, or one file of the skill (file_path)."
+    description = ("Read a skill's instructions (SKILL.md) and file list, "
+                   "or one file of the skill (file_path).")
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"skill_name": {"type": "string"},
                                                    "file_path": {"type": "string"}},
                                                    "required": ["skill_name"]}

@@ -27,8 +27,8 @@ def terms(text: str) -> set[str]:
 
 class SearchConversationsTool(BaseTool):
     name = "search_conversations"
-    description = ("Search the user's earlier conversations (other sessions) for questions and answers related "
-                   "to the query. Use when the user refers to something discussed before.")
+    description = ("Search the user's earlier conversations (other sessions) for questions and answers "
+                   "related to the query. Use when the user refers to something discussed before.")
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {
         "query": {"type": "string", "minLength": 1},
         "limit": {"type": "integer", "minimum": 1, "maximum": 8, "default": 5}}, "required": ["query"]}
@@ -62,8 +62,8 @@ class SearchConversationsTool(BaseTool):
         if not hits:
             return ToolResult(output=f"No earlier conversation matches {args['query']!r}.",
                               data={"results": []})
-        text = "\n\n".join(f"[{h['date']}] {h['session_title'] or 'Untitled'}\nQ: {h['question']}\nA: {h['answer']}"
-                           for h in hits)
+        text = "\n\n".join(f"[{h['date']}] {h['session_title'] or 'Untitled'}\n"
+                           f"Q: {h['question']}\nA: {h['answer']}" for h in hits)
         return ToolResult(output=text, data={"display_type": "conversation_results", "results": hits})
 
 

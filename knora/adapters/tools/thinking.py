@@ -11,8 +11,9 @@ from knora.ports.tool import ToolContext, ToolResult
 
 class ThinkingTool(BaseTool):
     name = "thinking"
-    description = ("Think step by step before acting: record one thought of a numbered sequence, revise earlier "
-                   "thoughts or branch. Use it for complex questions that need planning; not for simple lookups.")
+    description = ("Think step by step before acting: record one thought of a numbered sequence, revise "
+                   "earlier thoughts or branch. Use it for complex questions that need planning; not for "
+                   "simple lookups.")
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {
         "thought": {"type": "string", "description": "The current thinking step"},
         "next_thought_needed": {"type": "boolean"},

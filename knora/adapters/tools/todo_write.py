@@ -12,8 +12,8 @@ _MARK = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 
 class TodoWriteTool(BaseTool):
     name = "todo_write"
-    description = ("Create or update the plan for a multi-step investigation: the task and its steps with status "
-                   "pending, in_progress or completed. Send the whole list each time.")
+    description = ("Create or update the plan for a multi-step investigation: the task and its steps with "
+                   "status pending, in_progress or completed. Send the whole list each time.")
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {
         "task": {"type": "string"},
         "steps": {"type": "array", "items": {"type": "object", "properties": {

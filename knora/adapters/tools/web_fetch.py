@@ -33,8 +33,8 @@ def page_text(body: bytes, content_type: str) -> tuple[str, str]:
 
 class WebFetchTool(BaseTool):
     name = "web_fetch"
-    description = ("Fetch web pages (by URL or web handle wN) and read them with a question in mind. Use after "
-                   "web_search when a snippet is not enough.")
+    description = ("Fetch web pages (by URL or web handle wN) and read them with a question in mind. "
+                   "Use after web_search when a snippet is not enough.")
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"items": {"type": "array",
                                                                                        "minItems": 1,
                                                                                        "maxItems": 5,
@@ -80,9 +80,11 @@ class WebFetchTool(BaseTool):
         if item.get("prompt") and self.deps.chat_models is not None:
             try:
                 model = await self.deps.chat_models.get(ctx.chat_model_id, tenant_id=ctx.tenant_id)
-                resp_m = await model.chat([ChatMessage(role="system", content=(
-                    "Summarise the web page below for the request. Keep facts, numbers and names; say when the "
-                    "page does not answer it.")), ChatMessage(role="user", content=(
+                resp_m = await model.chat([
+                    ChatMessage(role="system", content=(
+                        "Summarise the web page below for the request. Keep facts, numbers and names; "
+                        "say when the page does not answer it.")),
+                    ChatMessage(role="user", content=(
                         f"Request: {item['prompt']}\n\nPage ({title}):\n{content}"))],
                     ChatOptions(temperature=0.3, max_tokens=1024))
                 page["summary"] = resp_m.content.strip()

@@ -10,8 +10,8 @@ from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 class WebSearchTool(BaseTool):
     name = "web_search"
-    description = ("Search the web. KB first rule: search the knowledge bases before the web; use the web for "
-                   "recent events or when the knowledge bases have no answer.")
+    description = ("Search the web. KB first rule: search the knowledge bases before the web; use the web "
+                   "for recent events or when the knowledge bases have no answer.")
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"query": {"type": "string",
                                                                                        "minLength": 1}},
                   "required": ["query"]}

@@ -87,5 +87,6 @@ class PageFetcher:
                         break
                 ctype = resp.headers.get("content-type", "")
                 text = body.decode(resp.encoding or "utf-8", errors="replace")
-                return html_to_text(text) if "html" in ctype or text.lstrip().startswith("<") else text.strip()
+                return (html_to_text(text) if "html" in ctype or text.lstrip().startswith("<")
+                        else text.strip())
         raise FetchRefused(f"too many redirects for {url}")

@@ -1,4 +1,5 @@
-"""Which tools a run gets (spec §6.6, seed 000 "按配置装配"): the allow-list, then capability filtering, then MCP.
+"""Which tools a run gets (spec §6.6, seed 000 "按配置装配"): the allow-list, then capability filtering,
+then MCP.
 
 Never adds a tool the user did not choose — except what a switch the user turned on implies (web search on →
 web tools; skills on → skill tools), as WeKnora does. Capabilities come from the catalogue's ``requires``

@@ -28,7 +28,8 @@ _COMMON: dict[str, Any] = {
 
 BUILTINS: dict[str, dict[str, Any]] = {
     QUICK_ANSWER_ID: {
-        "name": "快速问答", "description": "Answers from the knowledge bases in one retrieval-augmented pass.",
+        "name": "快速问答",
+        "description": "Answers from the knowledge bases in one retrieval-augmented pass.",
         "avatar": "⚡", "config": {**_COMMON, **_RETRIEVAL, "agent_mode": "quick-answer", "agent_type": "",
                                    "system_prompt_id": "default_kb", "context_template_id": "default_context",
                                    "system_prompt": "", "context_template": "", "allowed_tools": []}},

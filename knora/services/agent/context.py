@@ -20,9 +20,9 @@ DEFAULT_MAX_CONTEXT_TOKENS = 200_000
 CONSOLIDATION_THRESHOLD = 0.5
 COMPRESS_THRESHOLD = 0.8
 PREVIEW_SEPARATOR = "\n...[tool result preview omitted]...\n"
-SUMMARY_PROMPT = ("You are a conversation summarizer. Condense the conversation below into a faithful summary "
-                  "that keeps every fact, number, name, decision and open question needed to continue it. Aim "
-                  "for 30% or less of the original length. Output only the summary.")
+SUMMARY_PROMPT = ("You are a conversation summarizer. Condense the conversation below into a faithful "
+                  "summary that keeps every fact, number, name, decision and open question needed to "
+                  "continue it. Aim for 30% or less of the original length. Output only the summary.")
 
 
 def estimate_text(text: str) -> int:
@@ -91,8 +91,8 @@ def trim_current_turn_tool_results(messages: list[ChatMessage], max_context_toke
     for i in idx:
         size = len(messages[i].content.encode())
         out[i] = messages[i].model_copy(update={"content": (
-            f"[Tool result compacted: original_bytes={size}. Re-run the tool with narrower filters or a smaller "
-            "range if more detail is needed.]")})
+            f"[Tool result compacted: original_bytes={size}. Re-run the tool with narrower filters or a "
+            "smaller range if more detail is needed.]")})
     remaining = budget - sum(estimate_text(out[i].content) for i in idx)
     for i in reversed(idx):
         text = messages[i].content

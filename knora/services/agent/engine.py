@@ -60,7 +60,8 @@ class AgentEngine:
         self.model, self.registry, self.config = model, registry, config
         self.bus, self.refs, self.tool_ctx = bus, references, tool_context
         self.cancelled = cancelled or asyncio.Event()
-        self.text_mode = config.text_protocol if config.text_protocol is not None else not model.supports_tools
+        self.text_mode = (config.text_protocol if config.text_protocol is not None
+                          else not model.supports_tools)
 
     # -- public ---------------------------------------------------------------------------------------------
     async def run(self, system: str, history: list[ChatMessage], user_turn: str, query: str,
@@ -105,8 +106,8 @@ class AgentEngine:
                 res.rounds += 1
         if not self.cancelled.is_set():
             res.stop_reason = "max_iterations"
-            await self._reflect(f"Reached the limit of {self.config.max_iterations} rounds; answering from what "
-                                "was found.")
+            await self._reflect(f"Reached the limit of {self.config.max_iterations} rounds; "
+                                "answering from what was found.")
             await self._synthesise(run, query, prompts.MAX_ITERATIONS_FALLBACK)
 
     async def _round(self, run: _Run, query: str) -> str:
@@ -217,7 +218,8 @@ class AgentEngine:
         run.duplicate_rounds = run.duplicate_rounds + 1 if len(duplicates) == len(prepared) else 0
         if run.duplicate_rounds >= self.config.duplicate_rounds_limit:
             run.result.stop_reason = "duplicate_calls"
-            await self._reflect("The model kept repeating identical tool calls; answering from what was found.")
+            await self._reflect("The model kept repeating identical tool calls; "
+                                "answering from what was found.")
             await self._synthesise(run, "", prompts.MAX_ITERATIONS_FALLBACK,
                                    reason="repeated identical tool calls")
 
@@ -237,7 +239,8 @@ class AgentEngine:
             model_args = args
         unresolved = [] if opaque else arguments.unresolved_handles(args)
         if unresolved:
-            return ToolResult.fail(f"tool arguments contain unresolved model handles: {unresolved}{ERROR_HINT}")
+            return ToolResult.fail("tool arguments contain unresolved model handles: "
+                                   f"{unresolved}{ERROR_HINT}")
         sig = arguments.signature(call.name, args)
         run.seen_calls[sig] = run.seen_calls.get(sig, 0) + 1
         if run.seen_calls[sig] > 1:
@@ -306,11 +309,12 @@ class AgentEngine:
         msgs = [run.messages[0]] + ([user] if user else [])
         for s in res.steps:
             for tc in s["tool_calls"]:
-                text = tc["result"]["output"] if tc["result"]["success"] else f"Error: {tc['result']['error']}"
+                text = (tc["result"]["output"] if tc["result"]["success"]
+                        else f"Error: {tc['result']['error']}")
                 msgs.append(ChatMessage(role="user",
                                         content=f"Tool {tc['name']} returned: {self.refs.encode_text(text)}"))
-        msgs.append(ChatMessage(role="user",
-                                content=prompts.SYNTHESIS.format(query=query or (user.content if user else ""))))
+        msgs.append(ChatMessage(role="user", content=prompts.SYNTHESIS.format(
+            query=query or (user.content if user else ""))))
         try:
             answer = await stream_answer(self.model, msgs,
                                          ChatOptions(temperature=self.config.temperature),

@@ -10,29 +10,34 @@ answer. Search before you answer: never answer questions about the knowledge bas
 focused searches over one vague search; read whole documents when a hit looks relevant but incomplete.
 Knowledge bases: {knowledge_bases}
 Web search: {web_search_status}. Current time: {current_time}.
-When you have enough evidence, write the complete answer as plain text without calling any tool, in {language}.
+When you have enough evidence, write the complete answer as plain text without calling any tool, \
+in {language}.
 If the knowledge bases do not contain the answer, say so plainly instead of guessing."""
 
-PURE_SYSTEM = """You are a helpful assistant. Use the available tools when they help; otherwise answer directly.
+PURE_SYSTEM = """You are a helpful assistant. Use the available tools when they help; otherwise answer \
+directly.
 Web search: {web_search_status}. Current time: {current_time}.
 When you are done, write the complete answer as plain text without calling any tool, in {language}."""
 
-USER_TURN_NOTE = ("<answer_instruction>Write the complete answer once you have enough evidence and stop calling "
-                  "tools; do not give partial answers mid-investigation. Never mention internal tool names or "
-                  "ids to the user: say \"keyword search\", \"semantic search\" or \"reading the document\".</answer_"
-                  "instruction>")
+USER_TURN_NOTE = ("<answer_instruction>Write the complete answer once you have enough evidence and stop "
+                  "calling tools; do not give partial answers mid-investigation. Never mention internal tool "
+                  "names or ids to the user: say \"keyword search\", \"semantic search\" or \"reading the "
+                  "document\".</answer_instruction>")
 
 EMPTY_ANSWER_NUDGE = "Please provide your complete answer now as plain text."
 EMPTY_ANSWER_FALLBACK = "I'm sorry, I was unable to generate a response. Please try again."
 MAX_ITERATIONS_FALLBACK = "Sorry, I was unable to generate a complete answer."
-CONTENT_FILTER_ANSWER = ("Sorry, this request was blocked by the content safety policy. Please try rephrasing your "
-                         "question.")
-DUPLICATE_CALL = ("Duplicate tool call: {name} was already called with exactly these arguments earlier in this "
-                  "run and its result is above. Do not repeat it; change the arguments or write the answer.")
+CONTENT_FILTER_ANSWER = ("Sorry, this request was blocked by the content safety policy. "
+                         "Please try rephrasing your question.")
+DUPLICATE_CALL = ("Duplicate tool call: {name} was already called with exactly these arguments earlier in "
+                  "this run and its result is above. Do not repeat it; change the arguments or write the "
+                  "answer.")
 SYNTHESIS = ("Based on the above tool call results, generate a complete answer for the user's question.\n"
              "User question: {query}\nRequirements:\n1. Answer based on the actually retrieved content\n"
-             "2. Organize the answer in a structured format\n3. If information is insufficient, honestly state so\n"
-             "4. IMPORTANT: Respond in the same language as the user's question\nNow generate the final answer:")
+             "2. Organize the answer in a structured format\n"
+             "3. If information is insufficient, honestly state so\n"
+             "4. IMPORTANT: Respond in the same language as the user's question\n"
+             "Now generate the final answer:")
 
 LANGUAGES = {"zh": "Chinese (Simplified)", "zh-cn": "Chinese (Simplified)", "zh-tw": "Chinese (Traditional)",
              "en": "English", "en-us": "English", "ja": "Japanese", "ko": "Korean", "ru": "Russian"}

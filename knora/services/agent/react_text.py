@@ -22,8 +22,8 @@ _THOUGHT = re.compile(r"^\s*Thought\s*:\s*", re.MULTILINE | re.IGNORECASE)
 def protocol_prompt(definitions: list[dict[str, Any]]) -> str:
     lines = ["## Tools", "You can call the tools below. To call one, reply with exactly:",
              "Thought: <why you need it>", "Action: <tool name>", "Action Input: <JSON object of arguments>",
-             ("You may put several Action/Action Input pairs in one reply. Then stop and wait: the results come back "
-             "as an Observation message. When you can answer, reply with:"),
+             ("You may put several Action/Action Input pairs in one reply. Then stop and wait: the results "
+              "come back as an Observation message. When you can answer, reply with:"),
              "Final Answer: <the complete answer for the user>", "", "Available tools:"]
     for d in definitions:
         fn = d.get("function", d)

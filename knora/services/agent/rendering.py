@@ -132,9 +132,9 @@ def _web_fetch(data: dict[str, Any], refs: ReferenceRegistryPort) -> str:
     lines.append("</retrieval>")
     if failed:
         lines.append("\n=== Next Steps ===")
-        lines.append("- All pages failed: stop expanding searches, answer from the search snippets and say the "
-                     "content was not verified." if not ok else
-                     "- Use the successful pages; do not retry failures that are not retryable.")
+        lines.append("- All pages failed: stop expanding searches, answer from the search snippets and say "
+                     "the content was not verified." if not ok
+                     else "- Use the successful pages; do not retry failures that are not retryable.")
     return "\n".join(lines)
 
 
@@ -143,8 +143,9 @@ def _document_info(data: dict[str, Any], refs: ReferenceRegistryPort) -> str:
     lines = ["<documents>"]
     for doc in docs:
         handle = refs.document_handle(str(doc.get("knowledge_id", ""))) or ""
-        lines.append(f'<document id="{_a(handle)}" title="{_a(doc.get("title", ""))}" type="{_a(doc.get("type", ""))}"'
-                     f' file_type="{_a(doc.get("file_type", ""))}" chunk_count="{int(doc.get("chunk_count", 0))}">')
+        lines.append(f'<document id="{_a(handle)}" title="{_a(doc.get("title", ""))}"'
+                     f' type="{_a(doc.get("type", ""))}" file_type="{_a(doc.get("file_type", ""))}"'
+                     f' chunk_count="{int(doc.get("chunk_count", 0))}">')
         if doc.get("description"):
             lines.append(f"<description>{_t(doc['description'])}</description>")
         lines.append("</document>")

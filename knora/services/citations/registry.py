@@ -92,19 +92,19 @@ document and bN a knowledge base. dN and bN are for tool arguments only. Never s
 knowledge-base ids, or these private handles, in text meant for the user (image URLs are kept as given)."""
 
 _PROTOCOL_CITE_ON = """## Citations (system-owned)
-Cite a knowledge chunk by writing exactly <ref id="cN"/> and a web page by writing exactly <ref id="wN"/>, using \
-only handles that appeared in the context or in tool results. Never cite dN or bN. Never write <kb> or <web> tags \
-yourself: the system turns valid <ref/> marks into links after generation. Put each <ref/> inline, on the same \
-line as the claim it supports, not collected at the end. These rules replace any earlier, saved or custom \
-citation instructions."""
+Cite a knowledge chunk by writing exactly <ref id="cN"/> and a web page by writing exactly <ref id="wN"/>, \
+using only handles that appeared in the context or in tool results. Never cite dN or bN. Never write <kb> or \
+<web> tags yourself: the system turns valid <ref/> marks into links after generation. Put each <ref/> \
+inline, on the same line as the claim it supports, not collected at the end. These rules replace any \
+earlier, saved or custom citation instructions."""
 
 _PROTOCOL_CITE_OFF = """## Citations (system-owned)
 Do not write <ref>, <kb> or <web> tags, raw source URLs or handle citations in the answer. This replaces any \
 earlier instruction that asked for citations."""
 
 _PROTOCOL_RESOURCES = """## Resource handle protocol (system-owned)
-Stored resources appear as res://NNNN. Copy such a handle exactly, and only one you have seen, into links, images \
-or tool arguments; never invent, edit or expand a handle."""
+Stored resources appear as res://NNNN. Copy such a handle exactly, and only one you have seen, into links, \
+images or tool arguments; never invent, edit or expand a handle."""
 
 
 _REF_SCHEMES = ("resource", "local", "minio", "cos", "tos", "s3", "oss", "ks3", "obs")
@@ -221,7 +221,8 @@ class ReferenceRegistry:
             return f'<kb doc="{esc(entry.meta.get("title", ""))}" chunk_id="{esc(entry.key)}"{kb_attr} />'
         if h[0] == "w" and (entry := self._web.by_handle(h)):
             url = entry.meta.get("url", entry.key)
-            return f'<web url="{html.escape(url, quote=True)}" title="{html.escape(entry.meta.get("title", ""), quote=True)}" />'
+            return (f'<web url="{html.escape(url, quote=True)}" '
+                    f'title="{html.escape(entry.meta.get("title", ""), quote=True)}" />')
         return ""
 
     def expand_text(self, text: str) -> str:

@@ -46,8 +46,8 @@ class DuplicateKnowledge(AppError):
     status, code = 409, 1005
 
     def __init__(self, existing: Knowledge, kind: str) -> None:
-        super().__init__(f"A document with the same {'content' if kind == 'duplicate_file' else 'URL'} already "
-                         f"exists in this knowledge base: {existing.title or existing.file_name}")
+        super().__init__(f"A document with the same {'content' if kind == 'duplicate_file' else 'URL'} "
+                         f"already exists in this knowledge base: {existing.title or existing.file_name}")
         self.existing = existing
         self.kind = kind
 
@@ -99,7 +99,8 @@ class IngestService:
 
     def _check_size(self, size: int) -> None:
         if size > self.d.settings.max_upload_bytes:
-            raise PayloadTooLarge(f"File is {size} bytes; the limit is {self.d.settings.max_upload_bytes} bytes")
+            raise PayloadTooLarge(f"File is {size} bytes; "
+                                  f"the limit is {self.d.settings.max_upload_bytes} bytes")
 
     def _check_extension(self, ext: str, name: str) -> None:
         supported = sorted(self.d.parsers.extensions)
@@ -268,8 +269,8 @@ class IngestService:
                                                         str(exc) or type(exc).__name__)
             except Exception as exc:
                 log.exception("ingesting %s failed", k.id)
-                await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED,
-                                                        f"Internal error while ingesting: {type(exc).__name__}: {exc}")
+                await self.d.repos.knowledge.set_status(
+                    k.id, ParseStatus.FAILED, f"Internal error while ingesting: {type(exc).__name__}: {exc}")
 
     def _mark_processing(self, knowledge_id: str) -> None:
         """Show ``processing`` soon, without a write per document: ids are flushed in one UPDATE per round."""
@@ -292,8 +293,8 @@ class IngestService:
             got = await fetching.fetch(k.source, max_bytes=s.max_upload_bytes,
                                        timeout=s.url_fetch_timeout_seconds,
                                        allow_private=s.allow_private_network_fetch)
-            ext = (k.file_type or fetching.url_extension(got.url) or fetching.CONTENT_TYPES.get(got.content_type)
-                   or "html")
+            ext = (k.file_type or fetching.url_extension(got.url)
+                   or fetching.CONTENT_TYPES.get(got.content_type) or "html")
             if ext not in self.d.parsers.extensions:
                 ext = fetching.CONTENT_TYPES.get(got.content_type, "html")
             name = k.file_name or safe_name(got.url.rsplit("/", 1)[-1]) or "page"

@@ -101,7 +101,8 @@ def builtin_models(settings: Settings, tenant_id: int) -> list[ModelConfig]:
         ModelConfig(id=BUILTIN_CHAT_MODEL_ID, tenant_id=tenant_id, name=chat,
                     display_name=f"Built-in: {chat}",
                     type="KnowledgeQA", source="local" if not settings.chat_model else "remote",
-                    description="Chat model from Knora's settings (extractive = local answerer that cites sentences)",
+                    description="Chat model from Knora's settings "
+                                "(extractive = local answerer that cites sentences)",
                     parameters={"provider": chat.split(":", 1)[0]}, is_builtin=True, is_default=True),
         ModelConfig(id=BUILTIN_EMBEDDING_MODEL_ID, tenant_id=tenant_id, name=settings.embedder,
                     display_name=f"Built-in: {settings.embedder}", type="Embedding",

@@ -177,7 +177,8 @@ class KnowledgeBaseService:
         if not force:
             used_k, used_c = await self.repos.tags.usage(tag.id)
             if used_k or used_c:
-                raise Conflict(f"Tag is used by {used_k} documents and {used_c} chunks; pass force=true to delete")
+                raise Conflict(f"Tag is used by {used_k} documents and {used_c} chunks; "
+                               "pass force=true to delete")
         await self.repos.tags.delete(tenant_id, tag.id)
 
     async def tag_usage(self, tag_id: str) -> tuple[int, int]:

@@ -20,16 +20,17 @@ log = logging.getLogger(__name__)
 MAX_VARIANTS = 5
 MAX_CONCURRENCY = 16
 STOPWORDS = frozenset(
-    ["的", "是", "在", "了", "和", "与", "或", "a", "an", "the", "is", "are", "was", "were", "be", "been", "being",
-     "have", "has", "had", "do", "does", "did", "will", "would", "could", "should", "may", "might", "must",
-     "can", "to", "of", "in", "for", "on", "with", "at", "by", "from", "as", "into", "through", "about",
-     "what", "how", "why", "when", "where", "which", "who", "whom", "whose"]
+    ["的", "是", "在", "了", "和", "与", "或", "a", "an", "the", "is", "are", "was", "were", "be", "been",
+     "being", "have", "has", "had", "do", "does", "did", "will", "would", "could", "should", "may", "might",
+     "must", "can", "to", "of", "in", "for", "on", "with", "at", "by", "from", "as", "into", "through",
+     "about", "what", "how", "why", "when", "where", "which", "who", "whom", "whose"]
 )
 _QUOTED = re.compile(r"[\"'「『]([^\"'「」『』]+)[\"'」』]")
 _SPLIT = re.compile(r"[,，;；、。！？!?\s]+")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _RUN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
-_QUESTION = re.compile(r"^(什么是|什么|如何|怎么|怎样|为什么|为何|哪个|哪些|谁|何时|何地|请问|请告诉我|帮我|我想知道|我想了解)")
+_QUESTION = re.compile(r"^(什么是|什么|如何|怎么|怎样|为什么|为何|哪个|哪些|谁|何时|何地|"
+                       r"请问|请告诉我|帮我|我想知道|我想了解)")
 
 
 def _jieba() -> ModuleType:

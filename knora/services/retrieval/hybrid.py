@@ -101,8 +101,8 @@ class HybridSearch:
             raise NotFound("knowledge base not found")
         keys = {self.model_key(kb) for kb in kbs if kb.indexing_strategy.vector_enabled}
         if len(kbs) > 1 and len(keys) > 1:
-            raise BadRequest("selected knowledge bases use different embedding models; multi-KB search requires "
-                             "every knowledge base to share a single embedding model")
+            raise BadRequest("selected knowledge bases use different embedding models; multi-KB search "
+                             "requires every knowledge base to share a single embedding model")
         primary = next((kb for kb in kbs if kb.id == primary_id), None)
         if primary is None:
             raise NotFound("knowledge base not found")
@@ -157,9 +157,12 @@ class HybridSearch:
         for eng, tenant, members in buckets.values():
             g = _Group(eng, tenant)
             caps = eng.capabilities
-            vec_docs = [kb.id for kb in members if kb.indexing_strategy.vector_enabled and kb.type != KBType.FAQ]
-            vec_faq = [kb.id for kb in members if kb.indexing_strategy.vector_enabled and kb.type == KBType.FAQ]
-            kw_docs = [kb.id for kb in members if kb.indexing_strategy.keyword_enabled and kb.type != KBType.FAQ]
+            vec_docs = [kb.id for kb in members
+                        if kb.indexing_strategy.vector_enabled and kb.type != KBType.FAQ]
+            vec_faq = [kb.id for kb in members
+                       if kb.indexing_strategy.vector_enabled and kb.type == KBType.FAQ]
+            kw_docs = [kb.id for kb in members
+                       if kb.indexing_strategy.keyword_enabled and kb.type != KBType.FAQ]
             if "vector" in caps and not params.disable_vector_match and embedding is not None:
                 if vec_docs:
                     g.queries.append(EngineQuery(mode="vector", knowledge_base_ids=vec_docs,

@@ -39,7 +39,8 @@ async def build_targets(search: HybridSearch, tenant_id: int, kb_ids: Sequence[s
             targets.append(SearchTarget(type="knowledge_base", knowledge_base_id=kb_id, tenant_id=tenant_id))
             full.add(kb_id)
     by_kb: dict[str, list[str]] = {}
-    docs = [k for k in await search.store.knowledge(list(dict.fromkeys(knowledge_ids))) if k.tenant_id == tenant_id]
+    docs = [k for k in await search.store.knowledge(list(dict.fromkeys(knowledge_ids)))
+            if k.tenant_id == tenant_id]
     for k in docs:
         if k.knowledge_base_id not in full:
             by_kb.setdefault(k.knowledge_base_id, []).append(k.id)

@@ -61,7 +61,8 @@ class TurnReads:
     async def knowledge_bases(self, kb_ids: Sequence[str]) -> list[KnowledgeBase]:
         if missing := self._wanted(kb_ids, self._kbs):
             both = getattr(self.store, "knowledge_bases_with_tenant_config", None)
-            if both is not None and self._tenant_id is not None and self._tenant_id not in self._tenant_config:
+            if (both is not None and self._tenant_id is not None
+                    and self._tenant_id not in self._tenant_config):
                 kbs, self._tenant_config[self._tenant_id] = await both(missing, self._tenant_id)
             else:
                 kbs = await self.store.knowledge_bases(missing)

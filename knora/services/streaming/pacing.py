@@ -39,7 +39,8 @@ class DeltaPacer:
     def __init__(self, frame_budget: int = 10_000, max_hold_s: float = 0.25,
                  lag_target_s: float = 0.01) -> None:
         if frame_budget < 0 or max_hold_s < 0 or lag_target_s <= 0:
-            raise ValueError("frame_budget and max_hold_s must not be negative, lag_target_s must be positive")
+            raise ValueError("frame_budget and max_hold_s must not be negative, "
+                             "lag_target_s must be positive")
         self.frame_budget = frame_budget
         self.max_hold_s = max_hold_s
         self.lag_target_s = lag_target_s

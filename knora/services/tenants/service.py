@@ -46,7 +46,8 @@ class TenantService:
         self._lookups[digest] = fut
         try:
             async with self._sessions() as s:
-                row = (await s.execute(select(ApiKeyRow.tenant_id).where(ApiKeyRow.key_hash == digest))).first()
+                row = (await s.execute(select(ApiKeyRow.tenant_id)
+                                       .where(ApiKeyRow.key_hash == digest))).first()
             tenant_id = None if row is None else int(row[0])
             if tenant_id is not None:
                 self._cache[digest] = tenant_id
@@ -105,7 +106,8 @@ class TenantService:
             tenant_id = row.id
             generated: str | None = None
             if api_key:
-                exists = (await s.execute(select(ApiKeyRow).where(ApiKeyRow.key_hash == hash_key(api_key)))).first()
+                exists = (await s.execute(select(ApiKeyRow)
+                                          .where(ApiKeyRow.key_hash == hash_key(api_key)))).first()
                 if not exists:
                     s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, key_hash=hash_key(api_key),
                                     prefix=api_key[:8]))

@@ -101,4 +101,5 @@ class SqlChunkRepo:
 
     async def ids_for_knowledge(self, knowledge_id: str) -> builtins.list[str]:
         async with self._sessions() as s:
-            return [r[0] for r in await s.execute(select(ChunkRow.id).where(ChunkRow.knowledge_id == knowledge_id))]
+            return [r[0] for r in await s.execute(
+                select(ChunkRow.id).where(ChunkRow.knowledge_id == knowledge_id))]

@@ -62,7 +62,8 @@ class SqlKnowledgeRepo:
             conds.append(or_(func.lower(KnowledgeRow.title).like(like),
                              func.lower(KnowledgeRow.file_name).like(like)))
         async with self._sessions() as s:
-            total = (await s.execute(select(func.count()).select_from(KnowledgeRow).where(*conds))).scalar_one()
+            total = (await s.execute(select(func.count()).select_from(KnowledgeRow)
+                                     .where(*conds))).scalar_one()
             rows = (await s.execute(select(KnowledgeRow).where(*conds)
                                     .order_by(KnowledgeRow.created_at.desc(), KnowledgeRow.id)
                                     .offset((page - 1) * page_size).limit(page_size))).scalars().all()
@@ -90,7 +91,8 @@ class SqlKnowledgeRepo:
         for key, value in fields.items():
             values["metadata_" if key == "metadata" else key] = value
         async with self._sessions.begin() as s:
-            res = await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id).values(**values))
+            res = await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id)
+                                  .values(**values))
             return bool(res.rowcount)  # type: ignore[attr-defined]
 
     async def mark_processing(self, knowledge_ids: Sequence[str]) -> None:

@@ -73,8 +73,9 @@ class SqlSessionRepo:
     async def update_fields(self, tenant_id: int, session_id: str, **fields: Any) -> bool:
         fields.setdefault("updated_at", utcnow())
         async with self._sessions.begin() as s:
-            res = await s.execute(update(SessionRow).where(SessionRow.id == session_id,
-                                                           SessionRow.tenant_id == tenant_id).values(**fields))
+            res = await s.execute(update(SessionRow)
+                                  .where(SessionRow.id == session_id, SessionRow.tenant_id == tenant_id)
+                                  .values(**fields))
             return bool(res.rowcount)  # type: ignore[attr-defined]
 
     async def set_title_if_empty(self, tenant_id: int, session_id: str, title: str) -> bool:
@@ -105,7 +106,8 @@ class SqlSessionRepo:
 
     async def delete_all(self, tenant_id: int) -> int:
         async with self._sessions.begin() as s:
-            owned = (await s.execute(select(SessionRow.id).where(SessionRow.tenant_id == tenant_id))).scalars().all()
+            owned = (await s.execute(select(SessionRow.id)
+                                     .where(SessionRow.tenant_id == tenant_id))).scalars().all()
             if not owned:
                 return 0
             await s.execute(delete(MessageRow).where(MessageRow.session_id.in_(owned)))

@@ -84,5 +84,6 @@ class SqlTagRepo:
         async with self._sessions() as s:
             k = (await s.execute(select(func.count()).select_from(KnowledgeRow)
                                  .where(KnowledgeRow.tag_id == tag_id))).scalar_one()
-            c = (await s.execute(select(func.count()).select_from(ChunkRow).where(ChunkRow.tag_id == tag_id))).scalar_one()
+            c = (await s.execute(select(func.count()).select_from(ChunkRow)
+                                 .where(ChunkRow.tag_id == tag_id))).scalar_one()
             return int(k), int(c)

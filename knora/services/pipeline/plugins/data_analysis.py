@@ -115,7 +115,10 @@ class DataAnalysis:
     async def _analyse(self, cm: ChatManage, hit: SearchResult) -> SearchResult | None:
         req = cm.request
         reads, sandbox = cm.reads_or(self._deps.reads), self._deps.sql
-        assert reads is not None and self._deps.read_blob is not None and sandbox is not None  # checked by on_event
+        # all three are checked by on_event before it calls this
+        assert reads is not None
+        assert self._deps.read_blob is not None
+        assert sandbox is not None
         found = await reads.knowledge([hit.knowledge_id])
         docs = [k for k in found if k.tenant_id == req.tenant_id]
         if not docs or not docs[0].file_path:

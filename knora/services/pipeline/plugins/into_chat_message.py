@@ -26,7 +26,8 @@ _XSS = re.compile(
 )
 IMAGE_REQUIREMENT = """## Retrieved Image Output Requirement
 The retrieved information contains images. Include at least one relevant retrieved image verbatim as
-![alt](url) with ASCII parentheses, right after the paragraph it supports; spread images over the sections they
+![alt](url) with ASCII parentheses, right after the paragraph it supports; spread images over the \
+sections they
 illustrate, and check before finishing that every image you show came from the retrieved information."""
 
 

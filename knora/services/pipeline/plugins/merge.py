@@ -124,7 +124,8 @@ class _Expansion:
 async def expand_short(items: list[Item], cache: _ChunkCache) -> None:
     """Step 7. All short results advance together, one batched read per round (a round adds at most one
     neighbour per side), so the cost is a few queries per turn instead of a few per result."""
-    targets = [i for i in items if i.r.chunk_type == "text" and i.r.content and len(i.r.content) < MIN_CONTEXT]
+    targets = [i for i in items
+               if i.r.chunk_type == "text" and i.r.content and len(i.r.content) < MIN_CONTEXT]
     if not targets:
         return
     bases = await cache.load([i.r.id for i in targets])
@@ -147,7 +148,8 @@ async def expand_short(items: list[Item], cache: _ChunkCache) -> None:
                     grew = w.take("next", found) or grew
                 if not grew:
                     w.done = True
-            if not w.merged or len(w.merged) >= MIN_CONTEXT or (w.prev_cursor is None and w.next_cursor is None):
+            if (not w.merged or len(w.merged) >= MIN_CONTEXT
+                    or (w.prev_cursor is None and w.next_cursor is None)):
                 w.done = True
         first = False
     for w in work:
