@@ -15,9 +15,10 @@ class ReadSkillTool(BaseTool):
     name = "read_skill"
     description = ("Read a skill's instructions (SKILL.md) and file list, "
                    "or one file of the skill (file_path).")
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"skill_name": {"type": "string"},
-                                                   "file_path": {"type": "string"}},
-                                                   "required": ["skill_name"]}
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"skill_name": {"type": "string"}, "file_path": {"type": "string"}},
+        "required": ["skill_name"]}
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         skills = load_skills(self.deps.settings.skills_dir, ctx.state.get("allowed_skills"))

@@ -36,11 +36,10 @@ BUILTINS: dict[str, dict[str, Any]] = {
     SMART_REASONING_ID: {
         "name": "智能推理", "description": "Plans, searches step by step with tools, then answers (ReAct).",
         "avatar": "🧠", "config": {**_COMMON, **_RETRIEVAL, "agent_mode": "smart-reasoning",
-                                  "agent_type": "rag-qa",
-                                   "system_prompt": "", "max_iterations": 50,
+                                   "agent_type": "rag-qa", "system_prompt": "", "max_iterations": 50,
                                    "allowed_tools": ["knowledge_search", "grep_chunks",
-                                                     "list_knowledge_chunks",
-                                                     "query_knowledge_graph", "get_document_info"]}},
+                                                     "list_knowledge_chunks", "query_knowledge_graph",
+                                                     "get_document_info"]}},
 }
 
 AGENT_TYPE_PRESETS: dict[str, dict[str, Any]] = {
