@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 
 from knora.api.deps import SessionServiceDep, TenantDep
 from knora.api.envelope import ok
@@ -37,7 +37,7 @@ def parse_time(value: str) -> datetime:
 @router.get("/messages/{session_id}/load", response_model=Envelope[list[MessageOut]])
 async def load_messages(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep,
                         limit: str = "20",
-                        before_time: str | None = None, resource_urls: str = "handle") -> Any:
+                        before_time: str | None = None, resource_urls: str = "handle") -> JSONResponse:
     if resource_urls not in ("handle", "public"):
         raise BadRequest("resource_urls must be handle or public")
     try:
@@ -53,7 +53,7 @@ async def load_messages(session_id: str, session_service: SessionServiceDep, ten
 
 @router.delete("/messages/{session_id}/{message_id}", response_model=Done)
 async def delete_message(session_id: str, message_id: str, session_service: SessionServiceDep,
-                         tenant_id: TenantDep) -> Any:
+                         tenant_id: TenantDep) -> JSONResponse:
     session_id_or_404(session_id)
     if not message_id:
         raise NotFound("Message not found")

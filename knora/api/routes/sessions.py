@@ -3,9 +3,8 @@ chat.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
 
 from knora.api.body import read_body, request_body
 from knora.api.deps import SessionServiceDep, TenantDep
@@ -42,7 +41,8 @@ def _str(body: dict[str, object], key: str) -> str | None:
 
 @router.post("/sessions", status_code=201, response_model=Envelope[SessionOut],
              openapi_extra=request_body(CreateSessionRequest))
-async def create_session(request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+async def create_session(request: Request, session_service: SessionServiceDep,
+                         tenant_id: TenantDep) -> JSONResponse:
     sent = await read_body(request, CreateSessionRequest)
     body = sent.sent()
     agent_cfg = sent.agent_config if isinstance(sent.agent_config, dict) else {}
@@ -56,7 +56,7 @@ async def create_session(request: Request, session_service: SessionServiceDep, t
 async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep, page: str = "1",
                         page_size: str = "20",
                         keyword: str | None = None, source: str | None = None,
-                        agent_id: str | None = None) -> Any:
+                        agent_id: str | None = None) -> JSONResponse:
     try:
         p, size = int(page), int(page_size)
     except ValueError as exc:
@@ -70,7 +70,8 @@ async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep
 
 
 @router.delete("/sessions/batch", response_model=Done, openapi_extra=request_body(BatchDeleteSessionsRequest))
-async def batch_delete(request: Request, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+async def batch_delete(request: Request, session_service: SessionServiceDep,
+                       tenant_id: TenantDep) -> JSONResponse:
     body = (await read_body(request, BatchDeleteSessionsRequest)).sent()
     if body.get("delete_all") is True:
         n = await session_service.delete_all(tenant_id)
@@ -83,14 +84,15 @@ async def batch_delete(request: Request, session_service: SessionServiceDep, ten
 
 
 @router.get("/sessions/{session_id}", response_model=Envelope[SessionOut])
-async def get_session(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+async def get_session(session_id: str, session_service: SessionServiceDep,
+                      tenant_id: TenantDep) -> JSONResponse:
     return ok(session_json(await session_service.get(tenant_id, session_id_or_404(session_id))))
 
 
 @router.put("/sessions/{session_id}", response_model=Envelope[SessionOut],
             openapi_extra=request_body(UpdateSessionRequest))
 async def update_session(session_id: str, request: Request, session_service: SessionServiceDep,
-                         tenant_id: TenantDep) -> Any:
+                         tenant_id: TenantDep) -> JSONResponse:
     body = (await read_body(request, UpdateSessionRequest)).sent()
     session = await session_service.update(tenant_id, session_id_or_404(session_id), title=_str(body,
                                                                                                 "title"),
@@ -99,31 +101,33 @@ async def update_session(session_id: str, request: Request, session_service: Ses
 
 
 @router.delete("/sessions/{session_id}", response_model=Done)
-async def delete_session(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+async def delete_session(session_id: str, session_service: SessionServiceDep,
+                         tenant_id: TenantDep) -> JSONResponse:
     await session_service.delete(tenant_id, session_id_or_404(session_id))
     return ok(message="Session deleted successfully")
 
 
 @router.delete("/sessions/{session_id}/messages", response_model=Done)
-async def clear_messages(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+async def clear_messages(session_id: str, session_service: SessionServiceDep,
+                         tenant_id: TenantDep) -> JSONResponse:
     n = await session_service.clear_messages(tenant_id, session_id_or_404(session_id))
     return ok(message=f"Deleted {n} messages")
 
 
 @router.post("/sessions/{session_id}/pin", response_model=Envelope[SessionOut])
-async def pin(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+async def pin(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> JSONResponse:
     return ok(session_json(await session_service.set_pinned(tenant_id, session_id_or_404(session_id), True)))
 
 
 @router.delete("/sessions/{session_id}/pin", response_model=Envelope[SessionOut])
-async def unpin(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> Any:
+async def unpin(session_id: str, session_service: SessionServiceDep, tenant_id: TenantDep) -> JSONResponse:
     return ok(session_json(await session_service.set_pinned(tenant_id, session_id_or_404(session_id), False)))
 
 
 @router.post("/sessions/{session_id}/generate_title", response_model=Envelope[str],
              openapi_extra=request_body(GenerateTitleRequest))
 async def generate_title(session_id: str, request: Request, session_service: SessionServiceDep,
-                         tenant_id: TenantDep) -> Any:
+                         tenant_id: TenantDep) -> JSONResponse:
     body = (await read_body(request, GenerateTitleRequest)).sent()
     session = await session_service.get(tenant_id, session_id_or_404(session_id))
     messages = body.get("messages")
