@@ -144,23 +144,24 @@ async def sqlite_container(make_settings: Callable[..., Settings]) -> AsyncItera
         yield c
 
 
-def _client_for(c: Services) -> httpx.AsyncClient:
+def client_for(c: Services, **headers: str) -> httpx.AsyncClient:
+    """An in-process HTTP client over the app serving ``c`` (the test key unless ``headers`` name another)."""
     from knora.api.app import create_app
 
-    app = create_app(services=c)
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://knora.test",
-                             headers={"X-API-Key": TEST_API_KEY}, timeout=60)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(services=c)),
+                             base_url="http://knora.test", headers={"X-API-Key": TEST_API_KEY, **headers},
+                             timeout=60)
 
 
 @pytest.fixture
 async def client(container: Services) -> AsyncIterator[httpx.AsyncClient]:
-    async with _client_for(container) as http:
+    async with client_for(container) as http:
         yield http
 
 
 @pytest.fixture
 async def sqlite_client(sqlite_container: Services) -> AsyncIterator[httpx.AsyncClient]:
-    async with _client_for(sqlite_container) as http:
+    async with client_for(sqlite_container) as http:
         yield http
 
 

@@ -10,14 +10,7 @@ import pytest
 
 from knora.root import Services
 from knora.settings import Settings
-from tests.conftest import RECORDING, TEST_API_KEY, started
-
-
-def http_for(c: Services, **headers: str) -> httpx.AsyncClient:
-    from knora.api.app import create_app
-
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(services=c)), base_url="http://knora.test",
-                             headers={"X-API-Key": TEST_API_KEY, **headers}, timeout=60)
+from tests.conftest import RECORDING, client_for, started
 
 
 @pytest.fixture
@@ -29,7 +22,7 @@ async def store_container(make_settings: Callable[..., Settings], db_url: str) -
 
 @pytest.fixture
 async def store_client(store_container: Services) -> AsyncIterator[httpx.AsyncClient]:
-    async with http_for(store_container) as http:
+    async with client_for(store_container) as http:
         yield http
 
 
@@ -41,5 +34,5 @@ async def lite_container(make_settings: Callable[..., Settings]) -> AsyncIterato
 
 @pytest.fixture
 async def lite_client(lite_container: Services) -> AsyncIterator[httpx.AsyncClient]:
-    async with http_for(lite_container) as http:
+    async with client_for(lite_container) as http:
         yield http

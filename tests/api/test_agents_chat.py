@@ -14,7 +14,7 @@ import pytest
 
 from knora.settings import Settings
 from tests.adapters.mcp.server import mcp_server
-from tests.conftest import _client_for
+from tests.conftest import client_for
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.services.streaming.sse import parse_sse
 
@@ -33,7 +33,7 @@ async def app(make_settings: Callable[..., Settings],
     from tests.conftest import started
 
     async with started(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
-                                     chat_api_key="x")) as c, _client_for(c) as http:
+                                     chat_api_key="x")) as c, client_for(c) as http:
         yield c, http
 
 

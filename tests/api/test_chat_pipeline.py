@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from knora.settings import Settings
-from tests.conftest import _client_for
+from tests.conftest import client_for
 from tests.fakes import FakeModelServer, Reply
 from tests.services.pipeline.conftest import DOCS, _container, add_kb
 from tests.services.streaming.runners import ScriptedRunner
@@ -51,7 +51,7 @@ async def session(http: httpx.AsyncClient, **body: Any) -> str:
 
 async def test_extractive_answer_is_cited_and_titled_from_the_query(plain: Any) -> None:
     kb = await add_kb(plain, DOCS)
-    async with _client_for(plain) as http:
+    async with client_for(plain) as http:
         sid = await session(http)
         r = await http.post(f"/api/v1/knowledge-chat/{sid}",
                             json={"query": "How is oolong tea processed?", "knowledge_base_ids": [kb]})
@@ -79,7 +79,7 @@ async def test_model_answer_streams_expanded_citations(with_model: Any, fake: Fa
     fake.script([Reply(content=json.dumps({"rewrite_query": "solar panel peak watts",
                                            "intent": "kb_search"})),
                  Reply(content='About 400 W <ref id="c1"/> at peak<ref id="c7"/>.', chunk_size=3)])
-    async with _client_for(with_model) as http:
+    async with client_for(with_model) as http:
         sid = await session(http, title="set")
         r = await http.post(f"/api/v1/knowledge-chat/{sid}",
                             json={"query": "How much power does a solar panel produce?",
@@ -96,7 +96,7 @@ async def test_title_comes_from_the_model_when_one_is_configured(with_model: Any
                                                                  fake: FakeModelServer) -> None:
     with_model.runners.quick = ScriptedRunner()  # so the title is the only model call
     fake.script([Reply(content="Streaming in Knora")])
-    async with _client_for(with_model) as http:
+    async with client_for(with_model) as http:
         sid = await session(http)
         s = parse_sse((await http.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "how?"})).content)
         assert s.of("session_title")[0]["content"] == "Streaming in Knora"
@@ -106,7 +106,7 @@ async def test_title_comes_from_the_model_when_one_is_configured(with_model: Any
 async def test_agent_chat_runs_the_smart_reasoning_agent(with_model: Any, fake: FakeModelServer) -> None:
     kb = await add_kb(with_model, DOCS)
     fake.script([Reply(content="The agent answers directly.", chunk_size=4)])
-    async with _client_for(with_model) as http:
+    async with client_for(with_model) as http:
         sid = await session(http, title="set")
         r = await http.post(f"/api/v1/agent-chat/{sid}", json={"query": "hello agent",
                                                                "knowledge_base_ids": [kb],

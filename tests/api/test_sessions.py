@@ -12,7 +12,7 @@ import pytest
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message
 from knora.settings import Settings
-from tests.conftest import RECORDING, _client_for
+from tests.conftest import RECORDING, client_for
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,7 @@ async def container(make_settings: Callable[..., Settings], db_url: str) -> Asyn
 
 @pytest.fixture
 async def client(container: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with _client_for(container) as http:
+    async with client_for(container) as http:
         yield http
 
 

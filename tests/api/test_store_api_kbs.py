@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.conftest import http_for
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.integration
 
@@ -31,18 +31,18 @@ def _err(r: httpx.Response, status: int) -> dict[str, Any]:
 
 class TestAuth:
     async def test_missing_and_wrong_keys_are_401(self, lite_container: Any) -> None:
-        async with http_for(lite_container, **{"X-API-Key": ""}) as http:
+        async with client_for(lite_container, **{"X-API-Key": ""}) as http:
             _err(await http.get("/api/v1/knowledge-bases"), 401)
-        async with http_for(lite_container, **{"X-API-Key": "sk-wrong"}) as http:
+        async with client_for(lite_container, **{"X-API-Key": "sk-wrong"}) as http:
             _err(await http.get("/api/v1/knowledge-bases"), 401)
 
     async def test_bearer_token_authenticates(self, lite_container: Any) -> None:
-        async with http_for(lite_container, **{"X-API-Key": "",
+        async with client_for(lite_container, **{"X-API-Key": "",
                                                "Authorization": "Bearer sk-test-key"}) as http:
             assert (await http.get("/api/v1/knowledge-bases")).status_code == 200
 
     async def test_unknown_route_is_404_not_401(self, lite_container: Any) -> None:
-        async with http_for(lite_container, **{"X-API-Key": ""}) as http:
+        async with client_for(lite_container, **{"X-API-Key": ""}) as http:
             assert (await http.get("/api/v1/no-such-thing")).status_code == 404
 
 
@@ -91,7 +91,7 @@ class TestKnowledgeBases:
                                              store_client: httpx.AsyncClient) -> None:
         kb = await _kb(store_client)
         _, key = await store_container.tenants.create("intruder")
-        async with http_for(store_container, **{"X-API-Key": key}) as other:
+        async with client_for(store_container, **{"X-API-Key": key}) as other:
             _err(await other.get(f"/api/v1/knowledge-bases/{kb['id']}"), 404)
             _err(await other.put(f"/api/v1/knowledge-bases/{kb['id']}", json={"name": "mine"}), 404)
             _err(await other.delete(f"/api/v1/knowledge-bases/{kb['id']}"), 404)
@@ -170,7 +170,7 @@ class TestSystem:
         _err(await lite_client.get("/api/v1/tenants/kv/nope"), 404)
 
     async def test_auto_setup_logs_the_web_ui_in(self, lite_container: Any) -> None:
-        async with http_for(lite_container, **{"X-API-Key": ""}) as anon:
+        async with client_for(lite_container, **{"X-API-Key": ""}) as anon:
             assert (await anon.get("/api/v1/auth/config")).json()["success"] is True
             body = (await anon.post("/api/v1/auth/auto-setup", json={})).json()
             assert body["success"] is True

@@ -11,8 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.conftest import http_for
-from tests.conftest import record_retrieval
+from tests.conftest import client_for, record_retrieval
 
 pytestmark = pytest.mark.integration
 
@@ -196,7 +195,7 @@ class TestChunksAndTenancy:
         await store_container.jobs.wait_idle(30)
         chunk = (await store_client.get(f"/api/v1/chunks/{kid}")).json()["data"][0]
         _, key = await store_container.tenants.create("intruder")
-        async with http_for(store_container, **{"X-API-Key": key}) as other:
+        async with client_for(store_container, **{"X-API-Key": key}) as other:
             _err(await other.get(f"/api/v1/knowledge/{kid}"), 404)
             _err(await other.delete(f"/api/v1/knowledge/{kid}"), 404)
             _err(await other.get(f"/api/v1/chunks/{kid}"), 404)

@@ -18,7 +18,7 @@ import pytest
 
 from knora.settings import Settings
 from tests.api.test_weknora_compat import assert_int, assert_rfc3339, assert_uuid
-from tests.conftest import _client_for
+from tests.conftest import client_for
 from tests.fakes import FakeModelServer, Reply
 
 pytestmark = pytest.mark.integration
@@ -40,7 +40,7 @@ async def _started(c: Any) -> Any:
 @pytest.fixture
 async def mcp(sqlite_container: Any) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
     await _started(sqlite_container)
-    async with _client_for(sqlite_container) as http:
+    async with client_for(sqlite_container) as http:
         yield sqlite_container, http
 
 
@@ -293,7 +293,7 @@ async def mcp_model(make_settings: Callable[..., Settings],
     async with started(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
                                      chat_api_key="k")) as c:
         await _started(c)
-        async with _client_for(c) as http:
+        async with client_for(c) as http:
             yield c, http
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from knora.settings import Settings
 from tests.api.test_weknora_compat import assert_int, assert_rfc3339, assert_uuid
-from tests.conftest import _client_for
+from tests.conftest import client_for
 from tests.services.streaming.live import frames, live_client
 from tests.services.streaming.runners import EXPANDED, ScriptedRunner
 
@@ -51,7 +51,7 @@ def go_sdk_frames(raw: bytes) -> list[dict[str, Any]]:
 async def sdk(sqlite_container: Any) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
     if not sqlite_container.jobs.started:
         await sqlite_container.jobs.start()
-    async with _client_for(sqlite_container) as http:
+    async with client_for(sqlite_container) as http:
         yield sqlite_container, http
 
 
