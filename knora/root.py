@@ -34,6 +34,7 @@ from knora.adapters.db.repos.models import SqlModelRepo
 from knora.adapters.db.repos.search_reads import SqlSearchReads
 from knora.adapters.db.repos.sessions import SqlSessionRepo
 from knora.adapters.db.repos.tags import SqlTagRepo
+from knora.adapters.db.repos.tenants import SqlTenantRepo
 from knora.adapters.duckdb_sandbox import DuckDBSandbox
 from knora.adapters.embedders.registry import build_embedder
 from knora.adapters.graph.sqlite_graph import SqlGraphStore
@@ -254,7 +255,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     sessions = make_sessionmaker(db)
     closers: list[Closer] = []
     await migrate(db)
-    tenants = TenantService(sessions)
+    tenants = TenantService(SqlTenantRepo(sessions))
     default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
 
     store = _store(s, sessions, o)

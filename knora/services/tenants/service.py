@@ -6,12 +6,8 @@ import asyncio
 import hashlib
 import secrets
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
-from knora.adapters.db.tables import ApiKeyRow, TenantRow
-from knora.domain.common import new_id
 from knora.domain.models import Tenant
+from knora.ports.tenant_store import TenantRepo
 
 DEFAULT_TENANT_NAME = "default"
 
@@ -25,8 +21,8 @@ def generate_key() -> str:
 
 
 class TenantService:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
-        self._sessions = sessions
+    def __init__(self, repo: TenantRepo) -> None:
+        self._repo = repo
         self._cache: dict[str, int] = {}
         self._lookups: dict[str, asyncio.Future[int | None]] = {}  # keys being looked up: later askers wait
         self._ui_key: str | None = None
@@ -45,10 +41,7 @@ class TenantService:
         fut: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
         self._lookups[digest] = fut
         try:
-            async with self._sessions() as s:
-                row = (await s.execute(select(ApiKeyRow.tenant_id)
-                                       .where(ApiKeyRow.key_hash == digest))).first()
-            tenant_id = None if row is None else int(row[0])
+            tenant_id = await self._repo.tenant_of_key(digest)
             if tenant_id is not None:
                 self._cache[digest] = tenant_id
             fut.set_result(tenant_id)
@@ -61,23 +54,11 @@ class TenantService:
             self._lookups.pop(digest, None)
 
     async def get(self, tenant_id: int) -> Tenant | None:
-        async with self._sessions() as s:
-            row = await s.get(TenantRow, tenant_id)
-            if row is None:
-                return None
-            return Tenant(id=row.id, name=row.name, description=row.description,
-                          retrieval_config=row.retrieval_config or {}, created_at=row.created_at,
-                          updated_at=row.updated_at)
+        return await self._repo.get(tenant_id)
 
     async def create(self, name: str, api_key: str | None = None) -> tuple[Tenant, str]:
         key = api_key or generate_key()
-        async with self._sessions.begin() as s:
-            row = TenantRow(name=name, retrieval_config={})
-            s.add(row)
-            await s.flush()
-            s.add(ApiKeyRow(id=new_id(), tenant_id=row.id, key_hash=hash_key(key), prefix=key[:8]))
-            tenant_id = row.id
-        tenant = await self.get(tenant_id)
+        tenant = await self._repo.get(await self._repo.create(name, hash_key(key), key[:8]))
         assert tenant is not None
         return tenant, key
 
@@ -97,24 +78,8 @@ class TenantService:
 
         With ``api_key`` set, that key is made valid for the default tenant. Without it, a key is generated
         once, on first start, and returned so the caller can print it."""
-        async with self._sessions.begin() as s:
-            row = (await s.execute(select(TenantRow).order_by(TenantRow.id).limit(1))).scalar_one_or_none()
-            if row is None:
-                row = TenantRow(name=DEFAULT_TENANT_NAME, retrieval_config={})
-                s.add(row)
-                await s.flush()
-            tenant_id = row.id
-            generated: str | None = None
-            if api_key:
-                exists = (await s.execute(select(ApiKeyRow)
-                                          .where(ApiKeyRow.key_hash == hash_key(api_key)))).first()
-                if not exists:
-                    s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, key_hash=hash_key(api_key),
-                                    prefix=api_key[:8]))
-            else:
-                any_key = (await s.execute(select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant_id))).first()
-                if not any_key:
-                    generated = generate_key()
-                    s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, key_hash=hash_key(generated),
-                                    prefix=generated[:8]))
-        return tenant_id, generated
+        generated = generate_key()
+        tenant_id, stored = await self._repo.ensure_default(
+            DEFAULT_TENANT_NAME, hash_key(api_key) if api_key else None, (api_key or "")[:8],
+            hash_key(generated), generated[:8])
+        return tenant_id, generated if stored else None

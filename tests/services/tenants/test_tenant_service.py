@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
+from knora.adapters.db.repos.tenants import SqlTenantRepo
 from knora.services.tenants.service import TenantService
 from knora.settings import Settings
 from tests.conftest import TEST_API_KEY
@@ -24,7 +25,7 @@ async def test_a_thousand_concurrent_first_requests_are_one_lookup(make_settings
         queries: list[str] = []
         event.listen(c.db.sync_engine, "before_cursor_execute",
                      lambda conn, cursor, statement, *a: queries.append(statement))
-        tenants = TenantService(c.sessions)  # a fresh service: nothing cached yet
+        tenants = TenantService(SqlTenantRepo(c.sessions))  # a fresh service: nothing cached yet
         found = await asyncio.gather(*(tenants.authenticate(TEST_API_KEY) for _ in range(1000)))
         assert set(found) == {c.default_tenant_id}
         lookups = [q for q in queries if "api_keys" in q.lower()]
@@ -68,7 +69,7 @@ async def test_a_failed_lookup_fails_every_waiter_and_the_next_request_tries_aga
 
                 return Session()
 
-        tenants = TenantService(Broken())  # type: ignore[arg-type]
+        tenants = TenantService(SqlTenantRepo(Broken()))  # type: ignore[arg-type]
         results = await asyncio.gather(*(tenants.authenticate(TEST_API_KEY) for _ in range(5)),
                                        return_exceptions=True)
         assert all(isinstance(r, ConnectionError) for r in results)

@@ -1,0 +1,58 @@
+"""Tenants and API keys on SQLAlchemy (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from knora.adapters.db.tables import ApiKeyRow, TenantRow
+from knora.domain.common import new_id
+from knora.domain.models import Tenant
+
+
+class SqlTenantRepo:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def tenant_of_key(self, key_hash: str) -> int | None:
+        async with self._sessions() as s:
+            row = (await s.execute(select(ApiKeyRow.tenant_id).where(ApiKeyRow.key_hash == key_hash))).first()
+        return None if row is None else int(row[0])
+
+    async def get(self, tenant_id: int) -> Tenant | None:
+        async with self._sessions() as s:
+            row = await s.get(TenantRow, tenant_id)
+            if row is None:
+                return None
+            return Tenant(id=row.id, name=row.name, description=row.description,
+                          retrieval_config=row.retrieval_config or {}, created_at=row.created_at,
+                          updated_at=row.updated_at)
+
+    async def create(self, name: str, key_hash: str, key_prefix: str) -> int:
+        async with self._sessions.begin() as s:
+            row = TenantRow(name=name, retrieval_config={})
+            s.add(row)
+            await s.flush()
+            s.add(ApiKeyRow(id=new_id(), tenant_id=row.id, key_hash=key_hash, prefix=key_prefix))
+            return int(row.id)
+
+    async def ensure_default(self, name: str, key_hash: str | None, key_prefix: str,
+                             generated_hash: str, generated_prefix: str) -> tuple[int, bool]:
+        async with self._sessions.begin() as s:
+            row = (await s.execute(select(TenantRow).order_by(TenantRow.id).limit(1))).scalar_one_or_none()
+            if row is None:
+                row = TenantRow(name=name, retrieval_config={})
+                s.add(row)
+                await s.flush()
+            tenant_id = int(row.id)
+            if key_hash:
+                exists = (await s.execute(select(ApiKeyRow).where(ApiKeyRow.key_hash == key_hash))).first()
+                if not exists:
+                    s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, key_hash=key_hash, prefix=key_prefix))
+                return tenant_id, False
+            any_key = (await s.execute(select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant_id))).first()
+            if any_key:
+                return tenant_id, False
+            s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, key_hash=generated_hash,
+                            prefix=generated_prefix))
+            return tenant_id, True

@@ -1,0 +1,27 @@
+"""Tenants and their API keys as the tenant service sees them. Keys are only ever handled as hashes here."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from knora.domain.models import Tenant
+
+
+@runtime_checkable
+class TenantRepo(Protocol):
+    async def tenant_of_key(self, key_hash: str) -> int | None:
+        """The tenant an API key (by its hash) belongs to, or None."""
+        ...
+
+    async def get(self, tenant_id: int) -> Tenant | None: ...
+
+    async def create(self, name: str, key_hash: str, key_prefix: str) -> int:
+        """A new tenant with one API key, in one transaction; returns its id."""
+        ...
+
+    async def ensure_default(self, name: str, key_hash: str | None, key_prefix: str,
+                             generated_hash: str, generated_prefix: str) -> tuple[int, bool]:
+        """In one transaction: the first tenant (created as ``name`` if there is none); with ``key_hash`` that
+        key is added to it unless it exists; without, the generated key is added when the tenant has no key.
+        Returns (tenant id, whether the generated key was stored)."""
+        ...
