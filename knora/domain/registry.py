@@ -3,7 +3,8 @@
 Why one generic class: parsers, embedders, retrieval engines, web search providers, stream logs, job queues
 and model providers all pick an implementation by a configured name. Each used to keep its own dict, its own
 error message and (in settings) its own ``Literal[...]`` copy of the names, and the copies drifted. A registry
-declares the names once; ``settings.py`` validates against ``names()``, the wiring calls ``get(name)``.
+declares the names once; ``settings.py`` validates against ``names()``, the composition root calls
+``get(name)``.
 
 Why lazy: an entry may be an import string (``"package.module:attribute"``), imported on first ``get``. So a
 registry can list its names without importing the implementations (asyncpg, redis, onnxruntime …), and

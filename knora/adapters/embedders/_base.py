@@ -3,7 +3,7 @@
 Inference is CPU-bound and can take seconds per batch; running it in ``asyncio.to_thread`` keeps the event
 loop (and every other request) responsive. A model instance is not safe to call from two threads at once and
 two concurrent calls would only fight over the same cores, so each instance serialises its calls with a lock.
-The model itself loads lazily on first use, inside the worker thread, so building the container stays instant.
+The model itself loads lazily on first use, inside the worker thread, so building the services stays instant.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Job queues by name (``settings.job_queue``).
 
 ``redis`` is accepted (the scale profile names it) but not implemented yet: it builds the durable in-process
-queue on the database and says so, exactly as the wiring did before the registry existed.
+queue on the database and says so, as before the registry existed.
 """
 
 from __future__ import annotations

@@ -79,7 +79,8 @@ def parse_bytes(data: bytes, file_name: str, *,
 
 
 class ParserRegistry:
-    """Object form of this module for the container (``c.parsers``): carries the settings' size limit."""
+    """Object form of this module for the running services (``Services.parsers``): carries the settings' size
+    limit."""
 
     def __init__(self, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES) -> None:
         self.max_expanded_bytes = max_expanded_bytes

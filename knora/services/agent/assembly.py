@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 
 class CatalogEntry(Protocol):
-    """One built-in tool as the catalogue (``knora/adapters/tools/registry.py``, injected by wiring) knows
+    """One built-in tool as the catalogue (``knora/adapters/tools/registry.py``, injected by the root) knows
     it."""
 
     @property

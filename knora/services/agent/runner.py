@@ -1,8 +1,8 @@
 """``SmartReasoningRunner``: the TurnRunner of smart reasoning — resolve config and model, assemble tools,
 run. Each step is a small function over the agent's typed settings (``AgentSettings``).
 
-Everything concrete (tool catalogue, MCP toolset, model registry) is injected by ``wiring.py``, so this module
-depends on ports and services only.
+Everything concrete (tool catalogue, MCP toolset, model registry) is injected by the composition root
+(``knora/root.py``), so this module depends on ports and services only.
 """
 
 from __future__ import annotations

