@@ -7,6 +7,7 @@ needs about the turn (tenant, knowledge scope, bus hooks) so tools stay stateles
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -62,7 +63,7 @@ class ToolContext:
     chat_model_id: str | None = None
     state: dict[str, Any] = field(default_factory=dict)
     emit: Emit = _no_emit  # emit(bus_event_type, payload) — for tools that talk to the user (approval)
-    cancelled: Any = None  # asyncio.Event of the turn, when known
+    cancelled: asyncio.Event | None = None  # the turn's stop flag, when known
 
 
 @runtime_checkable
