@@ -65,8 +65,8 @@ def run(spec: str, datasets: list[str], threads: int, batch: int, max_queries: i
 
     settings = Settings(embedder=spec, embed_threads=threads, embed_batch_size=batch, sample_kb=False)
     embedder = build_embedder(spec, settings)
-    # type: ignore[attr-defined]  # local embedders only: the raw, blocking path
-    encode = embedder.encode_sync
+    # local embedders only: the raw, blocking path
+    encode = embedder.encode_sync  # type: ignore[attr-defined]
     t0 = time.perf_counter()
     encode(["warm-up passage so that model loading is not timed"])
     out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 2)}

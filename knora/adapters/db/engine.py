@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
-_EMPTY_JSON = {list: "[]", dict: "{}"}
+_EMPTY_JSON: dict[type, str] = {list: "[]", dict: "{}"}
 
 
 def json_dumps(value: Any) -> str:

@@ -16,7 +16,7 @@ from knora.domain.common import utcnow
 
 
 class Base(DeclarativeBase):
-    # noqa: RUF012 - read once by SQLAlchemy
+    # read once by SQLAlchemy (a class-level dict on purpose)
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: DateTime(timezone=True)}
 
 

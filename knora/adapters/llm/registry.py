@@ -158,8 +158,8 @@ class ChatModelRegistry:
         factory = self._providers.get(provider)
         merged = {"provider": provider, **(params or {})}
         key = (provider, model, base_url or "", api_key or "")
-        # type: ignore[no-any-return]
-        return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))
+        made: ChatModel = self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))
+        return made
 
     def from_row(self, row: ModelConfig) -> ChatModel:
         m = row.spec("ollama" if row.source == "local" else "openai")
@@ -217,8 +217,8 @@ class RerankerRegistry:
         factory = self._providers.get(provider)
         merged = {"provider": provider, **(params or {})}
         key = (provider, model, base_url or "", api_key or "")
-        # type: ignore[no-any-return]
-        return self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))
+        made_r: Reranker = self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))
+        return made_r
 
     async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> Reranker | None:
         """``None`` when nothing is configured: reranking is then skipped (spec §2.9)."""

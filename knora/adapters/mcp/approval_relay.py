@@ -45,7 +45,7 @@ class RedisApprovalRelay:
                     except Exception:
                         log.warning("bad approval relay message", exc_info=True)
             finally:
-                await pubsub.aclose()
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
 
         self._task = asyncio.create_task(listen(), name="approval-relay")
         await self._ready.wait()

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import warnings
 
-from bs4 import BeautifulSoup, NavigableString, Tag, XMLParsedAsHTMLWarning
+from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
+from bs4.element import NavigableString, Tag
 
 from knora.adapters.parsers._common import decode_text, file_stem, markdown_table, normalise_text
 from knora.ports.parser import ParsedDocument, ParseError
@@ -120,7 +121,7 @@ class HtmlParser:
         for tag in [t for t in soup.find_all(True) if isinstance(t, Tag) and _is_boilerplate(t)]:
             if not tag.decomposed:
                 tag.decompose()
-        root: Tag = soup.find("main") or soup.body or soup  # type: ignore[assignment]
+        root: Tag = soup.find("main") or soup.body or soup
         articles = soup.find_all("article")
         if soup.find("main") is None and len(articles) == 1:
             root = articles[0]

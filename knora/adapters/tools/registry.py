@@ -25,8 +25,8 @@ class ToolEntry:
     # that cannot call tools (text protocol): they start from an observation instead of an empty context
 
     def build(self, deps: ToolDeps) -> Tool | None:
-        # type: ignore[no-any-return]
-        return importlib.import_module(f"knora.adapters.tools.{self.module}").make(deps)
+        tool: Tool | None = importlib.import_module(f"knora.adapters.tools.{self.module}").make(deps)
+        return tool
 
 
 CATALOG: dict[str, ToolEntry] = {

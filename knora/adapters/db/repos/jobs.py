@@ -53,7 +53,7 @@ class SqlJobRepo:
                 res = await s.execute(update(JobRow).where(JobRow.id == row.id, claimable).values(
                     status="running", attempts=JobRow.attempts + 1, updated_at=utcnow()),
                     execution_options={"synchronize_session": False})
-                if res.rowcount:  # type: ignore[attr-defined]
+                if res.rowcount:
                     return rec.model_copy(update={"status": "running", "attempts": rec.attempts + 1})
         return None
 

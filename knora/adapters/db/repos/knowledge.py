@@ -93,7 +93,7 @@ class SqlKnowledgeRepo:
         async with self._sessions.begin() as s:
             res = await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id)
                                   .values(**values))
-            return bool(res.rowcount)  # type: ignore[attr-defined]
+            return bool(res.rowcount)
 
     async def mark_processing(self, knowledge_ids: Sequence[str]) -> None:
         if not knowledge_ids:
