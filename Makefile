@@ -39,7 +39,7 @@ lint:
 
 # Strict typing on the core packages (mypy also checks every module they import).
 typecheck:
-	$(BIN)/mypy --strict knora/domain knora/ports knora/services
+	$(BIN)/mypy --strict knora/domain knora/ports knora/services knora/api knora/cli knora/root.py
 
 bench:
 	$(BIN)/python benchmarks/ingest.py
