@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 
 import snowballstemmer
 
@@ -43,14 +44,15 @@ def configure(cache_dir: Path | None) -> None:
     _jieba_cache_dir = cache_dir
 
 
-def _jieba():  # type: ignore[no-untyped-def]
+def _jieba() -> ModuleType:
     """Initialise jieba once, quietly (it logs to stderr and writes a cache file into the temp dir by
     default)."""
     global _jieba_ready
     import jieba
 
+    module: ModuleType = jieba
     if _jieba_ready:
-        return jieba
+        return module
     with _jieba_lock:
         if not _jieba_ready:
             jieba.setLogLevel(logging.WARNING)
@@ -63,7 +65,7 @@ def _jieba():  # type: ignore[no-untyped-def]
                 jieba.dt.tmp_dir = tempfile.gettempdir()
             jieba.dt.initialize()
             _jieba_ready = True
-    return jieba
+    return module
 
 
 def _stemmer() -> snowballstemmer.stemmer:

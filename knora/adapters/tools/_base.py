@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+from knora.domain.knowledge import Knowledge
 from knora.domain.search import SearchResult
+from knora.ports.blobs import BlobStore
+from knora.ports.store import Repositories
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
+from knora.settings import Settings
+
+T = TypeVar("T")
+
+
+class ToolUnavailable(RuntimeError):
+    """A tool ran without a dependency its ``make`` should have required (a wiring mistake, not bad input)."""
+
+
+def need(value: T | None, what: str) -> T:
+    """``value``, which the tool's factory checked is there; a clear error instead of an AttributeError."""
+    if value is None:
+        raise ToolUnavailable(f"{what} is not available to this tool")
+    return value
 
 
 class BaseTool:
@@ -16,6 +33,18 @@ class BaseTool:
 
     def __init__(self, deps: ToolDeps) -> None:
         self.deps = deps
+
+    @property
+    def repos(self) -> Repositories:
+        return need(self.deps.repos, "the document store")
+
+    @property
+    def blobs(self) -> BlobStore:
+        return need(self.deps.blobs, "the file store")
+
+    @property
+    def settings(self) -> Settings:
+        return need(self.deps.settings, "the settings")
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:  # pragma: no cover
         raise NotImplementedError
@@ -32,10 +61,10 @@ def result_row(r: SearchResult, **extra: Any) -> dict[str, Any]:
     return row
 
 
-async def scope_knowledge(deps: ToolDeps, ctx: ToolContext, limit: int = 2000) -> list[Any]:
+async def scope_knowledge(deps: ToolDeps, ctx: ToolContext, limit: int = 2000) -> list[Knowledge]:
     """Documents of the turn's scope: pinned documents, else every document of the scoped KBs (capped)."""
-    repos = deps.repos
-    docs: list[Any] = []
+    repos = need(deps.repos, "the document store")
+    docs: list[Knowledge] = []
     for kid in ctx.knowledge_ids:
         k = await repos.knowledge.get(ctx.tenant_id, kid)
         if k is not None:
@@ -54,7 +83,7 @@ async def scope_knowledge(deps: ToolDeps, ctx: ToolContext, limit: int = 2000) -
     return docs[:limit]
 
 
-def in_scope(ctx: ToolContext, knowledge: Any) -> bool:
+def in_scope(ctx: ToolContext, knowledge: Knowledge | None) -> bool:
     if knowledge is None or knowledge.tenant_id != ctx.tenant_id:
         return False
     return knowledge.id in ctx.knowledge_ids or knowledge.knowledge_base_id in ctx.knowledge_base_ids

@@ -7,18 +7,18 @@ from typing import Any
 import duckdb
 
 from knora.adapters.tools import _duckdb
-from knora.adapters.tools._base import in_scope
+from knora.adapters.tools._base import in_scope, need
 from knora.ports.tool import ToolContext, ToolDeps
 
 
 async def open_table(deps: ToolDeps, ctx: ToolContext, knowledge_id: str) -> tuple[Any, str,
                                                                                    duckdb.DuckDBPyConnection]:
-    k = await deps.repos.knowledge.get(ctx.tenant_id, knowledge_id)
-    if not in_scope(ctx, k):
+    k = await need(deps.repos, "the document store").knowledge.get(ctx.tenant_id, knowledge_id)
+    if k is None or not in_scope(ctx, k):
         raise _duckdb.DataError(f"document not found: {knowledge_id}")
     if not k.file_path:
         raise _duckdb.DataError(f"document {k.title or k.id} has no stored file")
-    data = await deps.blobs.get(k.file_path)
+    data = await need(deps.blobs, "the file store").get(k.file_path)
     name = _duckdb.table_name(k.file_name or k.title)
     ext = k.file_type or (k.file_name.rsplit(".", 1)[-1] if "." in k.file_name else "")
     return k, name, _duckdb.load(data, ext, name)

@@ -30,7 +30,7 @@ class DatabaseQueryTool(BaseTool):
                                             "required": ["sql"]}
 
     async def _load(self, ctx: ToolContext) -> duckdb.DuckDBPyConnection:
-        repos = self.deps.repos
+        repos = self.repos
         con = sandbox.connect()
         con.execute("CREATE TABLE knowledge_bases(id VARCHAR, name VARCHAR, description VARCHAR, "
                     "type VARCHAR, created_at TIMESTAMP)")

@@ -48,10 +48,10 @@ class ExecuteSkillScriptTool(BaseTool):
 
     def __init__(self, deps: ToolDeps) -> None:
         super().__init__(deps)
-        self.timeout_seconds = float(deps.settings.sandbox_timeout_seconds) + 5.0
+        self.timeout_seconds = float(self.settings.sandbox_timeout_seconds) + 5.0
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        s = self.deps.settings
+        s = self.settings
         skill = load_skills(s.skills_dir, ctx.state.get("allowed_skills")).get(str(args["skill_name"]))
         if skill is None:
             return ToolResult.fail(f"skill not found: {args['skill_name']}")

@@ -19,11 +19,11 @@ class GetDocumentInfoTool(BaseTool):
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         docs, missing = [], []
         for kid in args["knowledge_ids"]:
-            k = await self.deps.repos.knowledge.get(ctx.tenant_id, str(kid))
-            if not in_scope(ctx, k):
+            k = await self.repos.knowledge.get(ctx.tenant_id, str(kid))
+            if k is None or not in_scope(ctx, k):
                 missing.append(str(kid))
                 continue
-            count = (await self.deps.repos.chunks.list(ctx.tenant_id, k.id, page=1, page_size=1)).total
+            count = (await self.repos.chunks.list(ctx.tenant_id, k.id, page=1, page_size=1)).total
             docs.append({"knowledge_id": k.id, "knowledge_base_id": k.knowledge_base_id,
                          "title": k.title or k.file_name, "description": k.description, "type": k.type,
                          "source": k.source, "file_name": k.file_name, "file_type": k.file_type,

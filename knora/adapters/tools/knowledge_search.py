@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-from knora.adapters.tools._base import BaseTool, result_row
+from knora.adapters.tools._base import BaseTool, need, result_row
 from knora.domain.search import SearchParams, SearchResult
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
@@ -51,7 +51,7 @@ class KnowledgeSearchTool(BaseTool):
                                   knowledge_ids=list(ctx.knowledge_ids),
                                   tag_ids=list(ctx.tag_ids), match_count=TOP_K, vector_threshold=VECTOR_T,
                                   keyword_threshold=KEYWORD_T)
-            for r in await self.deps.search_service.search(ctx.tenant_id, params):
+            for r in await need(self.deps.search_service, "knowledge search").search(ctx.tenant_id, params):
                 key = r.id
                 if key not in hits or r.score > hits[key][0].score:
                     hits[key] = (r, q)

@@ -21,7 +21,7 @@ class ListKnowledgeChunksTool(BaseTool):
         given = [k for k in ("knowledge_id", "chunk_id", "faq_id") if args.get(k)]
         if len(given) != 1:
             return ToolResult.fail("give exactly one of knowledge_id, chunk_id or faq_id")
-        repos = self.deps.repos
+        repos = self.repos
         if given[0] != "knowledge_id":
             ch = await repos.chunks.get(ctx.tenant_id, str(args[given[0]]))
             k = await repos.knowledge.get(ctx.tenant_id, ch.knowledge_id) if ch else None
@@ -30,7 +30,7 @@ class ListKnowledgeChunksTool(BaseTool):
             chunks, total, offset = [ch], 1, 0
         else:
             k = await repos.knowledge.get(ctx.tenant_id, str(args["knowledge_id"]))
-            if not in_scope(ctx, k):
+            if k is None or not in_scope(ctx, k):
                 return ToolResult.fail(f"document not found: {args['knowledge_id']}")
             limit, offset = int(args.get("limit") or 20), int(args.get("offset") or 0)
             page = offset // limit + 1

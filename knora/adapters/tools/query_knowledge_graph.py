@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from knora.adapters.tools._base import BaseTool
+from knora.adapters.tools._base import BaseTool, need
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 
@@ -20,12 +20,13 @@ class QueryKnowledgeGraphTool(BaseTool):
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         kb_ids = ([k for k in args["knowledge_base_ids"] if k in ctx.knowledge_base_ids]
                   or list(ctx.knowledge_base_ids))
-        with_graph = await self.deps.graph_store.has_graph(ctx.tenant_id, kb_ids)
+        graph = need(self.deps.graph_store, "the knowledge graph")
+        with_graph = await graph.has_graph(ctx.tenant_id, kb_ids)
         if not with_graph:
             return ToolResult(output="None of these knowledge bases has a knowledge graph configured; use "
                                      "knowledge_search instead.", data={"graph_configured": False})
         terms = [t for t in re.split(r"[\s,;，；、]+", str(args["query"])) if t] or [str(args["query"])]
-        found = await self.deps.graph_store.search_nodes(ctx.tenant_id, with_graph, terms,
+        found = await graph.search_nodes(ctx.tenant_id, with_graph, terms,
                                                          knowledge_ids=ctx.knowledge_ids)
         if not found.nodes:
             return ToolResult(output=f"No graph entities match {args['query']!r}.",

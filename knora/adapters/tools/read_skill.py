@@ -21,7 +21,7 @@ class ReadSkillTool(BaseTool):
         "required": ["skill_name"]}
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        skills = load_skills(self.deps.settings.skills_dir, ctx.state.get("allowed_skills"))
+        skills = load_skills(self.settings.skills_dir, ctx.state.get("allowed_skills"))
         skill = skills.get(str(args["skill_name"]))
         if skill is None:
             return ToolResult.fail(f"skill not found: {args['skill_name']}. Available: {', '.join(skills)}")

@@ -11,7 +11,7 @@ import re
 from itertools import pairwise
 from typing import Any, ClassVar
 
-from knora.adapters.tools._base import BaseTool
+from knora.adapters.tools._base import BaseTool, need
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 SESSIONS_SCANNED, MESSAGES_PER_SESSION, ANSWER_CHARS = 50, 40, 500
@@ -37,7 +37,7 @@ class SearchConversationsTool(BaseTool):
         wanted = terms(str(args["query"]))
         if not wanted:
             return ToolResult.fail("query has no searchable words")
-        conv = self.deps.conversations
+        conv = need(self.deps.conversations, "the conversation store")
         sessions, _total = await conv.sessions.list(ctx.tenant_id, page=1, page_size=SESSIONS_SCANNED)
         hits: list[dict[str, Any]] = []
         for session in sessions:

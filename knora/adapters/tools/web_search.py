@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from knora.adapters.tools._base import BaseTool
+from knora.adapters.tools._base import BaseTool, need
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 
@@ -18,7 +18,8 @@ class WebSearchTool(BaseTool):
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         query = str(args["query"]).strip()
-        results = await self.deps.web_search.search(query, max_results=ctx.web_search_max_results or 5)
+        web = need(self.deps.web_search, "web search")
+        results = await web.search(query, max_results=ctx.web_search_max_results or 5)
         if not results:
             return ToolResult(output=f"No web search results found for query: {query}",
                               data={"query": query, "results": []})
