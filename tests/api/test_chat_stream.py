@@ -253,3 +253,35 @@ class TestConnection:
         assert ":" in kinds
         assert kinds[-1] == "complete"
         assert kinds.index(":") > kinds.index("answer")
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=[pytest.mark.redis])])
+async def any_log_container(request: pytest.FixtureRequest,
+                            make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
+    from tests.conftest import REDIS_URL, started
+
+    extra: dict[str, Any] = {}
+    if request.param == "redis":
+        extra = {"stream_log": "redis", "redis_url": REDIS_URL,
+                 "redis_prefix": request.getfixturevalue("redis_prefix")}
+    async with started(make_settings(sse_keepalive_seconds=0.05, **extra)) as c:
+        yield c
+
+
+async def test_resume_at_or_past_complete_closes(any_log_container: Any) -> None:
+    """Issue 20, 6a: a cursor at ``complete`` or past the log (offset=9999) used to get keep-alives until the
+    log's TTL; it now gets an empty 200 stream. A cursor before ``complete`` still gets it."""
+    any_log_container.runners.quick = ScriptedRunner()
+    async with live_client(any_log_container) as http:
+        sid = await session(http)
+        async with http.stream("POST", f"/api/v1/knowledge-chat/{sid}", json={"query": "q"}) as r:
+            live = [f async for f in frames(r) if f is not None]
+        assert live[-1]["response_type"] == "complete"
+        end = len(live) - 1  # the seq of complete
+        url = f"/api/v1/sessions/continue-stream/{sid}?message_id={live[0]['assistant_message_id']}"
+        at_end, past_end, before_end = await asyncio.wait_for(asyncio.gather(
+            http.get(url, headers={"Last-Event-ID": str(end)}), http.get(url + "&offset=9999"),
+            http.get(url, headers={"Last-Event-ID": str(end - 1)})), timeout=10)
+    assert (at_end.status_code, at_end.content) == (200, b"")
+    assert (past_end.status_code, past_end.content) == (200, b"")
+    assert parse_sse(before_end.content).frames == live[-1:]

@@ -1,15 +1,18 @@
 """``grep_chunks``: case-insensitive regex over chunk text and document titles in scope (spec §6.14).
 
+The pattern is the model's, so it is untrusted: it runs on RE2 (``_safe_regex``), linear in the text, never
+on Python's backtracking ``re``, which a pattern like ``^(a+)+$`` could keep busy for minutes on the loop.
+
 Scans the scope's chunks through the store's chunk repository (capped), scores hits like WeKnora (body hit
 1.0 + an early-position bonus, +0.5 for a title hit) and keeps the best 30.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar
 
 from knora.adapters.tools._base import BaseTool, scope_knowledge
+from knora.adapters.tools._safe_regex import UnsafePatternError, compile_untrusted
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 LIMIT, SCAN_CAP, SNIPPET = 30, 20000, 120
@@ -20,7 +23,9 @@ class GrepChunksTool(BaseTool):
     description = ("Keyword search: find chunks whose text (or document title) matches a case-insensitive "
                    "regular expression. Best for exact names, numbers, codes and phrases.")
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {
-        "query": {"type": "string", "description": "One regular expression, e.g. 'error 4\\d\\d|timeout'"}},
+        "query": {"type": "string", "description": (
+            "One regular expression (RE2 syntax: no back-references or look-around), "
+            "e.g. 'error 4\\d\\d|timeout'")}},
         "required": ["query"]}
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -28,8 +33,8 @@ class GrepChunksTool(BaseTool):
         if not query:
             return ToolResult.fail("query parameter is required and must be a non-empty regex string")
         try:
-            pattern = re.compile(query, re.IGNORECASE)
-        except re.error as exc:
+            pattern = compile_untrusted(query, ignore_case=True)
+        except UnsafePatternError as exc:
             return ToolResult.fail(f"invalid regex query {query!r}: {exc}")
         scanned, hits = 0, []
         for k in await scope_knowledge(self.deps, ctx):

@@ -225,14 +225,23 @@ class AgentEngine:
 
     def _prepare(self, run: _Run, call: ToolCall) -> tuple[dict[str, Any], dict[str, Any]] | ToolResult:
         """→ (arguments for the tool, arguments as the model wrote them), or a failure that skips
-        execution."""
+        execution.
+
+        A call is counted before it is validated: a call the engine refuses (unparsable arguments, unresolved
+        handles) repeated with the same name and arguments is a duplicate like any other, so the repeated-call
+        guard stops the run. Counting only valid calls let a model repeat one invalid call for every
+        iteration (issue 20, item 9: 51 model calls)."""
         tool = self.registry.get(call.name)
         opaque = bool(getattr(tool, "opaque_arguments", False))
         raw = call.arguments if opaque else self.refs.decode_arguments(call.arguments)
         try:
             args = arguments.parse_arguments(raw)
         except ValueError as exc:
+            if _seen_before(run, f"{call.name}:unparsed:{call.arguments}"):
+                return _duplicate(call)
             return ToolResult.fail(f"Failed to parse tool arguments: {exc}{ERROR_HINT}", _raw=call.arguments)
+        if _seen_before(run, arguments.signature(call.name, args)):
+            return _duplicate(call)
         try:
             model_args = arguments.parse_arguments(call.arguments) if raw != call.arguments else args
         except ValueError:
@@ -241,11 +250,6 @@ class AgentEngine:
         if unresolved:
             return ToolResult.fail("tool arguments contain unresolved model handles: "
                                    f"{unresolved}{ERROR_HINT}")
-        sig = arguments.signature(call.name, args)
-        run.seen_calls[sig] = run.seen_calls.get(sig, 0) + 1
-        if run.seen_calls[sig] > 1:
-            return ToolResult(success=False, error=prompts.DUPLICATE_CALL.format(name=call.name),
-                              data={"duplicate": True})
         return args, model_args
 
     async def _call(self, run: _Run, call: ToolCall, prepared: tuple[dict[str, Any], dict[str,
@@ -332,6 +336,17 @@ class AgentEngine:
         if reason:
             res.stop_reason = res.stop_reason or reason
 
+
+
+def _seen_before(run: _Run, signature: str) -> bool:
+    """Counts one call under ``signature``; True from its second occurrence in the run."""
+    run.seen_calls[signature] = run.seen_calls.get(signature, 0) + 1
+    return run.seen_calls[signature] > 1
+
+
+def _duplicate(call: ToolCall) -> ToolResult:
+    return ToolResult(success=False, error=prompts.DUPLICATE_CALL.format(name=call.name),
+                      data={"duplicate": True})
 
 
 def _replay_arguments(call: ToolCall, prepared: tuple[dict[str, Any], dict[str, Any]] | ToolResult) -> str:

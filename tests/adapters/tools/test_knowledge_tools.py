@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 from typing import Any
 
@@ -58,6 +59,52 @@ class TestGrep:
         res = await grep_chunks.GrepChunksTool(ToolDeps(repos=store)).execute({"query": "("}, ctx())
         assert not res.success
         assert "invalid regex" in res.error
+
+    @pytest.mark.timeout(10)
+    async def test_catastrophic_pattern_does_not_stall_the_loop(self, store: Store) -> None:
+        """``^(a+)+$`` over 5,000 characters would backtrack for longer than the universe on ``re``."""
+        store.add_doc("kb1", "Bomb", ["a" * 5000 + "!", "aaaa"])
+        ticks = 0
+
+        async def heartbeat() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        beat = asyncio.create_task(heartbeat())
+        tool = grep_chunks.GrepChunksTool(ToolDeps(repos=store))
+        try:
+            res = await asyncio.wait_for(tool.execute({"query": "^(a+)+$"}, ctx()), timeout=10)
+            await asyncio.sleep(0)
+        finally:
+            beat.cancel()
+        assert res.success
+        assert [r["match"] for r in res.data["results"]] == ["aaaa"]
+        assert ticks > 0
+
+    @pytest.mark.parametrize("query", [r"(a)\1", "(?=leave)", "(?<!sick )leave", "a++"])
+    async def test_syntax_without_linear_time_match_is_refused(self, store: Store, query: str) -> None:
+        res = await grep_chunks.GrepChunksTool(ToolDeps(repos=store)).execute({"query": query}, ctx())
+        assert not res.success
+        assert "invalid regex" in res.error
+        assert "not supported" in res.error
+
+    async def test_overlong_pattern_is_refused(self, store: Store) -> None:
+        res = await grep_chunks.GrepChunksTool(ToolDeps(repos=store)).execute({"query": "a" * 1001}, ctx())
+        assert not res.success
+        assert "limit is 1000" in res.error
+
+    async def test_case_insensitive_unicode_and_offsets(self, store: Store) -> None:
+        store.add_doc("kb1", "Zürich", ["Straße in ÄRGERLICH Zürich"])
+        res = await grep_chunks.GrepChunksTool(ToolDeps(repos=store)).execute({"query": "ärgerlich"}, ctx())
+        assert [r["match"] for r in res.data["results"]] == ["Straße in ÄRGERLICH Zürich"]
+
+    async def test_snippet_window_uses_character_offsets(self, store: Store) -> None:
+        text = "ß" * 200 + "NEEDLE" + "x" * 200  # two UTF-8 bytes a character before the hit
+        store.add_doc("kb1", "Long", [text])
+        res = await grep_chunks.GrepChunksTool(ToolDeps(repos=store)).execute({"query": "needle"}, ctx())
+        assert [r["match"] for r in res.data["results"]] == [text[140:260]]
 
 
 class TestReading:
