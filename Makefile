@@ -37,9 +37,9 @@ test: install-test
 lint:
 	$(BIN)/ruff check knora tests benchmarks
 
-# Strict typing on the core packages (mypy also checks every module they import).
+# Strict typing on the whole package.
 typecheck:
-	$(BIN)/mypy --strict knora/domain knora/ports knora/services knora/api knora/cli knora/root.py
+	$(BIN)/mypy --strict knora
 
 bench:
 	$(BIN)/python benchmarks/ingest.py

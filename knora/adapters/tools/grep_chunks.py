@@ -41,7 +41,7 @@ class GrepChunksTool(BaseTool):
             title_hit = bool(pattern.search(k.title or k.file_name or ""))
             page = 1
             while scanned < SCAN_CAP:
-                got = await self.deps.repos.chunks.list(ctx.tenant_id, k.id, page=page, page_size=500)
+                got = await self.repos.chunks.list(ctx.tenant_id, k.id, page=page, page_size=500)
                 for ch in got.items:
                     scanned += 1
                     if not ch.is_enabled:
