@@ -38,7 +38,10 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8080
     api_key: str | None = Field(default=None, description="Key of the default tenant; generated if unset")
-    cors_origins: list[str] = ["*"]
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description="Origins allowed to call the API from a browser (JSON list). Empty: the UI Knora serves "
+        "needs none; never answered on key-minting routes with '*' (knora.api.cors)")
 
     # --- adapters, chosen by name ---------------------------------------------------------------------------
     # Fields naming an implementation are checked against that kind's registry (``_REGISTRIES``), not a copy

@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
-from fastapi.middleware.cors import CORSMiddleware
 
 from knora import __version__
 from knora.api import errors
 from knora.api.body import install_openapi
+from knora.api.cors import KnoraCors
 from knora.api.request_id import RequestIdMiddleware
 from knora.api.routes import (
     agents,
@@ -64,14 +64,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     if services is not None:
         app.state.services = services
     errors.install(app)
-    app.add_middleware(
-        CORSMiddleware,
-        allow_origins=settings.cors_origins,
-        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-        allow_headers=["Origin", "Content-Type", "Accept", "Authorization", "X-API-Key", "X-Request-ID",
-                       "X-Tenant-ID", "Last-Event-ID"],
-        expose_headers=["X-Request-ID"],
-    )
+    app.add_middleware(KnoraCors, origins=settings.cors_origins, prefix=API_PREFIX)
 
     app.add_middleware(RequestIdMiddleware)  # outermost: error responses get the id too
 

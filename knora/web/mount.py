@@ -3,6 +3,9 @@
 The UI is a no-build set of ES modules, so a fresh checkout works right after ``make run``. The catch-all
 route is added after every API router, and it refuses the paths that belong to the server (``/api``,
 ``/docs``, ``/health``, ``/openapi.json``…) so an unknown API path still answers 404 instead of the UI's HTML.
+
+Every file it serves carries ``CONTENT_SECURITY_POLICY``: the UI holds the tenant's API key in localStorage,
+so a script that slipped into a rendered answer must neither run nor send anything anywhere.
 """
 
 from __future__ import annotations
@@ -23,7 +26,17 @@ RESERVED_PREFIXES: tuple[str, ...] = ("api/", "docs", "redoc", "openapi.json", "
 mimetypes.add_type("text/javascript", ".js")
 mimetypes.add_type("text/css", ".css")
 
-_NO_CACHE = {"Cache-Control": "no-cache"}
+# The UI needs nothing beyond its own origin: ES modules and one stylesheet (no inline <script> or <style>;
+# the few computed styles are set through the CSSOM, which CSP allows), fetch/XHR/SSE to /api, and a data: URL
+# for the favicon (img-src). Remote images in answers are rendered as links (markdown.js), so img-src stays
+# closed to other hosts and an answer cannot leak text through an image URL.
+CONTENT_SECURITY_POLICY = "; ".join((
+    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+    "connect-src 'self'", "object-src 'none'", "base-uri 'self'", "frame-ancestors 'none'",
+    "form-action 'self'"))
+
+_HEADERS = {"Cache-Control": "no-cache", "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+            "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
 
 
 def _is_reserved(path: str) -> bool:
@@ -50,11 +63,11 @@ def mount(app: FastAPI, root: Path = STATIC_DIR) -> None:
             raise HTTPException(status_code=404)  # gin answers 404 for a wrong method too (api §1.1)
         found = resolve_static(path, root)
         if found is not None:
-            return FileResponse(found, headers=_NO_CACHE)
+            return FileResponse(found, headers=_HEADERS)
         last = path.rsplit("/", 1)[-1]
         if "." in last:  # a missing asset, not a client route
             raise HTTPException(status_code=404)
-        return FileResponse(index, media_type="text/html", headers=_NO_CACHE)
+        return FileResponse(index, media_type="text/html", headers=_HEADERS)
 
     # Every method, so that a POST to an unknown /api path answers 404 (not 405 from a partial match here).
     methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]

@@ -172,7 +172,7 @@ class TestSystem:
     async def test_auto_setup_logs_the_web_ui_in(self, lite_container: Any) -> None:
         async with client_for(lite_container, **{"X-API-Key": ""}) as anon:
             assert (await anon.get("/api/v1/auth/config")).json()["success"] is True
-            body = (await anon.post("/api/v1/auth/auto-setup", json={})).json()
+            body = (await anon.post("http://localhost/api/v1/auth/auto-setup", json={})).json()
             assert body["success"] is True
             assert body["token"]
             assert body["tenant"]["id"] == body["active_tenant"]["id"] == lite_container.default_tenant_id

@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from knora.api.app import create_app
+from knora.root import Services
 from tests.conftest import TEST_API_KEY
 from tests.services.streaming.sse import parse_sse
 
@@ -103,8 +105,13 @@ class TestTransport:
         assert_uuid(generated)
 
     async def test_cors_preflight_skips_auth_and_allows_the_api_key_header(
-            self, sqlite_client: httpx.AsyncClient) -> None:
-        async with anonymous(sqlite_client) as anon:
+            self, sqlite_container: Services) -> None:
+        """A UI on another origin (WeKnora's dev server without its proxy) must be listed by the operator:
+        CORS is closed by default, so the origin is set here."""
+        settings = sqlite_container.settings.model_copy(update={"cors_origins": ["http://localhost:5173"]})
+        app = create_app(settings, services=sqlite_container)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://knora.test") as anon:
             r = await anon.options("/api/v1/sessions", headers={
                 "Origin": "http://localhost:5173", "Access-Control-Request-Method": "POST",
                 "Access-Control-Request-Headers": "content-type,x-api-key,authorization,x-request-id"})
@@ -144,7 +151,9 @@ class TestAuth:
 
     async def test_auto_setup_logs_the_ui_in_silently(self, sqlite_client: httpx.AsyncClient) -> None:
         async with anonymous(sqlite_client) as anon:
-            r = await anon.post("/api/v1/auth/auto-setup", json={})
+            # the UI's own, same-origin call on a loopback host (knora.test is not one)
+            r = await anon.post("http://127.0.0.1:8080/api/v1/auth/auto-setup", json={},
+                                headers={"Origin": "http://127.0.0.1:8080"})
             assert r.status_code == 200, r.text
             body = r.json()
             assert body["success"] is True

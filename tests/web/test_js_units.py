@@ -46,7 +46,7 @@ class TestMarkdown:
         assert "<ul><li>one</li><li>two<ul><li>nested</li></ul></li></ul>" in html
         assert "<ol><li>first</li><li>second</li></ol>" in html
         assert "<table>" in html
-        assert '<td style="text-align:right">2</td>' in html
+        assert '<td class="align-right">2</td>' in html
         assert '<pre><code class="language-py">x = &#39;&lt;kb/&gt;&#39; &lt; 2</code></pre>' in html
         assert "<blockquote><p>quote</p></blockquote>" in html
 
@@ -57,6 +57,45 @@ class TestMarkdown:
         assert "javascript:" not in html
         assert ">bad<" not in html.replace("bad</a>", "")
         assert '<a href="/kb/1">rel</a>' in html
+
+    # Each must stay plain text: a browser reads all of these as javascript:/vbscript:/data: URLs.
+    HOSTILE = ["javascript:alert(1)", "JaVaScRiPt:alert(1)", "\u0001javascript:alert(1)",
+               "\u0000 javascript:alert(1)", "java\tscript:alert(1)", "java\nscript:alert(1)",
+               "\u200bjavascript:alert(1)", "&#106;avascript:alert(1)", "javascript&#58;alert(1)",
+               "&#x6A;avascript&colon;alert(1)", "javascript&amp;#58;alert(1)", "  javascript:alert(1)",
+               "vbscript:msgbox(1)", "data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",
+               "//evil.example/x", "\\\\evil.example/x", "/\\evil.example/x"]
+
+    def test_safe_url_refuses_obfuscated_schemes(self, js: Callable[..., Any]) -> None:
+        out = js("return arg.map(u => md.safeUrl(u))", self.HOSTILE)
+        assert out == [None] * len(self.HOSTILE)
+        ok = js("return arg.map(u => md.safeUrl(u))",
+                ["https://e.com/a?b=1&c=2", "HTTP://e.com", "mailto:a@e.com", "/kb/1", "#top", "doc.md",
+                 "\u0001https://e.com"])
+        assert ok == ["https://e.com/a?b=1&c=2", "HTTP://e.com", "mailto:a@e.com", "/kb/1", "#top", "doc.md",
+                      "https://e.com"]
+
+    def test_hostile_links_and_images_render_as_text(self, js: Callable[..., Any]) -> None:
+        src = "\n".join(f"[x{i}]({u}) ![y{i}]({u})" for i, u in enumerate(self.HOSTILE))
+        out = js("""const box = document.createElement('div');
+                    box.innerHTML = md.renderMarkdown(arg).html;
+                    return {links: [...box.querySelectorAll('a[href], img[src]')].length,
+                            text: box.textContent};""", src)
+        assert out["links"] == 0
+        assert "x0" in out["text"]
+        assert "x2" in out["text"]
+
+    def test_remote_image_is_a_link_not_a_fetch(self, js: Callable[..., Any]) -> None:
+        html = js("return md.renderMarkdown('![logo](https://e.com/l.png) ![local](/files/a.png)').html")
+        assert ('<a href="https://e.com/l.png" target="_blank" rel="noopener noreferrer" class="img-link">'
+                'logo</a>') in html
+        assert '<img src="/files/a.png" alt="local" loading="lazy">' in html
+
+    def test_dom_helper_drops_unsafe_href(self, js: Callable[..., Any]) -> None:
+        out = js("""const dom = await import('/js/dom.js');
+                    return arg.map(u => dom.h('a', {href: u}, 'x').getAttribute('href'));""",
+                 ["\u0001javascript:alert(1)", "https://e.com", "/kb/1"])
+        assert out == [None, "https://e.com", "/kb/1"]
 
     def test_unterminated_fence_while_streaming(self, js: Callable[[str], Any]) -> None:
         html = js("return md.renderMarkdown('text\\n```\\ncode **not bold**', {streaming: true}).html")

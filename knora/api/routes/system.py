@@ -1,13 +1,14 @@
 """System info, capabilities, and the small auth surface WeKnora's web UI needs to log in (api §1.5, §6(c)).
 
 Knora has tenants with API keys, not users with passwords. ``POST /auth/auto-setup`` (WeKnora Lite's silent
-login) hands a loopback client a key of the default tenant as its ``token``; the UI then sends it as a bearer
-token, which authenticates like ``X-API-Key``. Clients on other addresses must be given a key by the operator.
+login) hands a key of the default tenant as its ``token`` to Knora's own UI on this machine only (a
+same-origin JSON request from a loopback client naming a loopback host; see ``knora.api.same_origin``); the
+UI then sends it as a bearer token, which authenticates like ``X-API-Key``. Other clients and other origins
+must be given a key by the operator.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -16,6 +17,7 @@ from fastapi.responses import JSONResponse
 from knora import __version__
 from knora.api.deps import DefaultTenantDep, SettingsDep, TenantDep, TenantsDep
 from knora.api.envelope import ok
+from knora.api.same_origin import auto_setup_refusal
 from knora.domain.errors import Forbidden, NotFound, Unauthorized
 from knora.services.tenants.service import TenantService
 
@@ -34,14 +36,6 @@ def _user(tenant_id: int, tenant_name: str) -> tuple[dict[str, Any], dict[str, A
     tenant = {"id": tenant_id, "name": tenant_name}
     memberships = [{"tenant_id": tenant_id, "tenant_name": tenant_name, "role": "owner"}]
     return user, tenant, memberships
-
-
-def _is_loopback(request: Request) -> bool:
-    host = request.client.host if request.client else ""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host in ("localhost", "testclient")
 
 
 @router.get("/system/info")
@@ -72,8 +66,12 @@ async def _login_body(tenants: TenantService, tenant_id: int, token: str) -> dic
 @router.post("/auth/auto-setup")
 async def auto_setup(request: Request, settings: SettingsDep, tenants: TenantsDep,
                      default_tenant_id: DefaultTenantDep) -> JSONResponse:
-    if not _is_loopback(request):
-        raise Forbidden("Auto-setup is only available from this machine; use an API key")
+    """A key of the default tenant for Knora's own UI on this machine, refused to anything else (why:
+    ``knora.api.same_origin``)."""
+    refusal = auto_setup_refusal(request.headers, request.url.scheme,
+                                 request.client.host if request.client else "")
+    if refusal is not None:
+        raise Forbidden(refusal)
     token = await tenants.ui_key(settings.api_key)
     return JSONResponse(await _login_body(tenants, default_tenant_id, token))
 

@@ -2,6 +2,7 @@
 import { h, clear } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown, escapeHtml } from "./markdown.js";
+import { safeUrl } from "./safe-url.js";
 import { layout } from "./turn.js";
 import { findReference, docLink } from "./citations.js";
 import { showCitation, isRestoringFocus } from "./popover.js";
@@ -109,7 +110,7 @@ export class AnswerView {
       const n = numberOf.get(r.id);
       const link = docLink(r);
       const isWeb = r.chunk_type === "web_search" || r.match_type === 7;
-      const href = isWeb ? r.knowledge_source || r.metadata?.url : link;
+      const href = isWeb ? safeUrl(r.knowledge_source || r.metadata?.url) : link; // a web result's URL is foreign text
       this.refsList.append(h("li", { class: n ? "cited" : "" },
         h("div", { class: "ref-head" },
           n ? h("span", { class: "ref-n", title: t("cite.document") }, n) : null,

@@ -69,7 +69,9 @@ export async function api(method, path, body, opts) {
   return env && typeof env === "object" && "data" in env ? env.data : env;
 }
 
-// Silent login for the embedded profile: the server hands out the default tenant's key (api §6(c)).
+// Silent login for the embedded profile: the server hands out the default tenant's key (api §6(c)) to a
+// same-origin request only; the JSON content type is required (a page on another origin cannot send it
+// without a CORS preflight, which this route never answers — knora/api/same_origin.py).
 export async function autoSetup() {
   try {
     const res = await fetch(`${API}/auth/auto-setup`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });

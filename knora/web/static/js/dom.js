@@ -1,4 +1,6 @@
-// Tiny DOM helpers: h() builds elements without innerHTML, so user text is never parsed as HTML.
+// Tiny DOM helpers: h() builds elements without innerHTML, so user text is never parsed as HTML, and it drops
+// an href/src that safe-url.js refuses, so no element it builds links to javascript: (or data:, vbscript:…).
+import { safeUrl } from "./safe-url.js";
 
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -9,6 +11,8 @@ export function h(tag, attrs, ...children) {
       else if (k === "dataset") Object.assign(el.dataset, v);
       else if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2).toLowerCase(), v);
       else if (k === "html") el.innerHTML = v; // only for output of the escaping Markdown renderer
+      else if (k === "style") el.style.cssText = v; // through the CSSOM: the CSP refuses style attributes
+      else if (k === "href" || k === "src") { const u = safeUrl(v); if (u !== null) el.setAttribute(k, u); }
       else if (k in el && typeof v !== "string") el[k] = v;
       else el.setAttribute(k, v === true ? "" : String(v));
     }

@@ -1,17 +1,15 @@
 // A small, safe Markdown renderer. All source text is HTML-escaped before any markup is produced, links are
-// limited to safe schemes, and citation placeholders (see citations.js) are swapped for markers at the end.
+// limited to safe schemes (safe-url.js), and citation placeholders (see citations.js) are swapped for markers at
+// the end. The output has no style attributes (the UI's CSP refuses inline styles) and no image from another
+// host (a remote image is shown as a link: loading it would tell that host what the answer says).
 import { extractCitations, PH_OPEN, PH_CLOSE } from "./citations.js";
+import { safeUrl, isExternal } from "./safe-url.js";
 
 export function escapeHtml(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
 
-const SAFE_URL = /^(https?:|mailto:|\/|#|\.{0,2}\/)/i;
-export function safeUrl(url) {
-  const u = url.trim();
-  if (/^[a-z][a-z0-9+.-]*:/i.test(u) && !/^(https?|mailto):/i.test(u)) return null;
-  return SAFE_URL.test(u) || !/^[a-z][a-z0-9+.-]*:/i.test(u) ? u : null;
-}
+export { safeUrl };
 
 const PH_RE = new RegExp(`${PH_OPEN}(\\d+)${PH_CLOSE}`, "g");
 
@@ -27,9 +25,10 @@ export function renderInline(src, ctx = {}) {
     const safe = safeUrl(url);
     if (!safe) return keep(escapeHtml(text));
     const t = title ? ` title="${escapeHtml(title)}"` : "";
-    if (bang) return keep(`<img src="${escapeHtml(safe)}" alt="${escapeHtml(text)}"${t} loading="lazy">`);
-    const ext = /^https?:/i.test(safe) ? ' target="_blank" rel="noopener noreferrer"' : "";
-    return keep(`<a href="${escapeHtml(safe)}"${t}${ext}>${renderInline(text, ctx)}</a>`);
+    const ext = isExternal(safe) ? ' target="_blank" rel="noopener noreferrer"' : "";
+    if (bang && !ext) return keep(`<img src="${escapeHtml(safe)}" alt="${escapeHtml(text)}"${t} loading="lazy">`);
+    const label = bang ? escapeHtml(text || safe) : renderInline(text, ctx);
+    return keep(`<a href="${escapeHtml(safe)}"${t}${ext}${bang ? ' class="img-link"' : ""}>${label}</a>`);
   });
   s = s.replace(/<(https?:\/\/[^\s<>]+)>/g, (m, url) => keep(`<a href="${escapeHtml(url)}" target="_blank" rel="noopener noreferrer">${escapeHtml(url)}</a>`));
   s = s.replace(/(^|[\s(])(https?:\/\/[^\s<>()\uE000-\uE003]+[^\s<>().,;:!?'"\uE000-\uE003])/g, (m, pre, url) =>
@@ -113,7 +112,7 @@ function renderBlocks(lines, ctx) {
       i += 2;
       const rows = [];
       while (i < lines.length && !isBlank(lines[i]) && lines[i].includes("|")) rows.push(splitRow(lines[i++]));
-      const cell = (tag, text, j) => `<${tag}${aligns[j] ? ` style="text-align:${aligns[j]}"` : ""}>${renderInline(text ?? "", ctx)}</${tag}>`;
+      const cell = (tag, text, j) => `<${tag}${aligns[j] ? ` class="align-${aligns[j]}"` : ""}>${renderInline(text ?? "", ctx)}</${tag}>`;
       out.push(`<div class="table-wrap"><table><thead><tr>${head.map((c, j) => cell("th", c, j)).join("")}</tr></thead><tbody>${
         rows.map((r) => `<tr>${head.map((_, j) => cell("td", r[j], j)).join("")}</tr>`).join("")}</tbody></table></div>`);
       continue;

@@ -3,6 +3,7 @@
 import { h, clear } from "./dom.js";
 import { t } from "./i18n.js";
 import { docLink } from "./citations.js";
+import { safeUrl } from "./safe-url.js";
 
 let pop = null;
 let anchor = null;
@@ -67,7 +68,8 @@ export function showCitation(marker, c, ref, opts = {}) {
       h("div", { class: "pop-kind" }, `[${c.n}] ${t("cite.web")}`),
       h("div", { class: "pop-title" }, c.title || c.url),
       ref?.content ? h("div", { class: "pop-text" }, ref.content.slice(0, 600)) : null,
-      h("a", { class: "pop-link", href: c.url, target: "_blank", rel: "noopener noreferrer" }, c.url));
+      safeUrl(c.url) ? h("a", { class: "pop-link", href: safeUrl(c.url), target: "_blank", rel: "noopener noreferrer" }, c.url)
+        : h("span", { class: "pop-link" }, c.url)); // a URL the model wrote: a link only when safe
   } else {
     const title = ref?.knowledge_title || ref?.knowledge_filename || c.doc || t("cite.document");
     const link = ref ? docLink(ref) : c.kb_id ? `/kb/${encodeURIComponent(c.kb_id)}` : null;
