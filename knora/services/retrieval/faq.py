@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, field_validator
 from knora.domain.errors import BadRequest, NotFound, ValidationFailed
 from knora.domain.knowledge import Chunk, ChunkType, FAQConfig, KBType, KnowledgeBase
 from knora.domain.search import IndexRow, SearchParams, SearchResult
+from knora.ports.faq_store import FaqRepo
 from knora.ports.retrieval import RetrievalEngine
 from knora.services.ingest.embedders import EmbedderRegistry
 from knora.services.retrieval.hybrid import HybridSearch
@@ -82,7 +83,7 @@ def entry_json(c: Chunk) -> dict[str, Any]:
 
 
 class FaqService:
-    def __init__(self, repo: Any, search: HybridSearch, engine: Callable[[], RetrievalEngine],
+    def __init__(self, repo: FaqRepo, search: HybridSearch, engine: Callable[[], RetrievalEngine],
                  embedders: EmbedderRegistry) -> None:
         self.repo = repo
         self.search_service = search

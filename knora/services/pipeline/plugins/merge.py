@@ -10,11 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from knora.domain.knowledge import Chunk
 from knora.ports.turn import TurnContext
-from knora.services.pipeline.deps import PipelineDeps
+from knora.services.pipeline.deps import PipelineDeps, Reads
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.plugins.merge_steps import (
@@ -40,7 +39,7 @@ IMAGE_TYPES = ("image_ocr", "image_caption")
 class _ChunkCache:
     """Batch loads through the turn's reads with a cache (missing ids cached as None)."""
 
-    def __init__(self, reads: Any, tenant_id: int) -> None:
+    def __init__(self, reads: Reads | None, tenant_id: int) -> None:
         self._reads = reads
         self._tenant = tenant_id
         self._cache: dict[str, Chunk | None] = {}
