@@ -81,6 +81,14 @@ class Settings(BaseSettings):
                                    "ollama:qwen2.5; unset = the local extractive answerer")
     chat_base_url: str | None = None
     chat_api_key: str | None = None
+    model_first_token_seconds: float = Field(
+        default=30.0, ge=0,
+        description="Longest wait for a chat model's first answer or reasoning token (a non-streaming call: "
+        "its whole answer), the client's retries included; then the turn ends with an error. 0 = no bound")
+    model_stall_seconds: float = Field(
+        default=20.0, ge=0,
+        description="Longest gap between two streamed tokens once a chat model's answer has begun; then the "
+        "turn ends with an error. 0 = no bound")
     rerank_model: str | None = Field(default=None, description="provider:model for an HTTP /rerank service")
     rerank_base_url: str | None = None
     rerank_api_key: str | None = None

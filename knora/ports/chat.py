@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -57,6 +57,17 @@ class ChatResponse(BaseModel):
     usage: Usage | None = None
 
 
+T = TypeVar("T")
+
+
+async def close_stream(stream: AsyncIterator[T]) -> None:
+    """Close a model stream a caller leaves early (stop, failure, deadline) now, not at garbage collection:
+    closing the generator closes its HTTP response, which is what makes the provider stop generating."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
 class ModelError(Exception):
     """A model call failed. ``transient`` errors (timeouts, 429, 5xx) may be retried by callers."""
 
@@ -64,6 +75,15 @@ class ModelError(Exception):
         super().__init__(message)
         self.transient = transient
         self.status = status
+
+
+class ModelDeadline(ModelError):
+    """The model sent nothing for longer than a configured bound (``model_first_token_seconds``,
+    ``model_stall_seconds``). Never retried: the model just used the whole budget, and retrying would
+    multiply the user's wait."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)
 
 
 @runtime_checkable

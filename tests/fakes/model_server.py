@@ -15,6 +15,9 @@ Usage::
 Chat replies are taken one per ``/v1/chat/completions`` request from the script; when it is empty,
 ``fake.handler(body)`` is asked (if set); otherwise the reply echoes the last user message.
 ``fake.token_rate`` (chunks per second) throttles every stream, for benchmarks that want a model speed.
+``fake.disconnects`` records (``time.monotonic()``) each time a client closed a chat request's connection
+before its reply was finished — while the server waited (``delay``, ``delay_per_chunk``) or wrote — so a
+test can assert that a stopped turn really closed the model request, and when.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import itertools
 import json
 import math
 import re
+import select
+import socket
 import threading
 import time
 import uuid
@@ -51,6 +56,9 @@ class Reply:
     think_tags: bool = False  # put reasoning inside <think>…</think> in content instead of reasoning_content
     abort_after_chunks: int | None = None  # stream: drop the connection after this many chunks
     usage: dict[str, int] | None = None  # override the computed usage
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers, e.g. Retry-After
+    stall_after_chunks: int | None = None  # stream: go silent for ``stall`` seconds after this many chunks
+    stall: float = 0.0
 
 
 def _tokens(text: str) -> list[str]:
@@ -105,10 +113,12 @@ class _Handler(BaseHTTPRequestHandler):
             parsed = {"_raw": raw.decode("utf-8", "replace")}
         return parsed if isinstance(parsed, dict) else {"_body": parsed}
 
-    def _json(self, status: int, payload: Any) -> None:
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -116,6 +126,32 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+    def _client_gone(self) -> bool:
+        """The client closed (or reset) the connection. It sends nothing more on it while waiting for a reply,
+        so a readable socket means end-of-file."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def _pause(self, seconds: float) -> bool:
+        """Sleep like a slow model, watching the connection: ``False`` (and the disconnect recorded) as soon
+        as the client hangs up, so a stalled reply does not outlive the request."""
+        end = time.monotonic() + seconds
+        while True:
+            if self._client_gone():
+                self._hung_up()
+                return False
+            left = end - time.monotonic()
+            if left <= 0:
+                return True
+            time.sleep(min(0.02, left))
+
+    def _hung_up(self) -> None:
+        self.close_connection = True
+        self.server.fake._disconnected()
 
     # --- routes ---------------------------------------------------------------------------------------------
     def do_GET(self) -> None:
@@ -180,10 +216,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _ollama_chat(self, body: dict[str, Any], reply: Reply) -> None:
         """Ollama's native NDJSON protocol: whole tool calls, ``thinking`` field, ``done`` line with
         counts."""
-        if reply.delay:
-            time.sleep(reply.delay)
+        if reply.delay and not self._pause(reply.delay):
+            return
         if reply.status != 200:
-            self._json(reply.status, {"error": reply.error or f"fake error {reply.status}"})
+            self._json(reply.status, {"error": reply.error or f"fake error {reply.status}"}, reply.headers)
             return
         model = str(body.get("model", "fake-chat"))
         content, thinking = reply.content, reply.reasoning_content
@@ -216,22 +252,24 @@ class _Handler(BaseHTTPRequestHandler):
                           "message": {"role": "assistant", "content": "", "tool_calls": calls}})
         lines.append({**done, "message": {"role": "assistant", "content": ""}})
         try:
-            for payload in lines:
-                if reply.delay_per_chunk:
-                    time.sleep(reply.delay_per_chunk)
+            for n, payload in enumerate(lines):
+                if reply.delay_per_chunk and not self._pause(reply.delay_per_chunk):
+                    return
+                if n == reply.stall_after_chunks and not self._pause(reply.stall):
+                    return
                 self._chunk((json.dumps(payload, ensure_ascii=False) + "\n").encode())
             self._chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
+            self._hung_up()
 
     def _chat(self, body: dict[str, Any], reply: Reply) -> None:
         fake = self.server.fake
-        if reply.delay:
-            time.sleep(reply.delay)
+        if reply.delay and not self._pause(reply.delay):
+            return
         if reply.status != 200:
             kind = "server_error" if reply.status >= 500 else "invalid_request"
             self._json(reply.status, {"error": {"message": reply.error or f"fake error {reply.status}",
-                                                "type": kind, "code": reply.status}})
+                                                "type": kind, "code": reply.status}}, reply.headers)
             return
         model = str(body.get("model", "fake-chat"))
         content = reply.content
@@ -299,13 +337,15 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     self.connection.shutdown(2)
                     return
-                if n and pause:
-                    time.sleep(pause)
+                if n and pause and not self._pause(pause):
+                    return
+                if n == reply.stall_after_chunks and not self._pause(reply.stall):
+                    return
                 self._chunk(f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode())
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")
-        except (BrokenPipeError, ConnectionResetError):  # the client went away mid-stream: nothing to do
-            self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):  # the client went away mid-stream
+            self._hung_up()
 
 
 class _Server(ThreadingHTTPServer):
@@ -328,6 +368,7 @@ class FakeModelServer:
         self.requests: list[dict[str, Any]] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []  # (path, body)
         self.headers: list[dict[str, str]] = []  # lower-cased header names
+        self.disconnects: list[float] = []  # time.monotonic() of each reply the client hung up on
         self._script: list[Reply] = []
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -354,6 +395,10 @@ class FakeModelServer:
             self.requests.append(body)
             self.calls.append((path, body))
             self.headers.append(headers)
+
+    def _disconnected(self) -> None:
+        with self._lock:
+            self.disconnects.append(time.monotonic())
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:

@@ -155,13 +155,19 @@ class OpenAIChatModel:
             raise map_error(exc) from exc
         state = _StreamState()
         try:
-            async for chunk in response:
-                if chunk.usage is not None:
-                    state.usage = _usage(chunk.usage)
-                for choice in chunk.choices:
-                    piece = state.choice(choice)
-                    if piece is not None:
-                        yield piece
+            # ``async with``: however this generator ends — finished, closed by a caller leaving early,
+            # cancelled by a stop or a deadline — the HTTP response is closed now, so the provider stops
+            # generating (left to garbage collection, a stopped turn kept the request open to the end).
+            async with response:
+                async for chunk in response:
+                    if chunk.usage is not None:
+                        state.usage = _usage(chunk.usage)
+                    for choice in chunk.choices:
+                        piece = state.choice(choice)
+                        if piece is not None:
+                            yield piece
+                        elif choice.delta is not None and choice.delta.tool_calls:
+                            yield ChatChunk()  # progress: a tool call is arriving (resets a stall deadline)
         except openai.OpenAIError as exc:
             raise map_error(exc) from exc
         except Exception as exc:

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
+from knora.adapters.llm.deadlines import DeadlineChatModel, Deadlines
 from knora.adapters.llm.extractive import EXTRACTIVE_MODEL_ID, ExtractiveAnswerer
 from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
@@ -158,8 +159,17 @@ class ChatModelRegistry:
         factory = self._providers.get(provider)
         merged = {"provider": provider, **(params or {})}
         key = (provider, model, base_url or "", api_key or "")
-        made: ChatModel = self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))
+        made: ChatModel = self._cache.get_or_make(key, lambda: self._bounded(factory(model, base_url, api_key,
+                                                                                   merged)))
         return made
+
+    def _bounded(self, model: ChatModel) -> ChatModel:
+        """Every model but the in-process extractive answerer waits under the first-token and stall deadlines
+        (here, once, so both runtimes and every provider get them)."""
+        deadlines = Deadlines(self._settings.model_first_token_seconds, self._settings.model_stall_seconds)
+        if isinstance(model, ExtractiveAnswerer) or not deadlines.active:
+            return model
+        return DeadlineChatModel(model, deadlines)
 
     def from_row(self, row: ModelConfig) -> ChatModel:
         m = row.spec("ollama" if row.source == "local" else "openai")

@@ -12,11 +12,21 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from knora.domain.model_wait import shared_first_token_window
 from knora.domain.stream import BusEvent
 from knora.domain.think import ThinkSplitter, strip_think
-from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ModelError, ToolCall, Usage
+from knora.ports.chat import (
+    ChatChunk,
+    ChatMessage,
+    ChatModel,
+    ChatOptions,
+    ModelDeadline,
+    ModelError,
+    ToolCall,
+    Usage,
+    close_stream,
+)
 from knora.ports.turn import EventBus
 
 log = logging.getLogger(__name__)
@@ -30,6 +40,8 @@ def event_id(suffix: str) -> str:
 
 
 def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ModelDeadline):
+        return False  # the model used its whole waiting budget: a retry would only multiply the wait
     if isinstance(exc, ModelError) and exc.transient:
         return True
     if isinstance(exc, TimeoutError):
@@ -98,7 +110,7 @@ async def stream_round(model: ChatModel, messages: Sequence[ChatMessage], option
                 if cancelled is not None and cancelled.is_set():
                     break
     finally:
-        await _close(stream)
+        await close_stream(stream)
     for kind, text in splitter.flush_segments():
         await (s.thought(text) if kind == "think" else s.answer(text))
     await s.close_thought()
@@ -106,13 +118,6 @@ async def stream_round(model: ChatModel, messages: Sequence[ChatMessage], option
     s.result.reasoning = "".join(reasoning)
     s.result.finish_reason = (s.result.finish_reason or "stop").strip().lower() or "stop"
     return s.result
-
-
-async def _close(stream: Any) -> None:
-    """Leaving a model stream early (stop, timeout) closes it now, not at garbage collection."""
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 async def _route(s: Streamer, splitter: ThinkSplitter, chunk: ChatChunk, content: list[str],
@@ -137,20 +142,23 @@ async def stream_with_retry(model: ChatModel, messages: Sequence[ChatMessage], o
                             bus: EventBus, iteration: int, *, live_answer: bool = True,
                             cancelled: asyncio.Event | None = None, timeout: float = 120.0,
                             retry_delays: Sequence[float] = (1.0, 2.0)) -> RoundResult:
-    """Up to ``len(retry_delays)`` retries of transient failures; anything else propagates at once."""
+    """Up to ``len(retry_delays)`` retries of transient failures; anything else propagates at once. The
+    attempts share one first-token deadline (``model_first_token_seconds``), so retrying a model that sends
+    nothing cannot multiply the user's wait."""
     attempt = 0
-    while True:
-        try:
-            return await stream_round(model, messages, options, bus, iteration, live_answer=live_answer,
-                                      cancelled=cancelled, timeout=timeout)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            if attempt >= len(retry_delays) or not is_transient(exc):
+    with shared_first_token_window():
+        while True:
+            try:
+                return await stream_round(model, messages, options, bus, iteration, live_answer=live_answer,
+                                          cancelled=cancelled, timeout=timeout)
+            except asyncio.CancelledError:
                 raise
-            log.info("transient model error (attempt %d): %s", attempt + 1, exc)
-            await asyncio.sleep(retry_delays[attempt])
-            attempt += 1
+            except Exception as exc:
+                if attempt >= len(retry_delays) or not is_transient(exc):
+                    raise
+                log.info("transient model error (attempt %d): %s", attempt + 1, exc)
+                await asyncio.sleep(retry_delays[attempt])
+                attempt += 1
 
 
 async def stream_answer(model: ChatModel, messages: Sequence[ChatMessage], options: ChatOptions,
@@ -174,7 +182,7 @@ async def stream_answer(model: ChatModel, messages: Sequence[ChatMessage], optio
                         parts.append(text)
                         await emit(text)
     finally:
-        await _close(stream)
+        await close_stream(stream)
     for kind, text in splitter.flush_segments():
         if kind == "text":
             parts.append(text)

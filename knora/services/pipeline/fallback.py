@@ -11,7 +11,7 @@ import re
 
 from knora import prompts
 from knora.domain.stream import BusEvent
-from knora.ports.chat import ChatMessage, ChatOptions
+from knora.ports.chat import ChatMessage, ChatOptions, close_stream
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.plugins.chat_completion import uuid8
 from knora.services.pipeline.state import ChatManage
@@ -87,8 +87,9 @@ async def model_fallback(deps: PipelineDeps, cm: ChatManage) -> None:
                        thinking=False, extra={"purpose": "fallback"})
     event_id = f"{uuid8()}-fallback"
     parts: list[str] = []
+    stream = model.stream(messages, opts)
     try:
-        async for chunk in model.stream(messages, opts):
+        async for chunk in stream:
             if cm.cancelled:
                 return None
             done = chunk.finish_reason is not None
@@ -109,6 +110,8 @@ async def model_fallback(deps: PipelineDeps, cm: ChatManage) -> None:
                                                           "event_id": event_id}, event_id=event_id)
             st.chat_response, st.is_fallback = "".join(parts), True
             return None
+    finally:  # a stop, the end or a failure closes the model request now, not at garbage collection
+        await close_stream(stream)
     return await fixed_fallback(cm)
 
 

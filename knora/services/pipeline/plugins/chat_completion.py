@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from knora import prompts
 from knora.domain.stream import BusEvent
-from knora.ports.chat import ChatMessage, ChatModel, ChatOptions, ModelError
+from knora.ports.chat import ChatMessage, ChatModel, ChatOptions, ModelError, close_stream
 from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import ERR_GET_CHAT_MODEL, ERR_MODEL_CALL, PluginError
@@ -115,8 +115,9 @@ class ChatCompletionStream:
                 await ctx.bus.emit(BusEvent.THOUGHT, {"content": "", "done": True, "event_id": thinking_id},
                                    event_id=thinking_id)
 
+        stream = model.stream(build_messages(cm, ctx), options_for(cm))
         try:
-            async for chunk in model.stream(build_messages(cm, ctx), options_for(cm)):
+            async for chunk in stream:
                 started = True
                 if ctx.cancelled.is_set():
                     break
@@ -139,6 +140,8 @@ class ChatCompletionStream:
             log.warning("answer stream failed mid-way: %s", exc)
             await ctx.bus.emit(BusEvent.ERROR, {"error": str(exc), "stage": "chat_completion_stream"},
                                event_id=f"{uuid8()}-error")
+        finally:  # a stop (break or cancellation) or a failure closes the model request now
+            await close_stream(stream)
         await close_thinking()
         cm.state.chat_response = "".join(answer)
         cm.state.reasoning = "".join(reasoning)
