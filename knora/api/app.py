@@ -10,6 +10,7 @@ from fastapi import APIRouter, FastAPI
 from knora import __version__
 from knora.api import errors
 from knora.api.body import install_openapi
+from knora.api.body_limit import BodyLimitMiddleware, limits
 from knora.api.cors import KnoraCors
 from knora.api.request_id import RequestIdMiddleware
 from knora.api.routes import (
@@ -64,6 +65,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     if services is not None:
         app.state.services = services
     errors.install(app)
+    app.add_middleware(BodyLimitMiddleware, limit_for=limits(settings.max_upload_bytes,
+                                                             settings.max_chat_body_bytes))
     app.add_middleware(KnoraCors, origins=settings.cors_origins, prefix=API_PREFIX)
 
     app.add_middleware(RequestIdMiddleware)  # outermost: error responses get the id too

@@ -15,6 +15,10 @@ from knora.domain.models import ModelConfig
 from knora.domain.search import SearchResult
 from knora.ports.store import KBStats
 
+# The largest page a list route serves: (page - 1) * page_size becomes an SQL OFFSET, which must fit SQLite's
+# and PostgreSQL's 64-bit integers (page=99999999999999999999 was a 500 under fuzzing).
+MAX_PAGE = 1_000_000
+
 
 def require_id(value: str, what: str) -> str:
     """A malformed id cannot name anything: answer 404 like an unknown one (api §1.6 UUID ids)."""

@@ -87,12 +87,13 @@ class TestResume:
         assert r.status_code == 400
         r = await http.get(base + "?message_id=00000000-0000-0000-0000-000000000001")
         assert r.status_code == 404
-        assert r.json() == {"success": False, "error": "Incomplete message not found"}
+        assert r.json()["success"] is False
+        assert r.json()["error"] == {"code": 1003, "message": "Incomplete message not found"}
         msg = Message(session_id=sid, tenant_id=app_container.default_tenant_id, role="assistant")
         await app_container.session_service.messages.create(msg)
         r = await http.get(base + f"?message_id={msg.id}")
         assert r.status_code == 404
-        assert r.json() == {"success": False, "error": "No stream events found"}
+        assert r.json() == {"success": False, "error": {"code": 1003, "message": "No stream events found"}}
         saved = await app_container.session_service.get_message(app_container.default_tenant_id, msg.id)
         assert saved.is_completed
         assert saved.debug == {"stopped": "log_expired"}  # not stuck incomplete
@@ -164,18 +165,20 @@ class TestStop:
         for body in ({}, {"message_id": ""}, {"message_id": 5}):
             r = await http.post(url, json=body)
             assert r.status_code == 400
-            assert r.json() == {"error": "message_id is required"}
+            assert r.json()["success"] is False
+            assert r.json()["error"] == {"code": 1000, "message": "message_id is required"}
         r = await http.post(url, content=b"{oops")
         assert r.status_code == 400
-        assert r.json() == {"error": "message_id is required"}
+        assert r.json()["error"]["message"] == "Malformed JSON body"
         r = await http.post(url, json={"message_id": "00000000-0000-0000-0000-000000000009"})
         assert r.status_code == 404
-        assert r.json() == {"error": "Message not found"}
+        assert r.json() == {"success": False, "error": {"code": 1003, "message": "Message not found"}}
         msg = Message(session_id=other, tenant_id=app_container.default_tenant_id, role="assistant")
         await app_container.session_service.messages.create(msg)
         r = await http.post(url, json={"message_id": msg.id})
         assert r.status_code == 403
-        assert r.json() == {"error": "Message does not belong to this session"}
+        assert r.json()["success"] is False
+        assert r.json()["error"] == {"code": 1002, "message": "Message does not belong to this session"}
 
     async def test_stop_of_an_orphaned_turn_ends_it_from_the_log(self, http: httpx.AsyncClient,
                                                                  app_container: Any) -> None:

@@ -197,13 +197,14 @@ class TestChatAndResume:
         assert r.json()["error"]["code"] == 1003
         r = await http.get(f"/api/v1/sessions/continue-stream/{sid}", params={"message_id": nobody})
         assert r.status_code == 404
-        assert r.json() == {"success": False, "error": "Incomplete message not found"}
+        assert r.json()["success"] is False
+        assert r.json()["error"] == {"code": 1003, "message": "Incomplete message not found"}
         r = await http.post(f"/api/v1/sessions/{sid}/stop", json={})
         assert r.status_code == 400
-        assert r.json() == {"error": "message_id is required"}
+        assert r.json() == {"success": False, "error": {"code": 1000, "message": "message_id is required"}}
         r = await http.post(f"/api/v1/sessions/{sid}/stop", json={"message_id": nobody})
         assert r.status_code == 404
-        assert r.json() == {"error": "Message not found"}
+        assert r.json() == {"success": False, "error": {"code": 1003, "message": "Message not found"}}
 
 
 @pytest.fixture

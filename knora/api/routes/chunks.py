@@ -12,7 +12,7 @@ from knora.api.deps import ChunkServiceDep, TenantDep
 from knora.api.envelope import ok, page
 from knora.api.schemas.chunks import ChunkOut, UpdateChunkRequest
 from knora.api.schemas.envelope import Done, Envelope, PageEnvelope
-from knora.api.serializers import chunk_json, require_id
+from knora.api.serializers import MAX_PAGE, chunk_json, require_id
 from knora.domain.errors import ValidationFailed
 
 router = APIRouter(tags=["chunks"])
@@ -27,7 +27,8 @@ async def get_chunk_by_id(chunk_id: str, chunk_service: ChunkServiceDep,
 
 @router.get("/chunks/{knowledge_id}", response_model=PageEnvelope[ChunkOut])
 async def list_chunks(knowledge_id: str, chunk_service: ChunkServiceDep, tenant_id: TenantDep,
-                      page_no: int = Query(1, alias="page", ge=1), page_size: int = Query(20, ge=1, le=1000),
+                      page_no: int = Query(1, alias="page", ge=1, le=MAX_PAGE),
+                      page_size: int = Query(20, ge=1, le=1000),
                       chunk_type: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
     result = await chunk_service.list(tenant_id, require_id(knowledge_id, "Knowledge"), page=page_no,
                                         page_size=page_size, chunk_types=chunk_type or ["text"])

@@ -11,7 +11,7 @@ from knora.api.deps import FaqServiceDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.schemas.envelope import Envelope, NestedPage
 from knora.api.schemas.faq import DeleteBody, FaqDeleted, FaqEntryOut, FaqSearchBody, FaqTask, ImportBody
-from knora.api.serializers import results_json
+from knora.api.serializers import MAX_PAGE, results_json
 from knora.domain.search import SearchResult
 from knora.services.retrieval.faq import FaqEntryIn
 
@@ -23,10 +23,11 @@ router = APIRouter(tags=["faq"])
 async def list_entries(kb_id: str, faq_service: FaqServiceDep, tenant_id: TenantDep, page: int = 1,
                        page_size: int = 20,
                        keyword: str = "", tag_id: str | None = None) -> JSONResponse:
+    page = min(max(page, 1), MAX_PAGE)
     items, total = await faq_service.list_entries(tenant_id, kb_id, page=page, page_size=page_size,
                                                   keyword=keyword,
                                             tag_id=tag_id or None)
-    return ok({"data": items, "total": total, "page": max(page, 1), "page_size": min(max(page_size, 1),
+    return ok({"data": items, "total": total, "page": page, "page_size": min(max(page_size, 1),
                                                                                      1000)})
 
 

@@ -1,17 +1,17 @@
 """Documents (api §1.5 "Knowledge"): file / URL / manual creation, paged list with parse_status, get, update,
-delete, re-parse and download. Uploads are size-checked before the body is read whenever the client declares
-it."""
+delete, re-parse and download. An upload's body is counted while it arrives (``knora.api.body_limit``, which
+also refuses a declared ``Content-Length`` over the limit before reading); the file itself is checked against
+``max_upload_bytes`` here."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import UploadFile
 
-from knora.api.body import as_object, read_body, request_body
+from knora.api.body import as_object, parse_json, read_body, request_body
 from knora.api.deps import BlobsDep, IngestServiceDep, SettingsDep, TenantDep
 from knora.api.envelope import ok, page
 from knora.api.schemas.envelope import Envelope, PageEnvelope
@@ -22,14 +22,13 @@ from knora.api.schemas.knowledge import (
     KnowledgeOut,
     UpdateKnowledgeRequest,
 )
-from knora.api.serializers import knowledge_json, require_id
-from knora.domain.errors import BadRequest, NotFound, PayloadTooLarge
+from knora.api.serializers import MAX_PAGE, knowledge_json, require_id
+from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
 from knora.ports.store import KnowledgeFilter
 from knora.services.ingest.service import DuplicateKnowledge
 
 router = APIRouter(tags=["knowledge"])
 
-_MULTIPART_OVERHEAD = 64 * 1024
 _READ = 1024 * 1024
 
 
@@ -60,13 +59,12 @@ async def create_from_file(kb_id: str, request: Request, settings: SettingsDep,
                            ingest_service: IngestServiceDep, tenant_id: TenantDep) -> Response:
     require_id(kb_id, "Knowledge base")
     limit = settings.max_upload_bytes
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit + _MULTIPART_OVERHEAD:
-        raise PayloadTooLarge(f"Upload is {declared} bytes; the limit is {limit} bytes")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise BadRequest("Expected a multipart/form-data body with a 'file' field")
     try:
         form = await request.form(max_files=1, max_fields=50)
+    except AppError:  # the body limit (knora.api.body_limit) stopped the read: its 413 stands
+        raise
     except Exception as exc:
         raise BadRequest(f"Malformed multipart body: {exc}") from exc
     try:
@@ -79,9 +77,9 @@ async def create_from_file(kb_id: str, request: Request, settings: SettingsDep,
         raw_meta = form.get("metadata")
         if isinstance(raw_meta, str) and raw_meta.strip():
             try:
-                metadata = as_object(json.loads(raw_meta))
-            except ValueError as exc:
-                raise BadRequest("metadata must be a JSON object string") from exc
+                metadata = as_object(parse_json(raw_meta))
+            except BadRequest as exc:
+                raise BadRequest(f"metadata must be a JSON object string ({exc.message})") from exc
         channel = _opt_str(form.get("channel")) or "web"
         try:
             k = await ingest_service.add_file(tenant_id, kb_id, name, data, metadata=metadata,
@@ -133,7 +131,7 @@ async def create_manual(kb_id: str, request: Request, ingest_service: IngestServ
 
 @router.get("/knowledge-bases/{kb_id}/knowledge", response_model=PageEnvelope[KnowledgeOut])
 async def list_knowledge(kb_id: str, ingest_service: IngestServiceDep, tenant_id: TenantDep,
-                         page_no: int = Query(1, alias="page", ge=1),
+                         page_no: int = Query(1, alias="page", ge=1, le=MAX_PAGE),
                          page_size: int = Query(20, ge=1, le=1000), tag_id: str | None = None,
                          keyword: str | None = None, file_type: str | None = None,
                          parse_status: str | None = None,

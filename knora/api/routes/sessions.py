@@ -17,6 +17,7 @@ from knora.api.schemas.conversations import (
     UpdateSessionRequest,
 )
 from knora.api.schemas.envelope import Done, Envelope, PageEnvelope
+from knora.api.serializers import MAX_PAGE
 from knora.domain.common import is_uuid
 from knora.domain.errors import BadRequest, NotFound, ValidationFailed
 from knora.services.sessions.views import session_json
@@ -61,8 +62,8 @@ async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep
         p, size = int(page), int(page_size)
     except ValueError as exc:
         raise ValidationFailed("page and page_size must be integers") from exc
-    if p < 1 or not 1 <= size <= 1000:
-        raise ValidationFailed("page must be ≥ 1 and page_size between 1 and 1000")
+    if not 1 <= p <= MAX_PAGE or not 1 <= size <= 1000:
+        raise ValidationFailed(f"page must be between 1 and {MAX_PAGE} and page_size between 1 and 1000")
     items, total = await session_service.list_sessions(tenant_id, page=p, page_size=size,
                                                        keyword=keyword or None,
                                                 source=source or None, agent_id=agent_id or None)

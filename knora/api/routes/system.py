@@ -5,6 +5,13 @@ login) hands a key of the default tenant as its ``token`` to Knora's own UI on t
 same-origin JSON request from a loopback client naming a loopback host; see ``knora.api.same_origin``); the
 UI then sends it as a bearer token, which authenticates like ``X-API-Key``. Other clients and other origins
 must be given a key by the operator.
+
+Error shapes: every error here is the envelope (``{"success": false, "error": {"code", "message"}}``). The
+one WeKnora shape kept is a failed login: WeKnora's web UI reads the top-level ``success`` and ``message`` of
+the 401 to show "invalid credentials", so that answer carries both — WeKnora's ``message`` next to the
+envelope's ``error`` (as a duplicate upload's 409 does in ``knora.api.routes.knowledge``). Successful
+auto-setup, login and refresh answers are WeKnora's shapes (``token``, ``user``… at the top level, no
+``data``), which the UI reads as they are.
 """
 
 from __future__ import annotations
@@ -15,9 +22,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from knora import __version__
+from knora.api.body import read_object, request_body
 from knora.api.deps import DefaultTenantDep, SettingsDep, TenantDep, TenantsDep
 from knora.api.envelope import ok
 from knora.api.same_origin import auto_setup_refusal
+from knora.api.schemas.auth import LoginRequest, RefreshRequest
 from knora.domain.errors import Forbidden, NotFound, Unauthorized
 from knora.services.tenants.service import TenantService
 
@@ -76,30 +85,26 @@ async def auto_setup(request: Request, settings: SettingsDep, tenants: TenantsDe
     return JSONResponse(await _login_body(tenants, default_tenant_id, token))
 
 
-@router.post("/auth/login")
+_BAD_LOGIN = "Invalid credentials: use an API key as the password"
+
+
+@router.post("/auth/login", openapi_extra=request_body(LoginRequest))
 async def login(request: Request, tenants: TenantsDep) -> JSONResponse:
     """Knora has no user passwords: the login page's password field takes a tenant API key (any email)."""
-    try:
-        body = await request.json()
-    except ValueError:
-        body = {}
-    password = str(body.get("password") or "") if isinstance(body, dict) else ""
-    tenant_id = await tenants.authenticate(password) if password else None
-    if tenant_id is None:
-        return JSONResponse({"success": False,
-                             "message": "Invalid credentials: use an API key as the password"},
-                            status_code=401)
+    password = (await read_object(request)).get("password")
+    tenant_id = await tenants.authenticate(password) if isinstance(password, str) and password else None
+    if tenant_id is None or not isinstance(password, str):
+        # WeKnora's UI reads success/message; ``error`` makes the same body the envelope (module docstring).
+        return JSONResponse({"success": False, "message": _BAD_LOGIN,
+                             "error": {"code": Unauthorized.code, "message": _BAD_LOGIN}}, status_code=401)
     return JSONResponse(await _login_body(tenants, tenant_id, password))
 
 
-@router.post("/auth/refresh")
+@router.post("/auth/refresh", openapi_extra=request_body(RefreshRequest))
 async def refresh(request: Request, tenants: TenantsDep) -> JSONResponse:
-    try:
-        body = await request.json()
-    except ValueError:
-        body = {}
-    token = str((body or {}).get("refreshToken") or (body or {}).get("refresh_token") or "")
-    if not token or await tenants.authenticate(token) is None:
+    body = await read_object(request)
+    token = body.get("refreshToken") or body.get("refresh_token")
+    if not isinstance(token, str) or await tenants.authenticate(token) is None:
         raise Unauthorized("Unauthorized: invalid or expired token")
     return JSONResponse({"success": True, "message": "Token refreshed", "access_token": token,
                          "refresh_token": token})

@@ -12,7 +12,7 @@ from knora.api.deps import KBServiceDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.schemas.envelope import Done, Envelope, NestedPage
 from knora.api.schemas.knowledge_bases import TagOut, TagRequest
-from knora.api.serializers import require_id
+from knora.api.serializers import MAX_PAGE, require_id
 from knora.domain.knowledge import Tag
 
 router = APIRouter(tags=["tags"])
@@ -24,7 +24,8 @@ def tag_json(tag: Tag, knowledge_count: int = 0, chunk_count: int = 0) -> dict[s
 
 @router.get("/knowledge-bases/{kb_id}/tags", response_model=Envelope[NestedPage[TagOut]])
 async def list_tags(kb_id: str, kb_service: KBServiceDep, tenant_id: TenantDep,
-                    page_no: int = Query(1, alias="page", ge=1), page_size: int = Query(20, ge=1, le=1000),
+                    page_no: int = Query(1, alias="page", ge=1, le=MAX_PAGE),
+                    page_size: int = Query(20, ge=1, le=1000),
                     keyword: str | None = None) -> JSONResponse:
     result = await kb_service.list_tags(tenant_id, require_id(kb_id, "Knowledge base"), page=page_no,
                                           page_size=page_size, keyword=keyword)

@@ -70,3 +70,7 @@ class BatchDeleteSessionsRequest(RequestBody):
 
 class GenerateTitleRequest(RequestBody):
     messages: ObjList = None
+
+
+class StopRequest(RequestBody):
+    message_id: Str = Field(None, description="the assistant message of the turn to stop (required)")

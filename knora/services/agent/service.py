@@ -63,16 +63,16 @@ class AgentService:
         return out
 
     async def create(self, tenant_id: int, body: dict[str, Any]) -> AgentConfig:
-        name = str(body.get("name") or "").strip()
+        name = (_text(body, "name") or "").strip()
         if not name:
             raise BadRequest("name is required")
-        cfg = dict(body.get("config") or {})
+        cfg = _config(body)
         preset = AGENT_TYPE_PRESETS.get(AgentSettings.of(cfg).agent_type)
         if preset:
             cfg = {**preset, **cfg}
         agent_config.validate(cfg)
         agent = AgentConfig(id=new_id(), tenant_id=tenant_id, name=name,
-                            description=str(body.get("description", "")), avatar=str(body.get("avatar", "")),
+                            description=_text(body, "description") or "", avatar=_text(body, "avatar") or "",
                             config=agent_config.ensure_defaults(cfg))
         return await self._present(await self.repo.upsert(agent))
 
@@ -80,12 +80,13 @@ class AgentService:
         current = await self.get(tenant_id, agent_id)
         if current is None:
             raise NotFound("agent not found")
-        cfg = {**current.config, **dict(body.get("config") or {})}
+        cfg = {**current.config, **_config(body)}
         agent_config.validate(cfg)
+        description, avatar = _text(body, "description"), _text(body, "avatar")
         updated = current.model_copy(update={
-            "name": str(body.get("name") or current.name), "description": str(body.get("description",
-                                                                                  current.description)),
-            "avatar": str(body.get("avatar", current.avatar)), "config": cfg, "updated_at": utcnow()})
+            "name": _text(body, "name") or current.name,
+            "description": current.description if description is None else description,
+            "avatar": current.avatar if avatar is None else avatar, "config": cfg, "updated_at": utcnow()})
         return await self._present(await self.repo.upsert(updated))
 
     async def delete(self, tenant_id: int, agent_id: str) -> None:
@@ -101,3 +102,22 @@ class AgentService:
         return await self.create(tenant_id, {"name": f"{source.name} (copy)",
                                              "description": source.description, "avatar": source.avatar,
                                              "config": dict(source.config)})
+
+
+def _text(body: dict[str, Any], key: str) -> str | None:
+    """A string field of a request body (None when absent or null); any other JSON type is a 400, not a
+    value turned into its Python repr (a list in ``name`` was saved as "['a']")."""
+    value = body.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise BadRequest(f"{key} must be a string")
+
+
+def _config(body: dict[str, Any]) -> dict[str, Any]:
+    """The request's ``config`` object ({} when absent); a list or scalar is a 400 (it was a 500)."""
+    cfg = body.get("config")
+    if cfg is None:
+        return {}
+    if not isinstance(cfg, dict):
+        raise BadRequest("config must be an object")
+    return dict(cfg)

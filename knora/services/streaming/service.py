@@ -23,7 +23,7 @@ from typing import Any
 from knora.domain.agent_settings import AgentSettings
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message, Session
-from knora.domain.errors import AppError, BadRequest, NotFound
+from knora.domain.errors import AppError, BadRequest, Forbidden, NotFound
 from knora.domain.models import AgentConfig
 from knora.domain.stream import BusEvent, StreamEvent
 from knora.ports.stream_log import StopSignals, StreamLog
@@ -41,14 +41,6 @@ AgentResolver = Callable[[int, str], Awaitable[AgentConfig | None]]
 RunnerResolver = Callable[[str], TurnRunner | None]  # "quick" | "smart" -> runner (None: not available)
 
 TITLE_TIMEOUT_S = 30.0
-
-
-class WireError(AppError):
-    """An error whose body must be WeKnora's exact bare shape (stop and continue-stream), not the envelope."""
-
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
-        super().__init__(str(body), status=status)
-        self.body = body
 
 
 @dataclass
@@ -284,11 +276,11 @@ class ChatService:
     async def stop(self, tenant_id: int, session_id: str, message_id: str) -> str:
         message = await self.sessions.get_message(tenant_id, message_id)
         if message is None:
-            raise WireError(404, {"error": "Message not found"})
+            raise NotFound("Message not found")
         if message.session_id != session_id:
-            raise WireError(403, {"error": "Message does not belong to this session"})
+            raise Forbidden("Message does not belong to this session")
         if await self.sessions.sessions.get(tenant_id, session_id) is None:
-            raise WireError(404, {"error": "Session not found"})
+            raise NotFound("Session not found")
         if message.is_completed:
             return "Message already completed"
         await self.stops.request_stop(message_id)
@@ -324,18 +316,18 @@ class ChatService:
     async def resume_target(self, tenant_id: int, session_id: str, message_id: str) -> Message:
         """Checks for continue-stream; returns the assistant message whose log is to be replayed."""
         if not message_id:
-            raise WireError(400, {"success": False, "error": "message_id is required"})
+            raise BadRequest("message_id is required")
         session: Session = await self.sessions.get(tenant_id, session_id)
         message = await self.sessions.get_message(tenant_id, message_id)
         if message is None or message.session_id != session.id:
-            raise WireError(404, {"success": False, "error": "Incomplete message not found"})
+            raise NotFound("Incomplete message not found")
         if not await self.log.exists(session_id, message_id):
             if not message.is_completed and not self.is_running(message_id):
                 # The log is gone (expired, or the process that ran the turn restarted): nothing can finish
                 # this turn any more, so close it instead of leaving the UI to retry it forever.
                 await self.sessions.messages.complete(message_id, {"is_completed": True,
                                                                    "debug": {"stopped": "log_expired"}})
-            raise WireError(404, {"success": False, "error": "No stream events found"})
+            raise NotFound("No stream events found")
         return message
 
     async def close_interrupted(self, older_than_seconds: float) -> int:
