@@ -275,7 +275,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     ingest = IngestService(deps)
     kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder)
     model_service = ModelService(store.repos, store.embedders)
-    await model_service.load_cache([default_tenant_id])
+    await model_service.load_cache()
     store.jobs.register(JOB_KIND, ingest.process)
 
     models = _models(s, sessions, store.repos, closers)

@@ -12,6 +12,7 @@ import pytest
 from knora.adapters.llm.registry import ChatModelRegistry, ModelNotConfigured, RerankerRegistry
 from knora.domain.knowledge import KnowledgeBase
 from knora.domain.models import ModelConfig
+from knora.services.ingest.embedders import EmbeddingModelNotFound
 from knora.settings import Settings
 from tests.conftest import client_for
 from tests.fakes.model_server import FakeModelServer
@@ -150,6 +151,22 @@ class TestUse:
 
         assert await eventually(done)
         assert _embedding_calls(fake) >= 1
+
+
+async def test_every_tenants_embedding_rows_are_known_after_a_restart(lite_container: Any,
+                                                                     fake: FakeModelServer) -> None:
+    """Rows are cached at start-up for every tenant (it was the default tenant's only, so another tenant's
+    knowledge base silently fell back to the default embedder after a restart)."""
+    other, _ = await lite_container.tenants.create("other")
+    row = await lite_container.repos.models.create(ModelConfig(  # stored, not yet seen by the registry
+        tenant_id=other.id, name="fake-embed", type="Embedding",
+        parameters={"base_url": fake.base_url, "provider": "openai", "dimension": 64}))
+    embedders = lite_container.embedders
+    assert embedders.get(row.id, tenant_id=other.id) is embedders.default
+    await lite_container.model_service.load_cache()
+    assert embedders.get(row.id, tenant_id=other.id) is not embedders.default
+    with pytest.raises(EmbeddingModelNotFound):
+        embedders.get(row.id, tenant_id=lite_container.default_tenant_id)
 
 
 class _Rows:

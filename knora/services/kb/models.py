@@ -26,10 +26,11 @@ class ModelService:
         self.repos = repos
         self.embedders = embedders
 
-    async def load_cache(self, tenant_ids: list[int]) -> None:
-        for tid in tenant_ids:
-            for m in await self.repos.models.list(tid, type="Embedding"):
-                self.embedders.remember(m)
+    async def load_cache(self) -> None:
+        """Every tenant's embedding rows (not only the default tenant's): the registry resolves a knowledge
+        base's model synchronously, and a row it has not seen would silently become the default embedder."""
+        for m in await self.repos.models.list_every_tenant(type="Embedding"):
+            self.embedders.remember(m)
 
     async def create(self, tenant_id: int, body: dict[str, Any]) -> ModelConfig:
         name = body.get("name")

@@ -211,3 +211,6 @@ class TestTagAndModelRepos:
         assert await r.models.get(other.id, m.id) is None
         assert [x.id for x in await r.models.list(container.default_tenant_id, type="KnowledgeQA")] == [m.id]
         assert await r.models.list(container.default_tenant_id, type="Embedding") == []
+        theirs = await r.models.create(ModelConfig(tenant_id=other.id, name="gpt", type="KnowledgeQA"))
+        assert {x.id for x in await r.models.list_every_tenant(type="KnowledgeQA")} == {m.id, theirs.id}
+        assert await r.models.list_every_tenant(type="Embedding") == []
