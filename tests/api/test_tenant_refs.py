@@ -109,6 +109,29 @@ class TestCreateAndUpdate:
             assert _ok(await b.get(f"/api/v1/agents/{agent['id']}"))["config"]["model_id"] == "builtin-chat"
 
 
+    async def test_ids_already_stored_are_not_checked_again(self, lite_client: httpx.AsyncClient,
+                                                            fake: FakeModelServer) -> None:
+        """The web UI sends the whole config back on every save: a knowledge base or model deleted since
+        must not make the agent or knowledge base unsavable."""
+        chat = await _model(lite_client, fake, "chat", "fake-chat")
+        kb = _ok(await lite_client.post("/api/v1/knowledge-bases", json={"name": "A",
+                                                                         "summary_model_id": chat}))
+        gone = _ok(await lite_client.post("/api/v1/knowledge-bases", json={"name": "gone"}))["id"]
+        agent = _ok(await lite_client.post("/api/v1/agents", json={"name": "x", "config": {
+            "model_id": chat, "knowledge_bases": [kb["id"], gone]}}))
+        assert (await lite_client.delete(f"/api/v1/knowledge-bases/{gone}")).status_code == 200
+        assert (await lite_client.delete(f"/api/v1/models/{chat}")).status_code == 200
+        saved = _ok(await lite_client.put(f"/api/v1/agents/{agent['id']}", json={
+            "name": "renamed", "config": agent["config"]}))
+        assert saved["name"] == "renamed"
+        renamed = _ok(await lite_client.put(f"/api/v1/knowledge-bases/{kb['id']}", json={
+            "name": "A2", "summary_model_id": chat}))
+        assert renamed["name"] == "A2"
+        _not_found(await lite_client.put(f"/api/v1/agents/{agent['id']}", json={
+            "config": {"knowledge_bases": [kb["id"], gone, "00000000-0000-4000-8000-000000000000"]}}),
+            "config.knowledge_bases")
+
+
 class TestUse:
     async def test_a_stored_foreign_embedding_model_is_never_called(self, lite_container: Any,
                                                                     lite_client: httpx.AsyncClient,

@@ -27,14 +27,18 @@ class AgentService:
         self.models = models  # the tenant's model rows pick an agent's default models
         self.refs = refs  # checks the model, knowledge-base and MCP ids a config names (None: unchecked)
 
-    async def _check_refs(self, tenant_id: int, cfg: dict[str, Any], changed: dict[str, Any]) -> None:
-        """Every id the request sets in ``config`` must be the tenant's own (or built in); ids it does not
-        touch are left as they are (a built-in's defaults name no rows)."""
+    async def _check_refs(self, tenant_id: int, cfg: dict[str, Any], changed: dict[str, Any],
+                          current: dict[str, Any] | None = None) -> None:
+        """Every id the request sets in ``config`` must be the tenant's own (or built in). Ids already in
+        ``current`` are not checked again: the web UI sends the whole config back on every save, and a
+        knowledge base deleted since must not make the agent unsavable (on use every id is resolved within
+        the tenant anyway)."""
         if self.refs is None:
             return
+        before = current or {}
         for field, types in (("model_id", CHAT_TYPES), ("query_understand_model_id", CHAT_TYPES),
                              ("rerank_model_id", RERANK_TYPES), ("vlm_model_id", VLM_TYPES)):
-            if field in changed:
+            if field in changed and changed[field] != before.get(field):
                 cfg[field] = await self.refs.model(tenant_id, changed[field], field=f"config.{field}",
                                                    types=types)
         for field, check in (("knowledge_bases", self.refs.knowledge_bases),
@@ -43,7 +47,9 @@ class AgentService:
                 ids = changed[field]
                 if not isinstance(ids, list):
                     raise BadRequest(f"config.{field} must be a list of ids")
-                await check(tenant_id, ids, field=f"config.{field}")
+                prior = before.get(field)
+                known = prior if isinstance(prior, list) else []
+                await check(tenant_id, [i for i in ids if i not in known], field=f"config.{field}")
 
     async def _default_models(self, tenant_id: int) -> tuple[str, str]:
         chat, rerank = BUILTIN_CHAT_MODEL_ID, ""
@@ -105,7 +111,7 @@ class AgentService:
         changed = dict(body.get("config") or {})
         cfg = {**current.config, **changed}
         agent_config.validate(cfg)
-        await self._check_refs(tenant_id, cfg, changed)
+        await self._check_refs(tenant_id, cfg, changed, current.config)
         updated = current.model_copy(update={
             "name": str(body.get("name") or current.name), "description": str(body.get("description",
                                                                                   current.description)),

@@ -64,11 +64,15 @@ class KnowledgeBaseService:
         self._default_embedding = default_embedding_model
         self.refs = TenantRefs(repos.models, default_embedder=default_embedding_model)
 
-    async def _model_ids(self, tenant_id: int, values: dict[str, Any]) -> dict[str, str]:
-        """The model ids in ``values``, each checked to be the tenant's own (or built in) for its role."""
+    async def _model_ids(self, tenant_id: int, values: dict[str, Any],
+                         current: KnowledgeBase | None = None) -> dict[str, str]:
+        """The model ids in ``values``, each checked to be the tenant's own (or built in) for its role. An id
+        equal to the one ``current`` holds is not checked again (the web UI sends the whole body back on each
+        save; on use every id is resolved within the tenant anyway)."""
         roles = (("embedding_model_id", EMBEDDING_TYPES), ("summary_model_id", CHAT_TYPES),
                  ("rerank_model_id", RERANK_TYPES))
-        return {field: await self.refs.model(tenant_id, values[field], field=field, types=types)
+        return {field: (values[field] if current is not None and values[field] == getattr(current, field)
+                        else await self.refs.model(tenant_id, values[field], field=field, types=types))
                 for field, types in roles if field in values}
 
     async def create(self, tenant_id: int, body: dict[str, Any]) -> KnowledgeBase:
@@ -125,7 +129,7 @@ class KnowledgeBaseService:
                                         else merged[field], field)
         if "chunking_config" in changes:
             _check_chunking(changes["chunking_config"])
-        model_ids = await self._model_ids(tenant_id, merged)
+        model_ids = await self._model_ids(tenant_id, merged, kb)
         for field in ("summary_model_id", "rerank_model_id"):
             if field in model_ids:
                 changes[field] = model_ids[field]
