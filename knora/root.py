@@ -75,6 +75,7 @@ from knora.services.kb.models import ModelService
 from knora.services.kb.service import KnowledgeBaseService
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.runner import QuickAnswerRunner
+from knora.services.refs import TenantRefs
 from knora.services.retrieval.faq import FaqService
 from knora.services.retrieval.hybrid import HybridSearch
 from knora.services.sessions.service import SessionService
@@ -274,7 +275,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     ingest = IngestService(deps)
     kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder)
     model_service = ModelService(store.repos, store.embedders)
-    await model_service.load_cache([default_tenant_id])
+    await model_service.load_cache()
     store.jobs.register(JOB_KIND, ingest.process)
 
     models = _models(s, sessions, store.repos, closers)
@@ -292,7 +293,9 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     agent_repo, mcp_repo = SqlAgentRepo(sessions), SqlMCPServiceRepo(sessions)
     approvals = await _approvals(s, closers)
     mcp_toolset = MCPToolset(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, approval=approvals)
-    agent_service = AgentService(agent_repo, store.repos.models)
+    agent_service = AgentService(agent_repo, store.repos.models,
+                                 TenantRefs(store.repos.models, kbs=store.repos.kbs, mcp_services=mcp_repo,
+                                            default_embedder=lambda: s.embedder))
     tool_deps = ToolDeps(settings=s, search_service=search, rerankers=models.rerankers,
                          chat_models=models.chat_models, repos=store.repos, web_search=models.web_search,
                          graph_store=models.graph_store, blobs=store.blobs, conversations=session_service)

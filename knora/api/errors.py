@@ -8,14 +8,37 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from knora.api.envelope import error
 from knora.domain.errors import AppError
+from knora.web.mount import UI_ROUTE_PATHS, ui_methods
 
 log = logging.getLogger(__name__)
 
 _STATUS_CODES = {400: 1000, 401: 1001, 403: 1002, 404: 1003, 405: 1004, 409: 1005, 413: 1000, 422: 1010,
                  429: 1006, 503: 1008}
+
+
+_PROBED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(req: Request) -> str:
+    """The ``Allow`` header of a 405 (RFC 9110 §15.5.6): every method some route on this path accepts.
+
+    Starlette's own 405 names only the first route that matched the path, but FastAPI registers one route per
+    method (``GET`` and ``POST /knowledge-bases`` are two), so that list would be incomplete. Each method is
+    probed through the routes' public ``matches`` (included routers nest their routes). A wrong method that
+    the UI catch-all takes is a 404, as in gin; a 405 is left for the methods it does not take.
+    """
+    allowed: set[str] = set()
+    for route in req.app.router.routes:
+        if getattr(route, "path", None) in UI_ROUTE_PATHS:
+            if route.matches(req.scope)[0] != Match.NONE:
+                allowed |= ui_methods(req.url.path)
+            continue
+        allowed |= {m for m in _PROBED_METHODS if route.matches({**req.scope, "method": m})[0] == Match.FULL}
+    return ", ".join(sorted(allowed))
 
 
 def install(app: FastAPI) -> None:
@@ -37,7 +60,11 @@ def install(app: FastAPI) -> None:
     async def _http(req: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404 and not req.url.path.startswith("/api/"):
             return PlainTextResponse("404 page not found", status_code=404)
-        return error(exc.status_code, _STATUS_CODES.get(exc.status_code, 1000), str(exc.detail))
+        resp = error(exc.status_code, _STATUS_CODES.get(exc.status_code, 1000), str(exc.detail))
+        resp.headers.update(exc.headers or {})
+        if exc.status_code == 405:
+            resp.headers["Allow"] = allowed_methods(req)
+        return resp
 
     @app.exception_handler(Exception)
     async def _unexpected(_req: Request, exc: Exception) -> JSONResponse:

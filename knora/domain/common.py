@@ -32,12 +32,17 @@ def rfc3339(dt: datetime | None) -> str | None:
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._\-\u0080-\uffff]+")
+# Characters that change how a name is displayed without being visible: bidi overrides, embeddings and
+# isolates (U+202E makes ``invoice\u202Efdp.exe`` read as ``invoiceexe.pdf``), the implicit marks, zero-width
+# characters, line/paragraph separators, the BOM, C1 controls and lone surrogates (which no file system
+# encodes). They are removed, not replaced, so the visible name is what remains.
+_INVISIBLE = re.compile("[\u0080-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]")
 
 
 def safe_name(name: str, *, max_len: int = 200) -> str:
-    """A file name reduced to its last path component with unsafe characters replaced; '' if nothing is
-    left."""
-    base = name.replace("\\", "/").split("/")[-1].replace("\x00", "").strip()
+    """A file name reduced to its last path component with unsafe characters replaced and invisible
+    direction/format characters removed; '' if nothing is left."""
+    base = _INVISIBLE.sub("", name.replace("\\", "/").split("/")[-1].replace("\x00", "")).strip()
     base = _SAFE.sub("_", base).strip("._ ")
     if len(base) > max_len:
         stem, dot, ext = base.rpartition(".")

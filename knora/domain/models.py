@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -21,6 +21,10 @@ MODEL_TYPE_ALIASES = {
 # The chat model chosen by settings (or the extractive answerer), as GET /models and the built-in agents
 # name it.
 BUILTIN_CHAT_MODEL_ID = "builtin-chat"
+
+# The ``created_at``/``updated_at`` of built-in models and agents. They are made from code on every request,
+# so a default of "now" changed on each read, and clients that sort or cache by it saw a new record each time.
+BUILTIN_CREATED_AT = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def canonical_model_type(value: str) -> str:

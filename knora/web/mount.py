@@ -43,6 +43,15 @@ def _is_reserved(path: str) -> bool:
     return path == "api" or any(path == p.rstrip("/") or path.startswith(p) for p in RESERVED_PREFIXES)
 
 
+# The catch-all routes' paths, and what they really serve for a path (they take every method only to answer
+# 404 for a wrong one, as gin does): a 405's ``Allow`` header counts these, not the route's method list.
+UI_ROUTE_PATHS = frozenset({"/", "/{path:path}"})
+
+
+def ui_methods(path: str) -> frozenset[str]:
+    return frozenset() if _is_reserved(path.lstrip("/")) else frozenset({"GET", "HEAD"})
+
+
 def resolve_static(path: str, root: Path = STATIC_DIR) -> Path | None:
     """The file under ``root`` that ``path`` names, or None (missing, a directory, or escaping ``root``)."""
     if not path:
@@ -71,5 +80,5 @@ def mount(app: FastAPI, root: Path = STATIC_DIR) -> None:
 
     # Every method, so that a POST to an unknown /api path answers 404 (not 405 from a partial match here).
     methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
-    app.add_api_route("/", serve, methods=methods, include_in_schema=False)
-    app.add_api_route("/{path:path}", serve, methods=methods, include_in_schema=False)
+    for route_path in sorted(UI_ROUTE_PATHS):
+        app.add_api_route(route_path, serve, methods=methods, include_in_schema=False)

@@ -41,6 +41,19 @@ class TestAgents:
         assert agents["builtin-quick-answer"]["config"]["model_id"] in chat_ids
         assert smart["config"]["model_id"] in chat_ids
 
+    async def test_builtins_keep_their_created_at_between_requests(self,
+                                                                 sqlite_client: httpx.AsyncClient) -> None:
+        async def stamps() -> dict[str, tuple[str, str]]:
+            agents = data(await sqlite_client.get("/api/v1/agents"))
+            models = data(await sqlite_client.get("/api/v1/models"))
+            return {x["id"]: (x["created_at"], x["updated_at"]) for x in agents + models if x["is_builtin"]}
+
+        first = await stamps()
+        assert {"builtin-quick-answer", "builtin-chat", "builtin-embedding"} <= set(first)
+        assert await stamps() == first
+        one = data(await sqlite_client.get("/api/v1/agents/builtin-quick-answer"))
+        assert (one["created_at"], one["updated_at"]) == first["builtin-quick-answer"]
+
     async def test_crud_copy_and_validation(self, sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.post("/api/v1/agents", json={"name": "Analyst", "config": {
             "agent_mode": "smart-reasoning", "agent_type": "data-analysis"}})

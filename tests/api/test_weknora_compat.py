@@ -92,6 +92,19 @@ class TestTransport:
         assert body["error"]["code"] == 1003
         assert_int(body["error"]["code"])
 
+    async def test_405_is_the_envelope_and_names_every_allowed_method(
+            self, sqlite_client: httpx.AsyncClient) -> None:
+        # A wrong method the UI catch-all takes is gin's 404; one it does not take (TRACE) is a 405.
+        assert (await sqlite_client.delete("/api/v1/knowledge-bases")).status_code == 404
+        r = await sqlite_client.request("TRACE", "/api/v1/knowledge-bases")
+        assert r.status_code == 405, r.text
+        assert r.json()["success"] is False
+        assert r.json()["error"]["code"] == 1004
+        assert r.headers["allow"] == "GET, POST"
+        page = await sqlite_client.request("TRACE", "/some/ui/route")
+        assert page.status_code == 405
+        assert page.headers["allow"] == "GET, HEAD"
+
     async def test_unknown_route_outside_the_api_is_gins_plain_text(self,
                                                                     sqlite_client: httpx.AsyncClient) -> None:
         r = await sqlite_client.get("/definitely-not-here.php")

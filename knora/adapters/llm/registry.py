@@ -7,7 +7,8 @@ Instances are cached per (provider, model, base URL, key) so HTTP connection poo
 Resolution of ``await chat_models.get(model_id, tenant_id=…)``:
 1. ``None``/empty → ``settings.chat_model`` → the tenant's default KnowledgeQA model (``is_default`` first) →
    the local extractive answerer. Knora always answers something, and says which model did.
-2. a row id of the ``models`` table (type KnowledgeQA/VLLM) → its ``parameters.provider`` (or
+2. a row id of the ``models`` table of ``tenant_id`` (type KnowledgeQA/VLLM; another tenant's row is never
+   used, and without a tenant no row is) → its ``parameters.provider`` (or
    ``interface_type``; ``source == "local"`` means Ollama), ``parameters.base_url``, ``api_key`` and ``name``.
 3. a ``provider:model`` string → that provider with the settings' base URL and key.
 4. ``extractive`` / ``local:extractive`` → the extractive answerer.
@@ -195,7 +196,7 @@ class ChatModelRegistry:
             return self.extractive
         if model_id.strip().lower() in ("extractive", EXTRACTIVE_MODEL_ID):
             return self.extractive
-        if self._rows is not None:
+        if self._rows is not None and tenant_id is not None:  # a row only ever for its own tenant
             row = await self._rows.get(tenant_id, model_id)
             if row is not None:
                 if row.type not in ("KnowledgeQA", "VLLM"):
@@ -237,7 +238,7 @@ class RerankerRegistry:
             if s.rerank_model:
                 return self.from_spec(s.rerank_model, base_url=s.rerank_base_url, api_key=s.rerank_api_key)
             return None
-        if self._rows is not None:
+        if self._rows is not None and tenant_id is not None:  # a row only ever for its own tenant
             row = await self._rows.get(tenant_id, model_id)
             if row is not None:
                 if row.type != "Rerank":

@@ -11,7 +11,7 @@ import httpx
 from bs4 import BeautifulSoup
 
 from knora.adapters.tools._base import BaseTool
-from knora.adapters.tools._netguard import FetchRefused, safe_get
+from knora.adapters.tools._netguard import FetchRefused, guarded_client, safe_get
 from knora.ports.chat import ChatMessage, ChatOptions
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
@@ -52,8 +52,8 @@ class WebFetchTool(BaseTool):
                 url = url.replace("//github.com/", "//raw.githubusercontent.com/", 1).replace("/blob/", "/",
                                                                                               1)
             seen.setdefault(url, {"url": url, "prompt": item.get("prompt", "")})
-        async with httpx.AsyncClient(timeout=timeout,
-                                     headers={"User-Agent": "Knora/0.1 (+agent web_fetch)"}) as http:
+        async with guarded_client(allow_private=allow, timeout=timeout,
+                                  headers={"User-Agent": "Knora/0.1 (+agent web_fetch)"}) as http:
             pages = await asyncio.gather(*(self._one(http, p, allow, ctx) for p in seen.values()))
         ok = [p for p in pages if p["status"] == "success"]
         lines = [f"{p['url']}: {p['status']}" + (f" — {p['error']}" if p.get("error") else "") for p in pages]

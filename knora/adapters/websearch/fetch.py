@@ -1,21 +1,21 @@
 """The pipeline's page fetcher (spec §2.12): 15 s, 100 KiB, ≤ 10 redirects, no private addresses, HTML → text.
 
-Every hop is validated before it is requested (a public URL redirecting to 127.0.0.1 is refused), unless
-``allow_private`` is set (settings ``allow_private_network_fetch``; tests use it for local servers).
+Every hop is validated when it is requested and connected to the address that was checked (a public URL
+redirecting to 127.0.0.1 is refused, and so is a name that resolves to loopback the second time): the
+policy of :mod:`knora.netguard`, unless ``allow_private`` is set (settings ``allow_private_network_fetch``;
+tests use it for local servers).
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
 import re
-import socket
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import httpx
 from bs4 import BeautifulSoup
 
 from knora.adapters.websearch._http import USER_AGENT
+from knora.netguard import AddressRefused, Resolver, check_scheme, pinned_client
 
 MAX_BODY = 100 * 1024
 MAX_REDIRECTS = 10
@@ -24,21 +24,7 @@ _DROP = ("script", "style", "nav", "footer", "header", "iframe", "noscript", "sv
 _JS_HINT = re.compile(r"(?i)enable javascript|loading\.\.\.")
 
 
-class FetchRefused(Exception):
-    pass
-
-
-async def _check_host(url: str) -> None:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise FetchRefused(f"unsupported URL {url!r}")
-    infos = await asyncio.get_running_loop().getaddrinfo(parts.hostname, parts.port or 443,
-                                                         type=socket.SOCK_STREAM)
-    for info in infos:
-        ip = ipaddress.ip_address(info[4][0])
-        if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast \
-                or ip.is_unspecified:
-            raise FetchRefused(f"{parts.hostname} resolves to a non-public address")
+FetchRefused = AddressRefused  # a blocked address, an unsupported URL, or too many redirects
 
 
 def html_to_text(html: str) -> str:
@@ -57,10 +43,11 @@ def html_to_text(html: str) -> str:
 
 class PageFetcher:
     def __init__(self, *, allow_private: bool = False, timeout: float = TIMEOUT,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
-        self._allow_private = allow_private
-        self._http = httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport,
-                                       headers={"User-Agent": USER_AGENT, "Accept": "text/html,*/*;q=0.5"})
+                 transport: httpx.AsyncBaseTransport | None = None, resolver: Resolver | None = None) -> None:
+        """``transport`` is what the pinned request is sent through (tests); the guard wraps it either way."""
+        self._http = pinned_client(allow_private=allow_private, timeout=timeout, resolver=resolver,
+                                   inner=transport,
+                                   headers={"User-Agent": USER_AGENT, "Accept": "text/html,*/*;q=0.5"})
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -68,8 +55,7 @@ class PageFetcher:
     async def __call__(self, url: str) -> str:
         current = url
         for _ in range(MAX_REDIRECTS + 1):
-            if not self._allow_private:
-                await _check_host(current)
+            check_scheme(current)  # the address is checked, and pinned, by the client's transport
             async with self._http.stream("GET", current) as resp:
                 if resp.is_redirect:
                     location = resp.headers.get("location")
@@ -89,4 +75,4 @@ class PageFetcher:
                 text = body.decode(resp.encoding or "utf-8", errors="replace")
                 return (html_to_text(text) if "html" in ctype or text.lstrip().startswith("<")
                         else text.strip())
-        raise FetchRefused(f"too many redirects for {url}")
+        raise FetchRefused(f"too many redirects for {url}", code="too_many_redirects")

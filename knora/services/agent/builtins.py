@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from knora.domain.models import AgentConfig
+from knora.domain.models import BUILTIN_CREATED_AT, AgentConfig
 
 QUICK_ANSWER_ID = "builtin-quick-answer"
 SMART_REASONING_ID = "builtin-smart-reasoning"
@@ -56,4 +56,5 @@ def builtin(agent_id: str, tenant_id: int) -> AgentConfig | None:
     if spec is None:
         return None
     return AgentConfig(id=agent_id, tenant_id=tenant_id, name=spec["name"], description=spec["description"],
-                       avatar=spec["avatar"], is_builtin=True, config=dict(spec["config"]))
+                       avatar=spec["avatar"], is_builtin=True, config=dict(spec["config"]),
+                       created_at=BUILTIN_CREATED_AT, updated_at=BUILTIN_CREATED_AT)

@@ -17,12 +17,39 @@ from knora.ports.agent_store import AgentRepo
 from knora.ports.store import ModelRepo
 from knora.services.agent import config as agent_config
 from knora.services.agent.builtins import AGENT_TYPE_PRESETS, BUILTINS, builtin
+from knora.services.refs import CHAT_TYPES, RERANK_TYPES, VLM_TYPES, TenantRefs
 
 
 class AgentService:
-    def __init__(self, repo: AgentRepo, models: ModelRepo | None = None) -> None:
+    def __init__(self, repo: AgentRepo, models: ModelRepo | None = None,
+                 refs: TenantRefs | None = None) -> None:
         self.repo = repo
         self.models = models  # the tenant's model rows pick an agent's default models
+        self.refs = refs  # checks the model, knowledge-base and MCP ids a config names (None: unchecked)
+
+    async def _check_refs(self, tenant_id: int, cfg: dict[str, Any], changed: dict[str, Any],
+                          current: dict[str, Any] | None = None) -> None:
+        """Every id the request sets in ``config`` must be the tenant's own (or built in). Ids already in
+        ``current`` are not checked again: the web UI sends the whole config back on every save, and a
+        knowledge base deleted since must not make the agent unsavable (on use every id is resolved within
+        the tenant anyway)."""
+        if self.refs is None:
+            return
+        before = current or {}
+        for field, types in (("model_id", CHAT_TYPES), ("query_understand_model_id", CHAT_TYPES),
+                             ("rerank_model_id", RERANK_TYPES), ("vlm_model_id", VLM_TYPES)):
+            if field in changed and changed[field] != before.get(field):
+                cfg[field] = await self.refs.model(tenant_id, changed[field], field=f"config.{field}",
+                                                   types=types)
+        for field, check in (("knowledge_bases", self.refs.knowledge_bases),
+                             ("mcp_services", self.refs.mcp_services)):
+            if field in changed:
+                ids = changed[field]
+                if not isinstance(ids, list):
+                    raise BadRequest(f"config.{field} must be a list of ids")
+                prior = before.get(field)
+                known = prior if isinstance(prior, list) else []
+                await check(tenant_id, [i for i in ids if i not in known], field=f"config.{field}")
 
     async def _default_models(self, tenant_id: int) -> tuple[str, str]:
         chat, rerank = BUILTIN_CHAT_MODEL_ID, ""
@@ -71,6 +98,7 @@ class AgentService:
         if preset:
             cfg = {**preset, **cfg}
         agent_config.validate(cfg)
+        await self._check_refs(tenant_id, cfg, cfg)
         agent = AgentConfig(id=new_id(), tenant_id=tenant_id, name=name,
                             description=_text(body, "description") or "", avatar=_text(body, "avatar") or "",
                             config=agent_config.ensure_defaults(cfg))
@@ -80,8 +108,10 @@ class AgentService:
         current = await self.get(tenant_id, agent_id)
         if current is None:
             raise NotFound("agent not found")
-        cfg = {**current.config, **_config(body)}
+        changed = _config(body)
+        cfg = {**current.config, **changed}
         agent_config.validate(cfg)
+        await self._check_refs(tenant_id, cfg, changed, current.config)
         description, avatar = _text(body, "description"), _text(body, "avatar")
         updated = current.model_copy(update={
             "name": _text(body, "name") or current.name,

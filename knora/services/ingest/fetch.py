@@ -1,21 +1,21 @@
 """Fetching a document from a URL without becoming a proxy into the private network.
 
-Every hop (the URL and each redirect) is resolved and refused if any address is loopback, private, link-local,
-multicast or reserved — unless ``allow_private_network_fetch`` is set (tests, trusted intranets). The body is
+Every hop (the URL and each redirect) is resolved once, refused unless every address is public, and connected
+to at the address that was checked (:mod:`knora.netguard`) — unless ``allow_private_network_fetch`` is set
+(tests, trusted intranets). The body is
 read in pieces and abandoned as soon as it passes the size limit.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
-import socket
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from knora import netguard
 from knora.domain.errors import BadRequest, PayloadTooLarge
+from knora.netguard import AddressRefused, Resolver
 
 MAX_REDIRECTS = 5
 
@@ -35,47 +35,48 @@ def validate_url(url: str) -> str:
     return url
 
 
-async def check_public(url: str, allow_private: bool) -> None:
-    if allow_private:
-        return
-    host = urlsplit(url).hostname or ""
+async def check_public(url: str, allow_private: bool, resolver: Resolver | None = None) -> None:
+    """An early 400 when the URL is added; the fetch itself is guarded again at connect time."""
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise BadRequest(f"cannot resolve host {host!r}") from exc
-    for info in infos:
-        addr = ipaddress.ip_address(info[4][0])
-        if (addr.is_private or addr.is_loopback or addr.is_link_local or addr.is_multicast or addr.is_reserved
-                or addr.is_unspecified):
-            raise BadRequest(f"refusing to fetch {host!r}: it resolves to a private or local address")
+        await netguard.check_url(url, allow_private=allow_private, resolver=resolver)
+    except AddressRefused as exc:
+        raise BadRequest(str(exc)) from exc
 
 
 async def fetch(url: str, *, max_bytes: int, timeout: float, allow_private: bool,
-                transport: httpx.AsyncBaseTransport | None = None) -> Fetched:
+                transport: httpx.AsyncBaseTransport | None = None,
+                resolver: Resolver | None = None) -> Fetched:
+    """``transport`` is what the pinned request is sent through (tests); the guard wraps it either way."""
     url = validate_url(url)
-    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport,
-                                 headers={"User-Agent": "Knora/0.1 (+document ingestion)"}) as client:
+    async with netguard.pinned_client(allow_private=allow_private, timeout=timeout, resolver=resolver,
+                                      inner=transport,
+                                      headers={"User-Agent": "Knora/0.1 (+document ingestion)"}) as client:
         for _ in range(MAX_REDIRECTS + 1):
-            await check_public(url, allow_private)
-            async with client.stream("GET", url) as resp:
-                if resp.is_redirect:
-                    location = resp.headers.get("location", "")
-                    url = validate_url(urljoin(url, location))
-                    continue
-                if resp.status_code >= 400:
-                    raise BadRequest(f"fetching {url} failed: HTTP {resp.status_code}")
-                declared = int(resp.headers.get("content-length") or 0)
-                if declared > max_bytes:
-                    raise PayloadTooLarge(f"{url} is {declared} bytes; the limit is {max_bytes}")
-                buf = bytearray()
-                async for piece in resp.aiter_bytes():
-                    buf.extend(piece)
-                    if len(buf) > max_bytes:
-                        raise PayloadTooLarge(f"{url} is larger than the limit of {max_bytes} bytes")
-                return Fetched(url=str(resp.url), data=bytes(buf),
-                               content_type=resp.headers.get("content-type",
-                                                             "").split(";")[0].strip().lower())
+            try:
+                async with client.stream("GET", url) as resp:
+                    if resp.is_redirect:
+                        location = resp.headers.get("location", "")
+                        url = validate_url(urljoin(url, location))
+                        continue
+                    return await _read(url, resp, max_bytes)
+            except AddressRefused as exc:
+                raise BadRequest(str(exc)) from exc
     raise BadRequest(f"too many redirects fetching {url}")
+
+
+async def _read(url: str, resp: httpx.Response, max_bytes: int) -> Fetched:
+    if resp.status_code >= 400:
+        raise BadRequest(f"fetching {url} failed: HTTP {resp.status_code}")
+    declared = int(resp.headers.get("content-length") or 0)
+    if declared > max_bytes:
+        raise PayloadTooLarge(f"{url} is {declared} bytes; the limit is {max_bytes}")
+    buf = bytearray()
+    async for piece in resp.aiter_bytes():
+        buf.extend(piece)
+        if len(buf) > max_bytes:
+            raise PayloadTooLarge(f"{url} is larger than the limit of {max_bytes} bytes")
+    return Fetched(url=url, data=bytes(buf),
+                   content_type=resp.headers.get("content-type", "").split(";")[0].strip().lower())
 
 
 CONTENT_TYPES = {

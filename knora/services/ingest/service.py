@@ -330,7 +330,8 @@ class IngestService:
         contents = [c.index_content(title) for c in to_index]
         vectors = None
         if kb.indexing_strategy.vector_enabled and contents:
-            vectors = await self.d.embedders.batcher(kb.embedding_model_id).embed(contents)
+            batcher = self.d.embedders.batcher(kb.embedding_model_id, tenant_id=kb.tenant_id)
+            vectors = await batcher.embed(contents)
         rows = [IndexRow(source_id=c.id, chunk_id=c.id, knowledge_id=k.id, knowledge_base_id=kb.id,
                          tenant_id=k.tenant_id, content=text, tag_id=c.tag_id, is_enabled=c.is_enabled,
                          embedding=vectors[i].tolist() if vectors is not None else None,

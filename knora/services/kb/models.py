@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from knora.domain.errors import NotFound, ValidationFailed
-from knora.domain.models import BUILTIN_CHAT_MODEL_ID, ModelConfig, canonical_model_type
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID, BUILTIN_CREATED_AT, ModelConfig, canonical_model_type
 from knora.ports.store import Repositories
 from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID, EmbedderRegistry
 from knora.settings import Settings
@@ -26,10 +26,11 @@ class ModelService:
         self.repos = repos
         self.embedders = embedders
 
-    async def load_cache(self, tenant_ids: list[int]) -> None:
-        for tid in tenant_ids:
-            for m in await self.repos.models.list(tid, type="Embedding"):
-                self.embedders.remember(m)
+    async def load_cache(self) -> None:
+        """Every tenant's embedding rows (not only the default tenant's): the registry resolves a knowledge
+        base's model synchronously, and a row it has not seen would silently become the default embedder."""
+        for m in await self.repos.models.list_every_tenant(type="Embedding"):
+            self.embedders.remember(m)
 
     async def create(self, tenant_id: int, body: dict[str, Any]) -> ModelConfig:
         name = body.get("name")
@@ -103,11 +104,13 @@ def builtin_models(settings: Settings, tenant_id: int) -> list[ModelConfig]:
                     type="KnowledgeQA", source="local" if not settings.chat_model else "remote",
                     description="Chat model from Knora's settings "
                                 "(extractive = local answerer that cites sentences)",
-                    parameters={"provider": chat.split(":", 1)[0]}, is_builtin=True, is_default=True),
+                    parameters={"provider": chat.split(":", 1)[0]}, is_builtin=True, is_default=True,
+                    created_at=BUILTIN_CREATED_AT, updated_at=BUILTIN_CREATED_AT),
         ModelConfig(id=BUILTIN_EMBEDDING_MODEL_ID, tenant_id=tenant_id, name=settings.embedder,
                     display_name=f"Built-in: {settings.embedder}", type="Embedding",
                     source="local" if settings.embedder.startswith("local:") else "remote",
                     description="Embedder from Knora's settings",
                     parameters={"provider": settings.embedder.split(":")[0]},
-                    is_builtin=True, is_default=True),
+                    is_builtin=True, is_default=True, created_at=BUILTIN_CREATED_AT,
+                    updated_at=BUILTIN_CREATED_AT),
     ]

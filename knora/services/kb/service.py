@@ -22,6 +22,7 @@ from knora.domain.knowledge import (
 from knora.ports.blobs import BlobStore
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import KBStats, Page, Repositories
+from knora.services.refs import CHAT_TYPES, EMBEDDING_TYPES, RERANK_TYPES, TenantRefs
 
 MAX_CHUNK_SIZE = 32_768
 
@@ -61,19 +62,32 @@ class KnowledgeBaseService:
         self.blobs = blobs
         self._retrieval = retrieval
         self._default_embedding = default_embedding_model
+        self.refs = TenantRefs(repos.models, default_embedder=default_embedding_model)
+
+    async def _model_ids(self, tenant_id: int, values: dict[str, Any],
+                         current: KnowledgeBase | None = None) -> dict[str, str]:
+        """The model ids in ``values``, each checked to be the tenant's own (or built in) for its role. An id
+        equal to the one ``current`` holds is not checked again (the web UI sends the whole body back on each
+        save; on use every id is resolved within the tenant anyway)."""
+        roles = (("embedding_model_id", EMBEDDING_TYPES), ("summary_model_id", CHAT_TYPES),
+                 ("rerank_model_id", RERANK_TYPES))
+        return {field: (values[field] if current is not None and values[field] == getattr(current, field)
+                        else await self.refs.model(tenant_id, values[field], field=field, types=types))
+                for field, types in roles if field in values}
 
     async def create(self, tenant_id: int, body: dict[str, Any]) -> KnowledgeBase:
         kb_type = body.get("type") or "document"
         if kb_type not in (KBType.DOCUMENT, KBType.FAQ):
             raise ValidationFailed("type must be 'document' or 'faq'")
+        model_ids = await self._model_ids(tenant_id, body)
         kb = KnowledgeBase(
             tenant_id=tenant_id, name=_name(body.get("name")), description=str(body.get("description") or ""),
             type=KBType(kb_type), is_temporary=bool(body.get("is_temporary", False)),
             chunking_config=_check_chunking(_model(ChunkingConfig, body.get("chunking_config"),
                                                    "chunking_config")),
-            embedding_model_id=str(body.get("embedding_model_id") or self._default_embedding()),
-            summary_model_id=str(body.get("summary_model_id") or ""),
-            rerank_model_id=str(body.get("rerank_model_id") or ""),
+            embedding_model_id=model_ids.get("embedding_model_id") or self._default_embedding(),
+            summary_model_id=model_ids.get("summary_model_id", ""),
+            rerank_model_id=model_ids.get("rerank_model_id", ""),
             indexing_strategy=_model(IndexingStrategy, body.get("indexing_strategy"), "indexing_strategy"),
             faq_config=(_model(FAQConfig, body.get("faq_config"), "faq_config")
                         if body.get("faq_config") is not None or kb_type == KBType.FAQ else None),
@@ -115,14 +129,16 @@ class KnowledgeBaseService:
                                         else merged[field], field)
         if "chunking_config" in changes:
             _check_chunking(changes["chunking_config"])
+        model_ids = await self._model_ids(tenant_id, merged, kb)
         for field in ("summary_model_id", "rerank_model_id"):
-            if field in merged:
-                changes[field] = str(merged[field] or "")
-        if merged.get("embedding_model_id") and merged["embedding_model_id"] != kb.embedding_model_id:
+            if field in model_ids:
+                changes[field] = model_ids[field]
+        embedding = model_ids.get("embedding_model_id")
+        if embedding and embedding != kb.embedding_model_id:
             stats = (await self.repos.kbs.stats(tenant_id, [kb.id]))[kb.id]
             if stats.knowledge_count:
                 raise BadRequest("embedding_model_id cannot change while the knowledge base has documents")
-            changes["embedding_model_id"] = str(merged["embedding_model_id"])
+            changes["embedding_model_id"] = embedding
         for field in ("question_generation_config", "extract_config"):
             if isinstance(merged.get(field), dict):
                 changes[field] = merged[field]

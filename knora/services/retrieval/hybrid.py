@@ -122,8 +122,8 @@ class HybridSearch:
         wants_vector = not params.disable_vector_match and any(
             kb.indexing_strategy.vector_enabled for kb in kbs)
         if embedding is None and wants_vector:
-            embedder = self.embedders.get(primary.embedding_model_id or None)
             try:
+                embedder = self.embedders.get(primary.embedding_model_id or None, tenant_id=primary.tenant_id)
                 embedding = (await embedder.embed_query(text)).tolist()
             except AppError:
                 raise

@@ -86,6 +86,28 @@ class TestKnowledgeRepo:
                                     filters=KnowledgeFilter(keyword="doc 3"))
         assert [k.title for k in kw.items] == ["Doc 3"]
 
+    async def test_keyword_is_literal_text_not_a_like_pattern(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        for title in ("100% sure", "1000 things", "a_b", "axb", "back\\slash", "backXslash"):
+            await r.knowledge.create(_doc(kb, title=title, file_name=f"{len(title)}.md"))
+
+        async def titles(keyword: str) -> list[str]:
+            page = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=20,
+                                          filters=KnowledgeFilter(keyword=keyword))
+            return sorted(k.title for k in page.items)
+
+        assert await titles("%") == ["100% sure"]
+        assert await titles("0%") == ["100% sure"]
+        assert await titles("_") == ["a_b"]
+        assert await titles("a_b") == ["a_b"]
+        assert await titles("\\") == ["back\\slash"]
+        assert await titles("%%%") == []
+        tag = await r.tags.create(Tag(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, name="x_y"))
+        await r.tags.create(Tag(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, name="xzy"))
+        tags = await r.tags.list(kb.tenant_id, kb.id, page=1, page_size=10, keyword="_")
+        assert [t.id for t, _, _ in tags.items] == [tag.id]
+
     async def test_find_duplicate_by_hash_and_url(self, container: Any) -> None:
         r = container.repos
         kb = await r.kbs.create(_kb(container))
@@ -189,3 +211,6 @@ class TestTagAndModelRepos:
         assert await r.models.get(other.id, m.id) is None
         assert [x.id for x in await r.models.list(container.default_tenant_id, type="KnowledgeQA")] == [m.id]
         assert await r.models.list(container.default_tenant_id, type="Embedding") == []
+        theirs = await r.models.create(ModelConfig(tenant_id=other.id, name="gpt", type="KnowledgeQA"))
+        assert {x.id for x in await r.models.list_every_tenant(type="KnowledgeQA")} == {m.id, theirs.id}
+        assert await r.models.list_every_tenant(type="Embedding") == []

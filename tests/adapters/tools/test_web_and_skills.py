@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from knora import netguard
 from knora.adapters.tools import _netguard, execute_skill_script, read_skill, web_fetch, web_search
 from knora.ports.tool import ToolContext, ToolDeps
 from knora.ports.websearch import WebResult
@@ -86,7 +87,7 @@ class TestWebFetch:
 
     async def test_every_redirect_hop_is_checked(self, site: str, monkeypatch: pytest.MonkeyPatch) -> None:
         # treat loopback as public for this test, so only the redirect target (link-local) is blocked
-        monkeypatch.setattr(_netguard, "_blocked", lambda ip: ipaddress.ip_address(ip).is_link_local)
+        monkeypatch.setattr(netguard, "is_public", lambda ip: not ipaddress.ip_address(ip).is_link_local)
         res = await fetch_tool().execute({"items": [{"url": f"{site}/to-metadata"}]},
                                          ToolContext(tenant_id=1))
         page = res.data["pages"][0]

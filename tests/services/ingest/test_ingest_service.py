@@ -270,7 +270,7 @@ def web() -> Iterator[str]:
 class TestIngestUrl:
     async def test_private_addresses_are_refused_by_default(self, sqlite_container: Any, web: str) -> None:
         kb = await _kb(sqlite_container)
-        with pytest.raises(BadRequest, match="private or local"):
+        with pytest.raises(BadRequest, match="not a public address"):
             await sqlite_container.ingest_service.add_url(sqlite_container.default_tenant_id, kb.id,
                                                           f"{web}/page")
 

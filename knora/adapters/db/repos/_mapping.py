@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import DateTime, inspect
+from sqlalchemy import ColumnElement, DateTime, func, inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from knora.adapters.db.tables import Base
@@ -103,6 +103,18 @@ def apply(row: Base, record: BaseModel, *, skip: frozenset[str] = frozenset({"id
 
 def clamp_page(page: int, page_size: int, *, max_size: int = 1000) -> tuple[int, int]:
     return max(page, 1), min(max(page_size, 1), max_size)
+
+
+def contains_ci(column: Any, keyword: str) -> ColumnElement[bool]:
+    """``column`` contains ``keyword`` as literal text, case-insensitively.
+
+    A user's search text is not a LIKE pattern: ``%`` and ``_`` would otherwise match anything (``_`` found
+    every document, ``100%`` matched ``1000``). They and the escape character itself are escaped and the
+    ``ESCAPE`` clause is explicit, which SQLite and PostgreSQL both need for the backslash to mean it.
+    """
+    escaped = keyword.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    like: ColumnElement[bool] = func.lower(column).like(f"%{escaped}%", escape="\\")
+    return like
 
 
 class SessionFactory(Protocol):

@@ -8,7 +8,14 @@ from typing import Any
 
 from sqlalchemy import delete, func, or_, select, update
 
-from knora.adapters.db.repos._mapping import SessionFactory, apply, clamp_page, row_to, to_row
+from knora.adapters.db.repos._mapping import (
+    SessionFactory,
+    apply,
+    clamp_page,
+    contains_ci,
+    row_to,
+    to_row,
+)
 from knora.adapters.db.tables import ChunkRow, KnowledgeRow
 from knora.domain.common import utcnow
 from knora.domain.knowledge import Knowledge, ParseStatus
@@ -58,9 +65,8 @@ class SqlKnowledgeRepo:
         if f.source:
             conds.append(KnowledgeRow.type == f.source)
         if f.keyword:
-            like = f"%{f.keyword.lower()}%"
-            conds.append(or_(func.lower(KnowledgeRow.title).like(like),
-                             func.lower(KnowledgeRow.file_name).like(like)))
+            conds.append(or_(contains_ci(KnowledgeRow.title, f.keyword),
+                             contains_ci(KnowledgeRow.file_name, f.keyword)))
         async with self._sessions() as s:
             total = (await s.execute(select(func.count()).select_from(KnowledgeRow)
                                      .where(*conds))).scalar_one()

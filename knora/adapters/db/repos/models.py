@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 from sqlalchemy import select
 
 from knora.adapters.db.repos._mapping import SessionFactory, apply, row_to, to_row
@@ -32,6 +34,12 @@ class SqlModelRepo:
             q = q.where(ModelRow.type == type)
         async with self._sessions() as s:
             rows = (await s.execute(q.order_by(ModelRow.created_at))).scalars().all()
+            return [row_to(ModelConfig, r) for r in rows]
+
+    async def list_every_tenant(self, *, type: str) -> builtins.list[ModelConfig]:
+        async with self._sessions() as s:
+            rows = (await s.execute(select(ModelRow).where(ModelRow.type == type)
+                                    .order_by(ModelRow.created_at))).scalars().all()
             return [row_to(ModelConfig, r) for r in rows]
 
     async def update(self, m: ModelConfig) -> ModelConfig:

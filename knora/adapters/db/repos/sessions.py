@@ -13,7 +13,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from knora.adapters.db.repos._batch import BatchLoader, GroupCommit
-from knora.adapters.db.repos._mapping import apply, row_to, select_columns, to_row, values_to
+from knora.adapters.db.repos._mapping import apply, contains_ci, row_to, select_columns, to_row, values_to
 from knora.adapters.db.tables import MessageRow, SessionRow
 from knora.domain.common import utcnow
 from knora.domain.conversation import Session
@@ -45,8 +45,7 @@ class SqlSessionRepo:
                    source: str | None = None, agent_id: str | None = None) -> tuple[list[Session], int]:
         cond = [SessionRow.tenant_id == tenant_id]
         if keyword:
-            escaped = keyword.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            cond.append(func.lower(SessionRow.title).like(f"%{escaped.lower()}%", escape="\\"))
+            cond.append(contains_ci(SessionRow.title, keyword))
         if source:
             cond.append(SessionRow.source == source)
         if agent_id:

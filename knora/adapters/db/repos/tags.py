@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
-from knora.adapters.db.repos._mapping import SessionFactory, apply, clamp_page, row_to, to_row
+from knora.adapters.db.repos._mapping import SessionFactory, apply, clamp_page, contains_ci, row_to, to_row
 from knora.adapters.db.tables import ChunkRow, KnowledgeRow, TagRow
 from knora.domain.common import utcnow
 from knora.domain.knowledge import Tag
@@ -41,7 +41,7 @@ class SqlTagRepo:
         page, page_size = clamp_page(page, page_size)
         conds: list[Any] = [TagRow.tenant_id == tenant_id, TagRow.knowledge_base_id == kb_id]
         if keyword:
-            conds.append(func.lower(TagRow.name).like(f"%{keyword.lower()}%"))
+            conds.append(contains_ci(TagRow.name, keyword))
         async with self._sessions() as s:
             total = (await s.execute(select(func.count()).select_from(TagRow).where(*conds))).scalar_one()
             rows = (await s.execute(select(TagRow).where(*conds).order_by(TagRow.sort_order,
