@@ -51,6 +51,7 @@ from knora.adapters.websearch.fetch import PageFetcher
 from knora.adapters.websearch.registry import build_web_search
 from knora.domain.knowledge import Knowledge
 from knora.domain.models import AgentConfig
+from knora.netguard import Outbound
 from knora.ports.blobs import BlobStore
 from knora.ports.chat import ChatModel, ChatModels
 from knora.ports.graph import GraphStore
@@ -175,12 +176,18 @@ class _Models:
     page_fetcher: PageFetcher
 
 
+def _outbound(s: Settings) -> Outbound:
+    """The outbound policies every client factory gets: the operator's for URLs from settings, the tenant
+    policy (public plus ``outbound_allowed_hosts``) for URLs stored through the API (knora.netguard)."""
+    return Outbound.from_settings(s.outbound_allowed_hosts, s.outbound_allow_private)
+
+
 def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides) -> _Store:
     gated = GatedSessions(sessions, asyncio.Lock() if s.is_sqlite else None)
     repos = Repositories(kbs=SqlKnowledgeBaseRepo(gated), knowledge=SqlKnowledgeRepo(gated),
                          chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated),
                          jobs=SqlJobRepo(gated))
-    embedders = EmbedderRegistry(s, build_embedder)
+    embedders = EmbedderRegistry(s, build_embedder, _outbound(s))
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
     return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,
@@ -191,8 +198,8 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
 
 def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,
             closers: list[Closer]) -> _Models:
-    chat_models = ChatModelRegistry(s, repos.models)
-    rerankers = RerankerRegistry(s, repos.models)
+    chat_models = ChatModelRegistry(s, repos.models, outbound=_outbound(s))
+    rerankers = RerankerRegistry(s, repos.models, outbound=_outbound(s))
     closers += [chat_models.close, rerankers.close]
     try:
         web_search = build_web_search(s.web_search_provider, s.web_search_base_url, s.web_search_api_key)
@@ -274,7 +281,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
                       split=split_document)
     ingest = IngestService(deps)
     kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder)
-    model_service = ModelService(store.repos, store.embedders)
+    tenant_urls = _outbound(s).tenant
+    model_service = ModelService(store.repos, store.embedders, tenant_urls)
     await model_service.load_cache()
     store.jobs.register(JOB_KIND, ingest.process)
 
@@ -292,7 +300,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 
     agent_repo, mcp_repo = SqlAgentRepo(sessions), SqlMCPServiceRepo(sessions)
     approvals = await _approvals(s, closers)
-    mcp_toolset = MCPToolset(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, approval=approvals)
+    mcp_toolset = MCPToolset(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, approval=approvals,
+                             policy=tenant_urls)
     agent_service = AgentService(agent_repo, store.repos.models,
                                  TenantRefs(store.repos.models, kbs=store.repos.kbs, mcp_services=mcp_repo,
                                             default_embedder=lambda: s.embedder))
@@ -334,7 +343,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         graph_store=models.graph_store, page_fetcher=models.page_fetcher, pipeline_deps=pipeline_deps,
         stream_log=stream_log, stop_signals=stop_signals, session_service=session_service, chat_service=chat,
         quick_answer=quick_answer, smart_reasoning=smart_reasoning, runners=runners,
-        mcp_services=MCPServiceService(mcp_repo, stdio_enabled=s.mcp_stdio_enabled), approvals=approvals,
+        mcp_services=MCPServiceService(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, policy=tenant_urls),
+        approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
         _closers=closers)
     await _start_workers(services, store.jobs)

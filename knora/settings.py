@@ -110,7 +110,19 @@ class Settings(BaseSettings):
     web_search_provider: str | None = Field(default=None, description="searxng|tavily|bing|duckduckgo")
     web_search_base_url: str | None = None
     web_search_api_key: str | None = None
-    allow_private_network_fetch: bool = False
+    allow_private_network_fetch: bool = Field(
+        default=False, description="URL import, web_fetch and the page fetcher may reach loopback and "
+        "private addresses (never link-local or cloud metadata)")
+    outbound_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Non-public destinations that URLs stored by tenants through the API (model rows, MCP "
+        "services) may reach: host, host:port or CIDR (JSON list, e.g. [\"127.0.0.1:11434\", "
+        "\"10.0.0.0/8\"]). Empty: public addresses only. URLs from these settings (chat, embedder, rerank, "
+        "web search base URLs) are the operator's and may reach loopback and private addresses anyway")
+    outbound_allow_private: bool = Field(
+        default=False,
+        description="URLs stored by tenants may reach any loopback or private address (a single-user install "
+        "whose tenant admin is the operator). Link-local and cloud metadata addresses stay refused")
     mcp_stdio_enabled: bool = False
     skills_dir: Path | None = None
     skills_enabled: bool = False
@@ -134,6 +146,15 @@ class Settings(BaseSettings):
             # web search names are matched trimmed and lower-cased (as build_web_search does)
             name = v.strip().lower() if info.field_name == "web_search_provider" else v
             _registry(info.field_name).check(name)
+        return v
+
+    @field_validator("outbound_allowed_hosts", mode="after")
+    @classmethod
+    def _allow_rules(cls, v: list[str]) -> list[str]:
+        from knora.netguard import AllowRule
+
+        for entry in v:
+            AllowRule.parse(entry)  # a typo fails at start, not as a silently closed door
         return v
 
     @field_validator("embedder", mode="after")

@@ -113,6 +113,10 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             "api_key": TEST_API_KEY,
             "embedder": "local:hash",
             "sample_kb": False,
+            # The fake model and MCP servers listen on loopback, and tests create model rows and MCP services
+            # pointing at them through the API: tenant URLs are public-only by default, so the test operator
+            # allow-lists loopback explicitly (tests of the refusal pass outbound_allowed_hosts=[]).
+            "outbound_allowed_hosts": ["127.0.0.1", "::1"],
         }
         values.update(overrides)
         return Settings(**values)

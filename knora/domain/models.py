@@ -26,6 +26,10 @@ BUILTIN_CHAT_MODEL_ID = "builtin-chat"
 # so a default of "now" changed on each read, and clients that sort or cache by it saw a new record each time.
 BUILTIN_CREATED_AT = datetime(2025, 1, 1, tzinfo=UTC)
 
+# Where an Ollama model without a ``base_url`` is reached (a loopback address: a row naming Ollama without a
+# URL is checked against the outbound policy as this URL).
+OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434"
+
 
 def canonical_model_type(value: str) -> str:
     return MODEL_TYPE_ALIASES.get(value.strip().lower(), value)

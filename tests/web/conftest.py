@@ -80,7 +80,9 @@ def launch_server(data_dir: Path, fake: FakeModelServer, **env_overrides: str) -
     env = {**os.environ, "KNORA_DATA_DIR": str(data_dir), "KNORA_EMBEDDER": "local:hash",
            "KNORA_SAMPLE_KB": "false", "KNORA_API_KEY": API_KEY, "KNORA_LOG_LEVEL": "WARNING",
            "KNORA_CHAT_MODEL": "openai:fake-chat", "KNORA_CHAT_BASE_URL": fake.base_url,
-           "KNORA_CHAT_API_KEY": "sk-fake"}
+           "KNORA_CHAT_API_KEY": "sk-fake",
+           # model rows made through the UI point at loopback fakes: the test operator allow-lists loopback
+           "KNORA_OUTBOUND_ALLOWED_HOSTS": '["127.0.0.1", "::1"]'}
     env.update(env_overrides)
     env = {k: v for k, v in env.items() if v != ""}
     data_dir.mkdir(parents=True, exist_ok=True)

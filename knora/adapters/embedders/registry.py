@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from knora.domain.registry import Registry
+from knora.netguard import OPERATOR, OutboundPolicy
 from knora.ports.embedder import Embedder
 from knora.settings import Settings
 
-Factory = Callable[[str, Settings], Embedder]
+Factory = Callable[[str, Settings, OutboundPolicy], Embedder]
 # (the name as written, settings): an alias can pick a variant (``minilm-onnx``)
 LocalFactory = Callable[[str, Settings], Embedder]
 
@@ -50,22 +51,24 @@ LOCAL_MODELS: Registry[LocalFactory] = Registry("local embedder", {
 })
 
 
-def _local(name: str, settings: Settings) -> Embedder:
+def _local(name: str, settings: Settings, policy: OutboundPolicy) -> Embedder:
     return LOCAL_MODELS.get(name)(name, settings)
 
 
-def _openai(model: str, settings: Settings) -> Embedder:
+def _openai(model: str, settings: Settings, policy: OutboundPolicy) -> Embedder:
     from knora.adapters.embedders.openai import OpenAIEmbedder
 
     return OpenAIEmbedder(model, base_url=settings.embedder_base_url, api_key=settings.embedder_api_key,
-                          dimension=settings.embedder_dimension, batch_size=settings.embed_batch_size)
+                          dimension=settings.embedder_dimension, batch_size=settings.embed_batch_size,
+                          policy=policy)
 
 
-def _ollama(model: str, settings: Settings) -> Embedder:
+def _ollama(model: str, settings: Settings, policy: OutboundPolicy) -> Embedder:
     from knora.adapters.embedders.ollama import OllamaEmbedder
 
     return OllamaEmbedder(model, base_url=settings.embedder_base_url,
-                          dimension=settings.embedder_dimension, batch_size=settings.embed_batch_size)
+                          dimension=settings.embedder_dimension, batch_size=settings.embed_batch_size,
+                          policy=policy)
 
 
 PROVIDERS: Registry[Factory] = Registry("embedding provider",
@@ -80,8 +83,9 @@ def split_spec(spec: str) -> tuple[str, str]:
     return provider.lower(), model
 
 
-def build_embedder(spec: str, settings: Settings) -> Embedder:
+def build_embedder(spec: str, settings: Settings, policy: OutboundPolicy = OPERATOR) -> Embedder:
     """Build the embedder named by ``spec`` (``provider:model``); ValueError for an unknown or malformed
-    spec."""
+    spec. ``policy``: where an HTTP embedder may connect — the operator's for settings, the tenant policy for
+    a ``/models`` row's URL (:class:`~knora.services.ingest.embedders.EmbedderRegistry` decides)."""
     provider, model = split_spec(spec)
-    return PROVIDERS.get(provider)(model, settings)
+    return PROVIDERS.get(provider)(model, settings, policy)

@@ -14,10 +14,12 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 import openai
 from openai.types.chat.chat_completion_chunk import Choice, ChoiceDelta, ChoiceDeltaToolCall
 
 from knora.domain.think import OPEN, ThinkSplitter, split_think
+from knora.netguard import AddressRefused
 from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse, ModelError, ToolCall, Usage
 
 # ChatOptions.extra keys that mean something to other providers and must not reach the wire.
@@ -60,7 +62,12 @@ def _reasoning_of(obj: Any) -> str:
 
 
 def map_error(exc: Exception) -> ModelError:
-    """Timeouts, connection failures, 429 and 5xx are transient (worth a retry); the rest are not."""
+    """Timeouts, connection failures, 429 and 5xx are transient (worth a retry); the rest are not. A refusal
+    by the outbound policy (raised by the pinned transport; older clients wrap it as a connection error)
+    keeps its reason and is final."""
+    refused = exc if isinstance(exc, AddressRefused) else exc.__cause__
+    if isinstance(refused, AddressRefused):
+        return ModelError(f"model not reachable: {refused}", transient=refused.retryable)
     if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
         return ModelError(f"model unreachable: {exc}", transient=True)
     if isinstance(exc, openai.APIStatusError):
@@ -76,14 +83,19 @@ class OpenAIChatModel:
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  model_id: str | None = None, timeout: float = 120.0, max_retries: int = 2,
                  supports_tools: bool = True, thinking_param: str | None = None,
-                 include_usage: bool = True, client: openai.AsyncOpenAI | None = None) -> None:
+                 include_usage: bool = True, client: openai.AsyncOpenAI | None = None,
+                 transport: httpx2.AsyncBaseTransport | None = None) -> None:
+        """``transport``: what the client connects through (the registry passes a
+        :class:`~knora.netguard.PinnedTransport` carrying the outbound policy)."""
         self._model = model
         self._model_id = model_id or f"openai:{model}"
         self._supports_tools = supports_tools
         self._thinking_param = thinking_param  # None | "enable_thinking" | "chat_template_kwargs"
         self._include_usage = include_usage
+        http = openai.DefaultAsyncHttpxClient(transport=transport) if transport is not None else None
         self._client = client or openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                                                    timeout=timeout, max_retries=max_retries)
+                                                    timeout=timeout, max_retries=max_retries,
+                                                    http_client=http)
 
     @property
     def model_id(self) -> str:
@@ -130,7 +142,7 @@ class OpenAIChatModel:
         try:
             request = self._request(messages, options, stream=False)
             resp = await self._client.chat.completions.create(**request)
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, AddressRefused) as exc:
             raise map_error(exc) from exc
         if not resp.choices:
             raise ModelError("model returned no choices", transient=True)
@@ -151,7 +163,7 @@ class OpenAIChatModel:
         request = self._request(messages, options, stream=True)
         try:
             response = await self._client.chat.completions.create(**request)
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, AddressRefused) as exc:
             raise map_error(exc) from exc
         state = _StreamState()
         try:
@@ -168,7 +180,7 @@ class OpenAIChatModel:
                             yield piece
                         elif choice.delta is not None and choice.delta.tool_calls:
                             yield ChatChunk()  # progress: a tool call is arriving (resets a stall deadline)
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, AddressRefused) as exc:
             raise map_error(exc) from exc
         except Exception as exc:
             if isinstance(exc, ModelError):

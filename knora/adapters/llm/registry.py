@@ -13,6 +13,13 @@ Resolution of ``await chat_models.get(model_id, tenant_id=…)``:
 3. a ``provider:model`` string → that provider with the settings' base URL and key.
 4. ``extractive`` / ``local:extractive`` → the extractive answerer.
 Unknown ids raise ``ModelNotConfigured`` (the pipeline maps it to ``ErrGetChatModel``).
+
+Every client connects through :class:`~knora.netguard.PinnedTransport` under one of two policies: a row's
+URL (stored by a tenant through the API) under the tenant policy — public addresses plus the operator's
+allow-list — and a URL from settings under the operator policy (loopback and private allowed). A row whose URL
+the policy refuses (stored before the policy, or allowed then) fails with ``ModelUrlRefused`` before any
+connection is tried. The policy reaches a factory as ``params[POLICY_KEY]``, set after a row's own parameters
+so a row cannot choose it.
 """
 
 from __future__ import annotations
@@ -26,8 +33,9 @@ from knora.adapters.llm.extractive import EXTRACTIVE_MODEL_ID, ExtractiveAnswere
 from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
 from knora.adapters.llm.rerank_http import HttpReranker, Style
-from knora.domain.models import BUILTIN_CHAT_MODEL_ID, ModelConfig
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID, OLLAMA_DEFAULT_URL, ModelConfig
 from knora.domain.registry import Registry
+from knora.netguard import PUBLIC_ONLY, AddressRefused, Outbound, OutboundPolicy
 from knora.ports.chat import ChatModel, ModelError
 from knora.ports.reranker import Reranker
 from knora.settings import Settings
@@ -39,6 +47,40 @@ F = TypeVar("F")  # a provider factory
 
 class ModelNotConfigured(ModelError):
     """The requested model id resolves to nothing usable."""
+
+
+class ModelUrlRefused(ModelNotConfigured):
+    """A model row's URL points where the outbound policy does not allow (e.g. loopback, 169.254.169.254)."""
+
+
+POLICY_KEY = "outbound_policy"
+
+
+def _policy(params: dict[str, Any]) -> OutboundPolicy:
+    """The policy a factory connects under; public-only when a caller built params without one."""
+    policy = params.get(POLICY_KEY)
+    return policy if isinstance(policy, OutboundPolicy) else PUBLIC_ONLY
+
+
+def row_url(row: ModelConfig, default_provider: str) -> str | None:
+    """The URL a model row's client will call (its ``base_url`` or its provider's default), or None for the
+    client library's own default (api.openai.com)."""
+    m = row.spec(default_provider)
+    return m.base_url or DEFAULT_BASE_URLS.get(m.spec.partition(":")[0])
+
+
+async def check_row_url(row: ModelConfig, default_provider: str, policy: OutboundPolicy) -> None:
+    """Refuse a row whose URL the policy does not allow before any client connects (a row stored before the
+    policy, or allowed by an allow-list since shortened), with a reason instead of a connection error."""
+    url = row_url(row, default_provider)
+    if url is None:
+        return
+    try:
+        await policy.check_url(url)
+    except AddressRefused as exc:
+        if exc.code == "dns_error":  # not known to be internal; the pinned transport resolves at connect
+            return
+        raise ModelUrlRefused(f"model {row.name!r} ({row.id}) cannot be used: {exc}") from exc
 
 
 class _ModelRows(Protocol):
@@ -60,7 +102,7 @@ DEFAULT_BASE_URLS = {
     "zhipu": "https://open.bigmodel.cn/api/paas/v4",
     "jina": "https://api.jina.ai/v1",
     "cohere": "https://api.cohere.com/v2",
-    "ollama": "http://127.0.0.1:11434",
+    "ollama": OLLAMA_DEFAULT_URL,
 }
 
 
@@ -72,13 +114,15 @@ def _openai(model: str, base_url: str | None, api_key: str | None, params: dict[
                            max_retries=int(params.get("max_retries", 2)),
                            supports_tools=bool(params.get("supports_tools", True)),
                            thinking_param=params.get("thinking_param"),
-                           include_usage=bool(params.get("include_usage", True)))
+                           include_usage=bool(params.get("include_usage", True)),
+                           transport=_policy(params).transport2())
 
 
 def _ollama(model: str, base_url: str | None, api_key: str | None, params: dict[str, Any]) -> ChatModel:
     return OllamaChatModel(model, base_url=base_url, model_id=params.get("model_id") or f"ollama:{model}",
                            timeout=float(params.get("timeout", 300.0)),
-                           supports_tools=bool(params.get("supports_tools", True)))
+                           supports_tools=bool(params.get("supports_tools", True)),
+                           transport=_policy(params).transport())
 
 
 def _extractive(model: str, base_url: str | None, api_key: str | None, params: dict[str, Any]) -> ChatModel:
@@ -100,7 +144,8 @@ def _http_rerank(model: str, base_url: str | None, api_key: str | None, params: 
         raise ModelNotConfigured(f"rerank model {model!r} has no base_url")
     style: Style = "tei" if provider == "tei" else ("cohere" if provider == "cohere" else "jina")
     return HttpReranker(model, base_url=url, api_key=api_key, style=style,
-                        model_id=params.get("model_id") or f"{provider}:{model}")
+                        model_id=params.get("model_id") or f"{provider}:{model}",
+                        transport=_policy(params).transport())
 
 
 RERANK_PROVIDERS: Registry[RerankFactory] = Registry("rerank provider", dict.fromkeys(
@@ -124,9 +169,9 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 class _Cache:
     def __init__(self) -> None:
-        self._items: dict[tuple[str, str, str, str], Any] = {}
+        self._items: dict[tuple[str, ...], Any] = {}
 
-    def get_or_make(self, key: tuple[str, str, str, str], make: Callable[[], Any]) -> Any:
+    def get_or_make(self, key: tuple[str, ...], make: Callable[[], Any]) -> Any:
         if key not in self._items:
             self._items[key] = make()
         return self._items[key]
@@ -142,24 +187,33 @@ class _Cache:
         self._items.clear()
 
 
+def _outbound(settings: Settings, outbound: Outbound | None) -> Outbound:
+    return outbound or Outbound.from_settings(settings.outbound_allowed_hosts,
+                                              settings.outbound_allow_private)
+
+
 class ChatModelRegistry:
     def __init__(self, settings: Settings, rows: _ModelRows | None = None,
-                 providers: Mapping[str, ChatFactory] | Registry[ChatFactory] | None = None) -> None:
+                 providers: Mapping[str, ChatFactory] | Registry[ChatFactory] | None = None,
+                 outbound: Outbound | None = None) -> None:
         self._settings = settings
         self._rows = rows
+        self._outbound = _outbound(settings, outbound)
         self._providers: Registry[ChatFactory] = _registry("chat provider", providers, CHAT_PROVIDERS)
         self._cache = _Cache()
 
     def from_spec(self, spec: str, *, base_url: str | None = None, api_key: str | None = None,
-                  params: dict[str, Any] | None = None) -> ChatModel:
+                  params: dict[str, Any] | None = None, policy: OutboundPolicy | None = None) -> ChatModel:
+        """``policy``: the operator's unless given (a spec with the settings' URL is the operator's)."""
         provider, model = split_spec(spec)
         if spec.strip().lower() in ("extractive", EXTRACTIVE_MODEL_ID):
             provider, model = "extractive", "extractive"
         if provider not in self._providers:
             raise ModelNotConfigured(f"unknown chat provider {provider!r} in {spec!r}")
         factory = self._providers.get(provider)
-        merged = {"provider": provider, **(params or {})}
-        key = (provider, model, base_url or "", api_key or "")
+        policy = policy or self._outbound.operator
+        merged = {"provider": provider, **(params or {}), POLICY_KEY: policy}
+        key = (provider, model, base_url or "", api_key or "", policy.name)
         made: ChatModel = self._cache.get_or_make(key, lambda: self._bounded(factory(model, base_url, api_key,
                                                                                    merged)))
         return made
@@ -173,8 +227,14 @@ class ChatModelRegistry:
         return DeadlineChatModel(model, deadlines)
 
     def from_row(self, row: ModelConfig) -> ChatModel:
-        m = row.spec("ollama" if row.source == "local" else "openai")
-        return self.from_spec(m.spec, base_url=m.base_url, api_key=m.api_key, params=m.params)
+        """A row's client, under the tenant policy (callers check the URL first: :meth:`_from_row`)."""
+        m = row.spec(_chat_default(row))
+        return self.from_spec(m.spec, base_url=m.base_url, api_key=m.api_key, params=m.params,
+                              policy=self._outbound.tenant)
+
+    async def _from_row(self, row: ModelConfig) -> ChatModel:
+        await check_row_url(row, _chat_default(row), self._outbound.tenant)
+        return self.from_row(row)
 
     @property
     def extractive(self) -> ChatModel:
@@ -192,7 +252,7 @@ class ChatModelRegistry:
                                                          type="KnowledgeQA") if r.status == "active"]
                 if rows:
                     rows.sort(key=lambda r: (not r.is_default, r.created_at))
-                    return self.from_row(rows[0])
+                    return await self._from_row(rows[0])
             return self.extractive
         if model_id.strip().lower() in ("extractive", EXTRACTIVE_MODEL_ID):
             return self.extractive
@@ -201,7 +261,7 @@ class ChatModelRegistry:
             if row is not None:
                 if row.type not in ("KnowledgeQA", "VLLM"):
                     raise ModelNotConfigured(f"model {model_id} is a {row.type} model, not a chat model")
-                return self.from_row(row)
+                return await self._from_row(row)
         if ":" in model_id:
             return self.from_spec(model_id, base_url=s.chat_base_url, api_key=s.chat_api_key)
         raise ModelNotConfigured(f"configured chat model {model_id} is unavailable")
@@ -210,24 +270,31 @@ class ChatModelRegistry:
         await self._cache.close()
 
 
+def _chat_default(row: ModelConfig) -> str:
+    return "ollama" if row.source == "local" else "openai"
+
+
 class RerankerRegistry:
     def __init__(self, settings: Settings, rows: _ModelRows | None = None,
-                 providers: Mapping[str, RerankFactory] | Registry[RerankFactory] | None = None) -> None:
+                 providers: Mapping[str, RerankFactory] | Registry[RerankFactory] | None = None,
+                 outbound: Outbound | None = None) -> None:
         self._settings = settings
         self._rows = rows
+        self._outbound = _outbound(settings, outbound)
         self._providers: Registry[RerankFactory] = _registry("rerank provider", providers, RERANK_PROVIDERS)
         self._cache = _Cache()
 
     def from_spec(self, spec: str, *, base_url: str | None = None, api_key: str | None = None,
-                  params: dict[str, Any] | None = None) -> Reranker:
+                  params: dict[str, Any] | None = None, policy: OutboundPolicy | None = None) -> Reranker:
         provider, model = split_spec(spec)
         if ":" not in spec:
             provider = "jina"
         if provider not in self._providers:
             raise ModelNotConfigured(f"unknown rerank provider {provider!r} in {spec!r}")
         factory = self._providers.get(provider)
-        merged = {"provider": provider, **(params or {})}
-        key = (provider, model, base_url or "", api_key or "")
+        policy = policy or self._outbound.operator
+        merged = {"provider": provider, **(params or {}), POLICY_KEY: policy}
+        key = (provider, model, base_url or "", api_key or "", policy.name)
         made_r: Reranker = self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))
         return made_r
 
@@ -243,8 +310,10 @@ class RerankerRegistry:
             if row is not None:
                 if row.type != "Rerank":
                     raise ModelNotConfigured(f"model {model_id} is a {row.type} model, not a rerank model")
+                await check_row_url(row, "jina", self._outbound.tenant)
                 m = row.spec("jina")
-                return self.from_spec(m.spec, base_url=m.base_url, api_key=m.api_key, params=m.params)
+                return self.from_spec(m.spec, base_url=m.base_url, api_key=m.api_key, params=m.params,
+                                      policy=self._outbound.tenant)
         if ":" in model_id:
             return self.from_spec(model_id, base_url=s.rerank_base_url, api_key=s.rerank_api_key)
         raise ModelNotConfigured(f"rerank model {model_id} is unavailable")

@@ -2,22 +2,27 @@
 
 Each operation opens its own short session: tool calls are rare next to model calls, and a fresh connection
 per call means a server restart or a dropped stream never leaves a run holding a dead session.
+
+An HTTP service's URL was stored by a tenant, so it is checked against the outbound policy before connecting
+(a service saved before the policy, pointing at loopback or 169.254.169.254, fails with that reason) and every
+connection the SDK makes goes through the policy's pinned ``httpx2`` transport (no second DNS answer).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 from knora.domain.mcp import MCPService
+from knora.netguard import PUBLIC_ONLY, AddressRefused, OutboundPolicy
 
 
 class MCPUnavailable(Exception):
@@ -34,11 +39,29 @@ def auth_headers(service: MCPService) -> dict[str, str]:
     return headers
 
 
+def pinned_factory(policy: OutboundPolicy) -> McpClientFactory:
+    """An ``httpx2`` client factory (the SDK's ``McpHttpClientFactory`` shape) whose clients connect through
+    the policy's pinned transport, with the SDK's default timeouts."""
+
+    def make(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
+             auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            headers=headers, auth=auth, transport=policy.transport2(),
+            timeout=timeout or httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT))
+
+    return make
+
+
+McpClientFactory = Callable[..., httpx2.AsyncClient]
+
+
 class MCPClient:
     def __init__(self, service: MCPService, *, stdio_enabled: bool = False,
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None, policy: OutboundPolicy = PUBLIC_ONLY) -> None:
+        """``policy``: where the service's URL may point (the toolset passes the tenant policy)."""
         self.service = service
         self.stdio_enabled = stdio_enabled
+        self.policy = policy
         adv = service.advanced_config or {}
         self.timeout = float(timeout or adv.get("timeout") or 30.0)
 
@@ -51,14 +74,20 @@ class MCPClient:
     async def session(self) -> AsyncIterator[Client]:
         async with contextlib.AsyncExitStack() as stack:
             transport: Any
+            if self.transport in ("http-streamable", "sse"):
+                try:
+                    await self.policy.check_url(self.service.url)
+                except AddressRefused as exc:
+                    raise MCPUnavailable(f"MCP service {self.service.name} cannot be used: {exc}") from exc
+            factory = pinned_factory(self.policy)
             if self.transport == "http-streamable":
-                http = await stack.enter_async_context(create_mcp_http_client(
+                http = await stack.enter_async_context(factory(
                     headers=auth_headers(self.service),
                     timeout=httpx2.Timeout(self.timeout, read=max(self.timeout, 60.0))))
                 transport = streamable_http_client(self.service.url, http_client=http)
             elif self.transport == "sse":
                 transport = sse_client(self.service.url, headers=auth_headers(self.service),
-                                       timeout=self.timeout)
+                                       timeout=self.timeout, httpx_client_factory=factory)
             elif self.transport == "stdio":
                 if not self.stdio_enabled:
                     raise MCPUnavailable("stdio MCP services are disabled on this server "

@@ -12,6 +12,7 @@ from typing import Protocol
 from knora.adapters.mcp.client import MCPClient, MCPUnavailable
 from knora.adapters.mcp.tool import MCPTool, tool_name
 from knora.domain.mcp import MCPService
+from knora.netguard import PUBLIC_ONLY, OutboundPolicy
 from knora.ports.tool import ApprovalGate, Tool
 
 log = logging.getLogger(__name__)
@@ -26,8 +27,9 @@ class ServiceLister(Protocol):
 
 class MCPToolset:
     def __init__(self, repo: ServiceLister, *, stdio_enabled: bool, approval: ApprovalGate | None,
-                 approval_timeout: float = 600.0) -> None:
-        self.repo, self.stdio_enabled = repo, stdio_enabled
+                 approval_timeout: float = 600.0, policy: OutboundPolicy = PUBLIC_ONLY) -> None:
+        """``policy``: the tenant outbound policy (services are stored by tenants through the API)."""
+        self.repo, self.stdio_enabled, self.policy = repo, stdio_enabled, policy
         self.approval, self.approval_timeout = approval, approval_timeout
 
     async def services(self, tenant_id: int, mode: str | None, selected: list[str]) -> list[MCPService]:
@@ -40,7 +42,7 @@ class MCPToolset:
         return services
 
     def client(self, service: MCPService) -> MCPClient:
-        return MCPClient(service, stdio_enabled=self.stdio_enabled)
+        return MCPClient(service, stdio_enabled=self.stdio_enabled, policy=self.policy)
 
     async def tools_for(self, service: MCPService) -> list[Tool]:
         client = self.client(service)

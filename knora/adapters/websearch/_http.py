@@ -1,9 +1,14 @@
-"""Shared httpx client construction so every provider takes an injectable transport (tests, proxies)."""
+"""Shared httpx client construction so every provider takes an injectable transport (tests, proxies).
+
+Without one, a provider connects through the operator outbound policy's pinned transport: its base URL
+comes from settings, so a local SearXNG on loopback or a private address is fine, but neither the configured
+URL nor a redirect can reach link-local or cloud metadata addresses."""
 
 from __future__ import annotations
 
 import httpx
 
+from knora.netguard import OPERATOR
 from knora.ports.chat import ModelError
 
 USER_AGENT = "Mozilla/5.0 (compatible; Knora/0.1; +https://github.com/)"
@@ -11,7 +16,8 @@ USER_AGENT = "Mozilla/5.0 (compatible; Knora/0.1; +https://github.com/)"
 
 def client(timeout: float = 15.0, transport: httpx.AsyncBaseTransport | None = None,
            headers: dict[str, str] | None = None) -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=True,
+    return httpx.AsyncClient(timeout=timeout, transport=transport or OPERATOR.transport(),
+                             follow_redirects=True,
                              headers={"User-Agent": USER_AGENT, **(headers or {})})
 
 

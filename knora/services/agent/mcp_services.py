@@ -2,7 +2,8 @@
 
 The API's ``/mcp-services`` routes call this service rather than the repository, so the rules (which
 transports, stdio only when the server allows it, a masked secret sent back keeps the stored one) live in one
-place.
+place. An HTTP service's URL must be one the tenant outbound policy allows (public, or allow-listed by the
+operator): a service pointing at loopback, a private range or 169.254.169.254 is refused when it is saved.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 
 from knora.domain.errors import BadRequest, NotFound
 from knora.domain.mcp import TRANSPORTS, MCPService
+from knora.netguard import PUBLIC_ONLY, AddressRefused, OutboundPolicy
 from knora.ports.agent_store import MCPServiceRepo
 
 MASK = "******"
@@ -30,9 +32,11 @@ def masked(service: MCPService) -> MCPService:
 
 
 class MCPServiceService:
-    def __init__(self, repo: MCPServiceRepo, *, stdio_enabled: bool) -> None:
+    def __init__(self, repo: MCPServiceRepo, *, stdio_enabled: bool,
+                 policy: OutboundPolicy = PUBLIC_ONLY) -> None:
         self._repo = repo
         self._stdio_enabled = stdio_enabled
+        self._policy = policy
 
     async def list(self, tenant_id: int) -> list[MCPService]:
         return await self._repo.list(tenant_id)
@@ -47,6 +51,7 @@ class MCPServiceService:
         if not str(body.get("name") or "").strip():
             raise BadRequest("name is required")
         self._check(body)
+        await self._check_url(body)
         values = {k: body[k] for k in FIELDS if body.get(k) is not None}
         return await self._repo.create(MCPService.model_validate({"tenant_id": tenant_id, **values}))
 
@@ -62,6 +67,7 @@ class MCPServiceService:
             else:
                 values[key] = sent
         self._check(values)
+        await self._check_url(values)
         return await self._repo.update(MCPService.model_validate(values))
 
     async def delete(self, tenant_id: int, service_id: str) -> None:
@@ -76,6 +82,15 @@ class MCPServiceService:
         service = await self.get(tenant_id, service_id)
         approvals = {**(service.tool_approvals or {}), tool: flag}
         await self._repo.update(service.model_copy(update={"tool_approvals": approvals}))
+
+    async def _check_url(self, values: Body) -> None:
+        if str(values.get("transport_type") or "sse") == "stdio":
+            return
+        try:
+            await self._policy.check_url(str(values.get("url") or ""))
+        except AddressRefused as exc:
+            if exc.code != "dns_error":  # an unresolvable name is checked (and pinned) again at every use
+                raise BadRequest(f"url not allowed: {exc}") from exc
 
     def _check(self, values: Body) -> None:
         transport = str(values.get("transport_type") or "sse")

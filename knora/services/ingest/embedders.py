@@ -10,11 +10,11 @@ tenant: callers pass the knowledge base's ``tenant_id``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from knora.domain.errors import BadRequest
 from knora.domain.models import ModelConfig
+from knora.netguard import Outbound, OutboundPolicy
 from knora.ports.embedder import Embedder
 from knora.services.ingest.batcher import EmbedBatcher
 from knora.settings import Settings
@@ -23,7 +23,12 @@ log = logging.getLogger(__name__)
 
 BUILTIN_EMBEDDING_MODEL_ID = "builtin-embedding"  # the /models entry for settings.embedder
 
-BuildFn = Callable[[str, Settings], Embedder]
+
+
+class BuildFn(Protocol):
+    """``build_embedder``: spec, settings, and the outbound policy the embedder connects under."""
+
+    def __call__(self, spec: str, settings: Settings, policy: OutboundPolicy) -> Embedder: ...
 
 
 class EmbeddingModelNotFound(BadRequest):
@@ -53,9 +58,11 @@ def model_spec(m: ModelConfig) -> tuple[str, dict[str, Any]]:
 
 
 class EmbedderRegistry:
-    def __init__(self, settings: Settings, build: BuildFn) -> None:
+    def __init__(self, settings: Settings, build: BuildFn, outbound: Outbound | None = None) -> None:
         self._settings = settings
         self._build = build
+        self._outbound = outbound or Outbound.from_settings(settings.outbound_allowed_hosts,
+                                                            settings.outbound_allow_private)
         self._by_key: dict[str, Embedder] = {}
         self._models: dict[str, ModelConfig] = {}
         self._batchers: dict[int, EmbedBatcher] = {}
@@ -64,7 +71,7 @@ class EmbedderRegistry:
     @property
     def default(self) -> Embedder:
         if self._default is None:
-            self._default = self._build(self._settings.embedder, self._settings)
+            self._default = self._build(self._settings.embedder, self._settings, self._outbound.operator)
             self._by_key[self._default.model_id] = self._default
         return self._default
 
@@ -95,14 +102,22 @@ class EmbedderRegistry:
         embedder: Embedder
         if row is not None:
             spec, overrides = model_spec(row)
-            embedder = self._build(spec, self._settings.model_copy(update=overrides))
+            embedder = self._build(spec, self._settings.model_copy(update=overrides), self._row_policy(row))
         elif ":" in model_id:
-            embedder = self._build(model_id, self._settings)
+            embedder = self._build(model_id, self._settings, self._outbound.operator)
         else:
             log.warning("unknown embedding model %r; using the default embedder", model_id)
             return self.default
         self._by_key[model_id] = embedder
         return embedder
+
+    def _row_policy(self, row: ModelConfig) -> OutboundPolicy:
+        """A row's embedder connects under the tenant policy, unless its URL is the operator's (a row
+        without ``base_url`` uses ``settings.embedder_base_url`` when that is set). The refusal itself comes
+        from the embedder's pinned transport, at use, as a ModelError naming the provider."""
+        if not (row.parameters or {}).get("base_url") and self._settings.embedder_base_url:
+            return self._outbound.operator
+        return self._outbound.tenant
 
     def batcher(self, model_id: str | None, *, tenant_id: int | None) -> EmbedBatcher:
         embedder = self.get(model_id, tenant_id=tenant_id)

@@ -25,6 +25,7 @@ from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
 from knora.domain.knowledge import ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus
 from knora.domain.search import IndexRow
 from knora.ports.blobs import BlobStore
+from knora.ports.chat import ModelError
 from knora.ports.jobs import JobQueue
 from knora.ports.parser import ParsedDocument, ParseError
 from knora.ports.retrieval import RetrievalEngine
@@ -264,7 +265,9 @@ class IngestService:
             self._mark_processing(k.id)
             try:
                 await self._process(k, kb)
-            except (ParseError, IngestFailure, AppError) as exc:
+            except (ParseError, IngestFailure, AppError, ModelError) as exc:
+                # a model's error (an embedding endpoint refused by the outbound policy, or answering garbage)
+                # names the provider and what was wrong: that is the reason, not an "Internal error"
                 await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED,
                                                         str(exc) or type(exc).__name__)
             except Exception as exc:

@@ -1,12 +1,23 @@
 """Model configurations (``/models``). Accepts the short type names (chat|embedding|rerank|vlm) and stores
-WeKnora's (KnowledgeQA|Embedding|Rerank|VLLM). The API key is write-only."""
+WeKnora's (KnowledgeQA|Embedding|Rerank|VLLM). The API key is write-only.
+
+A row's URL is the tenant's, not the operator's: it must be one the tenant outbound policy allows (public, or
+allow-listed by the operator), checked when the row is saved (400) and again by the client at use — a tenant
+admin must not reach the cloud metadata service or internal hosts through a model's ``base_url``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from knora.domain.errors import NotFound, ValidationFailed
-from knora.domain.models import BUILTIN_CHAT_MODEL_ID, BUILTIN_CREATED_AT, ModelConfig, canonical_model_type
+from knora.domain.models import (
+    BUILTIN_CHAT_MODEL_ID,
+    BUILTIN_CREATED_AT,
+    OLLAMA_DEFAULT_URL,
+    ModelConfig,
+    canonical_model_type,
+)
+from knora.netguard import PUBLIC_ONLY, AddressRefused, OutboundPolicy
 from knora.ports.store import Repositories
 from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID, EmbedderRegistry
 from knora.settings import Settings
@@ -21,10 +32,37 @@ def _type(value: Any) -> str:
     return t
 
 
+def row_url(m: ModelConfig) -> str | None:
+    """The URL a row's client will call, when the row decides it: its ``base_url``, or Ollama's loopback
+    default for an Ollama chat/rerank row without one (an embedding row without a URL uses the operator's)."""
+    url = str((m.parameters or {}).get("base_url") or "").strip()
+    if url:
+        return url
+    local_chat = m.source == "local" and m.type in ("KnowledgeQA", "VLLM")
+    if m.type != "Embedding" and (m.provider("") == "ollama" or local_chat and not m.provider("")):
+        return OLLAMA_DEFAULT_URL
+    return None
+
+
 class ModelService:
-    def __init__(self, repos: Repositories, embedders: EmbedderRegistry) -> None:
+    def __init__(self, repos: Repositories, embedders: EmbedderRegistry,
+                 policy: OutboundPolicy = PUBLIC_ONLY) -> None:
+        """``policy``: the tenant outbound policy a row's URL must satisfy."""
         self.repos = repos
         self.embedders = embedders
+        self.policy = policy
+
+    async def check_url(self, m: ModelConfig) -> None:
+        """400 when the row's URL is not allowed. A name that does not resolve now is let through: it is
+        not known to be internal, and the client checks (and pins) the address again at every use."""
+        url = row_url(m)
+        if url is None:
+            return
+        try:
+            await self.policy.check_url(url)
+        except AddressRefused as exc:
+            if exc.code != "dns_error":
+                raise ValidationFailed(f"base_url not allowed: {exc}") from exc
 
     async def load_cache(self) -> None:
         """Every tenant's embedding rows (not only the default tenant's): the registry resolves a knowledge
@@ -49,6 +87,7 @@ class ModelService:
                         type=_type(body.get("type")), source=source,
                         description=str(body.get("description") or ""),
                         parameters=params, api_key=api_key, is_default=bool(body.get("is_default", False)))
+        await self.check_url(m)
         saved = await self.repos.models.create(m)
         if saved.type == "Embedding":
             self.embedders.remember(saved)
@@ -82,7 +121,9 @@ class ModelService:
             if "api_key" in params:
                 changes["api_key"] = str(params.pop("api_key") or "")
             changes["parameters"] = params
-        saved = await self.repos.models.update(m.model_copy(update=changes))
+        changed = m.model_copy(update=changes)
+        await self.check_url(changed)
+        saved = await self.repos.models.update(changed)
         if saved.type == "Embedding":
             self.embedders.remember(saved)
         return saved

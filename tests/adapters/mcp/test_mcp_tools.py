@@ -16,6 +16,7 @@ from knora.adapters.mcp.tool import tool_name
 from knora.adapters.mcp.toolset import MCPToolset
 from knora.domain.mcp import MCPService
 from knora.domain.stream import BusEvent, Event
+from knora.netguard import tenant_policy
 from knora.ports.tool import ApprovalDecision, ToolContext
 from knora.services.agent.approval import ApprovalBroker
 from tests.adapters.mcp.server import free_port, mcp_server, mcp_sse_server
@@ -23,6 +24,9 @@ from tests.fakes.model_server import FakeModelServer, Reply
 from tests.services.agent.helpers import close_models, harness, openai_model
 
 pytestmark = pytest.mark.integration
+
+# the test servers listen on loopback, which a tenant's service may reach only when the operator allows it
+LOOPBACK = tenant_policy(["127.0.0.1"])
 
 
 class MemoryRepo:
@@ -60,7 +64,7 @@ class TestNaming:
 class TestRealServer:
     async def test_tools_are_wrapped_and_called(self, server: tuple[str, dict[str, Any]]) -> None:
         url, _ = server
-        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False,
+        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False, policy=LOOPBACK,
                                  approval=None).tools(1, "all", [])
         by_name = {t.name: t for t in tools}
         assert set(by_name) == {"mcp_test_tools_add", "mcp_test_tools_explode", "mcp_test_tools_delete_all"}
@@ -78,7 +82,7 @@ class TestRealServer:
     async def test_selection_modes(self, server: tuple[str, dict[str, Any]]) -> None:
         url, _ = server
         a, b = service(url), service(url, enabled=False)
-        toolset = MCPToolset(MemoryRepo([a, b]), stdio_enabled=False, approval=None)
+        toolset = MCPToolset(MemoryRepo([a, b]), stdio_enabled=False, approval=None, policy=LOOPBACK)
         assert await toolset.tools(1, "none", []) == []
         assert await toolset.tools(1, "selected", []) == []
         assert len(await toolset.tools(1, "selected", [a.id])) == 3
@@ -87,7 +91,7 @@ class TestRealServer:
 
     async def test_engine_uses_an_mcp_tool(self, server: tuple[str, dict[str, Any]]) -> None:
         url, _ = server
-        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False,
+        tools = await MCPToolset(MemoryRepo([service(url)]), stdio_enabled=False, policy=LOOPBACK,
                                  approval=None).tools(1, "all", [])
         with FakeModelServer() as fake:
             fake.script([Reply(tool_calls=[{"name": "mcp_test_tools_add",
@@ -105,7 +109,8 @@ class TestRealServer:
 async def test_sse_transport() -> None:
     with mcp_sse_server() as (url, _state):
         svc = MCPService(tenant_id=1, name="Legacy SSE", transport_type="sse", url=url)
-        tools = await MCPToolset(MemoryRepo([svc]), stdio_enabled=False, approval=None).tools(1, "all", [])
+        toolset = MCPToolset(MemoryRepo([svc]), stdio_enabled=False, approval=None, policy=LOOPBACK)
+        tools = await toolset.tools(1, "all", [])
         add = next(t for t in tools if t.name == "mcp_legacy_sse_add")
         res = await add.execute({"a": 20, "b": 22}, ToolContext(tenant_id=1))
     assert res.success
@@ -116,9 +121,9 @@ class TestBrokenServers:
     async def test_server_down(self) -> None:
         down = service(f"http://127.0.0.1:{free_port()}/mcp", advanced_config={"timeout": 3})
         with pytest.raises(MCPUnavailable):
-            await MCPClient(down).list_tools()
-        assert await MCPToolset(MemoryRepo([down]), stdio_enabled=False, approval=None).tools(1, "all",
-                                                                                              []) == []
+            await MCPClient(down, policy=LOOPBACK).list_tools()
+        toolset = MCPToolset(MemoryRepo([down]), stdio_enabled=False, approval=None, policy=LOOPBACK)
+        assert await toolset.tools(1, "all", []) == []
 
     async def test_garbage_answers(self) -> None:
         class Garbage(BaseHTTPRequestHandler):
@@ -140,7 +145,7 @@ class TestBrokenServers:
         try:
             bad = service(f"http://127.0.0.1:{httpd.server_address[1]}/mcp", advanced_config={"timeout": 3})
             with pytest.raises(MCPUnavailable):
-                await MCPClient(bad).list_tools()
+                await MCPClient(bad, policy=LOOPBACK).list_tools()
         finally:
             httpd.shutdown()
             httpd.server_close()
@@ -156,7 +161,7 @@ class TestApproval:
     async def _run(self, url: str, decide: Any, timeout: float = 30.0) -> tuple[Any, list[Event]]:
         broker = ApprovalBroker()
         svc = service(url, tool_approvals={"delete-all": True})
-        tools = await MCPToolset(MemoryRepo([svc]), stdio_enabled=False, approval=broker,
+        tools = await MCPToolset(MemoryRepo([svc]), stdio_enabled=False, approval=broker, policy=LOOPBACK,
                                  approval_timeout=timeout).tools(1, "all", [])
         with FakeModelServer() as fake:
             fake.script([Reply(tool_calls=[{"name": "mcp_test_tools_delete_all",

@@ -99,7 +99,10 @@ class TestPageFetcher:
                 return httpx.Response(302, headers={"location": "/page"})
             return httpx.Response(200, text=page, headers={"content-type": "text/html"})
 
-        f = PageFetcher(allow_private=True, transport=transport(handle))
+        async def resolver(host: str, port: int) -> list[str]:
+            return ["10.0.0.7"]  # private, allowed here; the guard resolves even then, to refuse link-local
+
+        f = PageFetcher(allow_private=True, transport=transport(handle), resolver=resolver)
         text = await f("http://site.example/start")
         await f.close()
         assert text.startswith("Title\nword")
