@@ -179,7 +179,7 @@ class _Models:
 def _outbound(s: Settings) -> Outbound:
     """The outbound policies every client factory gets: the operator's for URLs from settings, the tenant
     policy (public plus ``outbound_allowed_hosts``) for URLs stored through the API (knora.netguard)."""
-    return Outbound.from_settings(s.outbound_allowed_hosts, s.outbound_allow_private)
+    return Outbound.from_settings(s.effective_outbound_allowed_hosts, s.outbound_allow_private)
 
 
 def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides) -> _Store:

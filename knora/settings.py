@@ -119,6 +119,11 @@ class Settings(BaseSettings):
         "services) may reach: host, host:port or CIDR (JSON list, e.g. [\"127.0.0.1:11434\", "
         "\"10.0.0.0/8\"]). Empty: public addresses only. URLs from these settings (chat, embedder, rerank, "
         "web search base URLs) are the operator's and may reach loopback and private addresses anyway")
+    outbound_allow_loopback: bool | None = Field(
+        default=None,
+        description="URLs stored by tenants may reach loopback (a local Ollama or vLLM added through the "
+        "UI). Unset: yes on the embedded default (SQLite: one machine, whose user is the operator), no on "
+        "the scale profile")
     outbound_allow_private: bool = Field(
         default=False,
         description="URLs stored by tenants may reach any loopback or private address (a single-user install "
@@ -174,6 +179,13 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.effective_database_url.startswith("sqlite")
+
+    @property
+    def effective_outbound_allowed_hosts(self) -> list[str]:
+        """``outbound_allowed_hosts`` plus loopback where ``outbound_allow_loopback`` (or, unset, the embedded
+        default) allows it."""
+        loopback = self.is_sqlite if self.outbound_allow_loopback is None else self.outbound_allow_loopback
+        return [*self.outbound_allowed_hosts, *(["127.0.0.0/8", "::1"] if loopback else [])]
 
     @property
     def effective_retrieval_engine(self) -> str:

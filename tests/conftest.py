@@ -115,8 +115,10 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             "sample_kb": False,
             # The fake model and MCP servers listen on loopback, and tests create model rows and MCP services
             # pointing at them through the API: tenant URLs are public-only by default, so the test operator
-            # allow-lists loopback explicitly (tests of the refusal pass outbound_allowed_hosts=[]).
+            # allow-lists loopback explicitly and turns the embedded default's loopback allowance off, so the
+            # tests of the refusal (outbound_allowed_hosts=[]) test the closed policy on SQLite too.
             "outbound_allowed_hosts": ["127.0.0.1", "::1"],
+            "outbound_allow_loopback": False,
         }
         values.update(overrides)
         return Settings(**values)

@@ -152,6 +152,30 @@ def _refused(r: httpx.Response) -> str:
 
 # --- tenant URLs through the API ------------------------------------------------------------------------
 
+class TestEmbeddedDefault:
+    def test_loopback_follows_the_profile_unless_set(self) -> None:
+        """One machine on SQLite: its user is the operator, so a local Ollama added through the UI may be
+        reached; the scale profile (PostgreSQL) allows only what is listed; the setting overrides both."""
+        embedded = Settings(sample_kb=False)
+        scale = Settings(sample_kb=False, database_url="postgresql+asyncpg://knora@db/knora")
+        assert "127.0.0.0/8" in embedded.effective_outbound_allowed_hosts
+        assert scale.effective_outbound_allowed_hosts == []
+        assert Settings(sample_kb=False, outbound_allow_loopback=False).effective_outbound_allowed_hosts == []
+        closed = Settings(sample_kb=False, outbound_allow_loopback=False)
+        assert "::1" not in closed.effective_outbound_allowed_hosts
+
+    async def test_a_loopback_model_row_is_accepted_on_the_embedded_default(
+            self, make_settings: Callable[..., Settings], recorder: Recorder) -> None:
+        settings = make_settings(outbound_allowed_hosts=[], outbound_allow_loopback=None)
+        async with started(settings) as c, client_for(c) as http:
+            r = await http.post("/api/v1/models", json={"name": "local", "type": "chat",
+                                                        "parameters": {"base_url": f"{recorder.url}/v1"}})
+            assert r.status_code in (200, 201), r.text
+            link_local = await http.post("/api/v1/models", json={
+                "name": "meta", "type": "chat", "parameters": {"base_url": "http://169.254.169.254/v1"}})
+            assert link_local.status_code == 400
+
+
 class TestTenantUrls:
     async def test_model_rows_and_mcp_services_pointing_inside_are_refused_on_save(
             self, make_settings: Callable[..., Settings], recorder: Recorder) -> None:

@@ -188,7 +188,7 @@ class _Cache:
 
 
 def _outbound(settings: Settings, outbound: Outbound | None) -> Outbound:
-    return outbound or Outbound.from_settings(settings.outbound_allowed_hosts,
+    return outbound or Outbound.from_settings(settings.effective_outbound_allowed_hosts,
                                               settings.outbound_allow_private)
 
 

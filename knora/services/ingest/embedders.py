@@ -61,7 +61,7 @@ class EmbedderRegistry:
     def __init__(self, settings: Settings, build: BuildFn, outbound: Outbound | None = None) -> None:
         self._settings = settings
         self._build = build
-        self._outbound = outbound or Outbound.from_settings(settings.outbound_allowed_hosts,
+        self._outbound = outbound or Outbound.from_settings(settings.effective_outbound_allowed_hosts,
                                                             settings.outbound_allow_private)
         self._by_key: dict[str, Embedder] = {}
         self._models: dict[str, ModelConfig] = {}
