@@ -1,0 +1,98 @@
+"""Issue 20 item 10: a document row and its ingestion job are committed together, on both databases, and a
+document left without a job by an older version (or a re-parse cut short) is queued again at start-up."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from knora.adapters.db.repos import knowledge as knowledge_repo
+from knora.adapters.db.tables import JobRow, KnowledgeRow
+from knora.domain.common import new_id, utcnow
+from knora.domain.knowledge import Knowledge, ParseStatus
+from knora.root import build_services
+from knora.services.ingest.service import JOB_KIND
+from knora.settings import Settings
+from tests.conftest import RECORDING, started
+
+pytestmark = pytest.mark.integration
+
+TEXT = ("Knora keeps a document and its job together. " * 20).encode()
+
+
+async def _stop_jobs(c: Any) -> None:
+    for _ in range(500):
+        if c.jobs.started:
+            break
+        await asyncio.sleep(0.01)
+    await c.jobs.stop()
+
+
+async def _count(c: Any, table: Any) -> int:
+    async with c.sessions() as s:
+        return int((await s.execute(select(func.count()).select_from(table))).scalar_one())
+
+
+def _broken_job_row(kind: str, payload: dict[str, Any], key: str | None) -> JobRow:
+    """A job row the database refuses (NOT NULL kind): the failure happens inside the shared transaction."""
+    now = utcnow()
+    return JobRow(id=new_id(), kind=None, key=key, payload=payload, status="queued", attempts=0, error="",
+                  created_at=now, updated_at=now)
+
+
+async def test_a_failed_job_insert_leaves_neither_row_and_a_reupload_works(
+        container: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = container
+    kb = await c.kb_service.create(c.default_tenant_id, {"name": "atomic"})
+    docs, jobs = await _count(c, KnowledgeRow), await _count(c, JobRow)
+    with monkeypatch.context() as m:
+        m.setattr(knowledge_repo, "new_job_row", _broken_job_row)
+        with pytest.raises(Exception):  # noqa: B017 - the driver's IntegrityError, which differs per database
+            await c.ingest_service.add_file(c.default_tenant_id, kb.id, "guide.md", TEXT)
+    assert await _count(c, KnowledgeRow) == docs
+    assert await _count(c, JobRow) == jobs
+    assert not list((c.settings.data_dir / "blobs").rglob("guide.md"))  # no blob without a row
+
+    k = await c.ingest_service.add_file(c.default_tenant_id, kb.id, "guide.md", TEXT)  # no 409
+    await c.jobs.wait_idle(30)
+    got = await c.repos.knowledge.get(None, k.id)
+    assert got.parse_status == ParseStatus.COMPLETED, got.error_message
+
+
+async def test_a_document_without_a_job_is_queued_again_at_start(make_settings: Callable[..., Settings],
+                                                                  db_url: str) -> None:
+    settings = make_settings(database_url=db_url)
+    first = await build_services(settings, RECORDING)
+    await _stop_jobs(first)
+    tid = first.default_tenant_id
+    kb = await first.kb_service.create(tid, {"name": "stuck"})
+    # As an older version could leave it: the row and the blob, but the job never written.
+    stuck = Knowledge(tenant_id=tid, knowledge_base_id=kb.id, type="file", title="stuck", source="stuck.md",
+                      file_name="stuck.md", file_type="md", file_size=len(TEXT))
+    stuck.file_path = await first.blobs.put(f"{tid}/{kb.id}/{stuck.id}/stuck.md", TEXT)
+    await first.repos.knowledge.create(stuck)
+    # Its original gone as well: must end failed with a reason, not stay pending.
+    lost = Knowledge(tenant_id=tid, knowledge_base_id=kb.id, type="file", title="lost", source="lost.md",
+                     file_name="lost.md", file_type="md", file_size=3, file_path=f"{tid}/{kb.id}/x/lost.md")
+    await first.repos.knowledge.create(lost)
+    draft = await first.ingest_service.add_manual(tid, kb.id, "draft", "not indexed yet", status="draft")
+    assert [k.id for k in await first.repos.knowledge.without_job(JOB_KIND, [ParseStatus.PENDING])
+            if k.id != draft.id] == [stuck.id, lost.id]
+    await first.aclose()
+
+    async with started(settings, RECORDING) as second:
+        await asyncio.sleep(0)
+        await second.jobs.wait_idle(30)
+        got = await second.repos.knowledge.get(None, stuck.id)
+        assert got.parse_status == ParseStatus.COMPLETED, got.error_message
+        gone = await second.repos.knowledge.get(None, lost.id)
+        assert gone.parse_status == ParseStatus.FAILED
+        assert "missing" in gone.error_message
+        assert (await second.repos.knowledge.get(None, draft.id)).parse_status == ParseStatus.PENDING
+        # nothing is left waiting for a job that will never come, except the draft (pending by design)
+        assert await second.repos.knowledge.without_job(JOB_KIND, [ParseStatus.PENDING]) == [
+            await second.repos.knowledge.get(None, draft.id)]
