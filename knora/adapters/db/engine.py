@@ -44,6 +44,10 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
     kwargs.setdefault("pool_size", 10)
     kwargs.setdefault("max_overflow", 20)
     kwargs.setdefault("pool_pre_ping", True)
+    # Bounded waits while the server is down or saturated (asyncpg's connect default is 60 s, the pool's
+    # 30 s): a request fails over to a 503 in seconds instead of outliving its client (issue 20 item 10).
+    kwargs.setdefault("pool_timeout", 10)
+    kwargs.setdefault("connect_args", {"timeout": 10})
     return create_async_engine(url, **kwargs)
 
 

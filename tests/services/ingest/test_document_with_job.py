@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from knora.adapters.db.repos import knowledge as knowledge_repo
 from knora.adapters.db.tables import JobRow, KnowledgeRow
@@ -51,7 +52,7 @@ async def test_a_failed_job_insert_leaves_neither_row_and_a_reupload_works(
     docs, jobs = await _count(c, KnowledgeRow), await _count(c, JobRow)
     with monkeypatch.context() as m:
         m.setattr(knowledge_repo, "new_job_row", _broken_job_row)
-        with pytest.raises(Exception):  # noqa: B017 - the driver's IntegrityError, which differs per database
+        with pytest.raises(IntegrityError):
             await c.ingest_service.add_file(c.default_tenant_id, kb.id, "guide.md", TEXT)
     assert await _count(c, KnowledgeRow) == docs
     assert await _count(c, JobRow) == jobs
