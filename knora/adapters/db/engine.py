@@ -12,6 +12,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from knora.adapters.db.textfold import register_sqlite
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
@@ -39,6 +41,7 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
+            register_sqlite(dbapi_conn)
 
         return engine
     kwargs.setdefault("pool_size", 10)
