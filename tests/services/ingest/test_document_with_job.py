@@ -4,7 +4,11 @@ document left without a job by an older version (or a re-parse cut short) is que
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,3 +101,46 @@ async def test_a_document_without_a_job_is_queued_again_at_start(make_settings: 
         # nothing is left waiting for a job that will never come, except the draft (pending by design)
         assert await second.repos.knowledge.without_job(JOB_KIND, [ParseStatus.PENDING]) == [
             await second.repos.knowledge.get(None, draft.id)]
+
+
+_CRASH_SCRIPT = """
+import asyncio, os, signal, sys
+from sqlalchemy import event
+from knora.adapters.db.tables import JobRow
+from knora.root import build_services
+from knora.settings import Settings
+from tests.conftest import RECORDING
+
+@event.listens_for(JobRow, "after_insert")
+def _die(*_args):  # the job's INSERT has run, after the document's; nothing is committed yet
+    os.kill(os.getpid(), signal.SIGKILL)
+
+async def main():
+    c = await build_services(Settings(data_dir=sys.argv[1], database_url=sys.argv[2], api_key="sk-crash",
+                                      embedder="local:hash", sample_kb=False), RECORDING)
+    await c.ingest_service.add_file(c.default_tenant_id, sys.argv[3], "guide.md", sys.argv[4].encode())
+
+asyncio.run(main())
+"""
+
+
+async def test_kill_9_during_an_upload_leaves_no_stuck_document(make_settings: Callable[..., Settings],
+                                                                db_url: str) -> None:
+    """A real process killed with SIGKILL as the job is written: after a restart there is neither a document
+    nor a job, and the same file uploads (and completes) without a 409. (Before, the document was already
+    committed on its own at that point: a ``pending`` document with no job, and a 409 on re-upload.)"""
+    settings = make_settings(database_url=db_url, api_key="sk-crash")
+    async with started(settings, RECORDING) as first:
+        kb = await first.kb_service.create(first.default_tenant_id, {"name": "crash"})
+    root = Path(__file__).resolve().parents[3]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _CRASH_SCRIPT, str(settings.data_dir), settings.database_url, kb.id,
+        TEXT.decode(), cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert await asyncio.wait_for(proc.wait(), 120) == -signal.SIGKILL
+    async with started(settings, RECORDING) as second:
+        assert await _count(second, KnowledgeRow) == 0
+        assert await _count(second, JobRow) == 0
+        k = await second.ingest_service.add_file(second.default_tenant_id, kb.id, "guide.md", TEXT)
+        await second.jobs.wait_idle(30)
+        got = await second.repos.knowledge.get(None, k.id)
+        assert got.parse_status == ParseStatus.COMPLETED, got.error_message
