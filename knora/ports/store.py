@@ -80,6 +80,11 @@ class KnowledgeRepo(Protocol):
         longer leave a ``pending`` document that nothing will ever process."""
         ...
 
+    async def requeue_with_job(self, knowledge_id: str, job: JobRequest) -> bool:
+        """Back to ``pending`` and the job queued (unless one with its key is queued already), in ONE
+        transaction (a re-parse). False when the document no longer exists."""
+        ...
+
     async def without_job(self, kind: str, statuses: Sequence[ParseStatus]) -> builtins.list[Knowledge]:
         """Documents in ``statuses`` with no queued or running job of ``kind`` keyed by their id (left so by
         a crash before the transactional enqueue existed, or a re-parse cut short)."""

@@ -257,8 +257,9 @@ class IngestService:
 
     async def reparse(self, tenant_id: int, knowledge_id: str) -> Knowledge:
         k = await self.get(tenant_id, knowledge_id)
-        await self.d.repos.knowledge.set_status(k.id, ParseStatus.PENDING)
-        await self.d.jobs.enqueue(JOB_KIND, {"knowledge_id": k.id}, key=k.id)
+        if not await self.d.repos.knowledge.requeue_with_job(k.id, _job_for(k.id)):
+            raise NotFound("Knowledge not found")
+        self.d.jobs.notify()
         return await self.get(tenant_id, knowledge_id)
 
     async def delete(self, tenant_id: int, knowledge_id: str) -> None:

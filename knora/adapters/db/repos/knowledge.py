@@ -39,6 +39,18 @@ class SqlKnowledgeRepo:
             s.add(new_job_row(job.kind, job.payload, job.key))
         return k
 
+    async def requeue_with_job(self, knowledge_id: str, job: JobRequest) -> bool:
+        async with self._sessions.begin() as s:
+            res = await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id).values(
+                parse_status=str(ParseStatus.PENDING), error_message="", updated_at=utcnow()))
+            if not res.rowcount:
+                return False
+            queued = (await s.execute(select(JobRow.id).where(
+                JobRow.kind == job.kind, JobRow.key == job.key, JobRow.status == "queued").limit(1))).first()
+            if queued is None:
+                s.add(new_job_row(job.kind, job.payload, job.key))
+        return True
+
     async def without_job(self, kind: str, statuses: Sequence[ParseStatus]) -> builtins.list[Knowledge]:
         has_job = exists().where(JobRow.kind == kind, JobRow.key == KnowledgeRow.id,
                                  JobRow.status.in_(ACTIVE))
