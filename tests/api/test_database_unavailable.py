@@ -3,10 +3,12 @@ a 500 or no response at all; other database errors stay 500."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import asyncpg
 import asyncpg.exceptions as pg
 import httpx
 import pytest
@@ -81,7 +83,9 @@ async def test_database_unavailable_is_503_with_retry_after(exc: BaseException) 
 
 
 @pytest.mark.parametrize("exc", [_wrapped(Exception("duplicate key"), sa.IntegrityError), ValueError("bug"),
-                                 OSError(28, "No space left on device")], ids=lambda e: type(e).__name__)
+                                 OSError(28, "No space left on device"),
+                                 _wrapped(sqlite3.OperationalError("no such table: nope"))],
+                         ids=["integrity", "bug", "disk-full", "sqlite-no-such-table"])
 async def test_other_errors_stay_500(exc: BaseException) -> None:
     assert unavailability(exc) is None
     resp = await _post(_app(_raise(exc)))
@@ -121,6 +125,36 @@ async def test_a_postgresql_server_that_is_not_there_is_503() -> None:
 
     try:
         resp = await _post(_app(query))
+    finally:
+        await engine.dispose()
+    assert resp.status_code == 503
+    assert resp.headers["Retry-After"] == "5"
+
+
+async def test_a_postgresql_connection_killed_mid_query_is_503(pg_url: str) -> None:
+    """The server ends the session while a request's query runs (what a restart or failover does)."""
+    engine = make_engine(pg_url)
+    marker = "knora_killed_mid_query"
+
+    async def query() -> None:
+        async with engine.connect() as conn:
+            await conn.execute(text(f"SELECT pg_sleep(10) /* {marker} */"))
+
+    async def kill() -> None:
+        admin = await asyncpg.connect(pg_url.replace("postgresql+asyncpg://", "postgresql://"))
+        try:
+            for _ in range(100):
+                killed = await admin.fetchval(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE query LIKE $1 AND pid <> pg_backend_pid()", f"%{marker}%")
+                if killed:
+                    return
+                await asyncio.sleep(0.05)
+        finally:
+            await admin.close()
+
+    try:
+        resp, _ = await asyncio.gather(_post(_app(query)), kill())
     finally:
         await engine.dispose()
     assert resp.status_code == 503

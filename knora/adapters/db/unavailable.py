@@ -9,6 +9,7 @@ with ``Retry-After`` instead of a 500 (issue 20 item 10), and everything else ke
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from typing import Literal
 
@@ -39,7 +40,11 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 def unavailability(exc: BaseException) -> Unavailability | None:
     """``busy`` (locked, pool or connection slots exhausted: retry in a moment), ``down`` (cannot connect or
     the connection was lost: retry in a few seconds), or None for every other error."""
-    for e in _chain(exc):
+    chain = list(_chain(exc))
+    if any(isinstance(e, sqlite3.Error) for e in chain):
+        # SQLite reports a missing table or a full disk as OperationalError too: only a lock is "retry".
+        return "busy" if any(m in str(e).lower() for e in chain for m in _LOCKED) else None
+    for e in chain:
         text = str(e).lower()
         if any(m in text for m in _LOCKED) or isinstance(e, (sa.TimeoutError, *_PG_BUSY)):
             return "busy"
