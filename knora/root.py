@@ -354,6 +354,10 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 async def _start_workers(services: Services, jobs: JobQueue) -> None:
     """Job workers start once everything is built (a job must never index into nothing); the sample knowledge
     base is ingested in the background so that start-up stays quick."""
+    try:
+        await services.ingest_service.requeue_orphans()
+    except Exception:
+        log.exception("could not re-queue documents left without a job")
     await jobs.start()
     tasks: list[asyncio.Task[None]] = []
     services._closers.append(_worker_closer(jobs, tasks))

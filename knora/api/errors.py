@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 
+import asyncpg.exceptions as asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from knora.adapters.db.unavailable import unavailability
 from knora.api.envelope import error
 from knora.domain.errors import AppError
 from knora.web.mount import UI_ROUTE_PATHS, ui_methods
@@ -19,6 +22,11 @@ log = logging.getLogger(__name__)
 _STATUS_CODES = {400: 1000, 401: 1001, 403: 1002, 404: 1003, 405: 1004, 409: 1005, 413: 1000, 422: 1010,
                  429: 1006, 503: 1008}
 
+
+# Seconds to wait before retrying: a lock or a full pool clears in a moment, an outage takes longer.
+_RETRY_AFTER = {"busy": 1, "down": 5}
+_UNAVAILABLE = {"busy": "The database is busy; retry in a moment",
+                "down": "The database is unavailable; retry shortly"}
 
 _PROBED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
@@ -66,7 +74,17 @@ def install(app: FastAPI) -> None:
             resp.headers["Allow"] = allowed_methods(req)
         return resp
 
-    @app.exception_handler(Exception)
-    async def _unexpected(_req: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error", exc_info=exc)
-        return error(500, 1007, "Internal server error")
+    async def _unexpected(_req: Request, exc: Exception) -> Response:
+        reason = unavailability(exc)
+        if reason is None:
+            log.exception("unhandled error", exc_info=exc)
+            return error(500, 1007, "Internal server error")
+        log.warning("database %s: %s: %s", reason, type(exc).__name__, exc)
+        resp = error(503, 1008, _UNAVAILABLE[reason], {"retry_after": _RETRY_AFTER[reason]})
+        resp.headers["Retry-After"] = str(_RETRY_AFTER[reason])
+        return resp
+
+    # Registered for the database's error types too, so that they are answered by the inner exception
+    # middleware (which does not re-raise) rather than only by the outermost catch-all.
+    for kind in (Exception, SQLAlchemyError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        app.add_exception_handler(kind, _unexpected)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from datetime import UTC, datetime
 
@@ -31,7 +32,9 @@ def rfc3339(dt: datetime | None) -> str | None:
     return dt.isoformat().replace("+00:00", "Z")
 
 
-_SAFE = re.compile(r"[^A-Za-z0-9._\-\u0080-\uffff]+")
+# Non-ASCII is kept, outside the BMP too (an emoji in a name was cut out, so the document could not be found
+# by it: issue 20 item 11).
+_SAFE = re.compile(r"[^A-Za-z0-9._\-\u0080-\U0010ffff]+")
 # Characters that change how a name is displayed without being visible: bidi overrides, embeddings and
 # isolates (U+202E makes ``invoice\u202Efdp.exe`` read as ``invoiceexe.pdf``), the implicit marks, zero-width
 # characters, line/paragraph separators, the BOM, C1 controls and lone surrogates (which no file system
@@ -40,9 +43,10 @@ _INVISIBLE = re.compile("[\u0080-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u
 
 
 def safe_name(name: str, *, max_len: int = 200) -> str:
-    """A file name reduced to its last path component with unsafe characters replaced and invisible
+    """A file name reduced to its last path component in NFC, with unsafe characters replaced and invisible
     direction/format characters removed; '' if nothing is left."""
     base = _INVISIBLE.sub("", name.replace("\\", "/").split("/")[-1].replace("\x00", "")).strip()
+    base = unicodedata.normalize("NFC", base)  # one stored form, whichever way the client composed it
     base = _SAFE.sub("_", base).strip("._ ")
     if len(base) > max_len:
         stem, dot, ext = base.rpartition(".")

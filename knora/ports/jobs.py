@@ -1,9 +1,20 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 JobHandler = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """A job to be written by a repository in the same transaction as the record it is about (a document
+    and its ingestion job): neither exists without the other, whatever fails between them."""
+
+    kind: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    key: str | None = None
 
 
 @runtime_checkable
@@ -14,6 +25,11 @@ class JobQueue(Protocol):
 
     async def enqueue(self, kind: str, payload: dict[str, Any], *, key: str | None = None) -> str:
         """``key`` de-duplicates: a queued/running job with the same key is not enqueued twice."""
+        ...
+
+    def notify(self) -> None:
+        """A job was written straight to the queue's table (``JobRequest``, committed with its record): look
+        for it now rather than at the next poll."""
         ...
 
     async def start(self) -> None: ...

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus, Tag
 from knora.domain.models import ModelConfig
+from knora.ports.jobs import JobRequest
 
 
 class KBStats(BaseModel):
@@ -73,6 +74,21 @@ class KnowledgeBaseRepo(Protocol):
 @runtime_checkable
 class KnowledgeRepo(Protocol):
     async def create(self, k: Knowledge) -> Knowledge: ...
+
+    async def create_with_job(self, k: Knowledge, job: JobRequest) -> Knowledge:
+        """The document and its job in ONE transaction: a crash or a database error between the two can no
+        longer leave a ``pending`` document that nothing will ever process."""
+        ...
+
+    async def requeue_with_job(self, knowledge_id: str, job: JobRequest) -> bool:
+        """Back to ``pending`` and the job queued (unless one with its key is queued already), in ONE
+        transaction (a re-parse). False when the document no longer exists."""
+        ...
+
+    async def without_job(self, kind: str, statuses: Sequence[ParseStatus]) -> builtins.list[Knowledge]:
+        """Documents in ``statuses`` with no queued or running job of ``kind`` keyed by their id (left so by
+        a crash before the transactional enqueue existed, or a re-parse cut short)."""
+        ...
 
     async def get(self, tenant_id: int | None, knowledge_id: str) -> Knowledge | None:
         """``tenant_id=None`` only for background jobs that carry an id they created themselves."""

@@ -25,3 +25,8 @@ class TenantRepo(Protocol):
         key is added to it unless it exists; without, the generated key is added when the tenant has no key.
         Returns (tenant id, whether the generated key was stored)."""
         ...
+
+    async def replace_named_key(self, tenant_id: int, name: str, key_hash: str, key_prefix: str) -> None:
+        """In one transaction: the tenant's keys called ``name`` are revoked and this key is added as
+        ``name``."""
+        ...

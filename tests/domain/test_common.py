@@ -22,3 +22,10 @@ from knora.domain.common import safe_name
 def test_invisible_and_direction_characters_are_removed(raw: str, expected: str) -> None:
     assert safe_name(raw) == expected
     safe_name(raw).encode("utf-8")  # storable as a file name
+
+
+def test_safe_name_keeps_emoji_and_stores_nfc() -> None:
+    """Issue 20 item 11: a name with 😀 stays findable by 😀, and a decomposed Ü is stored composed."""
+    assert safe_name("Party \U0001F600 notes.md") == "Party_\U0001F600_notes.md"
+    assert safe_name("U\u0308bersicht.md") == "\u00dcbersicht.md"
+    assert safe_name("a\ud800b.md") == "ab.md"  # a lone surrogate is still removed

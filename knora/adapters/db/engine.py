@@ -12,6 +12,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from knora.adapters.db.textfold import register_sqlite
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
@@ -39,11 +41,16 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
+            register_sqlite(dbapi_conn)
 
         return engine
     kwargs.setdefault("pool_size", 10)
     kwargs.setdefault("max_overflow", 20)
     kwargs.setdefault("pool_pre_ping", True)
+    # Bounded waits while the server is down or saturated (asyncpg's connect default is 60 s, the pool's
+    # 30 s): a request fails over to a 503 in seconds instead of outliving its client (issue 20 item 10).
+    kwargs.setdefault("pool_timeout", 10)
+    kwargs.setdefault("connect_args", {"timeout": 10})
     return create_async_engine(url, **kwargs)
 
 

@@ -48,6 +48,9 @@ class InProcessJobQueue:
         self._wake.set()
         return job_id
 
+    def notify(self) -> None:
+        self._wake.set()
+
     @property
     def started(self) -> bool:
         return bool(self._tasks)

@@ -10,6 +10,7 @@ the chunk table, so a document becomes searchable exactly when that transaction 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -26,7 +27,7 @@ from knora.domain.knowledge import ChunkingConfig, Knowledge, KnowledgeBase, Par
 from knora.domain.search import IndexRow
 from knora.ports.blobs import BlobStore
 from knora.ports.chat import ModelError
-from knora.ports.jobs import JobQueue
+from knora.ports.jobs import JobQueue, JobRequest
 from knora.ports.parser import ParsedDocument, ParseError
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import KnowledgeFilter, Page, Repositories
@@ -39,6 +40,10 @@ from knora.settings import Settings
 log = logging.getLogger(__name__)
 
 JOB_KIND = "ingest.process"
+
+
+def _job_for(knowledge_id: str) -> JobRequest:
+    return JobRequest(JOB_KIND, {"knowledge_id": knowledge_id}, key=knowledge_id)
 
 
 class DuplicateKnowledge(AppError):
@@ -178,16 +183,37 @@ class IngestService:
             k.file_path = await self.d.blobs.put(f"{k.tenant_id}/{k.knowledge_base_id}/{k.id}/{k.file_name}",
                                                  data)
         try:
-            await self.d.repos.knowledge.create(k)
             if enqueue:
-                await self.d.jobs.enqueue(JOB_KIND, {"knowledge_id": k.id}, key=k.id)
+                # one transaction: a crash or an outage here leaves neither row, never a stuck ``pending``
+                await self.d.repos.knowledge.create_with_job(k, _job_for(k.id))
+            else:
+                await self.d.repos.knowledge.create(k)
         except BaseException:
-            # Leave nothing half-written: no row without a job, no blob without a row.
-            await self.d.repos.knowledge.delete(k.tenant_id, k.id)
+            # No blob without a row (the rows were rolled back together). Checked first: a cancel can land
+            # after the commit, and a blob under a committed row must stay; if the check fails (database
+            # down) an orphan blob is the harmless outcome.
             if k.file_path:
-                await self.d.blobs.delete(k.file_path)
+                with contextlib.suppress(Exception):
+                    if await self.d.repos.knowledge.get(None, k.id) is None:
+                        await self.d.blobs.delete(k.file_path)
             raise
+        if enqueue:
+            self.d.jobs.notify()
         return k
+
+    async def requeue_orphans(self) -> list[str]:
+        """At start-up: documents left ``pending``/``processing`` with no job (a crash between the row and its
+        job before they were written together, or a re-parse cut short) get a job again instead of blocking a
+        re-upload with a 409 forever. The original is still stored (or the URL is), so re-running is the
+        useful answer; if it is gone the job ends the document as ``failed`` with that reason. Drafts stay
+        pending by design and are left alone."""
+        stuck = await self.d.repos.knowledge.without_job(JOB_KIND, [ParseStatus.PENDING,
+                                                                     ParseStatus.PROCESSING])
+        ids = [k.id for k in stuck if k.metadata.get("status") != "draft"]
+        for kid in ids:
+            log.warning("document %s was left without an ingestion job; queueing it again", kid)
+            await self.d.jobs.enqueue(JOB_KIND, {"knowledge_id": kid}, key=kid)
+        return ids
 
     # --- re-parse and deletion ------------------------------------------------------------------------------
     async def get(self, tenant_id: int, knowledge_id: str) -> Knowledge:
@@ -232,8 +258,9 @@ class IngestService:
 
     async def reparse(self, tenant_id: int, knowledge_id: str) -> Knowledge:
         k = await self.get(tenant_id, knowledge_id)
-        await self.d.repos.knowledge.set_status(k.id, ParseStatus.PENDING)
-        await self.d.jobs.enqueue(JOB_KIND, {"knowledge_id": k.id}, key=k.id)
+        if not await self.d.repos.knowledge.requeue_with_job(k.id, _job_for(k.id)):
+            raise NotFound("Knowledge not found")
+        self.d.jobs.notify()
         return await self.get(tenant_id, knowledge_id)
 
     async def delete(self, tenant_id: int, knowledge_id: str) -> None:

@@ -23,6 +23,7 @@ from knora.ports.retrieval import EngineQuery, RetrievalEngine
 from knora.ports.search_store import SearchStore
 from knora.services.ingest.embedders import EmbedderRegistry
 from knora.services.retrieval import faq_rules
+from knora.services.retrieval.bounds import engine_query
 from knora.services.retrieval.fusion import FusionConfig, dedupe_by_score, fuse
 from knora.services.retrieval.hydrate import Hit, hydrate
 
@@ -110,7 +111,7 @@ class HybridSearch:
 
     # --- the search -----------------------------------------------------------------------------------------
     async def search(self, tenant_id: int, params: SearchParams) -> list[SearchResult]:
-        text = self.validate(params)
+        text = engine_query(self.validate(params))  # the engines see a bounded query (``bounds``)
         primary, kbs = await self.load_scope(tenant_id, params)
         cfg = effective_config(primary, await self.store.tenant_retrieval_config(tenant_id))
         match_count = clamp_match_count(params.match_count)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from knora.domain.errors import AppError
 from knora.domain.knowledge import KBType
 from knora.domain.search import SearchParams, SearchResult, SearchTarget
+from knora.services.retrieval.bounds import engine_query
 from knora.services.retrieval.hybrid import HybridSearch
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ async def search_targets(search: HybridSearch, tenant_id: int, targets: Sequence
         if key and first is not None and first.indexing_strategy.vector_enabled:
             try:
                 embedder = search.embedders.get(first.embedding_model_id or None, tenant_id=first.tenant_id)
-                embedding = (await embedder.embed_query(req.query)).tolist()
+                embedding = (await embedder.embed_query(engine_query(req.query))).tolist()
             except Exception as exc:  # noqa: BLE001 - degrade to keyword where a KB has a keyword index
                 log.warning("query embedding failed, keyword only: %s", exc)
                 disable_vector = True

@@ -41,6 +41,10 @@ AgentResolver = Callable[[int, str], Awaitable[AgentConfig | None]]
 RunnerResolver = Callable[[str], TurnRunner | None]  # "quick" | "smart" -> runner (None: not available)
 
 TITLE_TIMEOUT_S = 30.0
+# The two answers of POST /sessions/:id/stop, exactly as WeKnora words them (spec weknora-api §2.5): a client
+# tells a stopped turn from one that had already finished by the message, with no new field to learn.
+STOPPED = "Generation stopped"
+ALREADY_COMPLETED = "Message already completed"
 
 
 @dataclass
@@ -282,21 +286,26 @@ class ChatService:
         if await self.sessions.sessions.get(tenant_id, session_id) is None:
             raise NotFound("Session not found")
         if message.is_completed:
-            return "Message already completed"
+            return ALREADY_COMPLETED
         await self.stops.request_stop(message_id)
-        if not await self._wait_for_end(session_id, message_id, self.stop_grace_seconds):
+        ended = await self._wait_for_end(session_id, message_id, self.stop_grace_seconds)
+        if ended is None:
             await self._end_orphan(message)
-        return "Generation stopped"
+            return STOPPED
+        # The turn may have finished between the check above and the stop taking effect: its last event says
+        # which happened, and the caller is told that rather than "stopped" (issue 20 item 10).
+        return ALREADY_COMPLETED if ended == "complete" else STOPPED
 
-    async def _wait_for_end(self, session_id: str, message_id: str, seconds: float) -> bool:
+    async def _wait_for_end(self, session_id: str, message_id: str, seconds: float) -> str | None:
+        """The type of the event that ended the turn (``stop`` or ``complete``), None if none came in time."""
         try:
             async with asyncio.timeout(seconds):
                 async for event in self.log.follow(session_id, message_id):
                     if event is not None and event.type in ("stop", "complete"):
-                        return True
+                        return event.type
         except TimeoutError:
-            return False
-        return False
+            return None
+        return None
 
     async def _end_orphan(self, message: Message) -> None:
         """No process ended the turn after a stop: rebuild the partial answer from the log and end it here."""

@@ -10,6 +10,8 @@ from knora.domain.models import Tenant
 from knora.ports.tenant_store import TenantRepo
 
 DEFAULT_TENANT_NAME = "default"
+UI_KEY_NAME = "ui"  # the key the local web UI signs in with; a new one replaces the last
+_GENERATED = "sk-"
 
 
 def hash_key(key: str) -> str:
@@ -17,7 +19,14 @@ def hash_key(key: str) -> str:
 
 
 def generate_key() -> str:
-    return "sk-" + secrets.token_urlsafe(32)
+    return _GENERATED + secrets.token_urlsafe(32)
+
+
+def key_prefix(key: str, *, generated: bool) -> str:
+    """What is stored in plaintext to recognise a key in a listing: ``sk-`` and 4 random characters of a key
+    Knora generated (24 bits of 256), nothing of a key an operator chose: its start may be a word, a name, or
+    all there is to a weak key (issue 20 item 11; it used to be the first 8 characters of either)."""
+    return key[:len(_GENERATED) + 4] if generated else ""
 
 
 class TenantService:
@@ -26,6 +35,7 @@ class TenantService:
         self._cache: dict[str, int] = {}
         self._lookups: dict[str, asyncio.Future[int | None]] = {}  # keys being looked up: later askers wait
         self._ui_key: str | None = None
+        self._default_id: int | None = None
 
     async def authenticate(self, key: str) -> int | None:
         """The tenant of an API key. Known keys are answered from memory; concurrent first requests with one
@@ -58,18 +68,24 @@ class TenantService:
 
     async def create(self, name: str, api_key: str | None = None) -> tuple[Tenant, str]:
         key = api_key or generate_key()
-        tenant = await self._repo.get(await self._repo.create(name, hash_key(key), key[:8]))
+        tenant = await self._repo.get(await self._repo.create(name, hash_key(key),
+                                                              key_prefix(key, generated=not api_key)))
         assert tenant is not None
         return tenant, key
 
     async def ui_key(self, configured: str | None) -> str:
-        """The key the local web UI logs in with: the configured key, else one generated on first use and
-        added to the default tenant (kept for the life of the process; it is stored hashed only)."""
+        """The key the local web UI logs in with: the configured key, else one generated on first use in this
+        process (kept for its life; stored hashed only). It replaces the UI key of the previous process, which
+        is revoked: every start used to add a key that stayed valid forever."""
         if configured:
             return configured
         if self._ui_key is None:
             key = generate_key()
-            await self.ensure_default(key)
+            tenant_id = self._default_id
+            if tenant_id is None:
+                tenant_id, _ = await self.ensure_default(None)
+            await self._repo.replace_named_key(tenant_id, UI_KEY_NAME, hash_key(key),
+                                               key_prefix(key, generated=True))
             self._ui_key = key
         return self._ui_key
 
@@ -77,9 +93,11 @@ class TenantService:
         """The embedded profile's default tenant. Returns (tenant id, a newly generated key or None).
 
         With ``api_key`` set, that key is made valid for the default tenant. Without it, a key is generated
-        once, on first start, and returned so the caller can print it."""
+        only when the default tenant has none (first start), and returned so the caller can print it."""
         generated = generate_key()
         tenant_id, stored = await self._repo.ensure_default(
-            DEFAULT_TENANT_NAME, hash_key(api_key) if api_key else None, (api_key or "")[:8],
-            hash_key(generated), generated[:8])
+            DEFAULT_TENANT_NAME, hash_key(api_key) if api_key else None,
+            key_prefix(api_key, generated=False) if api_key else "",
+            hash_key(generated), key_prefix(generated, generated=True))
+        self._default_id = tenant_id
         return tenant_id, generated if stored else None

@@ -108,6 +108,28 @@ class TestKnowledgeRepo:
         tags = await r.tags.list(kb.tenant_id, kb.id, page=1, page_size=10, keyword="_")
         assert [t.id for t, _, _ in tags.items] == [tag.id]
 
+    async def test_keyword_matches_across_unicode_forms_and_case(self, container: Any) -> None:
+        """Issue 20 item 11: composed vs decomposed, non-ASCII case, and characters outside the BMP."""
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        composed, decomposed = "\u00dcbersicht", "U\u0308bersicht"
+        for title, name in ((decomposed, "a.md"), ("Party \U0001F600 notes", "b.md"), ("plain", "c.md")):
+            await r.knowledge.create(_doc(kb, title=title, file_name=name))
+
+        async def titles(keyword: str) -> list[str]:
+            page = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=20,
+                                          filters=KnowledgeFilter(keyword=keyword))
+            return sorted(k.title for k in page.items)
+
+        for query in (composed, decomposed, "\u00fcbersicht", "u\u0308BERSICHT", "\u00dc"):
+            assert await titles(query) == [decomposed], query
+        assert await titles("\U0001F600") == ["Party \U0001F600 notes"]
+        for name in ("\u00dc", "U\u0308"):
+            await r.tags.create(Tag(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, name=f"{name}ber"))
+        for query in ("\u00dc", "U\u0308", "\u00fc"):
+            tags = await r.tags.list(kb.tenant_id, kb.id, page=1, page_size=10, keyword=query)
+            assert len(tags.items) == 2, query
+
     async def test_find_duplicate_by_hash_and_url(self, container: Any) -> None:
         r = container.repos
         kb = await r.kbs.create(_kb(container))

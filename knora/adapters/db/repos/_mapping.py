@@ -12,10 +12,11 @@ from functools import cache
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import ColumnElement, DateTime, func, inspect
+from sqlalchemy import ColumnElement, DateTime, inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from knora.adapters.db.tables import Base
+from knora.adapters.db.textfold import fold, folded
 
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R", bound=Base)
@@ -111,9 +112,10 @@ def contains_ci(column: Any, keyword: str) -> ColumnElement[bool]:
     A user's search text is not a LIKE pattern: ``%`` and ``_`` would otherwise match anything (``_`` found
     every document, ``100%`` matched ``1000``). They and the escape character itself are escaped and the
     ``ESCAPE`` clause is explicit, which SQLite and PostgreSQL both need for the backslash to mean it.
+    Both sides are Unicode-normalised and lower-cased alike (``knora.adapters.db.textfold``).
     """
-    escaped = keyword.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    like: ColumnElement[bool] = func.lower(column).like(f"%{escaped}%", escape="\\")
+    escaped = fold(keyword).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    like: ColumnElement[bool] = folded(column).like(f"%{escaped}%", escape="\\")
     return like
 
 

@@ -18,7 +18,14 @@ from knora.adapters.db.tables import JobRow
 from knora.domain.common import new_id, utcnow
 from knora.ports.store import JobRecord
 
-_ACTIVE = ("queued", "running")
+ACTIVE = ("queued", "running")
+
+
+def new_job_row(kind: str, payload: dict[str, Any], key: str | None) -> JobRow:
+    """A queued job row; other repositories add it to their own transaction (``JobRequest``)."""
+    now = utcnow()
+    return JobRow(id=new_id(), kind=kind, key=key, payload=payload, status="queued", attempts=0, error="",
+                  created_at=now, updated_at=now)
 
 
 class SqlJobRepo:
@@ -32,12 +39,9 @@ class SqlJobRepo:
                     JobRow.kind == kind, JobRow.key == key, JobRow.status == "queued").limit(1))).first()
                 if existing is not None:
                     return str(existing[0]), False
-            job_id = new_id()
-            now = utcnow()
-            s.add(JobRow(id=job_id, kind=kind, key=key, payload=payload, status="queued", attempts=0,
-                         error="",
-                         created_at=now, updated_at=now))
-            return job_id, True
+            row = new_job_row(kind, payload, key)
+            s.add(row)
+            return row.id, True
 
     async def claim_next(self, kinds: Sequence[str], stale_before: datetime) -> JobRecord | None:
         claimable = and_(JobRow.kind.in_(list(kinds)), or_(
@@ -109,5 +113,5 @@ class SqlJobRepo:
 
     async def count_active(self) -> int:
         async with self._sessions() as s:
-            n = (await s.execute(select(func.count()).select_from(JobRow).where(JobRow.status.in_(_ACTIVE))))
+            n = (await s.execute(select(func.count()).select_from(JobRow).where(JobRow.status.in_(ACTIVE))))
             return int(n.scalar_one())

@@ -6,7 +6,7 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, exists, func, or_, select, update
 
 from knora.adapters.db.repos._mapping import (
     SessionFactory,
@@ -16,9 +16,11 @@ from knora.adapters.db.repos._mapping import (
     row_to,
     to_row,
 )
-from knora.adapters.db.tables import ChunkRow, KnowledgeRow
+from knora.adapters.db.repos.jobs import ACTIVE, new_job_row
+from knora.adapters.db.tables import ChunkRow, JobRow, KnowledgeRow
 from knora.domain.common import utcnow
 from knora.domain.knowledge import Knowledge, ParseStatus
+from knora.ports.jobs import JobRequest
 from knora.ports.store import KnowledgeFilter, Page
 
 
@@ -30,6 +32,33 @@ class SqlKnowledgeRepo:
         async with self._sessions.begin() as s:
             s.add(to_row(KnowledgeRow, k))
         return k
+
+    async def create_with_job(self, k: Knowledge, job: JobRequest) -> Knowledge:
+        async with self._sessions.begin() as s:
+            s.add(to_row(KnowledgeRow, k))
+            s.add(new_job_row(job.kind, job.payload, job.key))
+        return k
+
+    async def requeue_with_job(self, knowledge_id: str, job: JobRequest) -> bool:
+        async with self._sessions.begin() as s:
+            res = await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id).values(
+                parse_status=str(ParseStatus.PENDING), error_message="", updated_at=utcnow()))
+            if not res.rowcount:
+                return False
+            queued = (await s.execute(select(JobRow.id).where(
+                JobRow.kind == job.kind, JobRow.key == job.key, JobRow.status == "queued").limit(1))).first()
+            if queued is None:
+                s.add(new_job_row(job.kind, job.payload, job.key))
+        return True
+
+    async def without_job(self, kind: str, statuses: Sequence[ParseStatus]) -> builtins.list[Knowledge]:
+        has_job = exists().where(JobRow.kind == kind, JobRow.key == KnowledgeRow.id,
+                                 JobRow.status.in_(ACTIVE))
+        async with self._sessions() as s:
+            rows = (await s.execute(select(KnowledgeRow).where(
+                KnowledgeRow.parse_status.in_([str(x) for x in statuses]), ~has_job)
+                .order_by(KnowledgeRow.created_at))).scalars().all()
+            return [row_to(Knowledge, r) for r in rows]
 
     async def get(self, tenant_id: int | None, knowledge_id: str) -> Knowledge | None:
         async with self._sessions() as s:

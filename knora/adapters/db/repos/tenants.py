@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from knora.adapters.db.tables import ApiKeyRow, TenantRow
@@ -56,3 +56,12 @@ class SqlTenantRepo:
             s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, key_hash=generated_hash,
                             prefix=generated_prefix))
             return tenant_id, True
+
+    async def replace_named_key(self, tenant_id: int, name: str, key_hash: str, key_prefix: str) -> None:
+        async with self._sessions.begin() as s:
+            await s.execute(delete(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant_id, ApiKeyRow.name == name,
+                                                    ApiKeyRow.key_hash != key_hash))
+            exists = (await s.execute(select(ApiKeyRow.id).where(ApiKeyRow.key_hash == key_hash))).first()
+            if not exists:
+                s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, name=name, key_hash=key_hash,
+                                prefix=key_prefix))

@@ -19,6 +19,7 @@ from knora.services.pipeline.errors import ERR_GET_RERANK_MODEL, ERR_SEARCH_NOTH
 from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
 from knora.services.pipeline.textutil import is_web, jaccard, tokenize_simple
+from knora.services.retrieval.bounds import engine_query
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,8 @@ class ChunkRerank:
                 candidates.append(r)
                 passages[r.id] = p
         try:
-            scores = await reranker.rerank(cm.search_query, [passages[r.id] for r in candidates])
+            scores = await reranker.rerank(engine_query(cm.search_query),
+                                           [passages[r.id] for r in candidates])
         except Exception as exc:  # noqa: BLE001 - spec: API failure → raw candidates, merge sorts them
             log.warning("rerank failed, using search order: %s", exc)
             cm.note("chunk_rerank", error=str(exc))
