@@ -96,7 +96,7 @@ class TestResume:
         assert r.json() == {"success": False, "error": {"code": 1003, "message": "No stream events found"}}
         saved = await app_container.session_service.get_message(app_container.default_tenant_id, msg.id)
         assert saved.is_completed
-        assert saved.debug == {"stopped": "log_expired", "truncated": True}  # not stuck incomplete, flagged cut
+        assert saved.debug == {"stopped": "log_expired", "truncated": True}  # not left incomplete
         r = await http.get("/api/v1/sessions/continue-stream/00000000-0000-0000-0000-000000000000"
                            f"?message_id={msg.id}")
         assert r.status_code == 404

@@ -115,7 +115,8 @@ async def test_a_redis_outage_mid_turn_flags_the_answer_and_ends_the_log_when_re
         assert message is not None, "the turn did not end during the outage"
         assert message.debug.get("truncated") is True
         assert any(err.get("stage") == "stream" for err in message.debug.get("errors", []))
-        assert message.content and len(message.content) < len(ANSWER)
+        assert message.content
+        assert len(message.content) < len(ANSWER)
         assert not ended(await direct.read(sid, mid))  # nothing could be appended yet
 
         await proxy.restore()
@@ -126,7 +127,8 @@ async def test_a_redis_outage_mid_turn_flags_the_answer_and_ends_the_log_when_re
         # The log's clients reconnected: the next turn on the same services streams to its end.
         sid2, mid2 = await start_turn(c, ScriptedRunner())
         events2 = await eventually(lambda: _read_if_ended_log(direct, sid2, mid2))
-        assert events2 and events2[-1].type == "complete"
+        assert events2
+        assert events2[-1].type == "complete"
         assert not [e for e in events2 if e.type == "error"]
         await c.chat_service.wait_idle()
     await direct.close()
@@ -138,7 +140,8 @@ async def _read_if_ended_log(log: RedisStreamLog, sid: str, mid: str) -> list[St
 
 
 @pytest.mark.redis
-async def test_the_log_reconnects_after_redis_restarts_under_idle_pooled_connections(redis_prefix: str) -> None:
+async def test_the_log_reconnects_after_redis_restarts_under_idle_pooled_connections(
+        redis_prefix: str) -> None:
     """Redis restarted while the pool held connections: without health checks and retries the first append
     afterwards failed with "Connection closed by server" (the first chat after recovery in the issue)."""
     async with CutProxy("127.0.0.1", 6379) as proxy:
@@ -148,7 +151,8 @@ async def test_the_log_reconnects_after_redis_restarts_under_idle_pooled_connect
             await asyncio.gather(*(log.exists("s", str(i)) for i in range(5)))  # several pooled connections
             await proxy.cut()
             await proxy.restore()
-            assert await asyncio.wait_for(log.append("s", "m", StreamEvent(type="answer", content="b")), 20) == 1
+            after = log.append("s", "m", StreamEvent(type="answer", content="b"))
+            assert await asyncio.wait_for(after, 20) == 1
             assert [e.content for e in await log.read("s", "m")] == ["a", "b"]
         finally:
             await log.close()
