@@ -45,6 +45,7 @@ from knora.adapters.mcp.toolset import MCPToolset
 from knora.adapters.parsers.registry import ParserRegistry
 from knora.adapters.retrieval.registry import build_engine
 from knora.adapters.stream.registry import build as build_stream_log
+from knora.adapters.stream.registry import build_leases
 from knora.adapters.tools._skills import load_skills, skills_prompt
 from knora.adapters.tools.registry import CATALOG
 from knora.adapters.websearch.fetch import PageFetcher
@@ -325,12 +326,15 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         return await agent_service.get(tenant_id, agent_id)
 
     stream_log, stop_signals = build_stream_log(s)
-    closers += [stream_log.close, stop_signals.close]
+    leases = build_leases(s)
+    closers += [stream_log.close, stop_signals.close, leases.close]
     chat = ChatService(session_service, stream_log, stop_signals, runners.get, agents,
                        max_query_chars=s.max_query_chars,
-                       pacer=DeltaPacer(s.stream_frame_budget, s.stream_max_hold_ms / 1000))
+                       pacer=DeltaPacer(s.stream_frame_budget, s.stream_max_hold_ms / 1000), leases=leases)
     closers.append(chat.close)
-    if s.stream_log == "memory":
+    if leases.shared:  # Redis: turns whose process died are closed by any replica once their lease lapses
+        chat.start_sweeper()
+    else:  # memory: only this process's turns are visible; a previous process's are closed past the log TTL
         await chat.close_interrupted(s.stream_ttl_seconds)
 
     services = Services(

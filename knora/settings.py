@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = "knora"
     stream_ttl_seconds: int = 3600
+    turn_lease_seconds: float = Field(
+        default=30.0, gt=0, description="Redis log: a running turn's lease (refreshed by its process every "
+        "third of this); a turn whose lease lapsed has no live process and is closed by any replica, saving "
+        "what its log holds")
     sse_keepalive_seconds: float = Field(default=15.0, gt=0, description="SSE keep-alive comment interval")
     stream_frame_budget: int = Field(
         default=10_000, ge=0,

@@ -96,7 +96,7 @@ class TestResume:
         assert r.json() == {"success": False, "error": {"code": 1003, "message": "No stream events found"}}
         saved = await app_container.session_service.get_message(app_container.default_tenant_id, msg.id)
         assert saved.is_completed
-        assert saved.debug == {"stopped": "log_expired"}  # not stuck incomplete
+        assert saved.debug == {"stopped": "log_expired", "truncated": True}  # not left incomplete
         r = await http.get("/api/v1/sessions/continue-stream/00000000-0000-0000-0000-000000000000"
                            f"?message_id={msg.id}")
         assert r.status_code == 404
@@ -117,7 +117,7 @@ async def test_restart_closes_turns_a_dead_process_left_open(make_settings: Call
     async with started(make_settings()) as second:
         saved = await second.session_service.get_message(second.default_tenant_id, msg.id)
         assert saved.is_completed
-        assert saved.debug == {"stopped": "interrupted"}
+        assert saved.debug == {"stopped": "interrupted", "truncated": True}  # the text died with the process
         running_elsewhere = await second.session_service.get_message(second.default_tenant_id, recent.id)
         assert not running_elsewhere.is_completed  # may belong to another live process on this database
 

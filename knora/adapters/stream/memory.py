@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 
 from knora.adapters.stream.follow import Heartbeat, Waiters
@@ -200,3 +200,33 @@ class MemoryStopSignals:
         for waiters in self._waiters.values():
             for waiter in waiters:
                 waiter.set()
+
+
+class LocalTurnLeases:
+    """Leases visible to this process only (the embedded profile: one server process per data directory).
+    Another process's turns cannot be seen, so callers close only turns older than the log's TTL there."""
+
+    shared = False
+
+    def __init__(self, ttl_seconds: float = 30.0) -> None:
+        self.ttl_seconds = ttl_seconds
+        self._held: set[str] = set()
+        self._closing: set[str] = set()
+
+    async def hold(self, message_ids: Collection[str]) -> None:
+        self._held.update(message_ids)
+
+    async def release(self, message_id: str) -> None:
+        self._held.discard(message_id)
+
+    async def held(self, message_ids: Collection[str]) -> set[str]:
+        return self._held.intersection(message_ids)
+
+    async def claim_close(self, message_id: str) -> bool:
+        if message_id in self._closing:
+            return False
+        self._closing.add(message_id)
+        return True
+
+    async def close(self) -> None:
+        self._held.clear()

@@ -27,11 +27,15 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from knora.adapters.stream.follow import Heartbeat, Waiters
 from knora.adapters.stream.memory import is_terminal
@@ -51,10 +55,25 @@ MAX_PIPELINE = 512  # appends per pipeline
 READ_MARGIN_S = 30.0  # the blocking read's socket timeout: its block time plus this
 
 
+HEALTH_CHECK_S = 5  # a pooled connection idle this long is PINGed (and replaced if dead) before it is used
+
+
+def reconnecting() -> dict[str, Any]:
+    """Connection settings that survive a Redis restart (issue 20, item 7). After an outage the pool holds
+    connections the server closed; the first command on one failed with "Connection closed by server". The
+    health check PINGs a connection idle past ``HEALTH_CHECK_S`` and reconnects it before the command is
+    sent, and a command that still meets a dead connection is retried on a fresh one, briefly, with backoff.
+    Keep-alive lets the OS notice a half-open connection."""
+    return {"health_check_interval": HEALTH_CHECK_S, "socket_keepalive": True, "socket_connect_timeout": 5,
+            "retry": Retry(ExponentialBackoff(cap=1.0, base=0.05), 3),
+            "retry_on_error": [RedisConnectionError, RedisTimeoutError, ConnectionError, OSError]}
+
+
 def _waiting_client(url: str, max_connections: int = 128) -> aioredis.Redis:
     """A client whose commands wait for a free connection instead of failing (redis-py's default pool raises
     ``MaxConnectionsError`` past 100 — a thousand turns starting at once each check their stop key)."""
-    pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=None)
+    pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=None,
+                                                    **reconnecting())
     return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
 
 
@@ -99,7 +118,8 @@ class RedisStreamLog:
         # Their socket timeout must outlast the block time: redis-py's default (5 s) equals BLOCK_MS, so an
         # idle follower's XREAD raced its own socket timeout — and lost it when the process was busy.
         self._blocking = aioredis.Redis.from_url(url, max_connections=max_connections,
-                                                 socket_timeout=BLOCK_MS / 1000 + READ_MARGIN_S)
+                                                 socket_timeout=BLOCK_MS / 1000 + READ_MARGIN_S,
+                                                 **reconnecting())
         self._append = self._client.register_script(_APPEND)
         self._pending: list[tuple[str, str, asyncio.Future[int]]] = []
         self._writer: asyncio.Task[None] | None = None
@@ -352,4 +372,48 @@ class RedisStopSignals:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._listener
+        await self._client.aclose()
+
+
+class RedisTurnLeases:
+    """A key per running turn, ``{prefix}:turn:lease:{message}``, set with a TTL by the process running it and
+    refreshed (one pipeline for all its turns) while it runs. A crashed process stops refreshing, so its
+    keys lapse within ``ttl_seconds``; a live replica's turns keep theirs and are never closed by another."""
+
+    shared = True
+
+    def __init__(self, url: str, prefix: str = "knora", ttl_seconds: float = 30.0) -> None:
+        self.prefix = prefix
+        self.ttl_seconds = ttl_seconds
+        self._client = _waiting_client(url)
+
+    def _key(self, message_id: str) -> str:
+        return f"{self.prefix}:turn:lease:{message_id}"
+
+    async def hold(self, message_ids: Collection[str]) -> None:
+        if not message_ids:
+            return
+        ms = max(int(self.ttl_seconds * 1000), 1)
+        pipe = self._client.pipeline(transaction=False)
+        for mid in message_ids:
+            pipe.set(self._key(mid), "1", px=ms)
+        await pipe.execute()
+
+    async def release(self, message_id: str) -> None:
+        await self._client.delete(self._key(message_id))
+
+    async def held(self, message_ids: Collection[str]) -> set[str]:
+        ids = list(message_ids)
+        if not ids:
+            return set()
+        pipe = self._client.pipeline(transaction=False)
+        for mid in ids:
+            pipe.exists(self._key(mid))
+        return {mid for mid, present in zip(ids, await pipe.execute(), strict=True) if present}
+
+    async def claim_close(self, message_id: str) -> bool:
+        key = f"{self.prefix}:turn:closing:{message_id}"
+        return bool(await self._client.set(key, "1", nx=True, ex=max(int(self.ttl_seconds * 10), 60)))
+
+    async def close(self) -> None:
         await self._client.aclose()

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from knora.domain.registry import Registry
 from knora.ports.stream_log import StopSignals, StreamLog
+from knora.ports.turn_lease import TurnLeases
 from knora.settings import Settings
 
 
@@ -48,3 +49,15 @@ def build(settings: Settings) -> tuple[StreamLog, StopSignals]:
     """(StreamLog, StopSignals) for the configured profile; both share the same backend."""
     name = settings.stream_log
     return STREAM_LOGS.get(name)(settings), STOP_SIGNALS.get(name)(settings)
+
+
+def build_leases(settings: Settings) -> TurnLeases:
+    """Turn leases on the same backend as the log: shared on Redis, this process's own on memory."""
+    if settings.stream_log == "redis":
+        from knora.adapters.stream.redis import RedisTurnLeases
+
+        return RedisTurnLeases(settings.redis_url, prefix=settings.redis_prefix,
+                               ttl_seconds=settings.turn_lease_seconds)
+    from knora.adapters.stream.memory import LocalTurnLeases
+
+    return LocalTurnLeases(ttl_seconds=settings.turn_lease_seconds)

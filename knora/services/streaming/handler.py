@@ -64,6 +64,7 @@ class StreamHandler:
         self.stage_timings: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
         self.last_seq = -1
+        self.log_error: BaseException | None = None  # the first failed append: the stream was cut there
         self._decoders: dict[tuple[str, str], CitationStreamDecoder] = {}
         self._span_start: dict[str, float] = {}
         self._lock = asyncio.Lock()
@@ -88,7 +89,14 @@ class StreamHandler:
                      data: Mapping[str, Any] | None = None, event_id: str = "") -> int:
         # Built from values this handler produced itself, so validation is skipped on the hot path.
         event = stream_event(type_, content, done, dict(data) if data else {}, event_id)
-        self.last_seq = await self.log.append(self.session_id, self.message_id, event)
+        try:
+            self.last_seq = await self.log.append(self.session_id, self.message_id, event)
+        except Exception as exc:
+            # Remembered so the turn's end knows its followers missed text (an outage of the log), not
+            # just that the runner failed: the saved answer is then flagged truncated (issue 20, item 7).
+            if self.log_error is None:
+                self.log_error = exc
+            raise
         return self.last_seq
 
     # --- dispatch -------------------------------------------------------------------------------------------

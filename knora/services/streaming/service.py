@@ -11,7 +11,6 @@ the log holds, so an assistant message is never left incomplete forever.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import time
@@ -25,12 +24,14 @@ from knora.domain.common import utcnow
 from knora.domain.conversation import Message, Session
 from knora.domain.errors import AppError, BadRequest, Forbidden, NotFound
 from knora.domain.models import AgentConfig
-from knora.domain.stream import BusEvent, StreamEvent
+from knora.domain.stream import BusEvent, StreamEvent, stream_event
 from knora.ports.stream_log import StopSignals, StreamLog
 from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest, TurnRunner
+from knora.ports.turn_lease import TurnLeases
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.sessions.service import DEFAULT_HISTORY_ROUNDS, SessionService
 from knora.services.streaming.bus import EventBus
+from knora.services.streaming.durable import Retries, attempt
 from knora.services.streaming.handler import StreamHandler
 from knora.services.streaming.intake import ChatBody, merge_targets
 from knora.services.streaming.pacing import DeltaPacer
@@ -97,11 +98,57 @@ def completed_fields(req: TurnRequest, ctx: TurnContext, handler: StreamHandler,
     return CompletedTurn(fields, steps, duration_ms)
 
 
+STREAM_CUT = "The stream was interrupted ({}); the answer is incomplete"
+INTERRUPTED = "The turn was interrupted: the process running it stopped; the answer is incomplete"
+
+
+def _terminal_events(sid: str, mid: str, reason: str, done: CompletedTurn, log_error: BaseException | None,
+                     fields: dict[str, Any]) -> list[StreamEvent]:
+    """The entries that end the turn's log: ``stop`` or ``complete``, after an error frame when the log failed
+    during the turn (followers then know the text they got is cut). Flags ``fields`` as truncated too."""
+    events: list[StreamEvent] = []
+    now = time.time_ns()
+    if log_error is not None:
+        cut = STREAM_CUT.format(str(log_error) or type(log_error).__name__)
+        debug = fields["debug"]
+        debug["truncated"] = True
+        debug["errors"] = [*debug.get("errors", []), {"stage": "stream", "error": cut}]
+        fields["is_fallback"] = False
+        events.append(stream_event("error", cut, True, {"stage": "stream", "error": cut}, f"error-{now}"))
+    if reason:
+        events.append(stream_event("stop", "", True, {"session_id": sid, "message_id": mid, "reason": reason},
+                                   f"stop-{now}"))
+    else:
+        events.append(stream_event("complete", "", True, {"total_steps": len(done.steps),
+                                                          "total_duration_ms": done.duration_ms},
+                                   f"complete-{now}"))
+    return events
+
+
+async def _best_effort(op: Callable[[], Awaitable[Any]], what: str) -> None:
+    """A step of a turn's end whose failure must not keep the later ones (the terminal entry) from running."""
+    try:
+        await op()
+    except Exception:
+        log.warning("%s failed", what, exc_info=True)
+
+
+def _from_log(events: list[StreamEvent]) -> tuple[str, list[dict[str, Any]], bool]:
+    """(answer text, references, ended) as a turn's log holds them: what its followers saw."""
+    answer = "".join(e.content for e in events if e.type == "answer")
+    refs: list[dict[str, Any]] = []
+    for e in events:
+        if e.type == "references":
+            refs = list(e.data.get("references") or [])
+    return answer, refs, any(e.type in ("complete", "stop") for e in events)
+
+
 class ChatService:
     def __init__(self, sessions: SessionService, stream_log: StreamLog, stop_signals: StopSignals,
                  runners: RunnerResolver, agents: AgentResolver | None = None, *,
                  max_query_chars: int = 16384, stop_grace_seconds: float = 5.0,
-                 pacer: DeltaPacer | None = None) -> None:
+                 pacer: DeltaPacer | None = None, leases: TurnLeases | None = None,
+                 retries: Retries | None = None) -> None:
         self.sessions = sessions
         self.log = stream_log
         self.stops = stop_signals
@@ -111,6 +158,11 @@ class ChatService:
         self.stop_grace_seconds = stop_grace_seconds
         self.pacer = pacer or DeltaPacer()  # one per process: all its turns' text deltas share a frame budget
         self._tasks: dict[str, asyncio.Task[None]] = {}  # assistant message id -> running turn
+        self.leases = leases  # None: no process but this one can run a turn (tests)
+        self.retries = retries or Retries()
+        self._unsaved: set[str] = set()  # ended turns whose message waits for a retried save
+        self._lease_task: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     # --- intake ---------------------------------------------------------------------------------------------
     async def _resolve_agent(self, tenant_id: int, agent_id: str) -> AgentConfig | None:
@@ -159,6 +211,8 @@ class ChatService:
                  "knowledge_ids": knowledge_ids, "tag_ids": tag_ids,
                  "mcp_service_ids": body.mcp_service_ids, "skill_names": body.skill_names,
                  "mentioned_items": body.mentioned_items, "web_search_enabled": body.web_search_enabled}
+        if self.leases is not None:  # before the message exists: no sweep can see it without its lease
+            await self.leases.hold([assistant.id])
         await self.sessions.messages.create_pair(user, assistant, {"last_request_state": state})
         await self.log.append(session_id, assistant.id, StreamEvent(
             id=f"query-{time.time_ns()}", type="agent_query", done=True,
@@ -179,11 +233,22 @@ class ChatService:
                                    name=f"turn-{assistant.id}")
         self._tasks[assistant.id] = task
         task.add_done_callback(functools.partial(self._forget, assistant.id))
+        if self.leases is not None and (self._lease_task is None or self._lease_task.done()):
+            self._lease_task = asyncio.create_task(self._keep_leases(self.leases), name="knora-turn-leases")
         return StartedTurn(session_id, request_id, user.id, assistant.id, wants_title)
 
     def _forget(self, message_id: str, task: asyncio.Task[None]) -> None:
         if self._tasks.get(message_id) is task:  # by key: a scan of every running turn per turn is O(n²)
             del self._tasks[message_id]
+
+    async def _keep_leases(self, leases: TurnLeases) -> None:
+        """Refreshes the leases of this process's turns (one call for all) while it has any."""
+        while self._tasks or self._unsaved:
+            await asyncio.sleep(leases.ttl_seconds / 3)
+            ids = [*self._tasks, *self._unsaved]
+            if ids:
+                await attempt(functools.partial(leases.hold, ids), "refreshing turn leases",
+                              leases.ttl_seconds / 3)
 
     # --- the background run ---------------------------------------------------------------------------------
     async def _run(self, runner: TurnRunner, req: TurnRequest, kind: str, wants_title: bool,
@@ -236,38 +301,40 @@ class ChatService:
     async def _finish(self, req: TurnRequest, kind: str, ctx: TurnContext, handler: StreamHandler,
                       registry: ReferenceRegistry, outcome: TurnOutcome | None, failure: BaseException | None,
                       reason: str, started: float, title_task: asyncio.Task[str] | None) -> None:
+        """Ends the turn whatever failed on the way: the log always gets its terminal entry and the message
+        is always saved — at once, or by a background retry once the store is back (issue 20, 6b and 7)."""
         sid, mid = req.session_id, req.assistant_message_id
-        try:
-            bus = ctx.bus
-            assert isinstance(bus, EventBus)  # built by _run; the runners see it only through the port
-            await bus.close()  # text the pacer still holds goes out before anything that ends the turn
-            if failure is not None:
-                stage = "agent_execution" if kind == "smart" else "knowledge_qa_execution"
-                error = str(failure) or type(failure).__name__
-                await ctx.bus.emit(BusEvent.ERROR, {"error": error, "stage": stage})
-            if outcome is not None and outcome.answer and not handler.answer_streamed:
-                await handler.fallback_answer(registry.decode_output(outcome.answer))
-            await handler.flush_all()
-            done = completed_fields(req, ctx, handler, registry, outcome, reason, started)
-            fields, steps, duration_ms = done.fields, done.steps, done.duration_ms
-            user_fields = ({"rendered_content": outcome.rendered_content}
-                           if outcome is not None and outcome.rendered_content else None)
-            await self.sessions.messages.complete(mid, fields, user_message_id=req.user_message_id,
+        bus = ctx.bus
+        assert isinstance(bus, EventBus)  # built by _run; the runners see it only through the port
+        # Text the pacer still holds goes out before anything that ends the turn.
+        await _best_effort(bus.close, f"flushing turn {mid}")
+        if failure is not None and handler.log_error is None:
+            stage = "agent_execution" if kind == "smart" else "knowledge_qa_execution"
+            error = str(failure) or type(failure).__name__
+            await _best_effort(lambda: ctx.bus.emit(BusEvent.ERROR, {"error": error, "stage": stage}),
+                               f"error frame of turn {mid}")
+        if outcome is not None and outcome.answer and not handler.answer_streamed:
+            answer = registry.decode_output(outcome.answer)
+            await _best_effort(lambda: handler.fallback_answer(answer), f"fallback answer of turn {mid}")
+        await _best_effort(handler.flush_all, f"flushing turn {mid}")
+        done = completed_fields(req, ctx, handler, registry, outcome, reason, started)
+        ends = _terminal_events(sid, mid, reason, done, handler.log_error, done.fields)
+        user_fields = ({"rendered_content": outcome.rendered_content}
+                       if outcome is not None and outcome.rendered_content else None)
+
+        async def save() -> None:
+            await self.sessions.messages.complete(mid, done.fields, user_message_id=req.user_message_id,
                                                   user_fields=user_fields)
-            if reason:
-                await handler.append("stop", "", True,
-                                     {"session_id": sid, "message_id": mid, "reason": reason},
-                                     f"stop-{time.time_ns()}")
-            else:
-                await handler.append("complete", "", True, {"total_steps": len(steps),
-                                                            "total_duration_ms": duration_ms},
-                                     f"complete-{time.time_ns()}")
-        except Exception:
-            log.exception("could not finish turn %s", mid)
-            with contextlib.suppress(Exception):
-                await self.sessions.messages.update_fields(mid, content=handler.final_answer,
-                                                           is_completed=True)
-                await handler.append("complete", "", True, {"total_steps": 0, "total_duration_ms": 0})
+
+        saved = await attempt(save, f"saving turn {mid}")
+        if saved:
+            await attempt(lambda: self._release(mid), f"releasing the lease of turn {mid}", 5.0)
+        else:  # the lease is kept while the answer waits for the database: no replica closes it meanwhile
+            self._unsaved.add(mid)
+            self.retries.spawn([(save, f"saving turn {mid}"),
+                                (lambda: self._release(mid), f"releasing the lease of turn {mid}")],
+                               f"save-{mid}", on_done=lambda: self._unsaved.discard(mid))
+        await self._append_in_order(sid, mid, ends)
         if title_task is not None:
             try:
                 title = await asyncio.wait_for(title_task, TITLE_TIMEOUT_S)
@@ -275,6 +342,19 @@ class ChatService:
                     await ctx.bus.emit(BusEvent.SESSION_TITLE, {"session_id": sid, "title": title})
             except Exception:
                 log.warning("title for session %s not generated", sid, exc_info=True)
+
+    async def _append_in_order(self, sid: str, mid: str, events: list[StreamEvent]) -> None:
+        """Appends ``events``; from the first that fails on, they are retried in the background, in order."""
+        for i, event in enumerate(events):
+            if not await attempt(functools.partial(self.log.append, sid, mid, event),
+                                 f"{event.type} entry of turn {mid}"):
+                self.retries.spawn([(functools.partial(self.log.append, sid, mid, e),
+                                     f"{e.type} entry of turn {mid}") for e in events[i:]], f"log-{mid}")
+                return
+
+    async def _release(self, mid: str) -> None:
+        if self.leases is not None:
+            await self.leases.release(mid)
 
     # --- stop -----------------------------------------------------------------------------------------------
     async def stop(self, tenant_id: int, session_id: str, message_id: str) -> str:
@@ -310,11 +390,7 @@ class ChatService:
     async def _end_orphan(self, message: Message) -> None:
         """No process ended the turn after a stop: rebuild the partial answer from the log and end it here."""
         events = await self.log.read(message.session_id, message.id)
-        answer = "".join(e.content for e in events if e.type == "answer")
-        refs: list[dict[str, Any]] = []
-        for e in events:
-            if e.type == "references":
-                refs = list(e.data.get("references") or [])
+        answer, refs, _ = _from_log(events)
         await self.sessions.messages.update_fields(message.id, content=answer, knowledge_references=refs,
                                                    is_completed=True, debug={"stopped": "orphaned"})
         await self.log.append(message.session_id, message.id, StreamEvent(
@@ -334,22 +410,81 @@ class ChatService:
             if not message.is_completed and not self.is_running(message_id):
                 # The log is gone (expired, or the process that ran the turn restarted): nothing can finish
                 # this turn any more, so close it instead of leaving the UI to retry it forever.
-                await self.sessions.messages.complete(message_id, {"is_completed": True,
-                                                                   "debug": {"stopped": "log_expired"}})
+                # The text is gone with the log: the message keeps what the database has, flagged as cut.
+                await self.sessions.messages.complete(message_id, {"is_completed": True, "debug": {
+                    "stopped": "log_expired", "truncated": True}})
             raise NotFound("No stream events found")
         return message
 
     async def close_interrupted(self, older_than_seconds: float) -> int:
         """At start-up with a per-process (memory) log: turns a previous process left incomplete can never
-        finish; mark them completed with what they saved. Only turns older than the log's TTL, so another
-        process on the same database (``knora ask`` next to ``knora serve``) keeps its running turns."""
-        stale = await self.sessions.messages.incomplete(
-            older_than=utcnow() - timedelta(seconds=older_than_seconds))
-        for m in stale:
-            if not self.is_running(m.id):
-                await self.sessions.messages.complete(m.id, {"is_completed": True,
-                                                             "debug": {"stopped": "interrupted"}})
-        return len(stale)
+        finish. Only turns older than the log's TTL, so another process on the same database (``knora ask``
+        next to ``knora serve``) keeps its running turns: a memory log has no lease other processes see."""
+        return await self.close_orphans(older_than_seconds)
+
+    async def close_orphans(self, older_than_seconds: float | None = None) -> int:
+        """Closes incomplete turns no live process runs (issue 20, 6c): not this one's, and with no lease
+        held by another (on Redis a crashed process's leases lapse within their TTL; a live replica's do
+        not). Each is closed by one process only, saving what its log holds (``_close_abandoned``).
+        ``older_than_seconds`` defaults to the lease TTL, a grace for turns from before leases existed."""
+        grace = older_than_seconds if older_than_seconds is not None else (
+            self.leases.ttl_seconds if self.leases is not None else 0.0)
+        stale = await self.sessions.messages.incomplete(older_than=utcnow() - timedelta(seconds=grace))
+        candidates = [m for m in stale if not self.is_running(m.id) and m.id not in self._unsaved]
+        if self.leases is not None and candidates:
+            alive = await self.leases.held([m.id for m in candidates])
+            candidates = [m for m in candidates if m.id not in alive]
+        closed = 0
+        for m in candidates:
+            if self.leases is None or await self.leases.claim_close(m.id):
+                await self._close_abandoned(m)
+                closed += 1
+        return closed
+
+    async def _close_abandoned(self, message: Message) -> None:
+        """Saves what the turn's log holds (the text its followers saw; on a memory log after a restart,
+        nothing: the message keeps what the database has) flagged as interrupted, and ends the log with an
+        error and ``complete`` so its followers stop waiting."""
+        sid, mid = message.session_id, message.id
+        try:
+            events = await self.log.read(sid, mid)
+        except Exception:
+            log.warning("log of abandoned turn %s not read", mid, exc_info=True)
+            events = []
+        answer, refs, ended = _from_log(events)
+        debug = {**(message.debug or {}), "stopped": "interrupted"}
+        if not ended:
+            debug["truncated"] = True
+        fields: dict[str, Any] = {"is_completed": True, "debug": debug}
+        if answer or ended:
+            fields["content"] = answer
+        if refs:
+            fields["knowledge_references"] = refs
+        await self.sessions.messages.complete(mid, fields)
+        if events and not ended:
+            now = time.time_ns()
+            await self._append_in_order(sid, mid, [
+                stream_event("error", INTERRUPTED, True, {"stage": "stream", "error": INTERRUPTED},
+                             f"error-{now}"),
+                stream_event("complete", "", True, {"total_steps": 0, "total_duration_ms": 0},
+                             f"complete-{now}")])
+        log.info("closed interrupted turn %s (%d characters from its log)", mid, len(answer))
+
+    def start_sweeper(self, interval: float | None = None) -> None:
+        """Closes abandoned turns now and every ``interval`` seconds (default: the lease TTL) — a replica that
+        dies while others live has its turns closed by them, without waiting for a restart."""
+        every = interval if interval is not None else (self.leases.ttl_seconds if self.leases else 60.0)
+
+        async def sweep() -> None:
+            while True:
+                try:
+                    await self.close_orphans()
+                except Exception:
+                    log.warning("closing abandoned turns failed", exc_info=True)
+                await asyncio.sleep(every)
+
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.create_task(sweep(), name="knora-turn-sweeper")
 
     def is_running(self, message_id: str) -> bool:
         return message_id in self._tasks
@@ -358,9 +493,15 @@ class ChatService:
         """Waits for every running turn (tests, orderly shutdown)."""
         while self._tasks:
             await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        await self.retries.wait()
 
     async def close(self) -> None:
         self.pacer.close()
         for task in list(self._tasks.values()):
             task.cancel()
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        for extra in (self._sweeper, self._lease_task):
+            if extra is not None:
+                extra.cancel()
+                await asyncio.gather(extra, return_exceptions=True)
+        await self.retries.close()
