@@ -150,6 +150,18 @@ def _refused(r: httpx.Response) -> str:
     return message
 
 
+async def _upload_and_settle(http: httpx.AsyncClient, kb_id: str) -> dict[str, Any] | None:
+    """Uploads a small Markdown file to the KB and waits until its parse completes or fails."""
+    up = (await http.post(f"/api/v1/knowledge-bases/{kb_id}/knowledge/file",
+                          files={"file": ("a.md", b"# A\n\nSome text to embed.")})).json()["data"]
+
+    async def settled() -> dict[str, Any] | None:
+        doc: dict[str, Any] = (await http.get(f"/api/v1/knowledge/{up['id']}")).json()["data"]
+        return doc if doc["parse_status"] in ("completed", "failed") else None
+
+    return await eventually(settled)
+
+
 # --- tenant URLs through the API ------------------------------------------------------------------------
 
 class TestEmbeddedDefault:
@@ -252,14 +264,7 @@ class TestTenantUrls:
             kb = (await http.post("/api/v1/knowledge-bases", json={"name": "kb"})).json()["data"]
             await c.repos.kbs.update(
                 (await c.repos.kbs.get(1, kb["id"])).model_copy(update={"embedding_model_id": embed.id}))
-            up = (await http.post(f"/api/v1/knowledge-bases/{kb['id']}/knowledge/file",
-                                  files={"file": ("a.md", b"# A\n\nSome text to embed.")})).json()["data"]
-
-            async def settled() -> dict[str, Any] | None:
-                doc: dict[str, Any] = (await http.get(f"/api/v1/knowledge/{up['id']}")).json()["data"]
-                return doc if doc["parse_status"] in ("completed", "failed") else None
-
-            doc = await eventually(settled)
+            doc = await _upload_and_settle(http, kb["id"])
             assert doc is not None
             assert doc["parse_status"] == "failed"
             assert "embedding provider openai:e" in doc["error_message"]
@@ -351,14 +356,7 @@ async def test_a_garbage_embedding_answer_is_the_documents_error(
                                  embedder_dimension=8)
         async with started(settings) as c, client_for(c) as http:
             kb = (await http.post("/api/v1/knowledge-bases", json={"name": "kb"})).json()["data"]
-            up = (await http.post(f"/api/v1/knowledge-bases/{kb['id']}/knowledge/file",
-                                  files={"file": ("a.md", b"# A\n\nSome text to embed.")})).json()["data"]
-
-            async def settled() -> dict[str, Any] | None:
-                doc: dict[str, Any] = (await http.get(f"/api/v1/knowledge/{up['id']}")).json()["data"]
-                return doc if doc["parse_status"] in ("completed", "failed") else None
-
-            doc = await eventually(settled)
+            doc = await _upload_and_settle(http, kb["id"])
         assert doc is not None
         assert doc["parse_status"] == "failed"
         assert "embedding provider openai:junk" in doc["error_message"]
