@@ -27,7 +27,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,7 +69,7 @@ def reconnecting() -> dict[str, Any]:
             "retry_on_error": [RedisConnectionError, RedisTimeoutError, ConnectionError, OSError]}
 
 
-def _waiting_client(url: str, max_connections: int = 128) -> aioredis.Redis:
+def waiting_client(url: str, max_connections: int = 128) -> aioredis.Redis:
     """A client whose commands wait for a free connection instead of failing (redis-py's default pool raises
     ``MaxConnectionsError`` past 100 — a thousand turns starting at once each check their stop key)."""
     pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=None,
@@ -113,7 +113,7 @@ class RedisStreamLog:
                  max_connections: int = 4096) -> None:
         self.prefix = prefix
         self.ttl_seconds = max(int(ttl_seconds), 1)
-        self._client = _waiting_client(url)
+        self._client = waiting_client(url)
         # The blocking read holds a connection; it gets a pool of its own so appends never queue behind it.
         # Their socket timeout must outlast the block time: redis-py's default (5 s) equals BLOCK_MS, so an
         # idle follower's XREAD raced its own socket timeout — and lost it when the process was busy.
@@ -307,7 +307,7 @@ class RedisStopSignals:
     def __init__(self, url: str, prefix: str = "knora", ttl_seconds: int = 3600) -> None:
         self.prefix = prefix
         self.ttl_seconds = max(int(ttl_seconds), 1)
-        self._client = _waiting_client(url)
+        self._client = waiting_client(url)
         self._channel = f"{prefix}:stop"
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._listener: asyncio.Task[None] | None = None
@@ -372,48 +372,4 @@ class RedisStopSignals:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._listener
-        await self._client.aclose()
-
-
-class RedisTurnLeases:
-    """A key per running turn, ``{prefix}:turn:lease:{message}``, set with a TTL by the process running it and
-    refreshed (one pipeline for all its turns) while it runs. A crashed process stops refreshing, so its
-    keys lapse within ``ttl_seconds``; a live replica's turns keep theirs and are never closed by another."""
-
-    shared = True
-
-    def __init__(self, url: str, prefix: str = "knora", ttl_seconds: float = 30.0) -> None:
-        self.prefix = prefix
-        self.ttl_seconds = ttl_seconds
-        self._client = _waiting_client(url)
-
-    def _key(self, message_id: str) -> str:
-        return f"{self.prefix}:turn:lease:{message_id}"
-
-    async def hold(self, message_ids: Collection[str]) -> None:
-        if not message_ids:
-            return
-        ms = max(int(self.ttl_seconds * 1000), 1)
-        pipe = self._client.pipeline(transaction=False)
-        for mid in message_ids:
-            pipe.set(self._key(mid), "1", px=ms)
-        await pipe.execute()
-
-    async def release(self, message_id: str) -> None:
-        await self._client.delete(self._key(message_id))
-
-    async def held(self, message_ids: Collection[str]) -> set[str]:
-        ids = list(message_ids)
-        if not ids:
-            return set()
-        pipe = self._client.pipeline(transaction=False)
-        for mid in ids:
-            pipe.exists(self._key(mid))
-        return {mid for mid, present in zip(ids, await pipe.execute(), strict=True) if present}
-
-    async def claim_close(self, message_id: str) -> bool:
-        key = f"{self.prefix}:turn:closing:{message_id}"
-        return bool(await self._client.set(key, "1", nx=True, ex=max(int(self.ttl_seconds * 10), 60)))
-
-    async def close(self) -> None:
         await self._client.aclose()

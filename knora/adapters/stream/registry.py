@@ -54,7 +54,7 @@ def build(settings: Settings) -> tuple[StreamLog, StopSignals]:
 def build_leases(settings: Settings) -> TurnLeases:
     """Turn leases on the same backend as the log: shared on Redis, this process's own on memory."""
     if settings.stream_log == "redis":
-        from knora.adapters.stream.redis import RedisTurnLeases
+        from knora.adapters.stream.redis_leases import RedisTurnLeases
 
         return RedisTurnLeases(settings.redis_url, prefix=settings.redis_prefix,
                                ttl_seconds=settings.turn_lease_seconds)

@@ -17,14 +17,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from knora.domain.agent_settings import AgentSettings
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message, Session
 from knora.domain.errors import AppError, BadRequest, Forbidden, NotFound
 from knora.domain.models import AgentConfig
-from knora.domain.stream import BusEvent, StreamEvent, stream_event
+from knora.domain.stream import BusEvent, StreamEvent
 from knora.ports.stream_log import StopSignals, StreamLog
 from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest, TurnRunner
 from knora.ports.turn_lease import TurnLeases
@@ -32,6 +31,13 @@ from knora.services.citations.registry import ReferenceRegistry
 from knora.services.sessions.service import DEFAULT_HISTORY_ROUNDS, SessionService
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.durable import Retries, attempt
+from knora.services.streaming.ending import (
+    best_effort,
+    close_abandoned,
+    completed_fields,
+    end_orphan,
+    terminal_events,
+)
 from knora.services.streaming.handler import StreamHandler
 from knora.services.streaming.intake import ChatBody, merge_targets
 from knora.services.streaming.pacing import DeltaPacer
@@ -55,92 +61,6 @@ class StartedTurn:
     user_message_id: str
     assistant_message_id: str
     wants_title: bool
-
-
-@dataclass(frozen=True)
-class CompletedTurn:
-    """What the assistant message is completed with, and the figures the ``complete`` event carries."""
-
-    fields: dict[str, Any]
-    steps: list[Any]
-    duration_ms: int
-
-
-def _turn_debug(ctx: TurnContext, handler: StreamHandler, outcome: TurnOutcome | None,
-                reason: str) -> dict[str, Any]:
-    debug: dict[str, Any] = {"timings": dict(ctx.timings), "stages": handler.stage_timings}
-    if handler.errors:
-        debug["errors"] = handler.errors
-    if reason:
-        debug["stopped"] = reason
-    if outcome is not None:
-        debug.update(outcome.debug)
-    return debug
-
-
-def completed_fields(req: TurnRequest, ctx: TurnContext, handler: StreamHandler, registry: ReferenceRegistry,
-                     outcome: TurnOutcome | None, reason: str, started: float) -> CompletedTurn:
-    """The assistant message's final fields: what was streamed (or the runner's answer when nothing was),
-    the runner's references and steps when it has them (else the stream's), debug and timing."""
-    content = handler.final_answer
-    if outcome is not None and not content and outcome.answer:
-        content = registry.decode_output(outcome.answer)
-    refs = [r.model_dump(mode="json") for r in outcome.references] if outcome and outcome.references \
-        else handler.references
-    steps = (outcome.agent_steps if outcome and outcome.agent_steps else handler.timeline_steps())
-    duration_ms = int((time.monotonic() - started) * 1000)
-    fields: dict[str, Any] = {
-        "content": content, "knowledge_references": refs, "agent_steps": steps, "is_completed": True,
-        "is_fallback": bool(not reason and outcome is not None
-                            and (outcome.is_fallback or handler.is_fallback)),
-        "agent_duration_ms": duration_ms, "debug": _turn_debug(ctx, handler, outcome, reason),
-        "model_id": outcome.model_id if outcome and outcome.model_id else req.summary_model_id or ""}
-    return CompletedTurn(fields, steps, duration_ms)
-
-
-STREAM_CUT = "The stream was interrupted ({}); the answer is incomplete"
-INTERRUPTED = "The turn was interrupted: the process running it stopped; the answer is incomplete"
-
-
-def _terminal_events(sid: str, mid: str, reason: str, done: CompletedTurn, log_error: BaseException | None,
-                     fields: dict[str, Any]) -> list[StreamEvent]:
-    """The entries that end the turn's log: ``stop`` or ``complete``, after an error frame when the log failed
-    during the turn (followers then know the text they got is cut). Flags ``fields`` as truncated too."""
-    events: list[StreamEvent] = []
-    now = time.time_ns()
-    if log_error is not None:
-        cut = STREAM_CUT.format(str(log_error) or type(log_error).__name__)
-        debug = fields["debug"]
-        debug["truncated"] = True
-        debug["errors"] = [*debug.get("errors", []), {"stage": "stream", "error": cut}]
-        fields["is_fallback"] = False
-        events.append(stream_event("error", cut, True, {"stage": "stream", "error": cut}, f"error-{now}"))
-    if reason:
-        events.append(stream_event("stop", "", True, {"session_id": sid, "message_id": mid, "reason": reason},
-                                   f"stop-{now}"))
-    else:
-        events.append(stream_event("complete", "", True, {"total_steps": len(done.steps),
-                                                          "total_duration_ms": done.duration_ms},
-                                   f"complete-{now}"))
-    return events
-
-
-async def _best_effort(op: Callable[[], Awaitable[Any]], what: str) -> None:
-    """A step of a turn's end whose failure must not keep the later ones (the terminal entry) from running."""
-    try:
-        await op()
-    except Exception:
-        log.warning("%s failed", what, exc_info=True)
-
-
-def _from_log(events: list[StreamEvent]) -> tuple[str, list[dict[str, Any]], bool]:
-    """(answer text, references, ended) as a turn's log holds them: what its followers saw."""
-    answer = "".join(e.content for e in events if e.type == "answer")
-    refs: list[dict[str, Any]] = []
-    for e in events:
-        if e.type == "references":
-            refs = list(e.data.get("references") or [])
-    return answer, refs, any(e.type in ("complete", "stop") for e in events)
 
 
 class ChatService:
@@ -307,18 +227,18 @@ class ChatService:
         bus = ctx.bus
         assert isinstance(bus, EventBus)  # built by _run; the runners see it only through the port
         # Text the pacer still holds goes out before anything that ends the turn.
-        await _best_effort(bus.close, f"flushing turn {mid}")
+        await best_effort(bus.close, f"flushing turn {mid}")
         if failure is not None and handler.log_error is None:
             stage = "agent_execution" if kind == "smart" else "knowledge_qa_execution"
             error = str(failure) or type(failure).__name__
-            await _best_effort(lambda: ctx.bus.emit(BusEvent.ERROR, {"error": error, "stage": stage}),
+            await best_effort(lambda: ctx.bus.emit(BusEvent.ERROR, {"error": error, "stage": stage}),
                                f"error frame of turn {mid}")
         if outcome is not None and outcome.answer and not handler.answer_streamed:
             answer = registry.decode_output(outcome.answer)
-            await _best_effort(lambda: handler.fallback_answer(answer), f"fallback answer of turn {mid}")
-        await _best_effort(handler.flush_all, f"flushing turn {mid}")
+            await best_effort(lambda: handler.fallback_answer(answer), f"fallback answer of turn {mid}")
+        await best_effort(handler.flush_all, f"flushing turn {mid}")
         done = completed_fields(req, ctx, handler, registry, outcome, reason, started)
-        ends = _terminal_events(sid, mid, reason, done, handler.log_error, done.fields)
+        ends = terminal_events(sid, mid, reason, done, handler.log_error, done.fields)
         user_fields = ({"rendered_content": outcome.rendered_content}
                        if outcome is not None and outcome.rendered_content else None)
 
@@ -388,14 +308,7 @@ class ChatService:
         return None
 
     async def _end_orphan(self, message: Message) -> None:
-        """No process ended the turn after a stop: rebuild the partial answer from the log and end it here."""
-        events = await self.log.read(message.session_id, message.id)
-        answer, refs, _ = _from_log(events)
-        await self.sessions.messages.update_fields(message.id, content=answer, knowledge_references=refs,
-                                                   is_completed=True, debug={"stopped": "orphaned"})
-        await self.log.append(message.session_id, message.id, StreamEvent(
-            id=f"stop-{time.time_ns()}", type="stop", done=True,
-            data={"session_id": message.session_id, "message_id": message.id, "reason": "user_requested"}))
+        await end_orphan(message, self.log, self.sessions.messages)
 
     # --- resume ---------------------------------------------------------------------------------------------
     async def resume_target(self, tenant_id: int, session_id: str, message_id: str) -> Message:
@@ -442,33 +355,7 @@ class ChatService:
         return closed
 
     async def _close_abandoned(self, message: Message) -> None:
-        """Saves what the turn's log holds (the text its followers saw; on a memory log after a restart,
-        nothing: the message keeps what the database has) flagged as interrupted, and ends the log with an
-        error and ``complete`` so its followers stop waiting."""
-        sid, mid = message.session_id, message.id
-        try:
-            events = await self.log.read(sid, mid)
-        except Exception:
-            log.warning("log of abandoned turn %s not read", mid, exc_info=True)
-            events = []
-        answer, refs, ended = _from_log(events)
-        debug = {**(message.debug or {}), "stopped": "interrupted"}
-        if not ended:
-            debug["truncated"] = True
-        fields: dict[str, Any] = {"is_completed": True, "debug": debug}
-        if answer or ended:
-            fields["content"] = answer
-        if refs:
-            fields["knowledge_references"] = refs
-        await self.sessions.messages.complete(mid, fields)
-        if events and not ended:
-            now = time.time_ns()
-            await self._append_in_order(sid, mid, [
-                stream_event("error", INTERRUPTED, True, {"stage": "stream", "error": INTERRUPTED},
-                             f"error-{now}"),
-                stream_event("complete", "", True, {"total_steps": 0, "total_duration_ms": 0},
-                             f"complete-{now}")])
-        log.info("closed interrupted turn %s (%d characters from its log)", mid, len(answer))
+        await close_abandoned(message, self.log, self.sessions.messages, self._append_in_order)
 
     def start_sweeper(self, interval: float | None = None) -> None:
         """Closes abandoned turns now and every ``interval`` seconds (default: the lease TTL) — a replica that
