@@ -222,12 +222,14 @@ class OutboundPolicy:
 
     def transport(self, *, resolver: Resolver | None = None,
                   inner: httpx.AsyncBaseTransport | None = None) -> PinnedTransport:
-        return PinnedTransport(policy=self, resolver=resolver, inner=inner)
+        """The guard for a client of one service (a model, an embedder, a search provider): connections are
+        kept alive, per host name."""
+        return PinnedTransport(policy=self, resolver=resolver, inner=inner, keepalive=True)
 
     def transport2(self, *, resolver: Resolver | None = None,
                    inner: httpx2.AsyncBaseTransport | None = None) -> PinnedTransport2:
         """The same guard for ``httpx2`` clients (the openai and mcp SDKs are built on that fork)."""
-        return PinnedTransport2(policy=self, resolver=resolver, inner=inner)
+        return PinnedTransport2(policy=self, resolver=resolver, inner=inner, keepalive=True)
 
 
 PUBLIC_ONLY = OutboundPolicy()
@@ -249,8 +251,10 @@ class PinnedTransport(httpx.AsyncBaseTransport):
 
     The request goes to ``inner`` with the IP in the URL, the original ``Host`` header, and the name as TLS
     SNI (httpcore's ``sni_hostname`` extension, which is also the name the certificate is verified against).
-    ``inner`` keeps no idle connections: a pooled connection is keyed by IP, and one verified for another
-    name must not be reused for this one. A name with several permitted addresses is tried address by
+    A pooled connection is keyed by IP, and one verified for another name must not be reused for this one:
+    without ``keepalive`` no connection is kept (a client of arbitrary hosts: URL import, ``web_fetch``);
+    with it, each host name gets a pool of its own (a client of one service: a model's every call would
+    otherwise pay a new TCP and TLS handshake). A name with several permitted addresses is tried address by
     address while the connection is refused (``localhost`` is ``::1`` first, and Ollama listens on
     127.0.0.1 only). ``policy`` says which addresses are permitted; ``allow_private`` (settings
     ``allow_private_network_fetch``) is the short form of the private-allowed policy, which still refuses
@@ -258,10 +262,23 @@ class PinnedTransport(httpx.AsyncBaseTransport):
     """
 
     def __init__(self, *, allow_private: bool = False, policy: OutboundPolicy | None = None,
-                 resolver: Resolver | None = None, inner: httpx.AsyncBaseTransport | None = None) -> None:
+                 resolver: Resolver | None = None, inner: httpx.AsyncBaseTransport | None = None,
+                 keepalive: bool = False) -> None:
         self._policy = policy or (PRIVATE_ALLOWED if allow_private else PUBLIC_ONLY)
         self._resolver = resolver
-        self._inner = inner or httpx.AsyncHTTPTransport(limits=httpx.Limits(max_keepalive_connections=0))
+        self._fixed = inner
+        self._keepalive = keepalive
+        self._pools: dict[str, httpx.AsyncBaseTransport] = {}
+
+    def _inner(self, host: str) -> httpx.AsyncBaseTransport:
+        if self._fixed is not None:
+            return self._fixed
+        key = host if self._keepalive else ""
+        pool = self._pools.get(key)
+        if pool is None:
+            limits = httpx.Limits() if self._keepalive else httpx.Limits(max_keepalive_connections=0)
+            pool = self._pools[key] = httpx.AsyncHTTPTransport(limits=limits)
+        return pool
 
     @property
     def policy(self) -> OutboundPolicy:
@@ -278,14 +295,16 @@ class PinnedTransport(httpx.AsyncBaseTransport):
                                    stream=request.stream,
                                    extensions={**request.extensions, "sni_hostname": host})
             try:
-                return await self._inner.handle_async_request(pinned)
+                return await self._inner(host).handle_async_request(pinned)
             except httpx.ConnectError:
                 if i == len(addresses) - 1:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        for pool in [*self._pools.values(), *([self._fixed] if self._fixed is not None else [])]:
+            await pool.aclose()
+        self._pools.clear()
 
 
 class PinnedTransport2(httpx2.AsyncBaseTransport):
@@ -293,10 +312,22 @@ class PinnedTransport2(httpx2.AsyncBaseTransport):
     take an ``httpx2.AsyncClient``, and their connections must be pinned as well."""
 
     def __init__(self, *, policy: OutboundPolicy, resolver: Resolver | None = None,
-                 inner: httpx2.AsyncBaseTransport | None = None) -> None:
+                 inner: httpx2.AsyncBaseTransport | None = None, keepalive: bool = False) -> None:
         self._policy = policy
         self._resolver = resolver
-        self._inner = inner or httpx2.AsyncHTTPTransport(limits=httpx2.Limits(max_keepalive_connections=0))
+        self._fixed = inner
+        self._keepalive = keepalive
+        self._pools: dict[str, httpx2.AsyncBaseTransport] = {}
+
+    def _inner(self, host: str) -> httpx2.AsyncBaseTransport:
+        if self._fixed is not None:
+            return self._fixed
+        key = host if self._keepalive else ""
+        pool = self._pools.get(key)
+        if pool is None:
+            limits = httpx2.Limits() if self._keepalive else httpx2.Limits(max_keepalive_connections=0)
+            pool = self._pools[key] = httpx2.AsyncHTTPTransport(limits=limits)
+        return pool
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
@@ -310,14 +341,16 @@ class PinnedTransport2(httpx2.AsyncBaseTransport):
                                     stream=request.stream,
                                     extensions={**request.extensions, "sni_hostname": host})
             try:
-                return await self._inner.handle_async_request(pinned)
+                return await self._inner(host).handle_async_request(pinned)
             except httpx2.ConnectError:
                 if i == len(addresses) - 1:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        for pool in [*self._pools.values(), *([self._fixed] if self._fixed is not None else [])]:
+            await pool.aclose()
+        self._pools.clear()
 
 
 def pinned_client(*, allow_private: bool, timeout: float, headers: dict[str, str] | None = None,

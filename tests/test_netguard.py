@@ -3,6 +3,7 @@ non-public range, in URL import, ``web_fetch`` and the pipeline's page fetch ali
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 import threading
@@ -176,3 +177,40 @@ async def test_dns_rebinding_never_reaches_loopback(rebinding: tuple[int, list[s
     assert text.strip() == "public page"
     assert public_hits == ["/page"]
     assert recorder_hits == []
+
+
+async def test_a_service_client_keeps_connections_per_host_name_and_never_across_names() -> None:
+    """A model's client reuses its connection (no handshake per call); a connection made for one name is not
+    reused for another name on the same address; the arbitrary-host fetcher keeps none."""
+    accepted: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        while True:
+            try:
+                await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                break
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    async def resolver(_host: str, _port: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    try:
+        async with httpx.AsyncClient(transport=netguard.OPERATOR.transport(resolver=resolver)) as http:
+            for name in ("a.test", "a.test", "a.test", "b.test", "b.test"):
+                assert (await http.get(f"http://{name}:{port}/")).text == "ok"
+        assert len(accepted) == 2  # one connection per name
+        accepted.clear()
+        async with netguard.pinned_client(allow_private=True, timeout=5, resolver=resolver) as http:
+            for _ in range(3):
+                assert (await http.get(f"http://a.test:{port}/")).text == "ok"
+        assert len(accepted) == 3  # the arbitrary-host client keeps nothing
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -396,6 +396,12 @@ class FakeModelServer:
             self.calls.append((path, body))
             self.headers.append(headers)
 
+    def disconnected_since(self, after: float) -> float | None:
+        """Seconds from ``after`` (a ``time.monotonic()``) to the first hang-up seen since, or None."""
+        with self._lock:
+            seen = [t for t in self.disconnects if t >= after]
+        return seen[0] - after if seen else None
+
     def _disconnected(self) -> None:
         with self._lock:
             self.disconnects.append(time.monotonic())

@@ -31,6 +31,7 @@ from knora.ports.chat import (
 from knora.services.agent.think import stream_with_retry
 from knora.settings import Settings
 from tests.fakes import FakeModelServer, Reply
+from tests.polling import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(20)]
 
@@ -54,13 +55,9 @@ async def drain_into(model: ChatModel, seen: list[str]) -> None:
 
 async def wait_for_disconnect(fake: FakeModelServer, after: float, within: float = 5.0) -> float:
     """Seconds from ``after`` until the server saw the client close a request (fails past ``within``)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        seen = [t for t in fake.disconnects if t >= after]
-        if seen:
-            return seen[0] - after
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the model request was not closed within {within} s")
+    seconds = await eventually(lambda: fake.disconnected_since(after), timeout=within)
+    assert seconds is not None, f"the model request was not closed within {within} s"
+    return seconds
 
 
 class TestFirstToken:

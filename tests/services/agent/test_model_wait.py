@@ -15,6 +15,7 @@ import pytest
 from knora.adapters.llm.deadlines import DeadlineChatModel, Deadlines
 from knora.domain.stream import BusEvent
 from tests.fakes.model_server import FakeModelServer, Reply
+from tests.polling import eventually
 from tests.services.agent.helpers import echo_tool, harness, openai_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(20)]
@@ -23,12 +24,7 @@ SLOW = Reply(content="y" * 200, chunk_size=1, delay_per_chunk=0.1)  # a 20 s ans
 
 
 async def closed_within(fake: FakeModelServer, after: float, seconds: float = 5.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if any(t >= after for t in fake.disconnects):
-            return True
-        await asyncio.sleep(0.05)
-    return False
+    return await eventually(lambda: fake.disconnected_since(after), timeout=seconds) is not None
 
 
 async def test_a_hung_model_fails_the_run_with_the_deadline_not_after_retries(fake: FakeModelServer) -> None:

@@ -20,6 +20,7 @@ from knora.services.streaming.intake import ChatBody
 from knora.settings import Settings
 from tests.conftest import started
 from tests.fakes.model_server import FakeModelServer, Reply
+from tests.polling import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(20)]
 
@@ -49,22 +50,17 @@ async def run_turn(c: Any) -> tuple[str, str]:
 
 
 async def until_ended(c: Any, sid: str, mid: str, within: float = 10.0) -> list[StreamEvent]:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
+    async def ended() -> list[StreamEvent] | None:
         events: list[StreamEvent] = await c.stream_log.read(sid, mid)
-        if any(e.type in ("complete", "stop") for e in events):
-            return events
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the turn did not end within {within} s")
+        return events if any(e.type in ("complete", "stop") for e in events) else None
+
+    events = await eventually(ended, timeout=within)
+    assert events is not None, f"the turn did not end within {within} s"
+    return events
 
 
 async def closed_within(fake: FakeModelServer, after: float, seconds: float = 5.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if any(t >= after for t in fake.disconnects):
-            return True
-        await asyncio.sleep(0.05)
-    return False
+    return await eventually(lambda: fake.disconnected_since(after), timeout=seconds) is not None
 
 
 async def test_a_hung_model_ends_the_turn_with_an_error_then_complete(services: Any,
