@@ -5,7 +5,6 @@ embedder."""
 from __future__ import annotations
 
 import itertools
-import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -30,6 +29,7 @@ from knora.settings import Settings
 class Seeder:
     def __init__(self, c: Any) -> None:
         self.c = c
+        self._docs = itertools.count(1)
 
     async def tenant(self, name: str = "other") -> int:
         async with self.c.sessions.begin() as s:
@@ -63,7 +63,7 @@ class Seeder:
                   metadata: list[dict[str, Any]] | None = None, index: bool = True) -> tuple[Knowledge,
                                                                                              list[Chunk]]:
         k = Knowledge(tenant_id=kb.tenant_id, knowledge_base_id=kb.id,
-                      title=title or f"doc-{uuid.uuid4().hex[:6]}",
+                      title=title or f"doc-{next(self._docs)}",  # not random: titles are embedded
                       parse_status=status, tag_id=tag_id)
         chunks = [Chunk(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, knowledge_id=k.id, tag_id=tag_id,
                         content=t, chunk_index=i, chunk_type=chunk_type, end_at=len(t),
