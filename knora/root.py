@@ -35,7 +35,7 @@ from knora.adapters.db.repos.search_reads import SqlSearchReads
 from knora.adapters.db.repos.sessions import SqlSessionRepo
 from knora.adapters.db.repos.tags import SqlTagRepo
 from knora.adapters.db.repos.tenants import SqlTenantRepo
-from knora.adapters.duckdb_sandbox import DuckDBSandbox
+from knora.adapters.duckdb_sandbox import DuckDBSandbox, SandboxLimits
 from knora.adapters.embedders.registry import build_embedder
 from knora.adapters.graph.sqlite_graph import SqlGraphStore
 from knora.adapters.jobs.registry import build_job_queue
@@ -216,7 +216,7 @@ def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repo
                    graph_store=SqlGraphStore(sessions), page_fetcher=fetcher)
 
 
-def _pipeline_deps(models: _Models, search: HybridSearch, store: _Store,
+def _pipeline_deps(s: Settings, models: _Models, search: HybridSearch, store: _Store,
                    kbs: KnowledgeBaseService) -> PipelineDeps:
     knowledge_repo = store.repos.knowledge
 
@@ -228,7 +228,7 @@ def _pipeline_deps(models: _Models, search: HybridSearch, store: _Store,
                         reads=search.store, web_search=models.web_search, graph_store=models.graph_store,
                         fetch_page=models.page_fetcher, read_blob=store.blobs.get,
                         list_documents=list_documents,
-                        list_kbs=kbs.list, sql=DuckDBSandbox())
+                        list_kbs=kbs.list, sql=DuckDBSandbox(SandboxLimits.of(s)))
 
 
 async def _approvals(s: Settings, closers: list[Closer]) -> ApprovalBroker:
@@ -288,7 +288,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     store.jobs.register(JOB_KIND, ingest.process)
 
     models = _models(s, sessions, store.repos, closers)
-    pipeline_deps = _pipeline_deps(models, search, store, kbs)
+    pipeline_deps = _pipeline_deps(settings, models, search, store, kbs)
 
     writer = GroupCommit(sessions)  # one writer for the turns' message and session writes (group commits)
     closers.append(writer.close)

@@ -135,8 +135,15 @@ class Settings(BaseSettings):
     mcp_stdio_enabled: bool = False
     skills_dir: Path | None = None
     skills_enabled: bool = False
-    sandbox_timeout_seconds: float = 30.0
-    sandbox_memory_mb: int = 512
+    sandbox_timeout_seconds: float = Field(
+        default=30.0, gt=0,
+        description="Time limit of one sandboxed run: a skill script is killed, a model-written DuckDB query "
+        "(the data_analysis stage and the data tools) is interrupted and fails with a timeout error")
+    sandbox_memory_mb: int = Field(
+        default=512, ge=16,
+        description="Memory limit of one sandboxed run: a skill script's address space, a DuckDB query's "
+        "memory_limit (no spill to disk)")
+    sandbox_threads: int = Field(default=1, ge=1, description="DuckDB threads per sandboxed query")
 
     # --- misc -----------------------------------------------------------------------------------------------
     sample_kb: bool = Field(default=True,
