@@ -43,6 +43,7 @@ from knora.adapters.llm.registry import ChatModelRegistry, RerankerRegistry
 from knora.adapters.mcp.approval_relay import RedisApprovalRelay
 from knora.adapters.mcp.toolset import MCPToolset
 from knora.adapters.parsers.registry import ParserRegistry
+from knora.adapters.ratelimit.registry import build as build_rate_limiter
 from knora.adapters.retrieval.registry import build_engine
 from knora.adapters.stream.registry import build as build_stream_log
 from knora.adapters.stream.registry import build_leases
@@ -57,6 +58,7 @@ from knora.ports.blobs import BlobStore
 from knora.ports.chat import ChatModel, ChatModels
 from knora.ports.graph import GraphStore
 from knora.ports.jobs import JobQueue
+from knora.ports.rate_limit import RateLimiter
 from knora.ports.reranker import Rerankers
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import Repositories
@@ -146,6 +148,7 @@ class Services:
     mcp_toolset: MCPToolset
     tool_registry_factory: ToolRegistryFactory
     agent_service: AgentService
+    rate_limiter: RateLimiter  # per-caller request budgets (knora/api/rate_limit.py)
     _closers: list[Closer] = field(default_factory=list, repr=False)
 
     async def aclose(self) -> None:
@@ -327,7 +330,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 
     stream_log, stop_signals = build_stream_log(s)
     leases = build_leases(s)
-    closers += [stream_log.close, stop_signals.close, leases.close]
+    rate_limiter = build_rate_limiter(s)
+    closers += [stream_log.close, stop_signals.close, leases.close, rate_limiter.close]
     chat = ChatService(session_service, stream_log, stop_signals, runners.get, agents,
                        max_query_chars=s.max_query_chars,
                        pacer=DeltaPacer(s.stream_frame_budget, s.stream_max_hold_ms / 1000), leases=leases)
@@ -350,7 +354,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         mcp_services=MCPServiceService(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, policy=tenant_urls),
         approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
-        _closers=closers)
+        rate_limiter=rate_limiter, _closers=closers)
     await _start_workers(services, store.jobs)
     return services
 
