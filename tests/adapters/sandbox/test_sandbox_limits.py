@@ -13,7 +13,12 @@ import pytest
 
 from knora.adapters import duckdb_sandbox as sandbox
 from knora.adapters.duckdb_sandbox import DuckDBSandbox, SandboxLimits
+from knora.adapters.tools._datafile import SandboxedTool
+from knora.adapters.tools.data_analysis import DataAnalysisTool
+from knora.adapters.tools.data_schema import DataSchemaTool
+from knora.adapters.tools.database_query import DatabaseQueryTool
 from knora.ports.sql_sandbox import SandboxOutOfMemory, SandboxTimeout, SqlRefused
+from knora.ports.tool import ToolDeps, tool_timeout
 from knora.settings import Settings
 
 WIDE = [[i, "x" * 1000] for i in range(2000)]  # 2 MB of text; its self cross join aggregates 4 GB
@@ -99,3 +104,15 @@ def test_limits_come_from_the_settings(make_settings: Callable[..., Settings]) -
     assert got["threads"] == "2"
     assert got["memory_limit"].startswith(("95", "100", "104"))  # DuckDB prints MiB
     assert got["max_temp_directory_size"].startswith("0")
+
+
+@pytest.mark.parametrize("tool_class", [DataAnalysisTool, DataSchemaTool, DatabaseQueryTool])
+def test_the_sandbox_stops_a_data_tool_before_the_registry_gives_up(
+        make_settings: Callable[..., Settings], tool_class: type[SandboxedTool]) -> None:
+    """The registry's timeout abandons a thread that keeps running; the sandbox's interrupt stops the query,
+    so a data tool's registry timeout is the sandbox's plus a margin, whatever the setting."""
+    tool = tool_class(ToolDeps(settings=make_settings(sandbox_timeout_seconds=90.0, sandbox_memory_mb=64)))
+    assert tool.limits == SandboxLimits(memory_mb=64, threads=1, timeout_seconds=90.0)
+    timeout = tool_timeout(tool)
+    assert timeout is not None
+    assert timeout > 90.0
