@@ -36,7 +36,8 @@ API_KEY = "sk-fuzz-key"
 async def main(cases: int, seed: int, show_examples: bool) -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         settings = Settings(data_dir=Path(data_dir), api_key=API_KEY, embedder="local:hash", sample_kb=False,
-                            max_upload_bytes=50_000)
+                            max_upload_bytes=50_000, rate_limit_per_minute=0,
+                            rate_limit_heavy_per_minute=0)  # a fuzzer is one caller
         services = await build_services(settings)
         try:
             app = create_app(services=services)

@@ -51,7 +51,8 @@ async def run_dataset(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
     chunks = raw_texts = failed = 0
     with tempfile.TemporaryDirectory(prefix="knora-bench-") as tmp:
         settings = Settings(data_dir=Path(tmp), api_key="sk-bench", embedder=args.embedder, sample_kb=False,
-                            embed_batch_size=args.batch_size)
+                            embed_batch_size=args.batch_size, rate_limit_per_minute=0,
+                            rate_limit_heavy_per_minute=0)  # one caller uploads the whole set
         c = await build_services(settings)
         try:
             embedder = c.embedders.default

@@ -174,7 +174,8 @@ async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: di
     if limit and limit < len(queries):
         queries = queries[:: max(1, len(queries) // limit)][:limit]
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp), api_key=API_KEY, embedder=embedder, sample_kb=False)
+        settings = Settings(data_dir=Path(tmp), api_key=API_KEY, embedder=embedder, sample_kb=False,
+                            rate_limit_per_minute=0, rate_limit_heavy_per_minute=0)  # one caller, 1k queries
         c = await start_container(settings)
         try:
             t0 = time.perf_counter()

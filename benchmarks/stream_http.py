@@ -58,7 +58,8 @@ def serve(args: argparse.Namespace) -> None:
         c: Any = await build_services(Settings(
             data_dir=Path(args.data_dir), api_key=API_KEY, embedder="local:hash", sample_kb=False,
             stream_log=args.stream_log, redis_url=args.redis_url, redis_prefix=args.redis_prefix,
-            log_level="WARNING", **extra), no_retrieval)
+            log_level="WARNING", rate_limit_per_minute=0, rate_limit_heavy_per_minute=0,  # one caller
+            **extra), no_retrieval)
         c.runners.quick = TokenRateModel(args.tokens, args.token_interval)
         gc.collect()
         gc.freeze()

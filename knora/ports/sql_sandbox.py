@@ -23,6 +23,14 @@ class SqlRefused(SandboxError):
     """Refused before running: not one read-only SELECT over the loaded table(s)."""
 
 
+class SandboxTimeout(SandboxError):
+    """Stopped by the sandbox's time limit (the query was interrupted, not abandoned in a thread)."""
+
+
+class SandboxOutOfMemory(SandboxError):
+    """The query needed more memory than the sandbox's limit."""
+
+
 @dataclass(frozen=True)
 class QueryResult:
     columns: list[str]

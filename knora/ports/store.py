@@ -94,6 +94,10 @@ class KnowledgeRepo(Protocol):
         """``tenant_id=None`` only for background jobs that carry an id they created themselves."""
         ...
 
+    async def storage_used(self, tenant_id: int) -> int:
+        """Bytes of the tenant's stored originals: the sum of its documents' ``file_size`` (one query)."""
+        ...
+
     async def find_duplicate(self, kb_id: str, *, file_hash: str | None = None,
                              source: str | None = None) -> Knowledge | None: ...
 

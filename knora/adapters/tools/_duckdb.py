@@ -50,7 +50,7 @@ def _xlsx_to_csv(data: bytes) -> bytes:
     return out.getvalue().encode()
 
 
-def load(data: bytes, file_type: str, name: str) -> duckdb.DuckDBPyConnection:
+def load(data: bytes, file_type: str, name: str, limits: sandbox.SandboxLimits) -> duckdb.DuckDBPyConnection:
     kind = (file_type or "").lower().lstrip(".")
     types: dict[str, str] | None = None
     if kind in ("xlsx", "xlsm"):
@@ -58,7 +58,7 @@ def load(data: bytes, file_type: str, name: str) -> duckdb.DuckDBPyConnection:
         types = {"__sheet_name": "VARCHAR"}
     elif kind not in ("csv", "tsv", "txt"):
         raise DataError(f"data tools read CSV or Excel documents, not {file_type or 'unknown'} files")
-    con = sandbox.connect()
+    con = sandbox.connect(limits)
     sandbox.load_csv(con, name, data, column_types=types)
     sandbox.lock(con)
     return con
@@ -71,8 +71,9 @@ def schema(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:
             "row_count": int(count[0]) if count else 0}
 
 
-def query(con: duckdb.DuckDBPyConnection, sql: str, max_rows: int = MAX_ROWS) -> dict[str, Any]:
-    result = sandbox.run(con, sql, max_rows=max_rows)
+def query(con: duckdb.DuckDBPyConnection, sql: str, limits: sandbox.SandboxLimits, max_rows: int = MAX_ROWS
+          ) -> dict[str, Any]:
+    result = sandbox.run(con, sql, max_rows=max_rows, timeout_seconds=limits.timeout_seconds)
     return {"columns": result.columns, "rows": [[_plain(v) for v in r] for r in result.rows],
             "truncated": result.truncated}
 

@@ -6,12 +6,11 @@ import asyncio
 from typing import Any, ClassVar
 
 from knora.adapters.tools import _duckdb
-from knora.adapters.tools._base import BaseTool
-from knora.adapters.tools._datafile import open_table
+from knora.adapters.tools._datafile import SandboxedTool, open_table
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 
-class DataAnalysisTool(BaseTool):
+class DataAnalysisTool(SandboxedTool):
     name = "data_analysis"
     description = ("Run one read-only SQL SELECT over the table of a CSV/Excel document (handle dN). Call "
                    "data_schema first for the table and column names. Excel sheets share one table with a "
@@ -27,7 +26,7 @@ class DataAnalysisTool(BaseTool):
         except _duckdb.DataError as exc:
             return ToolResult.fail(str(exc))
         try:
-            result = await asyncio.to_thread(_duckdb.query, con, str(args["sql"]))
+            result = await asyncio.to_thread(_duckdb.query, con, str(args["sql"]), self.limits)
         except _duckdb.DataError as exc:
             return ToolResult.fail(str(exc))
         finally:

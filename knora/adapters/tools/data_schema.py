@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from knora.adapters.tools import _duckdb
-from knora.adapters.tools._base import BaseTool
-from knora.adapters.tools._datafile import open_table
+from knora.adapters.tools._datafile import SandboxedTool, open_table
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 
-class DataSchemaTool(BaseTool):
+class DataSchemaTool(SandboxedTool):
     name = "data_schema"
     description = ("Show the table behind a CSV/Excel document (handle dN): "
                    "table name, columns and types, rows.")

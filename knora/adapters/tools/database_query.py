@@ -14,13 +14,13 @@ import duckdb
 
 from knora.adapters import duckdb_sandbox as sandbox
 from knora.adapters.tools import _duckdb
-from knora.adapters.tools._base import BaseTool
+from knora.adapters.tools._datafile import SandboxedTool
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 CHUNK_CAP = 20000
 
 
-class DatabaseQueryTool(BaseTool):
+class DatabaseQueryTool(SandboxedTool):
     name = "database_query"
     description = ("Read-only SQL (one SELECT) over tables knowledge_bases(id, name, description, type, "
                    "created_at), knowledges(id, knowledge_base_id, title, file_name, file_type, file_size, "
@@ -31,7 +31,7 @@ class DatabaseQueryTool(BaseTool):
 
     async def _load(self, ctx: ToolContext) -> duckdb.DuckDBPyConnection:
         repos = self.repos
-        con = sandbox.connect()
+        con = sandbox.connect(self.limits)
         con.execute("CREATE TABLE knowledge_bases(id VARCHAR, name VARCHAR, description VARCHAR, "
                     "type VARCHAR, created_at TIMESTAMP)")
         con.execute("CREATE TABLE knowledges(id VARCHAR, knowledge_base_id VARCHAR, title VARCHAR, "
@@ -72,7 +72,7 @@ class DatabaseQueryTool(BaseTool):
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         con = await self._load(ctx)
         try:
-            result = await asyncio.to_thread(_duckdb.query, con, str(args["sql"]))
+            result = await asyncio.to_thread(_duckdb.query, con, str(args["sql"]), self.limits)
         except _duckdb.DataError as exc:
             return ToolResult.fail(str(exc))
         finally:

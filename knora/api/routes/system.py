@@ -23,11 +23,13 @@ from fastapi.responses import JSONResponse
 
 from knora import __version__
 from knora.api.body import read_object, request_body
-from knora.api.deps import DefaultTenantDep, SettingsDep, TenantDep, TenantsDep
+from knora.api.deps import DefaultTenantDep, IngestServiceDep, SettingsDep, TenantDep, TenantsDep
 from knora.api.envelope import ok
 from knora.api.same_origin import auto_setup_refusal
 from knora.api.schemas.auth import LoginRequest, RefreshRequest
 from knora.domain.errors import Forbidden, NotFound, Unauthorized
+from knora.services.ingest.quota import StorageUsage
+from knora.services.ingest.service import IngestService
 from knora.services.tenants.service import TenantService
 
 router = APIRouter(tags=["system"])
@@ -38,11 +40,14 @@ _UNSUPPORTED = ("organizations", "integrations.im", "integrations.embed", "setti
 _SUPPORTED = ("agents", "integrations.api", "settings.mcp", "settings.websearch")
 
 
-def _user(tenant_id: int, tenant_name: str) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+def _user(tenant_id: int, tenant_name: str, storage: StorageUsage
+          ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     user = {"id": f"system-{tenant_id}", "username": "knora", "email": "knora@localhost",
             "tenant_id": tenant_id,
             "avatar": "", "is_active": True, "can_access_all_tenants": False}
-    tenant = {"id": tenant_id, "name": tenant_name}
+    # WeKnora's tenant fields: bytes of stored originals, and the quota (0 = unlimited)
+    tenant = {"id": tenant_id, "name": tenant_name, "storage_quota": storage.quota,
+              "storage_used": storage.used}
     memberships = [{"tenant_id": tenant_id, "tenant_name": tenant_name, "role": "owner"}]
     return user, tenant, memberships
 
@@ -64,16 +69,18 @@ async def system_capabilities(_tenant_id: TenantDep) -> JSONResponse:
     return ok({"edition": "lite", "capabilities": caps})
 
 
-async def _login_body(tenants: TenantService, tenant_id: int, token: str) -> dict[str, Any]:
+async def _login_body(tenants: TenantService, ingest: IngestService, tenant_id: int, token: str
+                      ) -> dict[str, Any]:
     t = await tenants.get(tenant_id)
-    user, tenant, memberships = _user(tenant_id, t.name if t else "default")
+    usage = await ingest.quota.usage(tenant_id)
+    user, tenant, memberships = _user(tenant_id, t.name if t else "default", usage)
     return {"success": True, "message": "Login successful", "user": user, "tenant": tenant,
             "active_tenant": tenant,
             "memberships": memberships, "token": token, "refresh_token": token}
 
 
 @router.post("/auth/auto-setup")
-async def auto_setup(request: Request, settings: SettingsDep, tenants: TenantsDep,
+async def auto_setup(request: Request, settings: SettingsDep, tenants: TenantsDep, ingest: IngestServiceDep,
                      default_tenant_id: DefaultTenantDep) -> JSONResponse:
     """A key of the default tenant for Knora's own UI on this machine, refused to anything else (why:
     ``knora.api.same_origin``)."""
@@ -82,14 +89,14 @@ async def auto_setup(request: Request, settings: SettingsDep, tenants: TenantsDe
     if refusal is not None:
         raise Forbidden(refusal)
     token = await tenants.ui_key(settings.api_key)
-    return JSONResponse(await _login_body(tenants, default_tenant_id, token))
+    return JSONResponse(await _login_body(tenants, ingest, default_tenant_id, token))
 
 
 _BAD_LOGIN = "Invalid credentials: use an API key as the password"
 
 
 @router.post("/auth/login", openapi_extra=request_body(LoginRequest))
-async def login(request: Request, tenants: TenantsDep) -> JSONResponse:
+async def login(request: Request, tenants: TenantsDep, ingest: IngestServiceDep) -> JSONResponse:
     """Knora has no user passwords: the login page's password field takes a tenant API key (any email)."""
     password = (await read_object(request)).get("password")
     tenant_id = await tenants.authenticate(password) if isinstance(password, str) and password else None
@@ -97,7 +104,7 @@ async def login(request: Request, tenants: TenantsDep) -> JSONResponse:
         # WeKnora's UI reads success/message; ``error`` makes the same body the envelope (module docstring).
         return JSONResponse({"success": False, "message": _BAD_LOGIN,
                              "error": {"code": Unauthorized.code, "message": _BAD_LOGIN}}, status_code=401)
-    return JSONResponse(await _login_body(tenants, tenant_id, password))
+    return JSONResponse(await _login_body(tenants, ingest, tenant_id, password))
 
 
 @router.post("/auth/refresh", openapi_extra=request_body(RefreshRequest))
@@ -116,9 +123,10 @@ async def auth_config() -> JSONResponse:
 
 
 @router.get("/auth/me")
-async def auth_me(tenants: TenantsDep, tenant_id: TenantDep) -> JSONResponse:
+async def auth_me(tenants: TenantsDep, ingest: IngestServiceDep, tenant_id: TenantDep) -> JSONResponse:
     t = await tenants.get(tenant_id)
-    user, tenant, memberships = _user(tenant_id, t.name if t else "default")
+    usage = await ingest.quota.usage(tenant_id)
+    user, tenant, memberships = _user(tenant_id, t.name if t else "default", usage)
     return ok({"user": user, "tenant": tenant, "memberships": memberships, "tenant_required": False,
                "capabilities": {"can_create_tenant": False, "auto_accept_invitation": False}})
 

@@ -35,6 +35,7 @@ from knora.services.ingest import fetch as fetching
 from knora.services.ingest.build import Draft, build_chunks, searchable
 from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.embedders import EmbedderRegistry
+from knora.services.ingest.quota import StorageQuota
 from knora.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ class IngestService:
         self._committer = GroupCommitter(deps.repos.chunks, deps.retrieval)
         self._processing: list[str] = []
         self._marker: asyncio.Task[None] | None = None
+        self.quota = StorageQuota(deps.repos.knowledge, deps.settings.tenant_storage_quota_bytes)
 
     # --- accepting documents --------------------------------------------------------------------------------
     async def _kb(self, tenant_id: int, kb_id: str) -> KnowledgeBase:
@@ -150,6 +152,7 @@ class IngestService:
         ext = (file_type or file_extension(safe_name(file_name)) or "").lower().lstrip(".")
         if ext:
             self._check_extension(ext, file_name or url)
+        await self.quota.check(tenant_id, 1, what="a URL import")
         k = Knowledge(tenant_id=tenant_id, knowledge_base_id=kb.id, type="url", title=title, source=url,
                       file_name=safe_name(file_name), file_type=ext, tag_id=tag_id or None,
                       embedding_model_id=kb.embedding_model_id, channel=channel)
@@ -179,6 +182,13 @@ class IngestService:
                 raise BadRequest("tag_id does not name a tag of this knowledge base")
 
     async def _accept(self, k: Knowledge, data: bytes | None, *, enqueue: bool = True) -> Knowledge:
+        async with self.quota.admitting(k.tenant_id, k.file_size, repr(k.file_name or k.source)):
+            await self._store(k, data, enqueue=enqueue)
+        if enqueue:
+            self.d.jobs.notify()
+        return k
+
+    async def _store(self, k: Knowledge, data: bytes | None, *, enqueue: bool) -> None:
         if data is not None:
             k.file_path = await self.d.blobs.put(f"{k.tenant_id}/{k.knowledge_base_id}/{k.id}/{k.file_name}",
                                                  data)
@@ -197,9 +207,6 @@ class IngestService:
                     if await self.d.repos.knowledge.get(None, k.id) is None:
                         await self.d.blobs.delete(k.file_path)
             raise
-        if enqueue:
-            self.d.jobs.notify()
-        return k
 
     async def requeue_orphans(self) -> list[str]:
         """At start-up: documents left ``pending``/``processing`` with no job (a crash between the row and its
@@ -328,6 +335,8 @@ class IngestService:
             if ext not in self.d.parsers.extensions:
                 ext = fetching.CONTENT_TYPES.get(got.content_type, "html")
             name = k.file_name or safe_name(got.url.rsplit("/", 1)[-1]) or "page"
+            await self.quota.check(k.tenant_id, len(got.data), counted=k.file_size,
+                                   what=f"the page {k.source}")
             extra = {"file_hash": hashlib.sha256(got.data).hexdigest(), "file_size": len(got.data),
                      "file_type": ext}
             return got.data, ext, name, extra

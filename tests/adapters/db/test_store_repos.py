@@ -86,6 +86,19 @@ class TestKnowledgeRepo:
                                     filters=KnowledgeFilter(keyword="doc 3"))
         assert [k.title for k in kw.items] == ["Doc 3"]
 
+    async def test_storage_used_sums_the_tenants_file_sizes(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        other, _ = await container.tenants.create("other")
+        other_kb = await r.kbs.create(KnowledgeBase(tenant_id=other.id, name="theirs"))
+        assert await r.knowledge.storage_used(kb.tenant_id) == 0
+        await r.knowledge.create(_doc(kb, file_size=3_000_000_000))  # past 32 bits: a BIGINT sum
+        await r.knowledge.create(_doc(kb, file_size=25))
+        await r.knowledge.create(_doc(kb))  # a URL document not fetched yet: 0
+        await r.knowledge.create(_doc(other_kb, file_size=1000))
+        assert await r.knowledge.storage_used(kb.tenant_id) == 3_000_000_025
+        assert await r.knowledge.storage_used(other.id) == 1000
+
     async def test_keyword_is_literal_text_not_a_like_pattern(self, container: Any) -> None:
         r = container.repos
         kb = await r.kbs.create(_kb(container))

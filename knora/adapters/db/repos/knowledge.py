@@ -67,6 +67,12 @@ class SqlKnowledgeRepo:
                 return None
             return row_to(Knowledge, row)
 
+    async def storage_used(self, tenant_id: int) -> int:
+        async with self._sessions() as s:
+            total = (await s.execute(select(func.coalesce(func.sum(KnowledgeRow.file_size), 0))
+                                     .where(KnowledgeRow.tenant_id == tenant_id))).scalar_one()
+            return int(total)
+
     async def find_duplicate(self, kb_id: str, *, file_hash: str | None = None,
                              source: str | None = None) -> Knowledge | None:
         q = select(KnowledgeRow).where(KnowledgeRow.knowledge_base_id == kb_id)

@@ -1,0 +1,94 @@
+"""Per-caller request budgets (issue 20): 429 with the envelope and ``Retry-After`` once a caller's budget is
+spent.
+
+A caller is the API key or UI token it authenticates with (known keys are answered from the tenant service's
+memory), or its client address when it sends none or an unknown one — so rotating made-up keys buys nothing.
+Every ``/api/v1`` request spends one unit of ``rate_limit_per_minute``; the expensive calls (a chat turn, a
+search, an upload, a URL import or a manual document: model calls and embedding work) also spend one of
+``rate_limit_heavy_per_minute``. ``/health``, the web UI's files and the API docs are not counted; CORS
+preflights neither. When the limiter itself fails (Redis down), requests pass: a budget is not worth an
+outage.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from knora.api.envelope import error
+from knora.ports.rate_limit import Budget, Decision
+from knora.root import Services
+from knora.services.tenants.service import hash_key
+
+log = logging.getLogger(__name__)
+
+TOO_MANY_REQUESTS_CODE = 1006  # WeKnora's ErrTooManyRequests
+_HEAVY = re.compile(r"/(knowledge-chat|agent-chat)/[^/]+/?$|/(knowledge-search|hybrid-search|faq/search)/?$"
+                    r"|/knowledge-bases/[^/]+/knowledge/(file|url|manual)/?$")
+
+
+def is_heavy(method: str, path: str) -> bool:
+    return method == "POST" and _HEAVY.search(path) is not None
+
+
+def _credentials(scope: Scope) -> list[str]:
+    headers = dict(scope["headers"])
+    key = headers.get(b"x-api-key", b"").decode("latin-1").strip()
+    bearer = headers.get(b"authorization", b"").decode("latin-1")
+    found = [key] if key else []
+    if bearer.lower().startswith("bearer "):
+        found.append(bearer[7:].strip())
+    return [c for c in found if c]
+
+
+async def caller(scope: Scope, services: Services) -> str:
+    """``key:<digest>`` for a known key or token, else ``ip:<client address>``."""
+    for candidate in _credentials(scope):
+        if await services.tenants.authenticate(candidate) is not None:
+            return "key:" + hash_key(candidate)[:32]
+    client = scope.get("client")
+    return "ip:" + (client[0] if client else "unknown")
+
+
+class RateLimitMiddleware:
+    def __init__(self, app: ASGIApp, prefix: str) -> None:
+        self.app = app
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        exempt = scope["type"] != "http" or scope["method"] == "OPTIONS"
+        if exempt or not scope["path"].startswith(self.prefix):
+            await self.app(scope, receive, send)
+            return
+        services: Services = scope["app"].state.services
+        refused = await self._check(scope, services)
+        if refused is None:
+            await self.app(scope, receive, send)
+            return
+        wait = max(1, math.ceil(refused.retry_after))
+        response = error(429, TOO_MANY_REQUESTS_CODE,
+                         f"Too many requests: this caller's budget is spent, retry after {wait} s")
+        response.headers["Retry-After"] = str(wait)
+        await response(scope, receive, send)
+
+    async def _check(self, scope: Scope, services: Services) -> Decision | None:
+        """The refusal, or None when the request may run."""
+        s = services.settings
+        budgets = [("all", s.rate_limit_per_minute)]
+        if is_heavy(scope["method"], scope["path"]):
+            budgets.insert(0, ("heavy", s.rate_limit_heavy_per_minute))
+        budgets = [(name, limit) for name, limit in budgets if limit > 0]
+        if not budgets:
+            return None
+        try:
+            who = await caller(scope, services)
+            for name, limit in budgets:
+                decision = await services.rate_limiter.hit(f"{name}:{who}", Budget(limit, 60.0))
+                if not decision.allowed:
+                    return decision
+        except Exception:
+            log.warning("rate limiter unavailable; request let through", exc_info=True)
+        return None
