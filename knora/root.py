@@ -283,7 +283,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     ingest = IngestService(deps)
     kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder)
     tenant_urls = _outbound(s).tenant
-    model_service = ModelService(store.repos, store.embedders, tenant_urls)
+    model_service = ModelService(store.repos, store.embedders, tenant_urls, s.embedder_base_url)
     await model_service.load_cache()
     store.jobs.register(JOB_KIND, ingest.process)
 
