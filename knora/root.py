@@ -266,6 +266,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     await migrate(db)
     tenants = TenantService(SqlTenantRepo(sessions))
     default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
+    await tenants.revoke_legacy_ui_keys(s.api_key)
 
     store = _store(s, sessions, o)
     engine = o.engine(s) if o.engine is not None else build_engine(s.effective_retrieval_engine, s)
