@@ -269,6 +269,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     await migrate(db)
     tenants = TenantService(SqlTenantRepo(sessions))
     default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
+    await tenants.revoke_legacy_ui_keys(s.api_key)
 
     store = _store(s, sessions, o)
     engine = o.engine(s) if o.engine is not None else build_engine(s.effective_retrieval_engine, s)
@@ -286,7 +287,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     ingest = IngestService(deps)
     kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder)
     tenant_urls = _outbound(s).tenant
-    model_service = ModelService(store.repos, store.embedders, tenant_urls)
+    model_service = ModelService(store.repos, store.embedders, tenant_urls, s.embedder_base_url)
     await model_service.load_cache()
     store.jobs.register(JOB_KIND, ingest.process)
 

@@ -30,6 +30,22 @@ BUILTIN_CREATED_AT = datetime(2025, 1, 1, tzinfo=UTC)
 # URL is checked against the outbound policy as this URL).
 OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434"
 
+# Where a provider is reached when a model names no ``base_url``. A provider missing here has no address of
+# its own (vLLM, TEI, Xinference …): an OpenAI-compatible chat client then calls the client library's default,
+# and a rerank client cannot be built at all — so a rerank row for such a provider needs a ``base_url``.
+PROVIDER_DEFAULT_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "deepseek": "https://api.deepseek.com/v1",
+    "dashscope": "https://dashscope.aliyuncs.com/compatible-mode/v1",
+    "qwen": "https://dashscope.aliyuncs.com/compatible-mode/v1",
+    "siliconflow": "https://api.siliconflow.cn/v1",
+    "moonshot": "https://api.moonshot.cn/v1",
+    "zhipu": "https://open.bigmodel.cn/api/paas/v4",
+    "jina": "https://api.jina.ai/v1",
+    "cohere": "https://api.cohere.com/v2",
+    "ollama": OLLAMA_DEFAULT_URL,
+}
+
 
 def canonical_model_type(value: str) -> str:
     return MODEL_TYPE_ALIASES.get(value.strip().lower(), value)

@@ -69,6 +69,10 @@ class StreamEvent(BaseModel):
     done: bool = False
     timestamp: float = Field(default_factory=time.time)
     data: dict[str, Any] = Field(default_factory=dict)
+    # Who this append is, for the log only (never dumped): a log that may send an append twice (a retry after
+    # a lost reply, or a caller retrying the same event) stores an event whose key it has seen once, and
+    # returns the seq it got. The Redis log sets it at the first append of an event that has none.
+    append_key: str = Field(default="", exclude=True)
 
 
 def _built(cls: type[_M], values: dict[str, Any]) -> _M:
@@ -89,7 +93,7 @@ def stream_event(type_: str, content: str = "", done: bool = False, data: dict[s
     """A ``StreamEvent`` built by trusted code (the stream handler, the logs) without validation."""
     return _built(StreamEvent, {"seq": seq, "id": event_id, "type": type_, "content": content, "done": done,
                                 "timestamp": time.time() if timestamp is None else timestamp,
-                                "data": {} if data is None else data})
+                                "data": {} if data is None else data, "append_key": ""})
 
 
 def bus_event(type_: BusEvent, data: dict[str, Any], event_id: str) -> Event:

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from knora.domain.models import Tenant
+
+
+@dataclass(frozen=True)
+class StoredKey:
+    """An API key row as stored: its hash and the little plaintext kept to recognise it."""
+
+    id: str
+    name: str
+    prefix: str
+    key_hash: str
+    created_at: datetime
 
 
 @runtime_checkable
@@ -29,4 +43,12 @@ class TenantRepo(Protocol):
     async def replace_named_key(self, tenant_id: int, name: str, key_hash: str, key_prefix: str) -> None:
         """In one transaction: the tenant's keys called ``name`` are revoked and this key is added as
         ``name``."""
+        ...
+
+    async def keys(self, tenant_id: int) -> list[StoredKey]:
+        """The tenant's keys, oldest first."""
+        ...
+
+    async def revoke(self, key_ids: Sequence[str]) -> int:
+        """Deletes these keys; returns how many there were."""
         ...

@@ -1,7 +1,9 @@
 """A TCP proxy a test can cut and restore, to stand between a client and a real server (a Redis outage).
 
 ``cut()`` closes every proxied connection and stops listening (new connections are refused, as with a
-stopped server); ``restore()`` listens again on the same port.
+stopped server); ``restore()`` listens again on the same port. ``lose_next_reply(marker)``: the next command
+containing ``marker`` reaches the server, but its reply does not come back — the proxy drops that connection
+instead (a write the server applied whose reply the client never saw).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ class CutProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._pumps: set[asyncio.Task[None]] = set()
+        self._lose: bytes | None = None
+        self.lost_replies = 0
 
     @property
     def url(self) -> str:
@@ -28,6 +32,9 @@ class CutProxy:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.cut()
+
+    def lose_next_reply(self, marker: bytes) -> None:
+        self._lose = marker
 
     async def restore(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port, reuse_address=True)
@@ -51,14 +58,23 @@ class CutProxy:
             writer.transport.abort()
             return
         self._writers.update((writer, up_writer))
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pump(src, dst))
+        losing = asyncio.Event()  # a command whose reply is to be lost went up this connection
+        for src, dst, up in ((reader, up_writer, True), (up_reader, writer, False)):
+            task = asyncio.create_task(self._pump(src, dst, up, losing))
             self._pumps.add(task)
             task.add_done_callback(self._pumps.discard)
 
-    async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, up: bool,
+                    losing: asyncio.Event) -> None:
         try:
             while data := await src.read(65536):
+                if up and self._lose is not None and self._lose in data:
+                    self._lose = None
+                    losing.set()
+                elif not up and losing.is_set():  # the reply: dropped with the connection
+                    self.lost_replies += 1
+                    dst.transport.abort()
+                    return
                 dst.write(data)
                 await dst.drain()
         except (OSError, asyncio.IncompleteReadError):

@@ -9,7 +9,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    and_,
+    literal_column,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from knora.domain.common import utcnow
@@ -201,6 +214,15 @@ class MessageRow(Base):
     debug: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # stage timings, per-path scores
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
+
+
+# Incomplete assistant messages: the orphan sweep's predicate (every lease TTL, on every replica). A partial
+# index keeps the sweep from scanning every message ever written for the handful of turns in flight; the
+# sweep's query uses this expression itself (``repos/messages.py: incomplete_query``), since SQLite uses a
+# partial index only when the query repeats its terms (a literal, not a bound parameter, for the role).
+INCOMPLETE_TURN = and_(MessageRow.is_completed.is_(False), MessageRow.role == literal_column("'assistant'"))
+Index("ix_messages_incomplete", MessageRow.created_at,
+      sqlite_where=INCOMPLETE_TURN, postgresql_where=INCOMPLETE_TURN)
 
 
 class AgentRow(Base):

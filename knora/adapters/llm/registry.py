@@ -33,7 +33,7 @@ from knora.adapters.llm.extractive import EXTRACTIVE_MODEL_ID, ExtractiveAnswere
 from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
 from knora.adapters.llm.rerank_http import HttpReranker, Style
-from knora.domain.models import BUILTIN_CHAT_MODEL_ID, OLLAMA_DEFAULT_URL, ModelConfig
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID, PROVIDER_DEFAULT_URLS, ModelConfig
 from knora.domain.registry import Registry
 from knora.netguard import PUBLIC_ONLY, AddressRefused, Outbound, OutboundPolicy
 from knora.ports.chat import ChatModel, ModelError
@@ -92,18 +92,7 @@ class _ModelRows(Protocol):
 ChatFactory = Callable[[str, str | None, str | None, dict[str, Any]], ChatModel]
 RerankFactory = Callable[[str, str | None, str | None, dict[str, Any]], Reranker]
 
-DEFAULT_BASE_URLS = {
-    "openai": "https://api.openai.com/v1",
-    "deepseek": "https://api.deepseek.com/v1",
-    "dashscope": "https://dashscope.aliyuncs.com/compatible-mode/v1",
-    "qwen": "https://dashscope.aliyuncs.com/compatible-mode/v1",
-    "siliconflow": "https://api.siliconflow.cn/v1",
-    "moonshot": "https://api.moonshot.cn/v1",
-    "zhipu": "https://open.bigmodel.cn/api/paas/v4",
-    "jina": "https://api.jina.ai/v1",
-    "cohere": "https://api.cohere.com/v2",
-    "ollama": OLLAMA_DEFAULT_URL,
-}
+DEFAULT_BASE_URLS = PROVIDER_DEFAULT_URLS
 
 
 def _openai(model: str, base_url: str | None, api_key: str | None, params: dict[str, Any]) -> ChatModel:

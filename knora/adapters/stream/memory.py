@@ -46,6 +46,7 @@ class _Stream:
     events: list[StreamEvent] = field(default_factory=list)
     waiters: Waiters = field(default_factory=Waiters)  # followers waiting for the next append
     touched: float = field(default_factory=time.monotonic)
+    keyed: dict[str, int] = field(default_factory=dict)  # append_key -> seq, for events that carry one
 
     def wake(self) -> None:
         self.waiters.wake()
@@ -92,6 +93,10 @@ class MemoryStreamLog:
         else:
             self._streams.move_to_end(key)
         stream.touched = time.monotonic()
+        if event.append_key:
+            if (stored := stream.keyed.get(event.append_key)) is not None:
+                return stored  # the same append again: stored once
+            stream.keyed[event.append_key] = len(stream.events)
         seq = len(stream.events)
         stream.events.append(stream_event(event.type, event.content, event.done, event.data, event.id,
                                           seq=seq,

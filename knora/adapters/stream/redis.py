@@ -11,6 +11,11 @@ so a new stream joins the read at once). Each entry is fetched and decoded once 
 every local follower of its stream — with a thousand streams in flight, one command per batch instead of one
 per event per follower.
 
+Appends are idempotent: redis-py retries a command whose connection failed (``reconnecting``), and the chat
+service retries a failed terminal entry — when the first attempt was applied but its reply lost, the retry
+must not write the event twice (followers would see a duplicated frame). Each event gets an append key (this
+log's id and a counter) at its first append; the script stores a key once.
+
 Appends issued while others are in flight are sent together as one pipeline (one round trip, one connection)
 by a single writer task, in the order they were made — a thousand streams appending at once would otherwise
 need a thousand connections (and overflow the pool). An append alone is sent at once, so its latency is
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import uuid
@@ -43,10 +49,17 @@ from knora.domain.stream import StreamEvent
 
 log = logging.getLogger(__name__)
 
+# KEYS: the stream, its appends (append key -> seq); ARGV: payload, TTL, append key. An append whose key is
+# stored already was applied before (its reply lost, or the caller retried): its seq is returned, and nothing
+# is written twice. The key hash lives and expires with its stream.
 _APPEND = """
+local done = redis.call('HGET', KEYS[2], ARGV[3])
+if done then return tonumber(done) end
 local n = redis.call('XLEN', KEYS[1])
 redis.call('XADD', KEYS[1], '0-' .. (n + 1), 'e', ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[3], n)
 redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
 return n
 """
 
@@ -121,7 +134,9 @@ class RedisStreamLog:
                                                  socket_timeout=BLOCK_MS / 1000 + READ_MARGIN_S,
                                                  **reconnecting())
         self._append = self._client.register_script(_APPEND)
-        self._pending: list[tuple[str, str, asyncio.Future[int]]] = []
+        self._pending: list[tuple[str, str, str, asyncio.Future[int]]] = []
+        self._id = uuid.uuid4().hex[:12]  # this log's part of the append keys it gives
+        self._appended = itertools.count()
         self._writer: asyncio.Task[None] | None = None
         self._watches: dict[str, _Watch] = {}  # followed streams of this process
         self._reader: asyncio.Task[None] | None = None
@@ -131,13 +146,19 @@ class RedisStreamLog:
     def key(self, session_id: str, message_id: str) -> str:
         return f"{self.prefix}:stream:events:{session_id}:{message_id}"
 
+    def _keys_key(self, stream_key: str) -> str:
+        """The hash of a stream's append keys (beside the stream, outside WeKnora's ``events`` layout)."""
+        return f"{self.prefix}:stream:appends:{stream_key.removeprefix(f'{self.prefix}:stream:events:')}"
+
     async def ping(self) -> None:
         await self._client.ping()
 
     async def append(self, session_id: str, message_id: str, event: StreamEvent) -> int:
+        if not event.append_key:  # kept on the event: the caller's own retry of it is the same append
+            event.append_key = f"{self._id}:{next(self._appended)}"
         payload = event.model_dump_json(exclude={"seq"})
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._pending.append((self.key(session_id, message_id), payload, fut))
+        self._pending.append((self.key(session_id, message_id), payload, event.append_key, fut))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write(), name="knora-stream-appends")
         return await asyncio.shield(fut)  # a cancelled caller does not take back an append others share
@@ -147,16 +168,18 @@ class RedisStreamLog:
             batch, self._pending = self._pending[:MAX_PIPELINE], self._pending[MAX_PIPELINE:]
             try:
                 if len(batch) == 1:
-                    key, payload, _ = batch[0]
-                    results: list[Any] = [await self._append(keys=[key], args=[payload, self.ttl_seconds])]
+                    key, payload, append_key, _ = batch[0]
+                    results: list[Any] = [await self._append(keys=[key, self._keys_key(key)],
+                                                             args=[payload, self.ttl_seconds, append_key])]
                 else:
                     pipe = self._client.pipeline(transaction=False)
-                    for key, payload, _ in batch:
-                        await self._append(keys=[key], args=[payload, self.ttl_seconds], client=pipe)
+                    for key, payload, append_key, _ in batch:
+                        await self._append(keys=[key, self._keys_key(key)],
+                                           args=[payload, self.ttl_seconds, append_key], client=pipe)
                     results = await pipe.execute(raise_on_error=False)
             except Exception as exc:  # noqa: BLE001 - handed to every caller of this batch
                 results = [exc] * len(batch)
-            for (_, _, fut), result in zip(batch, results, strict=True):
+            for (_, _, _, fut), result in zip(batch, results, strict=True):
                 if fut.done():
                     continue
                 if isinstance(result, BaseException):

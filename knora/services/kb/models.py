@@ -14,12 +14,13 @@ from knora.domain.models import (
     BUILTIN_CHAT_MODEL_ID,
     BUILTIN_CREATED_AT,
     OLLAMA_DEFAULT_URL,
+    PROVIDER_DEFAULT_URLS,
     ModelConfig,
     canonical_model_type,
 )
 from knora.netguard import PUBLIC_ONLY, AddressRefused, OutboundPolicy
 from knora.ports.store import Repositories
-from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID, EmbedderRegistry
+from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID, EmbedderRegistry, model_spec
 from knora.settings import Settings
 
 TYPES = ("KnowledgeQA", "Embedding", "Rerank", "VLLM", "ASR")
@@ -32,37 +33,65 @@ def _type(value: Any) -> str:
     return t
 
 
-def row_url(m: ModelConfig) -> str | None:
+def row_url(m: ModelConfig, operator_embedder_url: str | None = None) -> str | None:
     """The URL a row's client will call, when the row decides it: its ``base_url``, or Ollama's loopback
-    default for an Ollama chat/rerank row without one (an embedding row without a URL uses the operator's)."""
+    default for an Ollama row without one — except an embedding row while the operator set
+    ``embedder_base_url``: such a row uses the operator's URL, which is not the tenant's to be checked."""
     url = str((m.parameters or {}).get("base_url") or "").strip()
     if url:
         return url
-    local_chat = m.source == "local" and m.type in ("KnowledgeQA", "VLLM")
-    if m.type != "Embedding" and (m.provider("") == "ollama" or local_chat and not m.provider("")):
-        return OLLAMA_DEFAULT_URL
+    return OLLAMA_DEFAULT_URL if _provider(m) == "ollama" and not (
+        m.type == "Embedding" and operator_embedder_url) else None
+
+
+def _provider(m: ModelConfig) -> str:
+    """The provider the row's client is built for, resolved as the registry that serves its type does."""
+    if m.type == "Embedding":
+        return model_spec(m)[0].partition(":")[0]
+    if m.type == "Rerank":
+        return m.provider("jina")
+    return m.provider("ollama" if m.source == "local" and m.type in ("KnowledgeQA", "VLLM") else "openai")
+
+
+def _needs_url(m: ModelConfig) -> str | None:
+    """Why a row without ``base_url`` cannot work at all (None when it can): a rerank provider with no address
+    of its own — its client cannot be built."""
+    if m.type == "Rerank" and _provider(m) not in PROVIDER_DEFAULT_URLS:
+        return f"rerank provider {_provider(m)!r} has no default address"
     return None
 
 
 class ModelService:
     def __init__(self, repos: Repositories, embedders: EmbedderRegistry,
-                 policy: OutboundPolicy = PUBLIC_ONLY) -> None:
-        """``policy``: the tenant outbound policy a row's URL must satisfy."""
+                 policy: OutboundPolicy = PUBLIC_ONLY, operator_embedder_url: str | None = None) -> None:
+        """``policy``: the tenant outbound policy a row's URL must satisfy; ``operator_embedder_url``: the
+        settings' ``embedder_base_url``, which an embedding row without its own URL uses."""
         self.repos = repos
         self.embedders = embedders
         self.policy = policy
+        self.operator_embedder_url = operator_embedder_url
 
     async def check_url(self, m: ModelConfig) -> None:
-        """400 when the row's URL is not allowed. A name that does not resolve now is let through: it is
-        not known to be internal, and the client checks (and pins) the address again at every use."""
-        url = row_url(m)
+        """400 when the row's URL is missing where its client needs one, or not allowed — at save, so a row
+        that cannot work is never stored to fail at its first use. A name that does not resolve now is let
+        through: it is not known to be internal, and the client checks (and pins) the address again at every
+        use."""
+        own = bool(str((m.parameters or {}).get("base_url") or "").strip())
+        if not own and (why := _needs_url(m)):
+            raise ValidationFailed(f"parameters.base_url is required: {why}")
+        url = row_url(m, self.operator_embedder_url)
         if url is None:
             return
         try:
             await self.policy.check_url(url)
         except AddressRefused as exc:
-            if exc.code != "dns_error":
+            if exc.code == "dns_error":
+                return
+            if own:
                 raise ValidationFailed(f"base_url not allowed: {exc}") from exc
+            raise ValidationFailed(
+                f"parameters.base_url is required: without it the {_provider(m)} {m.type} model would call "
+                f"{url}, which is not allowed: {exc}") from exc
 
     async def load_cache(self) -> None:
         """Every tenant's embedding rows (not only the default tenant's): the registry resolves a knowledge
@@ -132,8 +161,6 @@ class ModelService:
         await self.get(tenant_id, model_id)
         await self.repos.models.delete(tenant_id, model_id)
         self.embedders.forget(model_id)
-
-
 
 
 def builtin_models(settings: Settings, tenant_id: int) -> list[ModelConfig]:

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import secrets
 
 from knora.domain.models import Tenant
-from knora.ports.tenant_store import TenantRepo
+from knora.ports.tenant_store import StoredKey, TenantRepo
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TENANT_NAME = "default"
 UI_KEY_NAME = "ui"  # the key the local web UI signs in with; a new one replaces the last
 _GENERATED = "sk-"
+# Before issue 20 item 11 every key was stored under the column's default name and with its first 8 characters
+# as prefix; each process started without KNORA_API_KEY added its UI key that way, valid forever.
+LEGACY_KEY_NAME = "default"
+_LEGACY_PREFIX_LEN = 8
 
 
 def hash_key(key: str) -> str:
@@ -101,3 +108,34 @@ class TenantService:
             hash_key(generated), key_prefix(generated, generated=True))
         self._default_id = tenant_id
         return tenant_id, generated if stored else None
+
+    async def revoke_legacy_ui_keys(self, configured: str | None) -> int:
+        """At start: revokes the UI keys earlier releases minted per process, which this release never uses.
+
+        Which rows those are: keys of the default tenant named ``default`` whose prefix has the old shape of a
+        generated key (``sk-`` and 5 more characters; this release stores 4, and nothing of a chosen key) —
+        except the tenant's oldest key, the key the first start generated and printed (old releases stored it
+        before any UI key: it is the one stored key of the current design), and the configured
+        ``KNORA_API_KEY``. Keys of this release (``ui``, 7-character or empty prefixes), other tenants' keys
+        and other names are never touched. A key an operator once configured, that began with ``sk-``, is no
+        longer configured and is not the oldest is indistinguishable from a UI key (only hashes are stored)
+        and is revoked too. Returns how many were revoked; running it again revokes nothing."""
+        tenant_id = self._default_id
+        if tenant_id is None:
+            tenant_id, _ = await self.ensure_default(configured)
+        keys = await self._repo.keys(tenant_id)
+        configured_hash = hash_key(configured) if configured else None
+        stale = [k for k in keys[1:] if _legacy_generated(k) and k.key_hash != configured_hash]
+        if not stale:
+            return 0
+        revoked = await self._repo.revoke([k.id for k in stale])
+        for k in stale:
+            self._cache.pop(k.key_hash, None)
+        log.warning("revoked %d UI keys left by earlier releases (prefixes %s)", revoked,
+                    ", ".join(k.prefix for k in stale))
+        return revoked
+
+
+def _legacy_generated(key: StoredKey) -> bool:
+    return (key.name == LEGACY_KEY_NAME and len(key.prefix) == _LEGACY_PREFIX_LEN
+            and key.prefix.startswith(_GENERATED))

@@ -13,6 +13,7 @@ from knora.adapters.stream.redis import RedisStopSignals, RedisStreamLog
 from knora.domain.stream import StreamEvent
 from knora.ports.stream_log import StopSignals, StreamLog
 from tests.conftest import REDIS_URL
+from tests.fakes.cut_proxy import CutProxy
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=[pytest.mark.redis, pytest.mark.integration])])
@@ -283,3 +284,37 @@ class TestRedisSpecifics:
         finally:
             await a.close()
             await b.close()
+
+
+class TestIdempotentAppends:
+    async def test_an_event_with_an_append_key_is_stored_once(self, backend: tuple[Any, Any]) -> None:
+        log = backend[0]
+        await log.append("s", "m", ev("answer", "a"))
+        again = StreamEvent(id="x", type="answer", content="b", append_key="k-1")
+        assert await log.append("s", "m", again) == 1
+        assert await log.append("s", "m", again) == 1  # a retry of the same append
+        assert await log.append("s", "m", ev("answer", "c")) == 2
+        assert [e.content for e in await log.read("s", "m")] == ["a", "b", "c"]
+
+    @pytest.mark.redis
+    @pytest.mark.integration
+    async def test_a_redis_append_retried_after_its_reply_was_lost_is_stored_once(
+            self, redis_prefix: str) -> None:
+        """The first EVALSHA is applied but the proxy drops its reply with the connection; redis-py retries
+        on a new connection (``reconnecting``). Before append keys, the retry wrote the event twice."""
+        async with CutProxy("127.0.0.1", 6379) as proxy:
+            log = RedisStreamLog(proxy.url, prefix=redis_prefix, ttl_seconds=60)
+            try:
+                assert await log.append("s", "m", ev("answer", "a")) == 0  # the script is loaded by now
+                follower = asyncio.create_task(collect(log.follow("s", "m")))
+                proxy.lose_next_reply(b"EVALSHA")
+                assert await log.append("s", "m", ev("answer", "b")) == 1
+                assert proxy.lost_replies == 1
+                retried = ev("answer", "c")  # the chat service's own retry of a failed append
+                assert await log.append("s", "m", retried) == 2
+                assert await log.append("s", "m", retried) == 2
+                await log.append("s", "m", ev("complete", done=True))
+                assert [e.content for e in await asyncio.wait_for(follower, 10)] == ["a", "b", "c", ""]
+                assert [e.seq for e in await log.read("s", "m")] == [0, 1, 2, 3]
+            finally:
+                await log.close()

@@ -3,11 +3,13 @@ revoked when a new one is made, and the stored plaintext prefix gives away littl
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from knora.adapters.db.tables import ApiKeyRow
 from knora.services.tenants.service import UI_KEY_NAME, hash_key
@@ -61,3 +63,49 @@ async def test_a_chosen_key_stores_no_plaintext(make_settings: Callable[..., Set
         _tenant, key = await c.tenants.create("acme", "sk-acme-chosen")
         assert key == "sk-acme-chosen"
         assert not [k for k in await _keys(c) if k.key_hash == hash_key(key)][0].prefix
+
+
+async def _old_release_row(c: Any, tenant_id: int, key: str, at: datetime) -> None:
+    """A key as releases before issue 20 item 11 stored it: the column's default name, 8 characters."""
+    async with c.sessions.begin() as s:
+        s.add(ApiKeyRow(id=str(uuid.uuid4()), tenant_id=tenant_id, key_hash=hash_key(key), prefix=key[:8],
+                        created_at=at))
+
+
+class TestLegacyUiKeys:
+    async def test_a_start_revokes_old_ui_keys_and_keeps_the_first_start_key(
+            self, make_settings: Callable[..., Settings], db_url: str) -> None:
+        settings = make_settings(database_url=db_url, api_key=None)
+        async with started(settings, RECORDING) as first:
+            first_key = first.generated_api_key  # the first start's key, printed once
+            assert first_key is not None
+            async with first.sessions.begin() as s:  # stored as an old release stored it
+                await s.execute(update(ApiKeyRow).values(prefix=first_key[:8],
+                                                         created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+            tenant = first.default_tenant_id
+            old_ui = [f"sk-old-ui-key-{i}" for i in range(3)]  # one per start of an old release
+            for i, key in enumerate(old_ui):
+                await _old_release_row(first, tenant, key, datetime(2026, 2, 1 + i, tzinfo=UTC))
+            other, other_key = await first.tenants.create("acme")
+            await _old_release_row(first, other.id, "sk-acme-old-key", datetime(2026, 3, 1, tzinfo=UTC))
+            ui_now = await first.tenants.ui_key(None)  # this release's UI key (named "ui")
+            assert await first.tenants.authenticate(old_ui[0]) == tenant
+        async with started(settings, RECORDING) as second:
+            for key in old_ui:
+                assert await second.tenants.authenticate(key) is None
+            assert await second.tenants.authenticate(first_key) == tenant
+            assert await second.tenants.authenticate(ui_now) == tenant  # replaced by the next UI key only
+            assert await second.tenants.authenticate(other_key) == other.id
+            assert await second.tenants.authenticate("sk-acme-old-key") == other.id  # another tenant's
+            assert await second.tenants.revoke_legacy_ui_keys(None) == 0  # once is enough
+
+    async def test_the_configured_key_is_kept_even_in_the_old_shape(
+            self, make_settings: Callable[..., Settings], db_url: str) -> None:
+        chosen = "sk-operator-chosen-key"
+        async with started(make_settings(database_url=db_url, api_key="first-operator-key"), RECORDING) as c:
+            await _old_release_row(c, c.default_tenant_id, chosen, datetime(2027, 1, 1, tzinfo=UTC))
+            await _old_release_row(c, c.default_tenant_id, "sk-old-ui-key", datetime(2027, 1, 2, tzinfo=UTC))
+        async with started(make_settings(database_url=db_url, api_key=chosen), RECORDING) as c:
+            assert await c.tenants.authenticate(chosen) == c.default_tenant_id
+            assert await c.tenants.authenticate("first-operator-key") == c.default_tenant_id
+            assert await c.tenants.authenticate("sk-old-ui-key") is None

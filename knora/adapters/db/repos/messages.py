@@ -27,7 +27,7 @@ from knora.adapters.db.repos._mapping import (
     to_row,
     values_to,
 )
-from knora.adapters.db.tables import MessageRow, SessionRow
+from knora.adapters.db.tables import INCOMPLETE_TURN, MessageRow, SessionRow
 from knora.domain.common import utcnow
 from knora.domain.conversation import HistoryMessage, Message
 
@@ -213,9 +213,14 @@ class SqlMessageRepo:
             return int(res.rowcount)  # type: ignore[attr-defined]
 
     async def incomplete(self, *, older_than: datetime | None = None) -> list[Message]:
-        cond = [MessageRow.is_completed.is_(False), MessageRow.role == "assistant"]
-        if older_than is not None:
-            cond.append(MessageRow.created_at < older_than)
         async with self._sessions() as s:
-            rows = (await s.execute(select(MessageRow).where(*cond))).scalars().all()
+            rows = (await s.execute(incomplete_query(older_than))).scalars().all()
             return [row_to(Message, r) for r in rows]
+
+
+def incomplete_query(older_than: datetime | None = None) -> Select[MessageRow]:
+    """Incomplete assistant messages (the orphan sweep's query, every lease TTL on every replica). Its
+    predicate is the partial index ``ix_messages_incomplete``'s, term for term (``INCOMPLETE_TURN``): SQLite
+    uses a partial index only when the query's WHERE contains the index's WHERE terms as written."""
+    query = select(MessageRow).where(INCOMPLETE_TURN)
+    return query if older_than is None else query.where(MessageRow.created_at < older_than)

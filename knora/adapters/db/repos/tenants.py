@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from knora.adapters.db.tables import ApiKeyRow, TenantRow
 from knora.domain.common import new_id
 from knora.domain.models import Tenant
+from knora.ports.tenant_store import StoredKey
 
 
 class SqlTenantRepo:
@@ -65,3 +68,17 @@ class SqlTenantRepo:
             if not exists:
                 s.add(ApiKeyRow(id=new_id(), tenant_id=tenant_id, name=name, key_hash=key_hash,
                                 prefix=key_prefix))
+
+    async def keys(self, tenant_id: int) -> list[StoredKey]:
+        async with self._sessions() as s:
+            rows = (await s.execute(select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant_id)
+                                    .order_by(ApiKeyRow.created_at, ApiKeyRow.id))).scalars().all()
+        return [StoredKey(id=r.id, name=r.name, prefix=r.prefix, key_hash=r.key_hash, created_at=r.created_at)
+                for r in rows]
+
+    async def revoke(self, key_ids: Sequence[str]) -> int:
+        if not key_ids:
+            return 0
+        async with self._sessions.begin() as s:
+            res = await s.execute(delete(ApiKeyRow).where(ApiKeyRow.id.in_(list(key_ids))))
+            return int(res.rowcount)  # type: ignore[attr-defined]
