@@ -15,6 +15,7 @@ Prints one JSON line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -57,10 +58,8 @@ class Sampler(threading.Thread):
     def rss(self) -> int:
         total = 0
         for p in [self.proc, *self.proc.children(recursive=True)]:
-            try:
+            with contextlib.suppress(psutil.Error):
                 total += p.memory_info().rss
-            except psutil.Error:
-                pass
         return total
 
     def run(self) -> None:
@@ -68,10 +67,8 @@ class Sampler(threading.Thread):
             while not self.stop.is_set():
                 self.peak = max(self.peak, self.rss())
                 t = time.perf_counter()
-                try:
+                with contextlib.suppress(httpx.HTTPError):
                     http.get(self.url + "/health")
-                except httpx.HTTPError:
-                    pass
                 self.slowest_health = max(self.slowest_health, time.perf_counter() - t)
                 time.sleep(0.05)
 
@@ -122,7 +119,8 @@ def main() -> None:
                            lying_docx_reason=reason[:120], lying_docx_seconds=round(secs, 1))
                 kid = upload("xml.docx", xml)
                 status, reason, secs = _wait_final(api, kid, args.cap)
-                out.update(xml_docx_status=status, xml_docx_reason=reason[:120], xml_docx_seconds=round(secs, 1))
+                out.update(xml_docx_status=status, xml_docx_reason=reason[:120],
+                           xml_docx_seconds=round(secs, 1))
                 kid = upload("pages.pdf", pdf)
                 while api.get(f"/knowledge/{kid}").json()["data"]["parse_status"] == "pending":
                     time.sleep(0.1)
@@ -135,7 +133,8 @@ def main() -> None:
                 out.update(delete_processing_seconds=round(time.perf_counter() - t, 2), delete_status=code)
             sampler.stop.set()
             sampler.join()
-            out.update(peak_rss_mb=sampler.peak >> 20, slowest_health_seconds=round(sampler.slowest_health, 2))
+            out.update(peak_rss_mb=sampler.peak >> 20,
+                       slowest_health_seconds=round(sampler.slowest_health, 2))
             print(json.dumps(out))
         finally:
             for child in psutil.Process(server.pid).children(recursive=True):

@@ -42,7 +42,7 @@ from knora.adapters.jobs.registry import build_job_queue
 from knora.adapters.llm.registry import ChatModelRegistry, RerankerRegistry
 from knora.adapters.mcp.approval_relay import RedisApprovalRelay
 from knora.adapters.mcp.toolset import MCPToolset
-from knora.adapters.parsers.registry import ParserRegistry
+from knora.adapters.parsers.runners import build_document_parsers
 from knora.adapters.retrieval.registry import build_engine
 from knora.adapters.stream.registry import build as build_stream_log
 from knora.adapters.stream.registry import build_leases
@@ -57,6 +57,7 @@ from knora.ports.blobs import BlobStore
 from knora.ports.chat import ChatModel, ChatModels
 from knora.ports.graph import GraphStore
 from knora.ports.jobs import JobQueue
+from knora.ports.parser import DocumentParsers, ParseLimits
 from knora.ports.reranker import Rerankers
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import Repositories
@@ -114,7 +115,7 @@ class Services:
     # knowledge: documents in, chunks out
     blobs: BlobStore
     embedders: EmbedderRegistry
-    parsers: ParserRegistry
+    parsers: DocumentParsers
     repos: Repositories
     jobs: JobQueue
     kb_service: KnowledgeBaseService
@@ -163,7 +164,7 @@ class Services:
 class _Store:
     blobs: BlobStore
     embedders: EmbedderRegistry
-    parsers: ParserRegistry
+    parsers: DocumentParsers
     repos: Repositories
     jobs: JobQueue
 
@@ -192,9 +193,12 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
     return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,
-                  parsers=ParserRegistry(s.max_expanded_bytes), repos=repos,
+                  parsers=build_document_parsers(s.parse_isolation, ParseLimits(
+                      s.max_expanded_bytes, s.parse_memory_limit_mb, s.parse_timeout_seconds),
+                      workers=s.parse_workers), repos=repos,
                   jobs=build_job_queue(s.job_queue, repos.jobs, workers=max(s.ingest_concurrency,
-                                                                            s.ingest_workers)))
+                                                                            s.ingest_workers),
+                                       max_attempts=s.ingest_max_attempts, lease_seconds=s.job_lease_seconds))
 
 
 def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,
@@ -268,6 +272,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
 
     store = _store(s, sessions, o)
+    closers.append(store.parsers.aclose)  # closed after the job workers, which may be waiting on a parse
     engine = o.engine(s) if o.engine is not None else build_engine(s.effective_retrieval_engine, s)
     await engine.start()
     closers.append(engine.close)
@@ -285,7 +290,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     tenant_urls = _outbound(s).tenant
     model_service = ModelService(store.repos, store.embedders, tenant_urls)
     await model_service.load_cache()
-    store.jobs.register(JOB_KIND, ingest.process)
+    store.jobs.register(JOB_KIND, ingest.process, give_up=ingest.give_up)
 
     models = _models(s, sessions, store.repos, closers)
     pipeline_deps = _pipeline_deps(models, search, store, kbs)

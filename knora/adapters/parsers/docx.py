@@ -1,7 +1,7 @@
 """Word documents via python-docx: paragraphs and tables in body order, headings rendered as markdown ``#``.
 
-Headings as markdown give the chunker its section breadcrumbs. The zip container is decompressed under a budget
-(``zipguard``) before python-docx opens the rewritten copy.
+Headings as markdown give the chunker its section breadcrumbs. The zip container is decompressed under a
+budget (``zipguard``) before python-docx opens the rewritten copy.
 """
 
 from __future__ import annotations

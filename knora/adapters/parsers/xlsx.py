@@ -1,7 +1,7 @@
 """Excel workbooks via openpyxl (read-only, cached values): one markdown table per sheet, rows in ``tables``.
 
-Read-only mode streams rows instead of building the whole workbook in memory; the zip container is decompressed
-under a budget (``zipguard``) before openpyxl sees the rewritten copy.
+Read-only mode streams rows instead of building the whole workbook in memory; the zip container is
+decompressed under a budget (``zipguard``) before openpyxl sees the rewritten copy.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Zip containers (DOCX, XLSX) decompressed under a budget of bytes actually produced, not the bytes the
 headers claim.
 
-``check_zip_safety`` (in ``_common``) judges the central directory, which a hostile file writes itself: an entry
-can claim 4 KB and hold 1 GiB. ``zipfile`` then stops at the claimed size, but only after decompressing a whole
-read at once (``ZipFile.read`` asks zlib for up to 2 GiB in one call), which is how a 1 MB DOCX drove the server
-to 2 GB. Here every entry is decompressed in small reads, the bytes are counted as they come out, and the
-archive python-docx / openpyxl then open is a rewritten, uncompressed copy whose sizes are true.
+``check_zip_safety`` (in ``_common``) judges the central directory, which a hostile file writes itself: an
+entry can claim 4 KB and hold 1 GiB. ``zipfile`` then stops at the claimed size, but only after decompressing
+a whole read at once (``ZipFile.read`` asks zlib for up to 2 GiB in one call), which is how a 1 MB DOCX drove
+the server to 2 GB. Here every entry is decompressed in small reads, the bytes are counted as they come out,
+and the archive python-docx / openpyxl then open is a rewritten, uncompressed copy whose sizes are true.
 """
 
 from __future__ import annotations
