@@ -119,6 +119,10 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             # tests of the refusal (outbound_allowed_hosts=[]) test the closed policy on SQLite too.
             "outbound_allowed_hosts": ["127.0.0.1", "::1"],
             "outbound_allow_loopback": False,
+            # Parsing in this process: a worker process costs every test that ingests a second to start. The
+            # process runner (the product's default) has its own tests (tests/adapters/parsers/test_pool.py,
+            # tests/services/ingest/test_hostile_files.py), which ask for it by name.
+            "parse_isolation": "thread",
         }
         values.update(overrides)
         return Settings(**values)

@@ -3,9 +3,9 @@ over a socket (a multiprocessing ``Connection`` on the fd it was started with), 
 closes.
 
 Messages. Parent → child: ``(data, file_name)``. Child → parent: ``("ready", pid)`` once, after the limit is
-set and the parsing libraries are imported (so their import is not charged to the first document's time
-limit); then per document ``("ok", ParsedDocument dump)``, ``("error", reason)`` or ``("memory", reason)``.
-After ``memory`` the child exits: a process that ran out of address space may hold half-built state.
+set and the parse function is imported (so starting is not charged to the first document's time limit);
+then per document ``("ok", ParsedDocument dump)``, ``("error", reason)`` or ``("memory", reason)``. After
+``memory`` the child exits: a process that ran out of address space may hold half-built state.
 """
 
 from __future__ import annotations
@@ -64,10 +64,9 @@ def serve(conn: Connection, parent_pid: int, memory_mb: int, max_expanded_bytes:
     if memory_mb > 0:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    # The parsing libraries are imported by the first document that needs one (up to a second): preloading
+    # them all would double a worker's start, which every new server (and every test) pays.
     parse = _resolve(entry)
-    for library in ("docx", "openpyxl", "pypdf", "bs4", "lxml.etree"):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(library)
     conn.send(("ready", os.getpid()))
     while True:
         try:
