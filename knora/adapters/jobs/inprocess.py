@@ -156,8 +156,8 @@ class InProcessJobQueue:
         (killed, crashed, out of memory, restarted mid-job). Running it again would likely end the same way,
         across every restart; it is failed, and its kind's ``give_up`` records why."""
         starts = job.attempts - 1
-        reason = (f"it was started {starts} time{'' if starts == 1 else 's'} and each time the process running "
-                  "it ended before it finished")
+        reason = (f"it was started {starts} time{'' if starts == 1 else 's'} and each time the process "
+                  "running it ended before it finished")
         log.warning("job %s (%s) given up: %s", job.id, job.kind, reason)
         give_up = self._give_up.get(job.kind)
         if give_up is not None:

@@ -58,6 +58,7 @@ class _Worker:
                 await readable
         finally:
             loop.remove_reader(fd)
+            os.set_blocking(fd, True)  # uvloop's add_reader leaves the socket non-blocking; send/recv block
         message: tuple[str, object] = await asyncio.to_thread(self.conn.recv)
         return message
 

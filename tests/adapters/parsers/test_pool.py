@@ -117,3 +117,21 @@ async def test_closing_the_pool_ends_idle_and_busy_workers(make_pool: Make) -> N
         await task
     assert gone(idle)
     assert gone(busy)
+
+
+def test_workers_are_reused_on_uvloop_too() -> None:
+    """``knora serve`` runs on uvloop, whose ``add_reader`` leaves the socket non-blocking: the next document
+    sent from a thread then failed with EAGAIN and the worker was killed."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def two_documents() -> list[str]:
+        pool = ProcessParsers(ParseLimits(64 << 20, 512, 30.0), workers=1,
+                              entry="tests.adapters.parsers.hostile:echo")
+        try:
+            return [(await pool.parse(b"x" * 300_000, f"{i}.txt")).text[-20:] for i in range(2)]
+        finally:
+            await pool.aclose()
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        first, second = runner.run(two_documents())
+    assert first == second  # the same worker's pid
