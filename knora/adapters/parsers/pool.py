@@ -63,19 +63,30 @@ class _Worker:
         return message
 
     async def kill(self) -> None:
-        if not self.ended:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
-        await self.wait()
-
-    async def wait(self) -> None:
-        """Closes our end of the pipe (an idle worker then leaves its loop) and reaps the process; once."""
+        """SIGKILL, reaped before our end of the socket is closed: a thread still reading it sees the end of
+        the stream first, never a closed (and perhaps reused) descriptor."""
         if self.ended:
             return
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        await self._end(close_first=False)
+
+    async def wait(self) -> None:
+        """Closes our end of the socket (an idle worker then leaves its loop) and reaps the process."""
+        if not self.ended:
+            await self._end(close_first=True)
+
+    async def _end(self, *, close_first: bool) -> None:
         self.ended = True
-        self.conn.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
+        if close_first:
+            self.conn.close()
+        try:
             await asyncio.to_thread(self.process.wait, 10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            await asyncio.to_thread(self.process.wait)
+        finally:
+            self.conn.close()
         self.exitcode = self.process.returncode
 
     def exit_reason(self) -> str:
