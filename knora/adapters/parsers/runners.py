@@ -3,15 +3,23 @@ time limits, the default) or ``thread`` (this process, unbounded; only where a p
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Callable
 
 from knora.domain.registry import Registry
 from knora.ports.parser import DocumentParsers, ParseLimits
 
+log = logging.getLogger(__name__)
+
 RunnerFactory = Callable[[ParseLimits, int], DocumentParsers]
 
 
 def _process(limits: ParseLimits, workers: int) -> DocumentParsers:
+    if sys.platform == "win32":  # no RLIMIT_AS, no fd passing: the worker cannot be capped there
+        log.warning("parse_isolation=process is not available on Windows; parsing in-thread, without memory "
+                    "or time limits")
+        return _thread(limits, workers)
     from knora.adapters.parsers.pool import ProcessParsers
 
     return ProcessParsers(limits, workers=workers)

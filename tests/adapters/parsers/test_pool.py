@@ -135,3 +135,13 @@ def test_workers_are_reused_on_uvloop_too() -> None:
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         first, second = runner.run(two_documents())
     assert first == second  # the same worker's pid
+
+
+def test_the_runner_registry_names_process_and_thread() -> None:
+    from knora.adapters.parsers.inthread import ThreadParsers
+    from knora.adapters.parsers.runners import RUNNERS, build_document_parsers
+
+    assert RUNNERS.names() == ("process", "thread")
+    limits = ParseLimits(1 << 20)
+    assert isinstance(build_document_parsers("process", limits, workers=1), ProcessParsers)
+    assert isinstance(build_document_parsers("thread", limits, workers=1), ThreadParsers)
