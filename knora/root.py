@@ -286,7 +286,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
                       embedders=store.embedders, jobs=store.jobs, retrieval=lambda: engine,
                       split=split_document)
     ingest = IngestService(deps)
-    kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder)
+    kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder,
+                               stop_ingestion=ingest.stop_knowledge_base)
     tenant_urls = _outbound(s).tenant
     model_service = ModelService(store.repos, store.embedders, tenant_urls)
     await model_service.load_cache()

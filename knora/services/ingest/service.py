@@ -35,6 +35,7 @@ from knora.services.ingest import fetch as fetching
 from knora.services.ingest.build import Draft, build_chunks, searchable
 from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.embedders import EmbedderRegistry
+from knora.services.ingest.running import RunningWork
 from knora.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class IngestService:
         self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._committer = GroupCommitter(deps.repos.chunks, deps.retrieval)
         self._processing: list[str] = []
-        self._active: dict[str, asyncio.Task[None]] = {}  # knowledge id → the work of its running job
+        self._running = RunningWork()  # so that a delete or re-parse can stop a job mid-parse
         self._marker: asyncio.Task[None] | None = None
 
     # --- accepting documents --------------------------------------------------------------------------------
@@ -252,7 +253,7 @@ class IngestService:
         k = await self.get(tenant_id, knowledge_id)
         if not await self.d.repos.knowledge.requeue_with_job(k.id, _job_for(k.id)):
             raise NotFound("Knowledge not found")
-        await self._stop_work(k.id)  # a parse still running is stale now: the new job starts at once
+        await self._running.stop(k.id)  # a parse still running is stale now: the new job starts at once
         self.d.jobs.notify()
         return await self.get(tenant_id, knowledge_id)
 
@@ -262,7 +263,7 @@ class IngestService:
         running work is stopped, which kills its parser process."""
         k = await self.get(tenant_id, knowledge_id)
         await self.d.repos.knowledge.delete(tenant_id, k.id)
-        await self._stop_work(k.id)
+        await self._running.stop(k.id)
         engine = self.d.retrieval()
         if engine is not None:
             await engine.delete_knowledge([k.id])
@@ -282,24 +283,12 @@ class IngestService:
                 return
             self._mark_processing(k.id)
             work = asyncio.create_task(self._process_or_fail(k, kb), name=f"knora-ingest-{k.id}")
-            self._active[k.id] = work
-            try:
-                await asyncio.wait([work])
-            except asyncio.CancelledError:  # the queue is stopping: the job goes back to the queue
-                work.cancel()
-                await asyncio.wait([work])
-                raise
-            finally:
-                if self._active.get(k.id) is work:
-                    del self._active[k.id]
-            if not work.cancelled():  # cancelled = stopped by a delete or a re-parse: nothing to record
-                work.result()
+            # False when a delete or a re-parse stopped it: nothing to record then, the job is done either way
+            await self._running.run(k.id, kb.id, work)
 
-    async def _stop_work(self, knowledge_id: str) -> None:
-        work = self._active.get(knowledge_id)
-        if work is not None and not work.done():
-            work.cancel()
-            await asyncio.wait([work])
+    async def stop_knowledge_base(self, kb_id: str) -> None:
+        """Stops the running jobs of a deleted knowledge base's documents (their workers are killed)."""
+        await self._running.stop_knowledge_base(kb_id)
 
     async def give_up(self, payload: dict[str, Any], reason: str) -> None:
         """The queue's last word on a job that kept dying with its process (killed mid-parse, a crash, a

@@ -133,3 +133,16 @@ async def test_reparsing_a_document_while_it_is_parsed_restarts_the_parse(make_s
         second = await eventually(lambda: [p for p in parsers.worker_pids() if p != first], timeout=30)
         assert second  # the new job parses in a new worker: the old one was killed
         assert first not in parsers.worker_pids()
+
+
+async def test_deleting_the_knowledge_base_stops_its_documents_parse(make_settings: Make) -> None:
+    settings = hostile_settings(make_settings, parse_timeout_seconds=120)
+    async with started(settings, RECORDING) as c, client_for(c) as http:
+        kid = await upload(http, "pages.pdf", bombs.pdf_shared_stream(pages=200, stream_bytes=2 << 20))
+        kb = (await status(http, kid))["knowledge_base_id"]
+        pid = await while_parsing(c, http, kid)
+        r = await asyncio.wait_for(http.delete(f"/api/v1/knowledge-bases/{kb}"), 30)
+        assert r.status_code == 200, r.text
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        await c.jobs.wait_idle(10)
+        assert await c.repos.knowledge.get(None, kid) is None
