@@ -42,7 +42,7 @@ from knora.adapters.jobs.registry import build_job_queue
 from knora.adapters.llm.registry import ChatModelRegistry, RerankerRegistry
 from knora.adapters.mcp.approval_relay import RedisApprovalRelay
 from knora.adapters.mcp.toolset import MCPToolset
-from knora.adapters.parsers.registry import ParserRegistry
+from knora.adapters.parsers.runners import build_document_parsers
 from knora.adapters.ratelimit.registry import build as build_rate_limiter
 from knora.adapters.retrieval.registry import build_engine
 from knora.adapters.stream.registry import build as build_stream_log
@@ -58,6 +58,7 @@ from knora.ports.blobs import BlobStore
 from knora.ports.chat import ChatModel, ChatModels
 from knora.ports.graph import GraphStore
 from knora.ports.jobs import JobQueue
+from knora.ports.parser import DocumentParsers, ParseLimits
 from knora.ports.rate_limit import RateLimiter
 from knora.ports.reranker import Rerankers
 from knora.ports.retrieval import RetrievalEngine
@@ -116,7 +117,7 @@ class Services:
     # knowledge: documents in, chunks out
     blobs: BlobStore
     embedders: EmbedderRegistry
-    parsers: ParserRegistry
+    parsers: DocumentParsers
     repos: Repositories
     jobs: JobQueue
     kb_service: KnowledgeBaseService
@@ -166,7 +167,7 @@ class Services:
 class _Store:
     blobs: BlobStore
     embedders: EmbedderRegistry
-    parsers: ParserRegistry
+    parsers: DocumentParsers
     repos: Repositories
     jobs: JobQueue
 
@@ -195,9 +196,12 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
     return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,
-                  parsers=ParserRegistry(s.max_expanded_bytes), repos=repos,
+                  parsers=build_document_parsers(s.parse_isolation, ParseLimits(
+                      s.max_expanded_bytes, s.parse_memory_limit_mb, s.parse_timeout_seconds),
+                      workers=s.parse_workers), repos=repos,
                   jobs=build_job_queue(s.job_queue, repos.jobs, workers=max(s.ingest_concurrency,
-                                                                            s.ingest_workers)))
+                                                                            s.ingest_workers),
+                                       max_attempts=s.ingest_max_attempts, lease_seconds=s.job_lease_seconds))
 
 
 def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,
@@ -272,6 +276,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     await tenants.revoke_legacy_ui_keys(s.api_key)
 
     store = _store(s, sessions, o)
+    closers.append(store.parsers.aclose)  # closed after the job workers, which may be waiting on a parse
     engine = o.engine(s) if o.engine is not None else build_engine(s.effective_retrieval_engine, s)
     await engine.start()
     closers.append(engine.close)
@@ -285,11 +290,12 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
                       embedders=store.embedders, jobs=store.jobs, retrieval=lambda: engine,
                       split=split_document)
     ingest = IngestService(deps)
-    kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder)
+    kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder,
+                               stop_ingestion=ingest.stop_knowledge_base)
     tenant_urls = _outbound(s).tenant
     model_service = ModelService(store.repos, store.embedders, tenant_urls, s.embedder_base_url)
     await model_service.load_cache()
-    store.jobs.register(JOB_KIND, ingest.process)
+    store.jobs.register(JOB_KIND, ingest.process, give_up=ingest.give_up)
 
     models = _models(s, sessions, store.repos, closers)
     pipeline_deps = _pipeline_deps(settings, models, search, store, kbs)

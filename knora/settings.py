@@ -110,7 +110,30 @@ class Settings(BaseSettings):
 
     # --- ingestion ------------------------------------------------------------------------------------------
     max_upload_bytes: int = 100 * 1024 * 1024
-    max_expanded_bytes: int = 512 * 1024 * 1024
+    max_expanded_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        description="Bytes a DOCX/XLSX may expand to, counted as they are decompressed (not as the zip "
+        "headers claim)")
+    parse_isolation: str = Field(
+        default="process",
+        description="process: parse in worker processes under parse_memory_limit_mb and "
+        "parse_timeout_seconds, killed when over; thread: in this process, no memory or time bound (only "
+        "where a process cannot be started)")
+    parse_workers: int = Field(default=2, ge=1, description="Documents parsed at once (worker processes)")
+    parse_timeout_seconds: float = Field(
+        default=300.0, ge=0,
+        description="Longest parse of one document; then it is stopped and fails. 0 = none")
+    parse_memory_limit_mb: int = Field(
+        default=1024, ge=0,
+        description="Address space of a parser process; a file that needs more fails. 0 = no limit")
+    ingest_max_attempts: int = Field(
+        default=3, ge=1,
+        description="Times an ingestion job is started; a job whose process died this often (a crash or a "
+        "restart mid-parse) ends the document as failed instead of running again")
+    job_lease_seconds: float = Field(
+        default=60.0, gt=0,
+        description="A running job whose heartbeat is older than this belongs to a dead process and is "
+        "taken over")
     ingest_workers: int = 1
     ingest_concurrency: int = Field(
         default=64,
@@ -170,7 +193,8 @@ class Settings(BaseSettings):
     def _expand(cls, v: Path) -> Path:
         return v.expanduser()
 
-    @field_validator("retrieval_engine", "stream_log", "job_queue", "web_search_provider", mode="after")
+    @field_validator("retrieval_engine", "stream_log", "job_queue", "web_search_provider", "parse_isolation",
+                     mode="after")
     @classmethod
     def _known_implementation(cls, v: str | None, info: ValidationInfo) -> str | None:
         if v and info.field_name:
@@ -260,6 +284,7 @@ _REGISTRIES = {
     "stream_log": ("knora.adapters.stream.registry", "STREAM_LOGS"),
     "job_queue": ("knora.adapters.jobs.registry", "JOB_QUEUES"),
     "web_search_provider": ("knora.adapters.websearch.registry", "PROVIDERS"),
+    "parse_isolation": ("knora.adapters.parsers.runners", "RUNNERS"),
 }
 
 

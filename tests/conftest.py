@@ -122,6 +122,10 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             # One key makes every request of a test: budgets are tested where a test asks for them.
             "rate_limit_per_minute": 0,
             "rate_limit_heavy_per_minute": 0,
+            # Parsing in this process: a worker process costs every test that ingests a second to start. The
+            # process runner (the product's default) has its own tests (tests/adapters/parsers/test_pool.py,
+            # tests/services/ingest/test_hostile_files.py), which ask for it by name.
+            "parse_isolation": "thread",
         }
         values.update(overrides)
         return Settings(**values)

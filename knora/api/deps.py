@@ -11,9 +11,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from knora.adapters.mcp.toolset import MCPToolset
-from knora.adapters.parsers.registry import ParserRegistry
 from knora.domain.errors import Unauthorized
 from knora.ports.blobs import BlobStore
+from knora.ports.parser import DocumentParsers
 from knora.ports.reranker import Rerankers
 from knora.ports.stream_log import StreamLog
 from knora.root import Services
@@ -66,7 +66,7 @@ async def _model_service(s: ServicesDep) -> ModelService:
     return s.model_service
 
 
-async def _parsers(s: ServicesDep) -> ParserRegistry:
+async def _parsers(s: ServicesDep) -> DocumentParsers:
     return s.parsers
 
 
@@ -125,7 +125,7 @@ KBServiceDep = Annotated[KnowledgeBaseService, Depends(_kb_service)]
 IngestServiceDep = Annotated[IngestService, Depends(_ingest_service)]
 ChunkServiceDep = Annotated[ChunkService, Depends(_chunk_service)]
 ModelServiceDep = Annotated[ModelService, Depends(_model_service)]
-ParsersDep = Annotated[ParserRegistry, Depends(_parsers)]
+ParsersDep = Annotated[DocumentParsers, Depends(_parsers)]
 SearchServiceDep = Annotated[HybridSearch, Depends(_search_service)]
 FaqServiceDep = Annotated[FaqService, Depends(_faq_service)]
 SessionServiceDep = Annotated[SessionService, Depends(_session_service)]

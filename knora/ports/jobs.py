@@ -5,6 +5,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 JobHandler = Callable[[dict[str, Any]], Awaitable[None]]
+# Called instead of the handler for a job started more than the queue's maximum number of times without
+# finishing (its process died each time): records why the work will not happen (payload, reason).
+GiveUpHandler = Callable[[dict[str, Any], str], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,10 @@ class JobRequest:
 class JobQueue(Protocol):
     """Durable background jobs. Pending jobs survive a restart and run again."""
 
-    def register(self, kind: str, handler: JobHandler) -> None: ...
+    def register(self, kind: str, handler: JobHandler, *, give_up: GiveUpHandler | None = None) -> None:
+        """``give_up`` runs (once) for a job that was started too often without finishing; the job is then
+        failed."""
+        ...
 
     async def enqueue(self, kind: str, payload: dict[str, Any], *, key: str | None = None) -> str:
         """``key`` de-duplicates: a queued/running job with the same key is not enqueued twice."""

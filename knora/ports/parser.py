@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -22,4 +23,30 @@ class Parser(Protocol):
 
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
         """Runs in a worker thread. Raises ParseError with a reason a user can act on."""
+        ...
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """What one document's parse may cost. 0 means no bound (only the in-thread runner ignores the memory and
+    time bounds: a thread can be neither capped nor stopped)."""
+
+    max_expanded_bytes: int  # bytes a zip container (DOCX, XLSX) may expand to, counted as they are read
+    memory_mb: int = 1024  # address space of the parsing process
+    timeout_seconds: float = 300.0  # one document, from the moment the worker has it
+
+
+@runtime_checkable
+class DocumentParsers(Protocol):
+    """How ingestion parses an original: picked by file extension, run under ``ParseLimits``. A file that
+    exceeds a limit, crashes its parser or cannot be read ends in ParseError with a reason a user can act on;
+    cancelling ``parse`` stops the work (a worker process is killed)."""
+
+    @property
+    def extensions(self) -> frozenset[str]: ...
+
+    async def parse(self, data: bytes, file_name: str) -> ParsedDocument: ...
+
+    async def aclose(self) -> None:
+        """Stops the workers; a parse still running ends in ParseError."""
         ...

@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from knora.domain.common import utcnow
-from knora.ports.jobs import JobHandler
+from knora.ports.jobs import GiveUpHandler, JobHandler
 from knora.ports.store import JobRecord, JobRepo
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,7 @@ class InProcessJobQueue:
                  poll_seconds: float = 2.0, max_attempts: int = 3) -> None:
         self._repo = repo
         self._handlers: dict[str, JobHandler] = {}
+        self._give_up: dict[str, GiveUpHandler] = {}
         self._workers = max(1, workers)
         self._lease = lease_seconds
         self._poll = poll_seconds
@@ -38,8 +39,10 @@ class InProcessJobQueue:
         self._finished: list[str] = []
         self._stopping = False
 
-    def register(self, kind: str, handler: JobHandler) -> None:
+    def register(self, kind: str, handler: JobHandler, *, give_up: GiveUpHandler | None = None) -> None:
         self._handlers[kind] = handler
+        if give_up is not None:
+            self._give_up[kind] = give_up
 
     async def enqueue(self, kind: str, payload: dict[str, Any], *, key: str | None = None) -> str:
         if kind not in self._handlers:
@@ -126,11 +129,14 @@ class InProcessJobQueue:
         beat = asyncio.create_task(self._heartbeat(job.id))
         done = False
         try:
+            if job.attempts > self._max_attempts:
+                await self._abandon(job)
+                return
             await handler(job.payload)
             done = True
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # a shutdown: not the job's fault, its attempt is given back
             with contextlib.suppress(Exception):
-                await asyncio.shield(self._repo.requeue(job.id))
+                await asyncio.shield(self._repo.requeue(job.id, refund=True))
             raise
         except Exception as exc:
             log.exception("job %s (%s) failed", job.id, job.kind)
@@ -144,6 +150,19 @@ class InProcessJobQueue:
             if done:
                 self._finished.append(job.id)  # removed by the dispatcher's next transaction
             self._wake.set()
+
+    async def _abandon(self, job: JobRecord) -> None:
+        """A job claimed more often than ``max_attempts`` never finished: each time, its process died under it
+        (killed, crashed, out of memory, restarted mid-job). Running it again would likely end the same way,
+        across every restart; it is failed, and its kind's ``give_up`` records why."""
+        starts = job.attempts - 1
+        reason = (f"it was started {starts} time{'' if starts == 1 else 's'} and each time the process "
+                  "running it ended before it finished")
+        log.warning("job %s (%s) given up: %s", job.id, job.kind, reason)
+        give_up = self._give_up.get(job.kind)
+        if give_up is not None:
+            await give_up(job.payload, reason)
+        await self._repo.fail(job.id, reason)
 
     async def _heartbeat(self, job_id: str) -> None:
         while True:

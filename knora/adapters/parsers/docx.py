@@ -1,7 +1,7 @@
 """Word documents via python-docx: paragraphs and tables in body order, headings rendered as markdown ``#``.
 
-Headings as markdown give the chunker its section breadcrumbs. The zip container is checked for bombs before
-python-docx opens it.
+Headings as markdown give the chunker its section breadcrumbs. The zip container is decompressed under a
+budget (``zipguard``) before python-docx opens the rewritten copy.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import re
 
 from knora.adapters.parsers._common import (
     DEFAULT_MAX_EXPANDED_BYTES,
-    check_zip_safety,
     file_stem,
     markdown_table,
     normalise_text,
 )
+from knora.adapters.parsers.zipguard import bounded_archive
 from knora.ports.parser import ParsedDocument, ParseError
 
 _HEADING = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
@@ -42,7 +42,7 @@ class DocxParser:
         self.max_expanded_bytes = max_expanded_bytes
 
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
-        check_zip_safety(data, self.max_expanded_bytes, "docx")
+        data = bounded_archive(data, self.max_expanded_bytes, "docx")
         import docx
         from docx.table import Table
         from docx.text.paragraph import Paragraph

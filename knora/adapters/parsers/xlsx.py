@@ -1,7 +1,7 @@
 """Excel workbooks via openpyxl (read-only, cached values): one markdown table per sheet, rows in ``tables``.
 
-Read-only mode streams rows instead of building the whole workbook in memory; the zip container is checked for
-bombs before openpyxl sees it.
+Read-only mode streams rows instead of building the whole workbook in memory; the zip container is
+decompressed under a budget (``zipguard``) before openpyxl sees the rewritten copy.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from datetime import date, datetime, time
 
 from knora.adapters.parsers._common import (
     DEFAULT_MAX_EXPANDED_BYTES,
-    check_zip_safety,
     file_stem,
     markdown_table,
     normalise_text,
     trim_rows,
 )
+from knora.adapters.parsers.zipguard import bounded_archive
 from knora.ports.parser import ParsedDocument, ParseError
 
 _MAX_ROWS_PER_SHEET = 1_000_000
@@ -42,7 +42,7 @@ class XlsxParser:
         self.max_expanded_bytes = max_expanded_bytes
 
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
-        check_zip_safety(data, self.max_expanded_bytes, "xlsx")
+        data = bounded_archive(data, self.max_expanded_bytes, "xlsx")
         import openpyxl
 
         tables: list[list[list[str]]] = []

@@ -1,10 +1,11 @@
 """Ingestion: accepting documents (file, URL, manual text) and turning them into indexed chunks.
 
 Accepting is synchronous and cheap: validate, store the original, write a ``pending`` document row and enqueue
-a job. The job (``process``) parses in a thread, chunks with the KB's config, embeds through a shared batcher
-and then swaps the chunks in: new rows go to the retrieval index first, then one database transaction replaces
-the document's chunk rows and marks it completed, then the old rows leave the index. Search hydrates hits from
-the chunk table, so a document becomes searchable exactly when that transaction commits — with all its chunks.
+a job. The job (``process``) parses in a worker process (``DocumentParsers``: capped memory and time), chunks
+with the KB's config, embeds through a shared batcher and then swaps the chunks in: new rows go to the
+retrieval index first, then one database transaction replaces the document's chunk rows and marks it
+completed, then the old rows leave the index. Search hydrates hits from the chunk table, so a document becomes
+searchable exactly when that transaction commits — with all its chunks.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ import hashlib
 import json
 import logging
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Protocol
+from typing import Any
 
 from knora.domain.common import safe_name, utcnow
 from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
@@ -28,7 +28,7 @@ from knora.domain.search import IndexRow
 from knora.ports.blobs import BlobStore
 from knora.ports.chat import ModelError
 from knora.ports.jobs import JobQueue, JobRequest
-from knora.ports.parser import ParsedDocument, ParseError
+from knora.ports.parser import DocumentParsers, ParseError
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import KnowledgeFilter, Page, Repositories
 from knora.services.ingest import fetch as fetching
@@ -36,6 +36,7 @@ from knora.services.ingest.build import Draft, build_chunks, searchable
 from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.embedders import EmbedderRegistry
 from knora.services.ingest.quota import StorageQuota
+from knora.services.ingest.running import RunningWork
 from knora.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -63,21 +64,12 @@ class IngestFailure(Exception):
     """A readable reason a document could not be ingested (ends as parse_status=failed)."""
 
 
-class Parsers(Protocol):
-    """What ingestion needs of ``c.parsers`` (``knora.adapters.parsers.registry.ParserRegistry``)."""
-
-    @property
-    def extensions(self) -> frozenset[str]: ...
-
-    def parse(self, data: bytes, file_name: str) -> ParsedDocument: ...
-
-
 @dataclass
 class IngestDeps:
     settings: Settings
     repos: Repositories
     blobs: BlobStore
-    parsers: Parsers
+    parsers: DocumentParsers
     embedders: EmbedderRegistry
     jobs: JobQueue
     retrieval: Callable[[], RetrievalEngine | None]
@@ -95,6 +87,7 @@ class IngestService:
         self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._committer = GroupCommitter(deps.repos.chunks, deps.retrieval)
         self._processing: list[str] = []
+        self._running = RunningWork()  # so that a delete or re-parse can stop a job mid-parse
         self._marker: asyncio.Task[None] | None = None
         self.quota = StorageQuota(deps.repos.knowledge, deps.settings.tenant_storage_quota_bytes)
 
@@ -267,13 +260,17 @@ class IngestService:
         k = await self.get(tenant_id, knowledge_id)
         if not await self.d.repos.knowledge.requeue_with_job(k.id, _job_for(k.id)):
             raise NotFound("Knowledge not found")
+        await self._running.stop(k.id)  # a parse still running is stale now: the new job starts at once
         self.d.jobs.notify()
         return await self.get(tenant_id, knowledge_id)
 
     async def delete(self, tenant_id: int, knowledge_id: str) -> None:
+        """Returns promptly even while the document is being parsed: the row goes first (a job that starts
+        later finds nothing to do, and a commit in flight finds the row gone and drops its chunks), then the
+        running work is stopped, which kills its parser process."""
         k = await self.get(tenant_id, knowledge_id)
-        async with self._locks[k.id]:
-            await self.d.repos.knowledge.delete(tenant_id, k.id)
+        await self.d.repos.knowledge.delete(tenant_id, k.id)
+        await self._running.stop(k.id)
         engine = self.d.retrieval()
         if engine is not None:
             await engine.delete_knowledge([k.id])
@@ -282,14 +279,9 @@ class IngestService:
         self._locks.pop(k.id, None)
 
     # --- the job --------------------------------------------------------------------------------------------
-    @asynccontextmanager
-    async def _locked(self, knowledge_id: str) -> AsyncIterator[None]:
-        async with self._locks[knowledge_id]:
-            yield
-
     async def process(self, payload: dict[str, Any]) -> None:
         knowledge_id = str(payload.get("knowledge_id", ""))
-        async with self._locked(knowledge_id):
+        async with self._locks[knowledge_id]:
             k = await self.d.repos.knowledge.get(None, knowledge_id)
             if k is None:
                 return  # deleted before its turn came
@@ -297,17 +289,33 @@ class IngestService:
             if kb is None:
                 return
             self._mark_processing(k.id)
-            try:
-                await self._process(k, kb)
-            except (ParseError, IngestFailure, AppError, ModelError) as exc:
-                # a model's error (an embedding endpoint refused by the outbound policy, or answering garbage)
-                # names the provider and what was wrong: that is the reason, not an "Internal error"
-                await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED,
-                                                        str(exc) or type(exc).__name__)
-            except Exception as exc:
-                log.exception("ingesting %s failed", k.id)
-                await self.d.repos.knowledge.set_status(
-                    k.id, ParseStatus.FAILED, f"Internal error while ingesting: {type(exc).__name__}: {exc}")
+            work = asyncio.create_task(self._process_or_fail(k, kb), name=f"knora-ingest-{k.id}")
+            # False when a delete or a re-parse stopped it: nothing to record then, the job is done either way
+            await self._running.run(k.id, kb.id, work)
+
+    async def stop_knowledge_base(self, kb_id: str) -> None:
+        """Stops the running jobs of a deleted knowledge base's documents (their workers are killed)."""
+        await self._running.stop_knowledge_base(kb_id)
+
+    async def give_up(self, payload: dict[str, Any], reason: str) -> None:
+        """The queue's last word on a job that kept dying with its process (killed mid-parse, a crash, a
+        restart): the document ends ``failed`` instead of being started again forever."""
+        await self.d.repos.knowledge.set_status(
+            str(payload.get("knowledge_id", "")), ParseStatus.FAILED,
+            f"Ingestion stopped: {reason}. It is not retried automatically; re-parse to try again.")
+
+    async def _process_or_fail(self, k: Knowledge, kb: KnowledgeBase) -> None:
+        try:
+            await self._process(k, kb)
+        except (ParseError, IngestFailure, AppError, ModelError) as exc:
+            # a model's error (an embedding endpoint refused by the outbound policy, or answering garbage)
+            # names the provider and what was wrong: that is the reason, not an "Internal error"
+            await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED,
+                                                    str(exc) or type(exc).__name__)
+        except Exception as exc:
+            log.exception("ingesting %s failed", k.id)
+            await self.d.repos.knowledge.set_status(
+                k.id, ParseStatus.FAILED, f"Internal error while ingesting: {type(exc).__name__}: {exc}")
 
     def _mark_processing(self, knowledge_id: str) -> None:
         """Show ``processing`` soon, without a write per document: ids are flushed in one UPDATE per round."""
@@ -352,7 +360,7 @@ class IngestService:
             raise IngestFailure(f"{name} is empty")
         if file_extension(name) != ext:
             name = f"{PurePosixPath(name).stem or 'document'}.{ext}"
-        doc = await asyncio.to_thread(self.d.parsers.parse, data, name)
+        doc = await self.d.parsers.parse(data, name)
         if not doc.text.strip():
             raise IngestFailure(f"{name} contains no text")
         # A file's own title (PDF metadata, first heading, <title>) beats its file name; a title the user

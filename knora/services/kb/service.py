@@ -4,7 +4,7 @@ store."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -57,8 +57,10 @@ def _name(value: Any, what: str = "name") -> str:
 
 class KnowledgeBaseService:
     def __init__(self, repos: Repositories, blobs: BlobStore, retrieval: Callable[[], RetrievalEngine | None],
-                 default_embedding_model: Callable[[], str]) -> None:
+                 default_embedding_model: Callable[[], str],
+                 stop_ingestion: Callable[[str], Awaitable[None]] | None = None) -> None:
         self.repos = repos
+        self._stop_ingestion = stop_ingestion  # stops the running ingestion jobs of a knowledge base
         self.blobs = blobs
         self._retrieval = retrieval
         self._default_embedding = default_embedding_model
@@ -147,6 +149,8 @@ class KnowledgeBaseService:
     async def delete(self, tenant_id: int, kb_id: str) -> None:
         kb = await self.get(tenant_id, kb_id)
         await self.repos.kbs.delete(tenant_id, kb.id)
+        if self._stop_ingestion is not None:  # a document still being parsed must not hold a worker on
+            await self._stop_ingestion(kb.id)
         engine = self._retrieval()
         if engine is not None:
             await engine.delete_knowledge_base(kb.id)

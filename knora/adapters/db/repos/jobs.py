@@ -106,10 +106,11 @@ class SqlJobRepo:
             await s.execute(update(JobRow).where(JobRow.id == job_id)
                             .values(status="failed", error=error[:4000], updated_at=utcnow()))
 
-    async def requeue(self, job_id: str) -> None:
+    async def requeue(self, job_id: str, *, refund: bool = False) -> None:
+        attempts = JobRow.attempts - 1 if refund else JobRow.attempts
         async with self._sessions.begin() as s:
             await s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running")
-                            .values(status="queued", updated_at=utcnow()))
+                            .values(status="queued", attempts=attempts, updated_at=utcnow()))
 
     async def count_active(self) -> int:
         async with self._sessions() as s:
