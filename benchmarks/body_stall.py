@@ -6,7 +6,9 @@ alone): the longest time between two answered probes (a probe cannot even start 
 the probes' own latency, during the POST. ``--inline`` parses every body on the event loop (as before issue
 20's fix), for comparison.
 
-    python benchmarks/body_stall.py [--inline]
+    python benchmarks/body_stall.py [--inline] [--route login|models]
+
+``--route models`` sends the body to ``POST /api/v1/models``, whose service is handed the whole body.
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ SHAPES = {
 }
 
 
-async def run(shape: str) -> dict[str, Any]:
+# route → the status its refusal answers: login reads one field; models hands the whole body to its service
+ROUTES = {"login": ("/api/v1/auth/login", 401), "models": ("/api/v1/models", 400)}
+
+
+async def run(shape: str, route: str = "login") -> dict[str, Any]:
     raw = json.dumps(SHAPES[shape]()).encode()
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp), api_key="bench", embedder="local:hash", sample_kb=False,
@@ -64,18 +70,19 @@ async def run(shape: str) -> dict[str, Any]:
                 prober = asyncio.create_task(probe())
                 await asyncio.sleep(0.1)
                 t0 = time.perf_counter()
-                r = await http.post("/api/v1/auth/login", content=raw, headers=JSON_TYPE)
+                path, refused = ROUTES[route]
+                r = await http.post(path, content=raw, headers=JSON_TYPE)
                 t1 = time.perf_counter()
                 post_ms = (t1 - t0) * 1000
                 done.set()
                 await prober
-                assert r.status_code == 401, r.text
+                assert r.status_code == refused, r.text
         finally:
             await services.aclose()
     during = [t0, *(t for t in answered if t0 < t < t1), t1]  # the POST's start, answered probes, its end
     gaps = [(b - a) * 1000 for a, b in zip(during, during[1:], strict=False)]
     latencies.sort()
-    return {"benchmark": "body_stall", "shape": shape, "body_mb": round(len(raw) / 1e6, 1),
+    return {"benchmark": "body_stall", "shape": shape, "route": route, "body_mb": round(len(raw) / 1e6, 1),
             "parsed": "inline" if len(raw) < body.OFFLOAD_BYTES else "worker thread",
             "post_ms": round(post_ms), "probes_during_post": len(during) - 2,
             "probe_gap_ms_max": round(max(gaps), 1), "probe_ms_max": round(latencies[-1], 1),
@@ -87,8 +94,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--inline", action="store_true", help="parse on the event loop (the behaviour before)")
     ap.add_argument("--shape", choices=sorted(SHAPES), action="append")
+    ap.add_argument("--route", choices=sorted(ROUTES), default="login")
     a = ap.parse_args()
     if a.inline:
         body.OFFLOAD_BYTES = 1 << 40
     for name in a.shape or list(SHAPES):
-        print(json.dumps(asyncio.run(run(name))))
+        print(json.dumps(asyncio.run(run(name, a.route))))
