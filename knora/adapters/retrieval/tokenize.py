@@ -3,8 +3,11 @@
 Engines index *pre-tokenised* text (tokens joined by single spaces) and tokenise queries with the same
 function, so FTS5 (``ascii`` tokenizer) and PostgreSQL (``'simple'`` lexemes) never apply their own,
 language-blind rules: Han/kana runs are cut by jieba in search mode (overlapping sub-words improve recall),
-letter/digit runs are lower-cased and Snowball-stemmed, and everything else (whitespace, punctuation, symbols)
-is a separator and never a token — which is why a query with a space cannot match every row.
+letter/digit runs are lower-cased and Snowball-stemmed, each emoji or pictograph is a token of its own, and
+everything else (whitespace, punctuation, other symbols) is a separator and never a token — which is why a
+query with a space cannot match every row. Text is NFKC-normalised first, so a decomposed ``Ü`` matches a
+composed one and a PDF's ``ﬁ`` ligature or full-width ``ＡＰＩ`` matches what a user types (documents indexed
+before this rule keep their old tokens for such characters until re-parsed).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import logging
 import re
 import tempfile
 import threading
+import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +26,10 @@ import snowballstemmer
 
 # Han (incl. ext. A and compatibility ideographs), Hiragana, Katakana: handed to jieba.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_RUN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+# Emoji and pictographs (incl. regional indicators, skin tones) and the dingbat/misc-symbol blocks: one token
+# per code point, so a document with 😀 is found by 😀. Joiners and variation selectors stay separators.
+_PICTO = "\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
+_RUN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)|([{_PICTO}])")
 
 ENGLISH_STOPWORDS = frozenset(
     ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "do", "does",
@@ -93,9 +100,13 @@ def _is_token(tok: str) -> bool:
 def tokenize(text: str, *, drop_stopwords: bool = False, stem: bool = True) -> list[str]:
     """Tokens of ``text`` in order (duplicates kept, so term frequency survives into the index)."""
     out: list[str] = []
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
     for m in _RUN.finditer(text):
-        cjk, word = m.group(1), m.group(2)
-        if cjk:
+        cjk, word, picto = m.group(1), m.group(2), m.group(3)
+        if picto:
+            out.append(picto)
+        elif cjk:
             for tok in _jieba().cut_for_search(cjk, HMM=True):
                 tok = tok.strip()
                 if tok and _is_token(tok) and not (drop_stopwords and tok in CHINESE_STOPWORDS):

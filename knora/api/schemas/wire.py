@@ -30,6 +30,7 @@ class RequestBody(BaseModel):
 
         The parsed values themselves, not ``model_dump``'s deep copy: every field is a plain JSON value, and
         copying a 20 MB body held the event loop for over a second."""
-        values = {name: getattr(self, name) for name in type(self).model_fields if name in self.model_fields_set}
+        given = self.model_fields_set
+        values = {name: getattr(self, name) for name in type(self).model_fields if name in given}
         values.update(self.model_extra or {})
         return values

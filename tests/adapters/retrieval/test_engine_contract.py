@@ -81,6 +81,15 @@ class TestEngineContract:
         # a space between words is a separator, not a term
         assert ids(await loaded.search(kq("lazy  dog"))) == ["c1"]
 
+    async def test_unicode_forms_and_emoji_are_searchable(self, engine: RetrievalEngine) -> None:
+        """Issue 20 item 11: composed and decomposed forms (and PDF ligatures) meet; an emoji is a term."""
+        await engine.index([row("u1", "Gr\u00fc\u00dfe aus M\u00fcnchen", emb=vec(0)),
+                            row("u2", "Party \U0001F600 notes, \ufb01nance plan", emb=vec(1)),
+                            row("u3", "a plain row", emb=vec(2))])
+        assert ids(await engine.search(kq("Mu\u0308nchen"))) == ["u1"]  # decomposed query, composed text
+        assert ids(await engine.search(kq("\U0001F600"))) == ["u2"]
+        assert ids(await engine.search(kq("finance"))) == ["u2"]  # the "fi" ligature in the text
+
     async def test_operators_in_query_are_plain_terms(self, loaded: RetrievalEngine) -> None:
         assert await loaded.search(kq('NOT "fox" OR * NEAR(')) != []  # no syntax error; "fox" still matches
         assert await loaded.search(kq("'; DROP TABLE x; --")) == []
