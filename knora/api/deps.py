@@ -6,6 +6,7 @@ A route names the services it uses (``kbs: KBServiceDep``); each alias reads one
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -139,21 +140,44 @@ BlobsDep = Annotated[BlobStore, Depends(_blobs)]
 RerankersDep = Annotated[Rerankers, Depends(_rerankers)]
 
 
-async def get_tenant_id(request: Request, tenants: TenantsDep) -> int:
-    """X-API-Key first, then ``Authorization: Bearer`` (the web UI sends the key as a bearer token)."""
-    key = request.headers.get("x-api-key", "").strip()
-    bearer = request.headers.get("authorization", "")
-    candidates = [key] if key else []
+def credentials(headers: Mapping[str, str]) -> list[str]:
+    """The keys a request presents: X-API-Key first, then ``Authorization: Bearer`` (the web UI sends the key
+    as a bearer token)."""
+    key = headers.get("x-api-key", "").strip()
+    bearer = headers.get("authorization", "")
+    found = [key] if key else []
     if bearer.lower().startswith("bearer "):
-        candidates.append(bearer[7:].strip())
-    if not candidates:
-        raise Unauthorized("Unauthorized: missing authentication")
-    for candidate in candidates:
+        found.append(bearer[7:].strip())
+    return found
+
+
+async def authenticate(headers: Mapping[str, str], tenants: TenantService) -> tuple[int, str] | None:
+    """(tenant, key) of the first key the request presents that is known, else None."""
+    for candidate in credentials(headers):
         tenant_id = await tenants.authenticate(candidate)
         if tenant_id is not None:
-            request.state.tenant_id = tenant_id
-            return tenant_id
-    raise Unauthorized("Unauthorized: invalid API key")
+            return tenant_id, candidate
+    return None
+
+
+# Set on the request's state by the rate limiter, which resolves the caller first: the answer is reused here
+# instead of looking an unknown key up twice.
+AUTHENTICATED = "authenticated"
+
+
+async def get_tenant_id(request: Request, tenants: TenantsDep) -> int:
+    if not credentials(request.headers):
+        raise Unauthorized("Unauthorized: missing authentication")
+    state = request.scope.get("state", {})
+    if AUTHENTICATED in state:
+        tenant_id: int | None = state[AUTHENTICATED]
+    else:
+        found = await authenticate(request.headers, tenants)
+        tenant_id = found[0] if found else None
+    if tenant_id is None:
+        raise Unauthorized("Unauthorized: invalid API key")
+    request.state.tenant_id = tenant_id
+    return tenant_id
 
 
 TenantDep = Annotated[int, Depends(get_tenant_id)]

@@ -16,8 +16,10 @@ import logging
 import math
 import re
 
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from knora.api.deps import AUTHENTICATED, authenticate
 from knora.api.envelope import error
 from knora.ports.rate_limit import Budget, Decision
 from knora.root import Services
@@ -34,21 +36,13 @@ def is_heavy(method: str, path: str) -> bool:
     return method == "POST" and _HEAVY.search(path) is not None
 
 
-def _credentials(scope: Scope) -> list[str]:
-    headers = dict(scope["headers"])
-    key = headers.get(b"x-api-key", b"").decode("latin-1").strip()
-    bearer = headers.get(b"authorization", b"").decode("latin-1")
-    found = [key] if key else []
-    if bearer.lower().startswith("bearer "):
-        found.append(bearer[7:].strip())
-    return [c for c in found if c]
-
-
 async def caller(scope: Scope, services: Services) -> str:
-    """``key:<digest>`` for a known key or token, else ``ip:<client address>``."""
-    for candidate in _credentials(scope):
-        if await services.tenants.authenticate(candidate) is not None:
-            return "key:" + hash_key(candidate)[:32]
+    """``key:<digest>`` for a known key or token, else ``ip:<client address>``. The tenant found (or None) is
+    left on the request's state for the authentication dependency, so a key is looked up once."""
+    found = await authenticate(Headers(scope=scope), services.tenants)
+    scope.setdefault("state", {})[AUTHENTICATED] = found[0] if found else None
+    if found is not None:
+        return "key:" + hash_key(found[1])[:32]
     client = scope.get("client")
     return "ip:" + (client[0] if client else "unknown")
 

@@ -4,9 +4,7 @@ is known, deleting makes room, and the tenant JSON carries ``storage_quota`` / `
 
 from __future__ import annotations
 
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -15,6 +13,7 @@ import pytest
 from knora.root import Services
 from knora.settings import Settings
 from tests.conftest import RECORDING, client_for, started
+from tests.fakes.web_site import Page, serve
 
 pytestmark = pytest.mark.integration
 
@@ -22,25 +21,10 @@ QUOTA = 1000
 PAGE = b"<html><head><title>Big</title></head><body><p>" + b"otters " * 80 + b"</p></body></html>"  # 613 B
 
 
-class _Site(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/page.html"
-    server.shutdown()
-    server.server_close()
+    with serve({}, default=Page(PAGE)) as base:
+        yield f"{base}/page.html"
 
 
 @pytest.fixture

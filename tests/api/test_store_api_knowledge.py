@@ -3,15 +3,14 @@ chunk editing, and deletion (api §1.5 "Knowledge", "Chunks")."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.conftest import client_for, record_retrieval
+from tests.fakes.web_site import Page, serve
 
 pytestmark = pytest.mark.integration
 
@@ -206,24 +205,11 @@ class TestChunksAndTenancy:
         assert (await store_client.get(f"/api/v1/knowledge/{kid}")).status_code == 200
 
 
-class _Site(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = (b"<html><head><title>Otters</title></head>"
-                b"<body><p>Otters hold hands while sleeping.</p></body></html>")
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+OTTERS = Page(b"<html><head><title>Otters</title></head>"
+              b"<body><p>Otters hold hands while sleeping.</p></body></html>")
 
 
 @pytest.fixture
 def site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve({}, default=OTTERS) as base:
+        yield base

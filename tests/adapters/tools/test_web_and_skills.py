@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -16,43 +14,19 @@ from knora.adapters.tools import _netguard, execute_skill_script, read_skill, we
 from knora.ports.tool import ToolContext, ToolDeps
 from knora.ports.websearch import WebResult
 from knora.settings import Settings
+from tests.fakes.web_site import Page, redirect, serve
 
 pytestmark = pytest.mark.integration
 
 
-class Pages(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        if self.path == "/hop":
-            self.send_response(302)
-            self.send_header("Location", "/page")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        if self.path == "/to-metadata":
-            self.send_response(302)
-            self.send_header("Location", "http://169.254.169.254/latest/meta-data")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        body = (b"<html><head><title>Knora page</title><script>x()</script></head>"
-                b"<body><p>Hello body</p></body></html>")
-        self.send_response(200 if self.path == "/page" else 404)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        return
-
-
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Pages)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    page = Page(b"<html><head><title>Knora page</title><script>x()</script></head>"
+                b"<body><p>Hello body</p></body></html>", "text/html")
+    pages = {"/hop": redirect("/page"), "/to-metadata": redirect("http://169.254.169.254/latest/meta-data"),
+             "/page": page}
+    with serve(pages, default=Page(page.body, "text/html", 404)) as base:
+        yield base
 
 
 def fetch_tool(**settings: Any) -> Any:

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -18,6 +16,7 @@ from knora.root import build_services
 from knora.services.ingest.service import DuplicateKnowledge
 from knora.settings import Settings
 from tests.conftest import RECORDING, record_retrieval, started
+from tests.fakes.web_site import Page, redirect, serve
 
 pytestmark = pytest.mark.integration
 
@@ -232,39 +231,18 @@ class TestReparseDeleteRestart:
             assert len(await _chunks(second, k.id)) > 0
 
 
-class _Handler(BaseHTTPRequestHandler):
-    pages: ClassVar[dict[str, tuple[int, str, bytes, dict[str, str]]]] = {}
-
-    def do_GET(self) -> None:
-        status, ctype, body, headers = self.pages.get(self.path, (404, "text/plain", b"missing", {}))
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        for a, b in headers.items():
-            self.send_header(a, b)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def web() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    _Handler.pages = {
-        "/page": (200, "text/html", (b"<html><head><title>Fetched page</title></head><body><nav>menu</nav>"
-                                     b"<article><h1>Fetched page</h1><p>Knora can ingest web pages fetched "
-                                     b"from a URL.</p></article></body></html>"), {}),
-        "/moved": (302, "text/plain", b"", {"Location": "/page"}),
-        "/notes.txt": (200, "text/plain", b"Plain notes served as a file.", {}),
-        "/big": (200, "text/plain", b"y" * 5000, {}),
+    pages = {
+        "/page": Page(b"<html><head><title>Fetched page</title></head><body><nav>menu</nav>"
+                      b"<article><h1>Fetched page</h1><p>Knora can ingest web pages fetched "
+                      b"from a URL.</p></article></body></html>", "text/html"),
+        "/moved": redirect("/page"),
+        "/notes.txt": Page(b"Plain notes served as a file.", "text/plain"),
+        "/big": Page(b"y" * 5000, "text/plain"),
     }
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve(pages) as base:
+        yield base
 
 
 class TestIngestUrl:
