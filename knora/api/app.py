@@ -12,6 +12,7 @@ from knora.api import errors
 from knora.api.body import install_openapi
 from knora.api.body_limit import BodyLimitMiddleware, limits
 from knora.api.cors import KnoraCors
+from knora.api.metrics import MetricsMiddleware
 from knora.api.rate_limit import RateLimitMiddleware
 from knora.api.request_id import RequestIdMiddleware
 from knora.api.routes import (
@@ -23,12 +24,14 @@ from knora.api.routes import (
     knowledge_bases,
     mcp_services,
     messages,
+    metrics,
     models,
     search,
     sessions,
     system,
     tags,
 )
+from knora.ports.telemetry import Metrics, NullMetrics
 from knora.root import Services, build_services
 from knora.settings import Settings
 from knora.web.mount import mount as mount_web
@@ -42,6 +45,12 @@ ROUTERS: tuple[APIRouter, ...] = (
 )
 
 API_PREFIX = "/api/v1"
+NULL_METRICS = NullMetrics()
+
+
+def _metrics_of(app: FastAPI) -> Metrics:
+    services: Services | None = getattr(app.state, "services", None)
+    return services.telemetry.metrics if services is not None else NULL_METRICS
 
 
 def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
@@ -72,7 +81,10 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                                                              settings.max_chat_body_bytes))
     app.add_middleware(KnoraCors, origins=settings.cors_origins, prefix=API_PREFIX)
 
-    app.add_middleware(RequestIdMiddleware)  # outermost: error responses get the id too
+    app.add_middleware(RequestIdMiddleware)  # error responses get the id too
+    # outermost: every answer is counted, a 429 or a 413 included. The metrics object is the services'; the
+    # middleware reads it per request, since built services exist only once the lifespan has run.
+    app.add_middleware(MetricsMiddleware, metrics=lambda: _metrics_of(app))
 
     @app.get("/health", include_in_schema=False)
     async def health() -> dict[str, str]:
@@ -80,6 +92,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
+    app.include_router(metrics.router)
     install_openapi(app)
     mount_web(app)
     return app
