@@ -48,6 +48,8 @@ class MetricsMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        metrics = self.metrics()
+        metrics.http_in_flight(1)
         started = time.perf_counter()
         status = 500  # no response started: the client sees the server fail
 
@@ -60,5 +62,6 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_and_note)
         finally:
-            self.metrics().http_request(str(scope.get("method", "")), route_of(scope), status,
-                                      time.perf_counter() - started)
+            metrics.http_in_flight(-1)
+            metrics.http_request(str(scope.get("method", "")), route_of(scope), status,
+                                 time.perf_counter() - started)

@@ -23,6 +23,10 @@ class Metrics(Protocol):
 
     def http_request(self, method: str, route: str, status: int, seconds: float) -> None: ...
 
+    def http_in_flight(self, delta: int) -> None:
+        """+1 when a request starts, -1 when its response ends (an SSE stream counts while it is read)."""
+        ...
+
     def turn_started(self, runtime: str) -> None: ...
 
     def turn_ended(self, runtime: str, outcome: str, seconds: float) -> None:
@@ -135,6 +139,9 @@ class NullMetrics:
     """Metrics off (``metrics_enabled = false``)."""
 
     def http_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        return None
+
+    def http_in_flight(self, delta: int) -> None:
         return None
 
     def turn_started(self, runtime: str) -> None:

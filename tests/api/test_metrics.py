@@ -99,6 +99,7 @@ async def test_a_scrape_after_ingestion_and_both_runtimes(services: Services, fa
     assert value(s, "knora_http_requests_total", method="POST", route="/api/v1/knowledge-chat/{session_id}",
                  status="200") == 1
     assert value(s, "knora_active_turns") == 0
+    assert value(s, "knora_http_requests_in_flight") == 1  # the scrape itself
     assert ("knora_job_queue_depth", frozenset()) in s
     # ids never become labels
     assert sid not in scrape.text and kb not in scrape.text
@@ -142,3 +143,18 @@ class TestWhoMayScrape:
         async with started(make_settings(metrics_enabled=False)) as c, http_for(c) as http:
             assert (await http.get("/metrics")).status_code == 404
             assert (await http.get("/api/v1/knowledge-bases")).status_code == 200
+
+
+async def test_a_failed_ingestion_is_counted_by_kind(services: Services) -> None:
+    async with http_for(services) as http:
+        kb = (await http.post("/api/v1/knowledge-bases", json={"name": "Docs"})).json()["data"]["id"]
+        r = await http.post(f"/api/v1/knowledge-bases/{kb}/knowledge/file",
+                            files={"file": ("broken.pdf", b"%PDF-1.4 this is not a pdf", "application/pdf")})
+        assert r.status_code == 200, r.text
+        kid = r.json()["data"]["id"]
+        await services.jobs.wait_idle(30)
+        assert (await http.get(f"/api/v1/knowledge/{kid}")).json()["data"]["parse_status"] == "failed"
+        s = parse((await http.get("/metrics")).text)
+    assert value(s, "knora_ingest_jobs_total", outcome="failed") == 1
+    assert value(s, "knora_ingest_duration_seconds_count", outcome="failed") == 1
+    assert value(s, "knora_errors_total", kind="ingest:parse") == 1

@@ -59,6 +59,8 @@ class PrometheusMetrics:
                                        "HTTP request time, to the end of the response body (a chat stream: "
                                        "the whole turn as the client read it)", ["method", "route"],
                                        buckets=FAST, registry=r)
+        self._in_flight = Gauge("knora_http_requests_in_flight", "HTTP requests being answered (open SSE "
+                                "streams included)", registry=r)
         self._turns_started = Counter("knora_turns_started", "Chat turns started", ["runtime"], registry=r)
         self._turns = Counter("knora_turns", "Chat turns ended", ["runtime", "outcome"], registry=r)
         self._turn_seconds = Histogram("knora_turn_duration_seconds", "Chat turn time, start to end",
@@ -89,6 +91,9 @@ class PrometheusMetrics:
         self._http_seconds.labels(method, route).observe(seconds)
         if status >= 500:
             self._errors.labels("http_5xx").inc()
+
+    def http_in_flight(self, delta: int) -> None:
+        self._in_flight.inc(delta)
 
     def turn_started(self, runtime: str) -> None:
         self._turns_started.labels(runtime).inc()

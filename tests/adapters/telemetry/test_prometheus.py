@@ -29,6 +29,9 @@ class TestPrometheusMetrics:
         m = PrometheusMetrics()
         m.http_request("GET", "/api/v1/knowledge-bases/{id}", 200, 0.004)
         m.http_request("GET", "/api/v1/knowledge-bases/{id}", 503, 0.2)
+        m.http_in_flight(1)
+        m.http_in_flight(1)
+        m.http_in_flight(-1)
         m.turn_started("quick")
         m.turn_ended("quick", "completed", 1.5)
         m.first_token("quick", 0.3)
@@ -45,6 +48,7 @@ class TestPrometheusMetrics:
                                                 ("status", "200")))] == 1
         assert s[("knora_http_request_duration_seconds_count",
                   (("method", "GET"), ("route", "/api/v1/knowledge-bases/{id}")))] == 2
+        assert s[("knora_http_requests_in_flight", ())] == 1
         assert s[("knora_turns_total", (("outcome", "completed"), ("runtime", "quick")))] == 1
         assert s[("knora_turns_started_total", (("runtime", "quick"),))] == 1
         assert s[("knora_turn_first_token_seconds_sum", (("runtime", "quick"),))] == pytest.approx(0.3)
