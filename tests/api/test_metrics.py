@@ -102,7 +102,8 @@ async def test_a_scrape_after_ingestion_and_both_runtimes(services: Services, fa
     assert value(s, "knora_http_requests_in_flight") == 1  # the scrape itself
     assert ("knora_job_queue_depth", frozenset()) in s
     # ids never become labels
-    assert sid not in scrape.text and kb not in scrape.text
+    assert sid not in scrape.text
+    assert kb not in scrape.text
 
 
 async def test_a_failed_turn_counts_an_error(services: Services, fake: FakeModelServer) -> None:
@@ -125,17 +126,20 @@ class TestWhoMayScrape:
             assert (await http.get("/metrics")).status_code == 401  # a tenant's API key does not open it
             assert (await http.get("/metrics", headers={"Authorization": "Bearer wrong"})).status_code == 401
             ok = await http.get("/metrics", headers={"Authorization": "Bearer scrape-me"})
-            assert ok.status_code == 200 and "knora_http_requests_total" in ok.text
+            assert ok.status_code == 200
+            assert "knora_http_requests_total" in ok.text
 
     async def test_a_proxy_on_this_machine_does_not_open_it(self, services: Services) -> None:
-        async with http_for(services, base_url="http://knora.example") as http:  # loopback client, public Host
+        # a loopback client naming a public Host: a reverse proxy on this machine
+        async with http_for(services, base_url="http://knora.example") as http:
             assert (await http.get("/metrics")).status_code == 401
 
     async def test_without_a_token_only_this_machine(self, make_settings: Callable[..., Settings]) -> None:
         async with started(make_settings()) as c:
             async with http_for(c, base_url="http://knora.example", client=("10.1.2.3", 4)) as http:
                 r = await http.get("/metrics", headers={"Authorization": "Bearer anything"})
-                assert r.status_code == 403 and r.json()["success"] is False
+                assert r.status_code == 403
+                assert r.json()["success"] is False
             async with http_for(c) as http:
                 assert (await http.get("/metrics")).status_code == 200
 

@@ -52,7 +52,8 @@ class _Handler(BaseHTTPRequestHandler):
                     spans.append(ReceivedSpan(
                         name=s.name, trace_id=s.trace_id.hex(), span_id=s.span_id.hex(),
                         parent_span_id=s.parent_span_id.hex(), start_ns=s.start_time_unix_nano,
-                        end_ns=s.end_time_unix_nano, attributes={a.key: _value(a.value) for a in s.attributes},
+                        end_ns=s.end_time_unix_nano,
+                        attributes={a.key: _value(a.value) for a in s.attributes},
                         status_code=s.status.code, status_message=s.status.message,
                         service_name=str(resource.get("service.name", ""))))
         collector = self.server.collector

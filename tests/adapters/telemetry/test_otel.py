@@ -23,7 +23,8 @@ def collector() -> Iterator[OtlpCollector]:
 class TestOtelTracer:
     async def test_a_root_span_with_recorded_and_open_children(self, collector: OtlpCollector) -> None:
         tracer = OtelTracer(collector.endpoint, headers={"x-collector-key": "k1"}, service_name="knora-test")
-        assert isinstance(tracer, Tracer) and tracer.enabled
+        assert isinstance(tracer, Tracer)
+        assert tracer.enabled
         root = tracer.start("knora.turn", {"knora.runtime": "quick"})
         end = time.time_ns()
         root.record("stage chunk_search_parallel", end - 2_000_000, end, {"knora.kept": 3})
@@ -42,17 +43,23 @@ class TestOtelTracer:
         assert set(spans) == {"knora.turn", "stage chunk_search_parallel", "tool web_fetch", "load",
                               "knora.ingest"}
         turn = spans["knora.turn"]
-        assert turn.parent_span_id == "" and turn.attributes == {"knora.runtime": "quick",
+        assert turn.parent_span_id == ""
+        assert turn.attributes == {"knora.runtime": "quick",
                                                                  "knora.outcome": "completed"}
         for name in ("stage chunk_search_parallel", "tool web_fetch", "load"):
-            assert spans[name].trace_id == turn.trace_id and spans[name].parent_span_id == turn.span_id
+            assert spans[name].trace_id == turn.trace_id
+            assert spans[name].parent_span_id == turn.span_id
         stage = spans["stage chunk_search_parallel"]
-        assert stage.end_ns - stage.start_ns == 2_000_000 and stage.attributes == {"knora.kept": 3}
-        assert spans["tool web_fetch"].status_code == 2 and spans["tool web_fetch"].status_message == "timed out"
+        assert stage.end_ns - stage.start_ns == 2_000_000
+        assert stage.attributes == {"knora.kept": 3}
+        failed = spans["tool web_fetch"]
+        assert failed.status_code == 2
+        assert failed.status_message == "timed out"
         assert spans["knora.ingest"].trace_id != turn.trace_id  # each job its own trace
         assert spans["knora.ingest"].status_code == 2
         assert {s.service_name for s in spans.values()} == {"knora-test"}
-        assert collector.paths[0] == "/v1/traces" and collector.headers[0]["x-collector-key"] == "k1"
+        assert collector.paths[0] == "/v1/traces"
+        assert collector.headers[0]["x-collector-key"] == "k1"
 
     async def test_sampling_ratio_zero_exports_nothing(self, collector: OtlpCollector) -> None:
         tracer = OtelTracer(collector.endpoint, sample_ratio=0.0)

@@ -72,7 +72,9 @@ class TestPrometheusMetrics:
         m.stage("quick", "filter_top_k", 0.0007)
         s = samples(m)
         le = {dict(k[1])["le"]: v for k, v in s.items() if k[0] == "knora_stage_duration_seconds_bucket"}
-        assert le["0.0005"] == 0 and le["0.001"] == 1 and le["+Inf"] == 1
+        assert le["0.0005"] == 0
+        assert le["0.001"] == 1
+        assert le["+Inf"] == 1
 
     def test_labels_from_tenant_data_are_bounded(self) -> None:
         m = PrometheusMetrics()
@@ -81,7 +83,8 @@ class TestPrometheusMetrics:
             m.tool_call("smart", f"mcp_service{i}_tool", "ok", 0.01)
         s = samples(m)
         models = {dict(k[1])["model"] for k in s if k[0] == "knora_model_tokens_total"}
-        assert len(models) == MAX_LABEL_VALUES + 1 and "other" in models
+        assert len(models) == MAX_LABEL_VALUES + 1
+        assert "other" in models
         assert s[("knora_model_tokens_total", (("kind", "prompt"), ("model", "other")))] == 10
         tools = {dict(k[1])["tool"] for k in s if k[0] == "knora_tool_call_duration_seconds_count"}
         assert tools == {"mcp"}

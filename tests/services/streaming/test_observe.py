@@ -29,8 +29,8 @@ def children(spans: list[ReceivedSpan], parent: ReceivedSpan) -> list[str]:
     return [s.name for s in spans if s.parent_span_id == parent.span_id]
 
 
-async def test_turns_and_ingestion_are_traced(make_settings: Callable[..., Settings], collector: OtlpCollector,
-                                              ) -> None:
+async def test_turns_and_ingestion_are_traced(make_settings: Callable[..., Settings],
+                                              collector: OtlpCollector) -> None:
     with FakeModelServer() as fake:
         fake.handler = agent_reply
         settings = make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url, chat_api_key="x",
@@ -57,7 +57,8 @@ async def test_turns_and_ingestion_are_traced(make_settings: Callable[..., Setti
     stages = children(spans, quick)
     for name in ("stage query_understand", "stage chunk_search_parallel", "stage chat_completion_stream"):
         assert name in stages
-    assert quick.attributes["knora.session_id"] == sid and "knora.first_token_ms" in quick.attributes
+    assert quick.attributes["knora.session_id"] == sid
+    assert "knora.first_token_ms" in quick.attributes
     for s in spans:
         if s.parent_span_id == quick.span_id:
             assert quick.start_ns <= s.start_ns <= s.end_ns <= quick.end_ns, s.name
@@ -65,7 +66,8 @@ async def test_turns_and_ingestion_are_traced(make_settings: Callable[..., Setti
     assert "tool knowledge_search" in children(spans, smart)
 
     ingest = [s for s in spans if s.name == "knora.ingest"]
-    assert len(ingest) == 1 and ingest[0].attributes["knora.outcome"] == "completed"
+    assert len(ingest) == 1
+    assert ingest[0].attributes["knora.outcome"] == "completed"
     assert children(spans, ingest[0]) == ["load", "parse", "chunk", "embed", "index"]
 
 
