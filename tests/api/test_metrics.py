@@ -66,19 +66,26 @@ def agent_reply(body: dict[str, Any]) -> Reply:
     return Reply(content=f'Annual leave is 20 days <ref id="{handle.group(1) if handle else "c1"}"/>.')
 
 
+async def ingest_and_ask_both_runtimes(c: Services, http: httpx.AsyncClient) -> tuple[str, str]:
+    """One document ingested, then one quick-answer turn and one agent turn with a tool call (the fake model
+    answers with ``agent_reply``); returns (knowledge base id, session id)."""
+    kb = await kb_with_document(http)
+    sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
+    r = await http.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "How many days of annual leave?",
+                                                                "knowledge_base_ids": [kb]})
+    assert "complete" in parse_sse(r.content).types
+    r = await http.post(f"/api/v1/agent-chat/{sid}", json={
+        "query": "How many days of annual leave?", "agent_enabled": True,
+        "agent_id": "builtin-smart-reasoning", "knowledge_base_ids": [kb]})
+    assert "tool_result" in parse_sse(r.content).types
+    await c.chat_service.wait_idle()
+    return kb, sid
+
+
 async def test_a_scrape_after_ingestion_and_both_runtimes(services: Services, fake: FakeModelServer) -> None:
     fake.handler = agent_reply
     async with http_for(services) as http:
-        kb = await kb_with_document(http)
-        sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
-        r = await http.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "How many days of annual leave?",
-                                                                    "knowledge_base_ids": [kb]})
-        assert "complete" in parse_sse(r.content).types
-        r = await http.post(f"/api/v1/agent-chat/{sid}", json={
-            "query": "How many days of annual leave?", "agent_enabled": True,
-            "agent_id": "builtin-smart-reasoning", "knowledge_base_ids": [kb]})
-        assert "tool_result" in parse_sse(r.content).types
-        await services.chat_service.wait_idle()
+        kb, sid = await ingest_and_ask_both_runtimes(services, http)
         scrape = await http.get("/metrics", headers={"X-API-Key": ""})
     assert scrape.status_code == 200, scrape.text
     assert scrape.headers["content-type"].startswith("text/plain; version=0.0.4")

@@ -7,32 +7,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
+from knora.adapters.llm.wrapper import ChatModelWrapper
 from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ChatResponse, Usage, close_stream
 from knora.ports.telemetry import Metrics
 
 
-class MeteredChatModel:
+class MeteredChatModel(ChatModelWrapper):
     def __init__(self, inner: ChatModel, metrics: Metrics) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._metrics = metrics
-
-    @property
-    def inner(self) -> ChatModel:
-        return self._inner
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def supports_tools(self) -> bool:
-        return self._inner.supports_tools
-
-    def __getattr__(self, name: str) -> Any:
-        # Optional capabilities callers probe with getattr (``generative``, ``close``) stay the inner model's.
-        return getattr(self._inner, name)
 
     def _usage(self, usage: Usage | None) -> None:
         if usage is not None:

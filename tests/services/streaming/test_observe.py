@@ -9,8 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from knora.settings import Settings
-from tests.api.test_agents_chat import kb_with_document
-from tests.api.test_metrics import agent_reply
+from tests.api.test_metrics import agent_reply, ingest_and_ask_both_runtimes
 from tests.conftest import client_for, started
 from tests.fakes.model_server import FakeModelServer
 from tests.fakes.otlp_collector import OtlpCollector, ReceivedSpan
@@ -36,16 +35,7 @@ async def test_turns_and_ingestion_are_traced(make_settings: Callable[..., Setti
         settings = make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url, chat_api_key="x",
                                  otlp_endpoint=collector.endpoint)
         async with started(settings) as c, client_for(c) as http:
-            kb = await kb_with_document(http)
-            sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
-            r = await http.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "How many days of leave?",
-                                                                        "knowledge_base_ids": [kb]})
-            assert "complete" in parse_sse(r.content).types
-            r = await http.post(f"/api/v1/agent-chat/{sid}", json={
-                "query": "How many days of annual leave?", "agent_enabled": True,
-                "agent_id": "builtin-smart-reasoning", "knowledge_base_ids": [kb]})
-            assert "complete" in parse_sse(r.content).types
-            await c.chat_service.wait_idle()
+            _kb, sid = await ingest_and_ask_both_runtimes(c, http)
         # closing the services shut the tracer down, which exported every batched span
 
     spans = collector.received()
