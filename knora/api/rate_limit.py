@@ -36,19 +36,40 @@ def is_heavy(method: str, path: str) -> bool:
     return method == "POST" and _HEAVY.search(path) is not None
 
 
+def key_caller(key: str) -> str:
+    """The budget owner of a known API key or UI token."""
+    return "key:" + hash_key(key)[:32]
+
+
 async def caller(scope: Scope, services: Services) -> str:
     """``key:<digest>`` for a known key or token, else ``ip:<client address>``. The tenant found (or None) is
     left on the request's state for the authentication dependency, so a key is looked up once."""
     found = await authenticate(Headers(scope=scope), services.tenants)
     scope.setdefault("state", {})[AUTHENTICATED] = found[0] if found else None
     if found is not None:
-        return "key:" + hash_key(found[1])[:32]
+        return key_caller(found[1])
     client = scope.get("client")
     return "ip:" + (client[0] if client else "unknown")
 
 
+async def spend_heavy(services: Services, who: str) -> Decision | None:
+    """One unit of ``who``'s heavy budget for an expensive call that is not a route of its own (an MCP tool
+    call over ``/mcp``); the refusal, or None. The same budget as the heavy routes'."""
+    limit = services.settings.rate_limit_heavy_per_minute
+    if limit <= 0:
+        return None
+    try:
+        decision = await services.rate_limiter.hit(f"heavy:{who}", Budget(limit, 60.0))
+    except Exception:
+        log.warning("rate limiter unavailable; request let through", exc_info=True)
+        return None
+    return None if decision.allowed else decision
+
+
 class RateLimitMiddleware:
-    def __init__(self, app: ASGIApp, prefix: str) -> None:
+    """Budgets for the paths under ``prefix`` (one prefix, or several as a tuple)."""
+
+    def __init__(self, app: ASGIApp, prefix: str | tuple[str, ...]) -> None:
         self.app = app
         self.prefix = prefix
 
