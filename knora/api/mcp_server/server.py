@@ -7,7 +7,8 @@ tell apart; the descriptions (the functions' docstrings) say when to use which.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 
 from mcp.server.mcpserver import MCPServer
@@ -29,23 +30,25 @@ Lifespan = Callable[[MCPServer[McpState]], AbstractAsyncContextManager[McpState]
 
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                         open_world_hint=False)
+_CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                           open_world_hint=False)
+# (tool, title, hints); ``ask`` is not read-only: its turn is kept as a chat session, as the web UI's are.
+TOOLS: tuple[tuple[Callable[..., Awaitable[object]], str, ToolAnnotations], ...] = (
+    (tools.list_knowledge_bases, "List knowledge bases", _READ),
+    (tools.search_knowledge, "Search knowledge bases", _READ),
+    (tools.ask, "Ask (cited answer)", _CHANGES),
+    (tools.list_documents, "List documents", _READ),
+    (tools.read_document, "Read a document", _READ),
+    (tools.add_document, "Add a document", _CHANGES.model_copy(update={"open_world_hint": True})),
+)
 
 
 def build_server(lifespan: Lifespan) -> MCPServer[McpState]:
     server: MCPServer[McpState] = MCPServer(
         "knora", title="Knora knowledge bases", instructions=INSTRUCTIONS, version=__version__,
         lifespan=lifespan, log_level="WARNING")
-    server.add_tool(tools.list_knowledge_bases, title="List knowledge bases", annotations=_READ)
-    server.add_tool(tools.search_knowledge, title="Search knowledge bases", annotations=_READ)
-    # not read-only: the turn is kept as a chat session, as the web UI's turns are
-    server.add_tool(tools.ask, title="Ask (cited answer)",
-                    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                                idempotent_hint=False, open_world_hint=False))
-    server.add_tool(tools.list_documents, title="List documents", annotations=_READ)
-    server.add_tool(tools.read_document, title="Read a document", annotations=_READ)
-    server.add_tool(tools.add_document, title="Add a document",
-                    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                                idempotent_hint=False, open_world_hint=True))
+    for fn, title, hints in TOOLS:
+        server.add_tool(fn, title=title, description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints)
     server.resource(RESOURCE_TEMPLATE, name="knowledge", title="A document's text", mime_type="text/markdown",
                     description="The text of one document (by its id, from list_documents or "
                                 "search_knowledge), assembled from its chunks.")(tools.knowledge_resource)
