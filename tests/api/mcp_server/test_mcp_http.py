@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import httpx2
@@ -15,6 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, TextResourceContents
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from knora.root import Services
 from knora.settings import Settings
@@ -44,11 +45,11 @@ async def knora(make_settings: Callable[..., Settings]) -> AsyncIterator[tuple[S
 
 
 @asynccontextmanager
-async def mcp_client(url: str, key: str | None = TEST_API_KEY, *,
-                     bearer: bool = False) -> AsyncIterator[Client]:
+async def mcp_client(url: str, key: str | None = TEST_API_KEY, *, bearer: bool = False,
+                     mode: Literal["auto", "legacy"] = "auto") -> AsyncIterator[Client]:
     headers = {} if key is None else {"Authorization": f"Bearer {key}"} if bearer else {"X-API-Key": key}
     async with (httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=120)) as http,
-                Client(streamable_http_client(url, http_client=http)) as client):
+                Client(streamable_http_client(url, http_client=http), mode=mode) as client):
         yield client
 
 
@@ -216,6 +217,20 @@ class TestAuthAndTenants:
             async with mcp_client(url, key=None) as client:
                 await client.list_tools()
         assert refused.group_contains(MCPError, match="error response")
+
+    @pytest.mark.parametrize("mode", ["auto", "legacy"])
+    async def test_both_protocol_eras_act_as_the_key_s_tenant(self, knora: Any,
+                                                             mode: Literal["auto", "legacy"]) -> None:
+        """The 2026 per-request era (what ``auto`` negotiates) and the initialize handshake desktop clients
+        still speak: each request is authenticated and acts as its key's tenant."""
+        _c, data, url = knora
+        async with mcp_client(url, key=data.other_key, mode=mode) as client:
+            era = client.protocol_version
+            kbs = payload(await client.call_tool("list_knowledge_bases", {}))["knowledge_bases"]
+            foreign = await client.call_tool("read_document", {"document_id": data.tea_id})
+        assert era in (MODERN_PROTOCOL_VERSIONS if mode == "auto" else HANDSHAKE_PROTOCOL_VERSIONS)
+        assert [k["name"] for k in kbs] == ["private"]
+        assert "not found" in error_text(foreign).lower()
 
     async def test_a_tenant_sees_only_its_own_knowledge(self, knora: Any) -> None:
         _c, data, url = knora
