@@ -3,8 +3,9 @@ spent.
 
 A caller is the API key or UI token it authenticates with (known keys are answered from the tenant service's
 memory), or its client address when it sends none or an unknown one — so rotating made-up keys buys nothing.
-Every ``/api/v1`` request spends one unit of ``rate_limit_per_minute``; the expensive calls (a chat turn, a
-search, an upload, a URL import or a manual document: model calls and embedding work) also spend one of
+Every ``/api/v1`` and ``/mcp`` request spends one unit of ``rate_limit_per_minute``; the expensive calls (a
+chat turn, a search, an upload, a URL import or a manual document: model calls and embedding work; over MCP
+the ``search_knowledge``, ``ask`` and ``add_document`` tools, through ``spend_heavy``) also spend one of
 ``rate_limit_heavy_per_minute``. ``/health``, the web UI's files and the API docs are not counted; CORS
 preflights neither. When the limiter itself fails (Redis down), requests pass: a budget is not worth an
 outage.
