@@ -6,12 +6,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
+from starlette.routing import Route
 
 from knora import __version__
 from knora.api import errors
 from knora.api.body import install_openapi
 from knora.api.body_limit import BodyLimitMiddleware, limits
 from knora.api.cors import KnoraCors
+from knora.api.mcp_server.http import MCP_PATH, McpEndpoint
 from knora.api.metrics import MetricsMiddleware
 from knora.api.rate_limit import RateLimitMiddleware
 from knora.api.request_id import RequestIdMiddleware
@@ -58,15 +60,19 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     from ``settings`` and closes at shutdown."""
     settings = settings or (services.settings if services else Settings())
 
+    mcp = McpEndpoint()  # the MCP server over Streamable HTTP (docs/mcp-server.md)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if services is not None:
-            yield
+            async with mcp.running(services):
+                yield
             return
         built = await build_services(settings)
         app.state.services = built
         try:
-            yield
+            async with mcp.running(built):
+                yield
         finally:
             await built.aclose()
 
@@ -76,7 +82,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         app.state.services = services
     errors.install(app)
     # inside CORS and the request id, so a 429 carries both
-    app.add_middleware(RateLimitMiddleware, prefix=API_PREFIX)
+    app.add_middleware(RateLimitMiddleware, prefix=(API_PREFIX, MCP_PATH))
     app.add_middleware(BodyLimitMiddleware, limit_for=limits(settings.max_upload_bytes,
                                                              settings.max_chat_body_bytes))
     app.add_middleware(KnoraCors, origins=settings.cors_origins, prefix=API_PREFIX)
@@ -93,6 +99,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(metrics.router)
+    app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     install_openapi(app)
     mount_web(app)
     return app
