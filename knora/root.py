@@ -74,6 +74,8 @@ from knora.services.agent.mcp_services import MCPServiceService
 from knora.services.agent.registry import ToolRegistry
 from knora.services.agent.runner import RunnerDeps, SmartReasoningRunner
 from knora.services.agent.service import AgentService
+from knora.services.evaluation.runner import EvaluationDeps
+from knora.services.evaluation.service import EvaluationService
 from knora.services.ingest.chunk_edit import ChunkService
 from knora.services.ingest.chunker import split_document
 from knora.services.ingest.embedders import EmbedderRegistry
@@ -153,6 +155,7 @@ class Services:
     agent_service: AgentService
     rate_limiter: RateLimiter  # per-caller request budgets (knora/api/rate_limit.py)
     telemetry: Telemetry  # metrics (/metrics) and traces (OTLP when configured)
+    evaluation: EvaluationService  # knora eval and /evaluation (docs/evaluation.md)
     _closers: list[Closer] = field(default_factory=list, repr=False)
 
     async def aclose(self) -> None:
@@ -348,6 +351,11 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
                        pacer=DeltaPacer(s.stream_frame_budget, s.stream_max_hold_ms / 1000), leases=leases,
                        telemetry=telemetry)
     closers.append(chat.close)
+    evaluation = EvaluationService(EvaluationDeps(
+        kbs=kbs, ingest=ingest, knowledge=store.repos.knowledge, search=search, quick_answer=quick_answer,
+        chat_models=models.chat_models, rerankers=models.rerankers, default_embedder=lambda: str(s.embedder)),
+        lambda: s.evaluation_data_dir)
+    closers.append(evaluation.aclose)  # closed first: a running evaluation still uses the rest
     if leases.shared:  # Redis: turns whose process died are closed by any replica once their lease lapses
         chat.start_sweeper()
     else:  # memory: only this process's turns are visible; a previous process's are closed past the log TTL
@@ -366,7 +374,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         mcp_services=MCPServiceService(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, policy=tenant_urls),
         approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
-        rate_limiter=rate_limiter, telemetry=telemetry, _closers=closers)
+        rate_limiter=rate_limiter, telemetry=telemetry, evaluation=evaluation, _closers=closers)
     jobs_repo = store.repos.jobs
 
     async def queue_depth() -> None:

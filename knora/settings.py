@@ -173,6 +173,10 @@ class Settings(BaseSettings):
     mcp_stdio_enabled: bool = False
     skills_dir: Path | None = None
     skills_enabled: bool = False
+    evaluation_data_dir: Path | None = Field(
+        default=None,
+        description="Folder of BEIR-layout evaluation sets that POST /evaluation may name by dataset_id (one "
+        "sub-folder each). Unset: the route refuses every dataset (the CLI's knora eval reads any path)")
     sandbox_timeout_seconds: float = Field(
         default=30.0, gt=0,
         description="Time limit of one sandboxed run: a skill script is killed, a model-written DuckDB query "

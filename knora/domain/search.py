@@ -92,6 +92,7 @@ class SearchParams(BaseModel):
     only_recommended: bool = False
     knowledge_base_ids: list[str] = Field(default_factory=list)
     skip_context_enrichment: bool = False
+    fusion: str = ""  # Knora extension: this call's fusion mode instead of the KB's / tenant's (evaluation)
 
 
 class SearchTarget(BaseModel):

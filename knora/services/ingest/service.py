@@ -37,6 +37,7 @@ from knora.services.ingest import fetch as fetching
 from knora.services.ingest.build import Draft, build_chunks, searchable
 from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.embedders import EmbedderRegistry
+from knora.services.ingest.passages import NewPassage, add_passages
 from knora.services.ingest.quota import StorageQuota
 from knora.services.ingest.running import RunningWork
 from knora.settings import Settings
@@ -170,6 +171,11 @@ class IngestService:
                       tag_id=tag_id or None, embedding_model_id=kb.embedding_model_id, channel=channel)
         # A draft is stored but not indexed (WeKnora's manual "draft" status).
         return await self._accept(k, data, enqueue=status != "draft")
+
+    async def add_passages(self, tenant_id: int, kb_id: str, items: Sequence[NewPassage]) -> list[Knowledge]:
+        """One document and one chunk per passage, indexed now (``passages.py``; evaluation sets)."""
+        kb = await self._kb(tenant_id, kb_id)
+        return await add_passages(self.d.repos, self.d.embedders, self._committer, self.quota, kb, items)
 
     async def _check_tag(self, tenant_id: int, kb_id: str, tag_id: str | None) -> None:
         if tag_id:

@@ -114,6 +114,8 @@ class HybridSearch:
         text = engine_query(self.validate(params))  # the engines see a bounded query (``bounds``)
         primary, kbs = await self.load_scope(tenant_id, params)
         cfg = effective_config(primary, await self.store.tenant_retrieval_config(tenant_id))
+        if params.fusion:
+            cfg = cfg.model_copy(update={"fusion": params.fusion})
         match_count = clamp_match_count(params.match_count)
         pool = min(max(match_count * 5, 50) * len(kbs), MAX_POOL)
         v_th = params.vector_threshold if params.vector_threshold is not None else cfg.vector_threshold
