@@ -21,6 +21,7 @@ from knora.api.routes import (
     agents,
     chat,
     chunks,
+    evaluation,
     faq,
     knowledge,
     knowledge_bases,
@@ -43,7 +44,7 @@ from knora.web.mount import mount as mount_web
 ROUTERS: tuple[APIRouter, ...] = (
     chat.router, system.router, knowledge_bases.router, knowledge.router, chunks.router, tags.router,
     models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
-    mcp_services.router,
+    mcp_services.router, evaluation.router,
 )
 
 API_PREFIX = "/api/v1"

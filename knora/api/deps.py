@@ -21,6 +21,7 @@ from knora.root import Services
 from knora.services.agent.approval import ApprovalBroker
 from knora.services.agent.mcp_services import MCPServiceService
 from knora.services.agent.service import AgentService
+from knora.services.evaluation.service import EvaluationService
 from knora.services.ingest.chunk_edit import ChunkService
 from knora.services.ingest.service import IngestService
 from knora.services.kb.models import ModelService
@@ -115,6 +116,10 @@ async def _rerankers(s: ServicesDep) -> Rerankers:
     return s.rerankers
 
 
+async def _evaluation(s: ServicesDep) -> EvaluationService:
+    return s.evaluation
+
+
 async def _default_tenant_id(s: ServicesDep) -> int:
     return s.default_tenant_id
 
@@ -138,6 +143,7 @@ MCPToolsetDep = Annotated[MCPToolset, Depends(_mcp_toolset)]
 ApprovalsDep = Annotated[ApprovalBroker, Depends(_approvals)]
 BlobsDep = Annotated[BlobStore, Depends(_blobs)]
 RerankersDep = Annotated[Rerankers, Depends(_rerankers)]
+EvaluationDep = Annotated[EvaluationService, Depends(_evaluation)]
 
 
 def credentials(headers: Mapping[str, str]) -> list[str]:

@@ -156,11 +156,9 @@ def load_dataset(path: Path) -> Dataset:
         raise DatasetError(str(path), "not a folder (expected a BEIR-layout folder with corpus.jsonl, "
                                       "queries.jsonl and qrels.tsv)")
     corpus = []
-    for no, obj in _jsonl(path / CORPUS, ("_id", "text"), ("title",)):
-        text = str(obj["text"])
-        if not text.strip():
-            raise DatasetError(CORPUS, "empty 'text'", no)
-        corpus.append(Passage(str(obj["_id"]), str(obj.get("title") or ""), text))
+    for _no, obj in _jsonl(path / CORPUS, ("_id", "text"), ("title",)):
+        # an empty text is kept (cranfield has one): the passage is indexed by its title alone
+        corpus.append(Passage(str(obj["_id"]), str(obj.get("title") or ""), str(obj["text"])))
     queries_all = []
     for no, obj in _jsonl(path / QUERIES, ("_id", "text")):
         if not str(obj["text"]).strip():

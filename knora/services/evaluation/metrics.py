@@ -116,3 +116,59 @@ def token_f1(answer: str, golds: Sequence[str]) -> float:
             p, r = common / len(pred), common / len(gold)
             best = max(best, 2 * p * r / (p + r))
     return best
+
+
+# --- WeKnora's generation metrics (BLEU-1/2/4, ROUGE-1/2/L F-measure) over the same tokens ------------------
+def _ngrams(toks: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
+    return Counter(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
+
+
+def bleu(answer: str, reference: str, max_n: int) -> float:
+    """Sentence BLEU with uniform weights over 1..max_n and the brevity penalty; 0 when any order has no
+    match (no smoothing)."""
+    cand, ref = tokens(answer), tokens(reference)
+    if not cand or not ref:
+        return 0.0
+    logs = []
+    for n in range(1, max_n + 1):
+        c, r = _ngrams(cand, n), _ngrams(ref, n)
+        total = sum(c.values())
+        matched = sum((c & r).values())
+        if not total or not matched:
+            return 0.0
+        logs.append(math.log(matched / total))
+    bp = 1.0 if len(cand) > len(ref) else math.exp(1 - len(ref) / len(cand))
+    return bp * math.exp(sum(logs) / max_n)
+
+
+def _f(overlap: int, cand: int, ref: int) -> float:
+    if not overlap:
+        return 0.0
+    p, r = overlap / cand, overlap / ref
+    return 2 * p * r / (p + r)
+
+
+def rouge_n(answer: str, reference: str, n: int) -> float:
+    c, r = _ngrams(tokens(answer), n), _ngrams(tokens(reference), n)
+    return _f(sum((c & r).values()), sum(c.values()), sum(r.values()))
+
+
+def rouge_l(answer: str, reference: str) -> float:
+    cand, ref = tokens(answer), tokens(reference)
+    if not cand or not ref:
+        return 0.0
+    prev = [0] * (len(ref) + 1)
+    for a in cand:  # longest common subsequence, one row at a time
+        row = [0]
+        for j, b in enumerate(ref, 1):
+            row.append(prev[j - 1] + 1 if a == b else max(prev[j], row[j - 1]))
+        prev = row
+    return _f(prev[-1], len(cand), len(ref))
+
+
+def generation_metrics(answer: str, golds: Sequence[str]) -> dict[str, float]:
+    """Each figure's best over the gold answers."""
+    rows = [{"bleu1": bleu(answer, g, 1), "bleu2": bleu(answer, g, 2), "bleu4": bleu(answer, g, 4),
+             "rouge1": rouge_n(answer, g, 1), "rouge2": rouge_n(answer, g, 2), "rougel": rouge_l(answer, g)}
+            for g in golds]
+    return {k: max(r[k] for r in rows) for k in rows[0]} if rows else {}

@@ -20,6 +20,7 @@ class QueryResult(BaseModel):
     contains_gold: bool | None = None
     token_f1: float | None = None
     faithfulness: float | None = None
+    generation: dict[str, float] | None = None  # BLEU-1/2/4, ROUGE-1/2/L against the gold answers
     error: str | None = None
 
 
@@ -31,6 +32,7 @@ class AnswerSummary(BaseModel):
     faithfulness: float | None = None  # mean over judged answers; None without a generative chat model
     judged: int = 0
     errors: int = 0
+    generation: dict[str, float] = Field(default_factory=dict)  # means of QueryResult.generation
     answer_model: str = ""
     judge_model: str = ""
 

@@ -239,6 +239,7 @@ class EvaluationRunner:
             answer = outcome.answer
             row.answer, row.contains_gold = answer, metrics.contains_gold(answer, golds)
             row.token_f1 = metrics.token_f1(answer, golds)
+            row.generation = metrics.generation_metrics(answer, golds)
             summary.answered += 1
             gold_hits += row.contains_gold
             f1_sum += row.token_f1
@@ -251,6 +252,7 @@ class EvaluationRunner:
         n = max(summary.questions, 1)  # failed turns count as misses
         summary.contains_gold, summary.token_f1 = round(gold_hits / n, 4), round(f1_sum / n, 4)
         summary.faithfulness = round(judged_sum / summary.judged, 4) if summary.judged else None
+        summary.generation = _rounded(metrics.mean([r.generation for r in rows.values() if r.generation]))
         return summary
 
     @staticmethod
