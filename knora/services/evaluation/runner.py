@@ -102,7 +102,10 @@ class EvaluationRunner:
     async def _reranker(self, tenant_id: int, opts: EvalOptions) -> Reranker | None:
         if not opts.rerank_model:
             return None
-        reranker = await self.d.rerankers.get(opts.rerank_model, tenant_id=tenant_id)
+        try:
+            reranker = await self.d.rerankers.get(opts.rerank_model, tenant_id=tenant_id)
+        except ModelError as exc:
+            raise BadRequest(f"rerank model {opts.rerank_model!r}: {exc}") from exc
         if reranker is None:
             raise BadRequest(f"rerank model {opts.rerank_model!r} not found")
         return reranker
@@ -198,7 +201,10 @@ class EvaluationRunner:
             ranked = _ranked(results, mapping)
             row = QueryResult(query_id=q.id, query=q.text, retrieval=metrics.retrieval_metrics(ranked, gains))
             if reranker is not None and results:
-                scores = await reranker.rerank(q.text, [r.content for r in results])
+                try:
+                    scores = await reranker.rerank(q.text, [r.content for r in results])
+                except ModelError as exc:
+                    raise AppError(f"rerank failed: {exc}", status=502) from exc
                 ranked = _ranked([results[s.index] for s in scores], mapping)
                 row.reranked = metrics.retrieval_metrics(ranked, gains)
             elif reranker is not None:
