@@ -180,6 +180,10 @@ class TestHybridSearch:
         res = await rc.search_service.search(rc.default_tenant_id, p(kb.id, "French Revolution Bastille",
                                                                     skip_context_enrichment=True))
         assert res[0].score == pytest.approx(0.7 / 61 + 0.3 / 61)
+        # a call's own fusion mode wins over the tenant's (the evaluation runner compares modes this way)
+        res = await rc.search_service.search(rc.default_tenant_id, p(
+            kb.id, "French Revolution Bastille", skip_context_enrichment=True, fusion="rrf"))
+        assert res[0].score == pytest.approx(2 / 61)
 
     async def test_embedding_failure_fails_the_call(self, rc: Any, seed: Any) -> None:
         kb = await seed.kb(embedding_model_id="nope:model")
