@@ -19,7 +19,7 @@ from rich.table import Table
 
 from knora.cli._common import fail, find_kb, print_json, running_services
 from knora.domain.errors import AppError
-from knora.services.retrieval.fusion import FUSIONS
+from knora.services.retrieval.fusion import DEFAULT_FUSION, FUSIONS
 
 
 def register(subparsers: Any) -> None:
@@ -82,8 +82,10 @@ async def _eval(args: argparse.Namespace) -> int:
         print_json(report.model_dump(mode="json"))
         return 0
     out = Console()
-    table = Table(title=f"{report.dataset}: {report.queries} queries, {report.passages} passages "
-                        f"({report.embedder}, {opts.mode}/{opts.fusion or 'default'})")
+    out.print(f"[bold]{report.dataset}[/bold]: {report.queries} queries, {report.passages} passages; "
+              f"{report.embedder}, {opts.mode}/{opts.fusion or DEFAULT_FUSION} fusion, "
+              f"{opts.indexing} indexing, {report.seconds:.1f} s")
+    table = Table()
     table.add_column("metric")
     table.add_column("value", justify="right")
     for name, value in report.summary_rows():

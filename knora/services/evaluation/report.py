@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from knora.services.evaluation.options import EvalOptions
+from knora.services.retrieval.fusion import DEFAULT_FUSION
 
 
 class QueryResult(BaseModel):
@@ -81,7 +82,7 @@ class EvalReport(BaseModel):
                  f"{self.seconds:.1f} s.", "", "| setting | value |", "|---|---|",
                  f"| knowledge base | {self.knowledge_base_id} ({self._kb_kind()}) |",
                  f"| embedder | {self.embedder} |", f"| indexing | {o.indexing} |",
-                 f"| mode / fusion | {o.mode} / {o.fusion or 'default'} |",
+                 f"| mode / fusion | {o.mode} / {o.fusion or f'{DEFAULT_FUSION} (default)'} |",
                  f"| match count | {o.match_count} |",
                  f"| thresholds (vector / keyword) | {o.vector_threshold} / {o.keyword_threshold} |",
                  f"| rerank model | {o.rerank_model or 'none'} |", f"| answer top-k | {o.top_k} |"]
@@ -98,10 +99,14 @@ class EvalReport(BaseModel):
         return "\n".join(lines) + "\n"
 
     def write(self, out_dir: Path) -> tuple[Path, Path]:
-        """``<out_dir>/<dataset>-<time>.json`` and ``.md``; returns both paths."""
+        """``<out_dir>/<dataset>-<time>[-n].json`` and ``.md``; returns both paths."""
         out_dir.mkdir(parents=True, exist_ok=True)
         stem = f"{self.dataset}-{self.started_at.replace(':', '').replace('-', '')[:15]}"
         json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
+        n = 1
+        while json_path.exists() or md_path.exists():  # two runs in one second keep both reports
+            n += 1
+            json_path, md_path = out_dir / f"{stem}-{n}.json", out_dir / f"{stem}-{n}.md"
         json_path.write_text(self.model_dump_json(indent=2), encoding="utf-8")
         md_path.write_text(self.markdown(), encoding="utf-8")
         return json_path, md_path
