@@ -19,6 +19,7 @@ from rich.table import Table
 
 from knora.cli._common import fail, find_kb, print_json, running_services
 from knora.domain.errors import AppError
+from knora.ports.chat import ModelError
 from knora.services.retrieval.fusion import DEFAULT_FUSION, FUSIONS
 
 
@@ -77,6 +78,8 @@ async def _eval(args: argparse.Namespace) -> int:
                                                      bar.update)
         except AppError as exc:
             return fail(exc.message, 2 if exc.status < 500 else 1)
+        except ModelError as exc:  # a model failing midway (the models named are checked before)
+            return fail(f"model error: {exc}", 1)
         json_path, md_path = report.write(args.out or c.settings.data_dir / "eval")
     if args.json:
         print_json(report.model_dump(mode="json"))

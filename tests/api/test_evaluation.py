@@ -121,6 +121,9 @@ class TestEvaluationRoutes:
         assert "unknown fusion mode" in r.json()["error"]["message"]
         r = await http.post("/api/v1/evaluation", json={"dataset_id": "small", "match_count": 0})
         assert r.status_code == 400
+        r = await http.post("/api/v1/evaluation", json={"dataset_id": "small", "embedding_id": "nope:x"})
+        assert r.status_code == 400
+        assert r.json()["error"]["message"].startswith("embedder 'nope:x'")
         r = await http.post("/api/v1/evaluation", json={"dataset_id": 5})
         assert r.status_code == 400
         r = await http.post("/api/v1/evaluation", json={"dataset_id": "small", "knowledge_base_id": "nope"})

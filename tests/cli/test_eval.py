@@ -126,3 +126,10 @@ def test_bad_options_and_missing_folder(env: Path, tmp_path: Path,
     assert "--match-count" in capsys.readouterr().err
     assert main(["eval", str(tmp_path / "set"), "--kb", "missing"]) == 2
     assert "not found" in capsys.readouterr().err
+    for option, message in (("--embedder", "embedder 'nope:x': unknown embedding provider 'nope'"),
+                            ("--chat-model", "chat model 'nope:x': unknown chat provider 'nope'"),
+                            ("--rerank-model", "rerank model 'nope:x': unknown rerank provider 'nope'")):
+        assert main(["eval", str(tmp_path / "set"), option, "nope:x"]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["kb", "list", "--json"]) == 0  # nothing was created for the refused runs
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == []

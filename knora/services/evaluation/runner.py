@@ -70,7 +70,7 @@ class EvaluationRunner:
                   progress: Progress = _no_progress) -> EvalReport:
         started, t0 = datetime.now(UTC), time.perf_counter()
         ds = ds.limited(opts.limit)
-        reranker = await self._reranker(tenant_id, opts)
+        reranker, model = await self.check(tenant_id, ds, opts)
         scratch = not opts.knowledge_base_id
         kb = await (self._scratch_kb(tenant_id, ds, opts) if scratch
                     else self.d.kbs.get(tenant_id, opts.knowledge_base_id))
@@ -82,8 +82,8 @@ class EvaluationRunner:
                 mapping, unmapped = await self._map_existing(tenant_id, kb, ds)
             results = await self._retrieve(tenant_id, kb, ds, opts, mapping, reranker, progress)
             answers = None
-            if opts.answers and ds.answers:
-                answers = await self._answer(tenant_id, kb, ds, opts, results, progress)
+            if model is not None:
+                answers = await self._answer(tenant_id, kb, ds, opts, model, results, progress)
         finally:
             if scratch and not opts.keep:
                 await self.d.kbs.delete(tenant_id, kb.id)
@@ -98,6 +98,16 @@ class EvaluationRunner:
             reranked=_rounded(metrics.mean([r.reranked for r in rows if r.reranked is not None]))
             if reranker is not None else None, answers=answers, per_query=rows)
 
+    async def check(self, tenant_id: int, ds: Dataset, opts: EvalOptions
+                    ) -> tuple[Reranker | None, ChatModel | None]:
+        """The models the run names, resolved now: an unknown one is a ``BadRequest`` before anything is
+        ingested (the API calls this before it starts the background task)."""
+        reranker = await self._reranker(tenant_id, opts)
+        model = await self._chat_model(tenant_id, opts) if opts.answers and ds.answers else None
+        if not opts.knowledge_base_id:
+            self._check_embedder(tenant_id, opts)
+        return reranker, model
+
     # --- the knowledge base ---------------------------------------------------------------------------------
     async def _reranker(self, tenant_id: int, opts: EvalOptions) -> Reranker | None:
         if not opts.rerank_model:
@@ -109,6 +119,21 @@ class EvaluationRunner:
         if reranker is None:
             raise BadRequest(f"rerank model {opts.rerank_model!r} not found")
         return reranker
+
+    async def _chat_model(self, tenant_id: int, opts: EvalOptions) -> ChatModel:
+        try:
+            return await self.d.chat_models.get(opts.chat_model or None, tenant_id=tenant_id)
+        except ModelError as exc:
+            raise BadRequest(f"chat model {opts.chat_model!r}: {exc}") from exc
+
+    def _check_embedder(self, tenant_id: int, opts: EvalOptions) -> None:
+        """An unknown embedder is a bad request before anything is ingested, not a failure midway."""
+        try:
+            self.d.search.embedders.get(opts.embedder or None, tenant_id=tenant_id)
+        except AppError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the registries raise ValueError/KeyError kinds
+            raise BadRequest(f"embedder {opts.embedder!r}: {exc}") from exc
 
     async def _scratch_kb(self, tenant_id: int, ds: Dataset, opts: EvalOptions) -> KnowledgeBase:
         retrieval: dict[str, object] = {"vector_threshold": opts.vector_threshold,
@@ -217,9 +242,8 @@ class EvaluationRunner:
 
     # --- answers --------------------------------------------------------------------------------------------
     async def _answer(self, tenant_id: int, kb: KnowledgeBase, ds: Dataset, opts: EvalOptions,
-                      rows: dict[str, QueryResult], progress: Progress) -> AnswerSummary:
+                      model: ChatModel, rows: dict[str, QueryResult], progress: Progress) -> AnswerSummary:
         asked = [q for q in ds.queries if q.id in ds.answers]
-        model = await self.d.chat_models.get(opts.chat_model or None, tenant_id=tenant_id)
         judge: ChatModel | None = model if opts.judge and getattr(model, "generative", True) else None
         agent = AgentConfig(name="evaluation", config={
             "multi_turn_enabled": False, "embedding_top_k": opts.top_k,

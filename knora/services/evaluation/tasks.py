@@ -95,8 +95,9 @@ class EvaluationTasks:
                 "chat_model": opts.chat_model or kb.summary_model_id,
                 "rerank_model": opts.rerank_model or kb.rerank_model_id})
         ds = (await asyncio.to_thread(load_dataset, path)).limited(opts.limit)
+        await self.runner.check(tenant_id, ds, opts)
         task = EvaluationTask(id=f"evaluation-{uuid.uuid4()}", tenant_id=tenant_id, dataset_id=dataset_id,
-                              options=opts.model_copy(update={"limit": 0}))
+                              options=opts)
         task.total = len(ds.queries) + (sum(q.id in ds.answers for q in ds.queries) if opts.answers else 0)
         self._forget_old(tenant_id)
         self._tasks[task.id] = task
