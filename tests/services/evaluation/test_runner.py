@@ -74,3 +74,14 @@ async def test_an_unknown_rerank_model_is_a_bad_request(services: Services, tmp_
         await services.evaluation.evaluate(services.default_tenant_id, small_set(tmp_path / "set"),
                                            EvalOptions(rerank_model="no-such-model"))
     assert await services.repos.kbs.list(services.default_tenant_id) == []  # nothing left behind
+
+
+async def test_a_failure_midway_still_deletes_the_scratch_kb(services: Services, fake: FakeModelServer,
+                                                             tmp_path: Path) -> None:
+    from knora.domain.errors import AppError
+
+    fake.rerank_status = 500
+    with pytest.raises(AppError, match="rerank failed"):
+        await services.evaluation.evaluate(services.default_tenant_id, small_set(tmp_path / "set"),
+                                           EvalOptions(rerank_model="jina:fake-rerank", answers=False))
+    assert await services.repos.kbs.list(services.default_tenant_id) == []
