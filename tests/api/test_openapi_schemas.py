@@ -42,6 +42,7 @@ REQUEST_MODELS = {
     ("post", "/knowledge-bases/{kb_id}/faq/entries"): "ImportBody",
     ("post", "/knowledge-bases/{kb_id}/faq/entry"): "FaqEntryIn",
     ("delete", "/knowledge-bases/{kb_id}/faq/entries"): "DeleteBody",
+    ("post", "/evaluation"): "EvaluationRequest",
 }
 
 # (method, path) → the response component and the resource model found in its ``data``
@@ -61,6 +62,7 @@ RESPONSE_MODELS = {
     ("get", "/knowledge-bases/{kb_id}/faq/entries"): ("Envelope_NestedPage_FaqEntryOut__",
                                                       "NestedPage_FaqEntryOut_"),
     ("delete", "/knowledge-bases/{kb_id}"): ("Done", None),
+    ("get", "/evaluation"): ("Envelope_EvaluationDetailOut_", "EvaluationDetailOut"),
 }
 
 # WeKnora field names a client reads from each resource (a sample, not the whole record)
@@ -82,6 +84,8 @@ FIELDS = {
     "ModelRequest": {"name", "type", "source", "parameters", "api_key"},
     "UpdateChunkRequest": {"content", "is_enabled", "image_info"},
     "ToolApprovalDecisionRequest": {"approved", "reason", "modified_args"},
+    "EvaluationRequest": {"dataset_id", "knowledge_base_id", "chat_id", "rerank_id"},
+    "EvaluationDetailOut": {"task", "params", "metric"},
     "FaqEntryOut": {"id", "standard_question", "similar_questions", "answers", "tag_id", "is_enabled"},
 }
 
