@@ -107,7 +107,8 @@ class EvaluationTasks:
     async def _run(self, task: EvaluationTask, ds: Dataset) -> None:
         task.status = TaskStatus.RUNNING
         try:
-            task.report = await self.runner.run(task.tenant_id, ds, task.options, task.progress)
+            report = await self.runner.run(task.tenant_id, ds, task.options, task.progress)
+            task.report = report.model_copy(update={"per_query": []})  # the API answers the summary only
             task.status = TaskStatus.SUCCESS
         except asyncio.CancelledError:
             task.status, task.err_msg = TaskStatus.FAILED, "cancelled (server shutting down)"
