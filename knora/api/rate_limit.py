@@ -3,11 +3,11 @@ spent.
 
 A caller is the API key or UI token it authenticates with (known keys are answered from the tenant service's
 memory), or its client address when it sends none or an unknown one — so rotating made-up keys buys nothing.
-Every ``/api/v1`` request spends one unit of ``rate_limit_per_minute``; the expensive calls (a chat turn, a
-search, an upload, a URL import or a manual document: model calls and embedding work) also spend one of
-``rate_limit_heavy_per_minute``. ``/health``, the web UI's files and the API docs are not counted; CORS
-preflights neither. When the limiter itself fails (Redis down), requests pass: a budget is not worth an
-outage.
+Every ``/api/v1`` and ``/v1`` request spends one unit of ``rate_limit_per_minute``; the expensive calls (a
+chat turn, a ``/v1`` chat completion, a search, an upload, a URL import or a manual document: model calls and
+embedding work) also spend one of ``rate_limit_heavy_per_minute``. ``/health``, the web UI's files and the API
+docs are not counted; CORS preflights neither. When the limiter itself fails (Redis down), requests pass: a
+budget is not worth an outage.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 TOO_MANY_REQUESTS_CODE = 1006  # WeKnora's ErrTooManyRequests
 _HEAVY = re.compile(r"/(knowledge-chat|agent-chat)/[^/]+/?$|/(knowledge-search|hybrid-search|faq/search)/?$"
-                    r"|/knowledge-bases/[^/]+/knowledge/(file|url|manual)/?$")
+                    r"|/knowledge-bases/[^/]+/knowledge/(file|url|manual)/?$|^/v1/chat/completions/?$")
 
 
 def is_heavy(method: str, path: str) -> bool:
@@ -48,7 +48,7 @@ async def caller(scope: Scope, services: Services) -> str:
 
 
 class RateLimitMiddleware:
-    def __init__(self, app: ASGIApp, prefix: str) -> None:
+    def __init__(self, app: ASGIApp, prefix: str | tuple[str, ...]) -> None:
         self.app = app
         self.prefix = prefix
 

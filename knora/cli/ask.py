@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import html
 import json
-import re
 import sys
 import uuid
 from typing import Any, TextIO
 
 from knora.root import Services
-
-_TAG = re.compile(r"<(kb|web)\s([^>]*)/?>")
-_ATTR = re.compile(r'([a-z_]+)="([^"]*)"')
+from knora.services.citations.numbered import NumberedCitations
 
 
 def register(subparsers: Any) -> None:
@@ -50,26 +46,18 @@ class CitationPrinter:
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.sources: dict[str, tuple[int, str]] = {}
-
-    def _mark(self, m: re.Match[str]) -> str:
-        attrs = {k: html.unescape(v) for k, v in _ATTR.findall(m.group(2))}
-        key = attrs.get("chunk_id") or attrs.get("url") or m.group(0)
-        label = attrs.get("doc") or attrs.get("title") or attrs.get("url") or key
-        if m.group(1) == "web" and attrs.get("url"):
-            label = f"{attrs.get('title') or attrs['url']} <{attrs['url']}>"
-        if key not in self.sources:
-            self.sources[key] = (len(self.sources) + 1, label)
-        return f"[{self.sources[key][0]}]"
+        self.numbers = NumberedCitations()
 
     def write(self, text: str) -> None:
-        self.out.write(_TAG.sub(self._mark, text))
+        self.out.write(self.numbers.feed(text))
         self.out.flush()
 
     def footer(self) -> str:
-        if not self.sources:
-            return ""
-        return "\n".join(f"[{n}] {label}" for n, label in self.sources.values())
+        tail = self.numbers.flush()
+        if tail:
+            self.write(tail)
+        return "\n".join(f"[{s.number}] {f'{s.title} <{s.url}>' if s.kind == 'web' and s.url else s.title}"
+                         for s in self.numbers.sources)
 
 
 async def _resolve_kbs(c: Services, tenant_id: int, refs: list[str]) -> list[str]:
