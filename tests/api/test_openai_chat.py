@@ -49,7 +49,8 @@ async def plain(make_settings: Callable[..., Settings]) -> AsyncIterator[Service
 
 
 @pytest.fixture
-async def with_model(make_settings: Callable[..., Settings], fake: FakeModelServer) -> AsyncIterator[Services]:
+async def with_model(make_settings: Callable[..., Settings],
+                     fake: FakeModelServer) -> AsyncIterator[Services]:
     c = await _container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
                                        chat_api_key="k"))
     try:
@@ -75,7 +76,8 @@ async def test_models_are_listed_and_retrieved(plain: Services) -> None:
         assert all(m.object == "model" and m.owned_by == "knora" and m.created > 0 for m in listed.data)
         one = await oa.models.retrieve(f"knora:kb/{kb}")  # the id form is accepted too
         assert one.id == f"knora:kb/{kb}"
-        assert one.model_extra and one.model_extra["name"].endswith(name)
+        assert one.model_extra
+        assert one.model_extra["name"].endswith(name)
         with pytest.raises(openai.NotFoundError) as err:
             await oa.models.retrieve("knora:kb/none-such")
         assert err.value.code == "model_not_found"
@@ -88,16 +90,21 @@ async def test_extractive_answer_not_streamed_has_numbered_citations(plain: Serv
                                              messages=[{"role": "user", "content": QUESTION}])
     message = r.choices[0].message
     content = message.content or ""
-    assert r.object == "chat.completion" and r.model == f"knora:kb/{kb}"
+    assert r.object == "chat.completion"
+    assert r.model == f"knora:kb/{kb}"
     assert r.choices[0].finish_reason == "stop"
-    assert "partially oxidised" in content and "[1]" in content and "<kb" not in content
+    assert "partially oxidised" in content
+    assert "[1]" in content
+    assert "<kb" not in content
     answer, sources = content.split(SOURCES_RULE)
     assert sources.strip() == "- [1] Tea culture"
     extra = message.model_extra or {}
     refs, cites = extra["knora_references"], extra["knora_citations"]
-    assert cites[0]["number"] == 1 and cites[0]["title"] == "Tea culture"
+    assert cites[0]["number"] == 1
+    assert cites[0]["title"] == "Tea culture"
     assert cites[0]["chunk_id"] in {ref["id"] for ref in refs}
-    assert r.usage is not None and r.usage.model_extra == {"estimated": True}  # the extractive counts no tokens
+    assert r.usage is not None
+    assert r.usage.model_extra == {"estimated": True}
     assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens > 0
 
 
@@ -107,7 +114,8 @@ async def test_extractive_answer_streamed_is_the_same_answer(plain: Services) ->
         whole = await oa.chat.completions.create(model=f"knora:kb/{kb}",
                                                  messages=[{"role": "user", "content": QUESTION}])
         stream = await oa.chat.completions.create(
-            model=f"knora:kb/{kb}", messages=[{"role": "user", "content": [{"type": "text", "text": QUESTION}]}],
+            model=f"knora:kb/{kb}",
+            messages=[{"role": "user", "content": [{"type": "text", "text": QUESTION}]}],
             stream=True, stream_options={"include_usage": True}, temperature=0.2, user="u-1", n=1)
         chunks = [c async for c in stream]
     assert chunks[0].choices[0].delta.role == "assistant"
@@ -117,7 +125,8 @@ async def test_extractive_answer_streamed_is_the_same_answer(plain: Services) ->
     last = [c for c in chunks if c.choices][-1]
     assert last.choices[0].finish_reason == "stop"
     assert (last.choices[0].delta.model_extra or {})["knora_citations"][0]["title"] == "Tea culture"
-    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage is not None
     assert all(c.usage is None for c in chunks[:-1])
 
 
@@ -148,8 +157,10 @@ async def test_model_sees_the_clients_history_and_its_citations_are_numbered(
     assert "How much power does one produce?" in answer_call[-1]["content"]
     assert all("You are terse." not in str(m.get("content")) for m in answer_call)
     usage = chunks[-1].usage
-    assert usage is not None and usage.model_extra == {"estimated": False}  # the model's own counts
-    assert usage.prompt_tokens > 0 and usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    assert usage is not None
+    assert usage.model_extra == {"estimated": False}
+    assert usage.prompt_tokens > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
 
 
 async def test_an_agent_model_runs_the_smart_reasoning_agent(with_model: Services,
@@ -161,7 +172,8 @@ async def test_an_agent_model_runs_the_smart_reasoning_agent(with_model: Service
                                              messages=[{"role": "user", "content": "hello agent"}])
     assert r.choices[0].message.content == "The agent answers directly."
     assert fake.chat_requests[0].get("tools"), "the ReAct agent offers its tools; quick answer does not"
-    assert r.usage is not None and r.usage.model_extra == {"estimated": False}
+    assert r.usage is not None
+    assert r.usage.model_extra == {"estimated": False}
 
 
 async def test_a_named_session_stores_the_turn_and_supplies_the_history(with_model: Services,
@@ -193,13 +205,15 @@ async def test_a_named_session_stores_the_turn_and_supplies_the_history(with_mod
     assert text == "Half a percent a year."
     answer_call = [b["messages"] for b in fake.chat_requests
                    if not any(k in json.dumps(b["messages"]) for k in ("short title", "rewrite_query"))][-1]
-    assert {"role": "user", "content": "Solar panel power?"} in answer_call  # from the session, not the client
+    # the history is the session's, not the client's (which sent only the new question)
+    assert {"role": "user", "content": "Solar panel power?"} in answer_call
     await with_model.chat_service.wait_idle()
     async with client_for(with_model) as http:
         stored = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"]
     assert [m["content"] for m in stored] == ["Solar panel power?", "Panels make 400 W.", "And degradation?",
                                               "Half a percent a year."]
-    assert stored[1]["id"] == mid and all(m["is_completed"] for m in stored)
+    assert stored[1]["id"] == mid
+    assert all(m["is_completed"] for m in stored)
 
 
 async def test_a_session_of_another_tenant_or_none_is_not_found(plain: Services) -> None:

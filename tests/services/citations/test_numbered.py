@@ -40,8 +40,9 @@ class TestNumberedCitations:
         n = NumberedCitations()
         assert n.feed("think <kb doc", "thinking") == "think "
         assert n.feed(f"answer {KB_2}") == "answer [1]"
-        assert n.feed(f'="Tea" chunk_id="c-1" />', "thinking") == "[2]"
-        assert n.flush("thinking") == "" and n.flush() == ""
+        assert n.feed('="Tea" chunk_id="c-1" />', "thinking") == "[2]"
+        assert n.flush("thinking") == ""
+        assert n.flush() == ""
 
     def test_a_lone_angle_bracket_is_released_at_the_end(self) -> None:
         n = NumberedCitations()

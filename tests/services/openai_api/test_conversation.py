@@ -22,7 +22,8 @@ class TestSplitConversation:
         assert [(h.query, h.answer) for h in c.history] == [("q1", "a1"), ("q2", "a2")]
 
     def test_unanswered_users_before_the_last_join_the_query(self) -> None:
-        c = split_conversation([m("user", "q1"), m("assistant", "a1"), m("user", "first"), m("user", "second")])
+        c = split_conversation([m("user", "q1"), m("assistant", "a1"), m("user", "first"),
+                                m("user", "second")])
         assert c.query == "first\n\nsecond"
         assert [(h.query, h.answer) for h in c.history] == [("q1", "a1")]
 

@@ -29,7 +29,8 @@ async def test_events_are_expanded_and_nothing_is_stored(sqlite_container: Servi
     assert kinds[-1] == "complete"
     assert {"tool_call", "references", "thinking", "answer"} <= set(kinds)
     assert "".join(e.content for e in events if e.type == "answer") == EXPANDED
-    assert turn.result is not None and turn.result.fields["content"] == EXPANDED
+    assert turn.result is not None
+    assert turn.result.fields["content"] == EXPANDED
     assert runner.requests[0].history == history
     assert runner.requests[0].query == "What is Knora?"
     sessions, total = await c.session_service.list_sessions(c.default_tenant_id, page=1, page_size=10)
