@@ -20,7 +20,9 @@ SAME_ORIGIN_ROUTES: frozenset[str] = frozenset({"/auth/auto-setup"})
 
 ALLOW_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 ALLOW_HEADERS = ["Origin", "Content-Type", "Accept", "Authorization", "X-API-Key", "X-Request-ID",
-                 "X-Tenant-ID", "Last-Event-ID"]
+                 "X-Tenant-ID", "Last-Event-ID", "X-Knora-Session-Id"]
+# Response headers a browser page may read: the request id, and the session and message of a /v1 stored turn
+EXPOSE_HEADERS = ["X-Request-ID", "X-Knora-Session-Id", "X-Knora-Message-Id"]
 
 
 class KnoraCors:
@@ -31,9 +33,9 @@ class KnoraCors:
         self.app = app
         named = [o for o in origins if o != "*"]
         self.general = CORSMiddleware(app, allow_origins=list(origins), allow_methods=ALLOW_METHODS,
-                                      allow_headers=ALLOW_HEADERS, expose_headers=["X-Request-ID"])
+                                      allow_headers=ALLOW_HEADERS, expose_headers=EXPOSE_HEADERS)
         self.keys = CORSMiddleware(app, allow_origins=named, allow_methods=ALLOW_METHODS,
-                                   allow_headers=ALLOW_HEADERS, expose_headers=["X-Request-ID"])
+                                   allow_headers=ALLOW_HEADERS, expose_headers=EXPOSE_HEADERS)
         self.key_paths = {prefix + p for p in KEY_ROUTES}
         self.same_origin_paths = {prefix + p for p in SAME_ORIGIN_ROUTES}
 

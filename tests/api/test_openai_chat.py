@@ -200,9 +200,14 @@ async def test_a_named_session_stores_the_turn_and_supplies_the_history(with_mod
         await with_model.chat_service.wait_idle()
         stream = await oa.chat.completions.create(
             model=f"knora:kb/{kb}", messages=[{"role": "user", "content": "And degradation?"}], stream=True,
-            extra_headers={SESSION_HEADER: sid})
-        text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+            stream_options={"include_usage": True}, extra_headers={SESSION_HEADER: sid})
+        chunks = [c async for c in stream]
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "Half a percent a year."
+    for usage in (first.usage, chunks[-1].usage):  # the model's counts, saved with the stored answer
+        assert usage is not None
+        assert usage.model_extra == {"estimated": False}
+        assert usage.prompt_tokens > 0
     answer_call = [b["messages"] for b in fake.chat_requests
                    if not any(k in json.dumps(b["messages"]) for k in ("short title", "rewrite_query"))][-1]
     # the history is the session's, not the client's (which sent only the new question)

@@ -80,23 +80,28 @@ async def chat_completions(request: Request, s: ServicesDep, tenant_id: TenantDe
     turn = await s.chat_service.start_unsaved(tenant_id, chat, request_id, target.mode, conversation.history)
     if body.stream:
         return StreamingResponse(stream_chunks(turn.events(), renderer, body.include_usage,
-                                               lambda: reported_usage(turn), turn.cancel),
+                                               lambda: _unsaved_usage(turn), turn.cancel),
                                  media_type="text/event-stream", headers=SSE_HEADERS)
     if not await collect_unless_gone(request, turn.events(), renderer, turn.cancel):
         return Response(status_code=CLIENT_GONE)
     done = turn.result
     answer = str(done.fields.get("content") or "") if done else "".join(renderer.content)
     refs = list(done.fields.get("knowledge_references") or []) if done else renderer.references
-    return _completion(renderer, answer, refs, reported_usage(turn))
+    return _completion(renderer, answer, refs, _unsaved_usage(turn))
 
 
-def reported_usage(turn: UnsavedTurn) -> dict[str, int] | None:
-    """The answering model's own token counts when it reported them."""
-    usage = turn.context.usage
-    if usage is None or usage.prompt_tokens <= 0:
+def reported_usage(debug: dict[str, Any] | None) -> dict[str, int] | None:
+    """The answering model's own token counts, as the turn's debug holds them, when it reported any."""
+    usage = (debug or {}).get("usage")
+    if not isinstance(usage, dict) or int(usage.get("prompt_tokens") or 0) <= 0:
         return None  # a model that counts no prompt (the extractive answerer counts characters) reported none
-    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens or usage.prompt_tokens + usage.completion_tokens}
+    prompt, completion = int(usage["prompt_tokens"]), int(usage.get("completion_tokens") or 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": int(usage.get("total_tokens") or prompt + completion)}
+
+
+def _unsaved_usage(turn: UnsavedTurn) -> dict[str, int] | None:
+    return reported_usage(turn.result.fields.get("debug") if turn.result else None)
 
 
 def _completion(r: CompletionRenderer, answer: str, refs: list[dict[str, Any]],
@@ -129,12 +134,16 @@ async def _stored(request: Request, s: Services, tenant_id: int, request_id: str
 
     events: AsyncIterator[Any] = s.stream_log.follow(session, mid, heartbeat=s.settings.sse_keepalive_seconds)
     if body.stream:
-        return StreamingResponse(stream_chunks(events, renderer, body.include_usage, lambda: None, stop),
+        async def usage() -> dict[str, int] | None:  # saved with the message before ``complete`` is logged
+            message = await s.session_service.get_message(tenant_id, mid)
+            return reported_usage(message.debug if message is not None else None)
+
+        return StreamingResponse(stream_chunks(events, renderer, body.include_usage, usage, stop),
                                  media_type="text/event-stream", headers={**SSE_HEADERS, **headers})
     if not await collect_unless_gone(request, events, renderer, stop):
         return Response(status_code=CLIENT_GONE)
     message = await s.session_service.get_message(tenant_id, mid)
     answer = message.content if message is not None else "".join(renderer.content)
     refs = list(message.knowledge_references or []) if message is not None else renderer.references
-    return _completion(renderer, answer, refs, None, headers)
+    return _completion(renderer, answer, refs, reported_usage(message.debug if message else None), headers)
 

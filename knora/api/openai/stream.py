@@ -8,7 +8,8 @@ stops the turn — cancelling an unsaved turn, or a stop request for a stored on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from starlette.requests import Request
 
@@ -16,7 +17,7 @@ from knora.api.openai.errors import error_body
 from knora.api.openai.render import DONE, KEEPALIVE, CompletionRenderer, sse
 from knora.domain.stream import TERMINAL_TYPES, StreamEvent
 
-Usage = Callable[[], dict[str, int] | None]
+Usage = Callable[[], dict[str, int] | None | Awaitable[dict[str, int] | None]]
 
 
 async def stream_chunks(events: AsyncIterator[StreamEvent | None] | AsyncIterator[StreamEvent],
@@ -43,7 +44,8 @@ async def stream_chunks(events: AsyncIterator[StreamEvent | None] | AsyncIterato
     else:
         yield sse(r.chunk(r.tail(), "stop", with_usage=include_usage))
         if include_usage:
-            yield sse(r.usage_chunk(usage()))
+            counts = usage()
+            yield sse(r.usage_chunk(await counts if inspect.isawaitable(counts) else counts))
     yield DONE
 
 

@@ -39,6 +39,8 @@ def turn_debug(ctx: TurnContext, handler: StreamHandler, outcome: TurnOutcome | 
         debug["errors"] = handler.errors
     if reason:
         debug["stopped"] = reason
+    if ctx.usage is not None:  # the answering model's reported token counts (the /v1 API's ``usage``)
+        debug["usage"] = ctx.usage.model_dump()
     if outcome is not None:
         debug.update(outcome.debug)
     return debug
