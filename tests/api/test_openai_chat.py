@@ -232,3 +232,19 @@ async def test_a_session_of_another_tenant_or_none_is_not_found(plain: Services)
                                                  messages=[{"role": "user", "content": "hi"}],
                                                  extra_headers={SESSION_HEADER: session})
             assert err.value.code == "session_not_found"
+
+
+async def test_a_turn_that_fails_before_any_answer_is_an_openai_error(with_model: Services,
+                                                                      fake: FakeModelServer) -> None:
+    fake.script([Reply(status=400, error="the model refuses")] * 4)
+    async with openai_client(with_model) as oa:
+        with pytest.raises(openai.APIStatusError) as err:
+            await oa.chat.completions.create(model="knora:quick-answer",
+                                             messages=[{"role": "user", "content": "hi"}])
+        assert err.value.status_code == 502
+        assert err.value.code == "answer_failed"
+        stream = await oa.chat.completions.create(model="knora:quick-answer", stream=True,
+                                                  messages=[{"role": "user", "content": "hi"}])
+        with pytest.raises(openai.APIError) as streamed:
+            _ = [c async for c in stream]
+        assert "the model refuses" in streamed.value.message
