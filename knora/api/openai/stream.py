@@ -16,6 +16,7 @@ from starlette.requests import Request
 from knora.api.openai.errors import error_body
 from knora.api.openai.render import DONE, KEEPALIVE, CompletionRenderer, sse
 from knora.domain.stream import TERMINAL_TYPES, StreamEvent
+from knora.ports.chat import close_stream
 
 Usage = Callable[[], dict[str, int] | None | Awaitable[dict[str, int] | None]]
 
@@ -39,6 +40,7 @@ async def stream_chunks(events: AsyncIterator[StreamEvent | None] | AsyncIterato
     finally:
         if not finished:
             abandon()
+        await close_stream(events)  # now, not at garbage collection (the turn's log follower, the queue)
     if r.failed:
         yield sse(error_body(502, "; ".join(r.errors), type_="server_error", code="answer_failed"))
     else:
