@@ -79,7 +79,8 @@ async def chat_completions(request: Request, s: ServicesDep, tenant_id: TenantDe
         return await _stored(request, s, tenant_id, request_id, session, chat, target, body, renderer)
     turn = await s.chat_service.start_unsaved(tenant_id, chat, request_id, target.mode, conversation.history)
     if body.stream:
-        return StreamingResponse(stream_chunks(turn.events(), renderer, body.include_usage,
+        return StreamingResponse(stream_chunks(turn.events(s.settings.sse_keepalive_seconds), renderer,
+                                               body.include_usage,
                                                lambda: _unsaved_usage(turn), turn.cancel),
                                  media_type="text/event-stream", headers=SSE_HEADERS)
     if not await collect_unless_gone(request, turn.events(), renderer, turn.cancel):

@@ -60,10 +60,20 @@ class UnsavedTurn:
         tasks.add(self._task)
         self._task.add_done_callback(tasks.discard)
 
-    async def events(self) -> AsyncIterator[StreamEvent]:
-        """The turn's entries as they come, ending with ``complete``. Leaving early cancels the turn."""
+    async def events(self, heartbeat: float | None = None) -> AsyncIterator[StreamEvent | None]:
+        """The turn's entries as they come, ending with ``complete``; with ``heartbeat``, ``None`` after every
+        ``heartbeat`` seconds without one (SSE keep-alives while a model thinks). Leaving early cancels the
+        turn."""
+        queue = self._reader.queue
         try:
-            while (event := await self._reader.queue.get()) is not None:
+            while True:
+                try:  # a cancelled ``get`` takes nothing from the queue
+                    event = await asyncio.wait_for(queue.get(), heartbeat) if heartbeat else await queue.get()
+                except TimeoutError:
+                    yield None
+                    continue
+                if event is None:
+                    return
                 yield event
         finally:
             self.cancel()

@@ -61,3 +61,22 @@ async def test_an_empty_query_is_refused_before_anything_runs(sqlite_container: 
     with pytest.raises(BadRequest):
         await sqlite_container.chat_service.start_unsaved(sqlite_container.default_tenant_id,
                                                           ChatBody(query="  "), "r", "knowledge", [])
+
+
+async def test_an_idle_turn_yields_keep_alives_and_loses_nothing(sqlite_container: Services) -> None:
+    c = sqlite_container
+    gate = asyncio.Event()
+    c.runners.quick = ScriptedRunner(gate=gate)
+    turn = await c.chat_service.start_unsaved(c.default_tenant_id, ChatBody(query="q"), str(uuid.uuid4()),
+                                              "knowledge", [])
+    seen: list[str | None] = []
+    answer: list[str] = []
+    async for event in turn.events(heartbeat=0.01):
+        seen.append(None if event is None else event.type)
+        if event is None:
+            gate.set()  # the runner was idle long enough for a keep-alive: let it finish
+        elif event.type == "answer":
+            answer.append(event.content)
+    assert None in seen
+    assert seen[-1] == "complete"
+    assert "".join(answer) == EXPANDED  # every delta arrived, none lost to a keep-alive's timeout
