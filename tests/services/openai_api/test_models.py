@@ -42,9 +42,16 @@ async def test_resolves_ids_and_unique_names_and_refuses_the_rest(sqlite_contain
             await targets.resolve(tenant, unknown)
 
 
-async def test_another_tenants_kb_is_not_a_model(sqlite_container: Services) -> None:
+async def test_another_tenants_kbs_and_agents_are_not_models(sqlite_container: Services) -> None:
     c = sqlite_container
     kb = await c.kb_service.create(c.default_tenant_id, {"name": "mine"})
+    agent = await c.agent_service.create(c.default_tenant_id, {"name": "Mine"})
     other, _key = await c.tenants.create("other")
-    with pytest.raises(ModelNotFound):
-        await AnswerTargets(c.kb_service, c.agent_service).resolve(other.id, f"knora:kb/{kb.id}")
+    targets = AnswerTargets(c.kb_service, c.agent_service)
+    for model_id in (f"knora:kb/{kb.id}", "knora:kb/mine", f"knora:agent/{agent.id}"):
+        with pytest.raises(ModelNotFound):
+            await targets.resolve(other.id, model_id)
+    listed = {t.id for t in await targets.list(other.id)}
+    assert listed == {"knora:quick-answer", "knora:agent/builtin-quick-answer",
+                      "knora:agent/builtin-smart-reasoning"}
+    assert (await targets.resolve(other.id, "knora:quick-answer")).knowledge_base_ids == []
