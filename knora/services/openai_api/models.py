@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from knora.domain.agent_settings import AgentSettings
+from knora.domain.common import is_uuid
 from knora.domain.errors import NotFound
 from knora.domain.knowledge import KnowledgeBase
 from knora.domain.models import BUILTIN_CREATED_AT, AgentConfig
@@ -109,8 +110,14 @@ class AnswerTargets:
                                 created=_ts(BUILTIN_CREATED_AT), knowledge_base_ids=[kb.id for kb in kbs])
         if model_id.startswith(KB_PREFIX):
             ref = model_id[len(KB_PREFIX):]
-            kbs = await self._kbs(tenant_id)
-            found = [kb for kb in kbs if kb.id == ref] or [kb for kb in kbs if kb.name == ref]
+            found = []
+            if is_uuid(ref):  # the id form: one read, not the tenant's whole list
+                try:
+                    found = [await self.kbs.get(tenant_id, ref)]
+                except NotFound:
+                    found = []
+            if not found:
+                found = [kb for kb in await self._kbs(tenant_id) if kb.name == ref]
             if len(found) == 1:
                 kb = found[0]
                 return AnswerTarget(id=model_id, name=f"Knora knowledge base: {kb.name}",
