@@ -1,5 +1,6 @@
-"""A client that leaves stops the answer: the model request is closed (the fake model server sees the hang-up)
-and the turn ends — on a real socket (uvicorn), since only a socket carries a disconnect."""
+"""Over a real socket (uvicorn on 127.0.0.1): answers streamed and not, and a client that leaves stops the
+answer — the model request is closed (the fake model server sees the hang-up) and the turn ends. Only a socket
+carries a disconnect."""
 
 from __future__ import annotations
 
@@ -49,6 +50,19 @@ async def live_openai(c: Services) -> AsyncIterator[openai.AsyncOpenAI]:
     async with live_client(c) as http, openai.AsyncOpenAI(
             api_key=TEST_API_KEY, base_url=f"{str(http.base_url).rstrip('/')}/v1", max_retries=0) as oa:
         yield oa
+
+
+async def test_answers_over_a_socket_streamed_and_not(with_model: Services, fake: FakeModelServer) -> None:
+    fake.script([Reply(content="Hello over TCP.", chunk_size=3), Reply(content="Hello again.", chunk_size=2)])
+    async with live_openai(with_model) as oa:
+        whole = await oa.chat.completions.create(model="knora:quick-answer", messages=USER)  # type: ignore
+        stream = await oa.chat.completions.create(model="knora:quick-answer", messages=USER,  # type: ignore
+                                                  stream=True, stream_options={"include_usage": True})
+        chunks = [c async for c in stream]
+    assert whole.choices[0].message.content == "Hello over TCP."
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Hello again."
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.prompt_tokens > 0
 
 
 async def test_a_streaming_client_that_leaves_cancels_the_unsaved_turn(with_model: Services,
