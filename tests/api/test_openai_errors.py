@@ -3,6 +3,7 @@ request budgets apply to /v1 as to /api/v1."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -145,3 +146,34 @@ async def test_v1_spends_the_request_budgets(make_settings: Callable[..., Settin
         assert int(err.value.response.headers["Retry-After"]) >= 1
         assert (await oa.models.list()).data  # the heavy budget is the completions'; listing still runs
     assert TEST_API_KEY
+
+
+class TestTranslate:
+    """The envelope → OpenAI rewrite itself."""
+
+    pytestmark = pytest.mark.unit
+
+    def test_an_envelope_becomes_openai_shape_by_status(self) -> None:
+        from knora.api.openai.errors import translate
+
+        envelope = b'{"success": false, "error": {"code": 1006, "message": "slow down"}}'
+        body = json.loads(translate(429, envelope))
+        assert body == {"error": {"message": "slow down", "type": "rate_limit_error", "param": None,
+                                  "code": "rate_limit_exceeded"}}
+
+    def test_the_routes_own_fields_win(self) -> None:
+        from knora.api.openai.errors import openai_fields, translate
+
+        raw = json.dumps({"success": False, "error": {"code": 1003, "message": "no such model",
+                                                      "details": openai_fields("model_not_found", "model")}})
+        assert json.loads(translate(404, raw.encode()))["error"] == {
+            "message": "no such model", "type": "invalid_request_error", "param": "model",
+            "code": "model_not_found"}
+
+    def test_plain_text_and_openai_bodies(self) -> None:
+        from knora.api.openai.errors import translate
+
+        assert json.loads(translate(404, b"404 page not found"))["error"]["message"] == "404 page not found"
+        assert json.loads(translate(500, b""))["error"]["type"] == "server_error"
+        already = b'{"error": {"message": "m", "type": "t", "param": null, "code": "c"}}'
+        assert translate(400, already) == already
