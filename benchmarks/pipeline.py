@@ -9,12 +9,15 @@
    for their wall and CPU time; ``excluding_keyword`` is each turn less its keyword search (wall: less the
    part of the keyword search that outlasted the concurrent vector search; CPU: less the keyword query's own
    CPU).
-2. Accuracy of the extractive answerer (no chat model configured) on ../shared/data/xquad-en and xquad-zh: the
+2. Telemetry overhead (``telemetry_overhead``): whole chat turns through the HTTP API with metrics on and off
+   (tracing off, the default), interleaved on two services over the same chunks; the ratios on/off of the
+   p50 wall time and of the mean CPU per turn.
+3. Accuracy of the extractive answerer (no chat model configured) on ../shared/data/xquad-en and xquad-zh: the
    share of questions whose answer contains a gold answer string, end to end (retrieval + answer), and with
    the gold passage given directly (answering alone).
 
     python benchmarks/pipeline.py [--sizes 10000,100000] [--turns 50] [--qa-limit 0] [--qa-embedder
-    local:hash]
+    local:hash] [--telemetry-size 10000] [--telemetry-turns 100]
 """
 
 from __future__ import annotations
@@ -293,6 +296,67 @@ async def accuracy(name: str, limit: int, embedder: str) -> dict[str, Any]:
         shutil.rmtree(c.settings.data_dir, ignore_errors=True)  # a 100k run leaves ~0.6 GB otherwise
 
 
+async def telemetry_overhead(size: int, turns: int, rng: random.Random) -> dict[str, Any]:
+    """What metrics (and tracing that is off, the default) cost a turn: whole chat turns through the HTTP API
+    (in-process ASGI: the metrics middleware, the chat service and its turn observer, the pipeline, the
+    extractive answerer), on two services over the same synthetic chunks, one with ``metrics_enabled`` and
+    one without, turns interleaved (on/off, then off/on) so that drift of the machine falls on both alike.
+    Wall time per turn (request to the end of the stream) and process CPU per turn."""
+    import httpx
+
+    from knora.api.app import create_app
+
+    docs = synthetic_docs(size, rng)
+    arms: dict[str, tuple[Services, str, httpx.AsyncClient]] = {}
+    chunks: list[Chunk] = []
+    for name, enabled in (("on", True), ("off", False)):
+        c = await build_services(Settings(data_dir=Path(tempfile.mkdtemp(prefix="knora-bench-")),
+                                          embedder="local:hash", sample_kb=False, api_key="sk-bench",
+                                          metrics_enabled=enabled, rate_limit_per_minute=0,
+                                          rate_limit_heavy_per_minute=0))
+        kb_id, chunks = await seed(c, docs)
+        if hasattr(c.retrieval, "warm_keyword"):
+            await c.retrieval.warm_keyword()
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(services=c)),
+                                 base_url="http://127.0.0.1", headers={"X-API-Key": "sk-bench"}, timeout=120)
+        arms[name] = (c, kb_id, http)
+    wall: dict[str, list[float]] = {"on": [], "off": []}
+    cpu: dict[str, list[float]] = {"on": [], "off": []}
+    try:
+        for i in range(turns + 3):
+            words = rng.choice(chunks).content.split()[:40]
+            query = " ".join(rng.sample(words, 6))
+            for name in ("on", "off") if i % 2 == 0 else ("off", "on"):
+                c, kb_id, http = arms[name]
+                sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
+                t, p = time.perf_counter(), time.process_time()
+                r = await http.post(f"/api/v1/knowledge-chat/{sid}", json={
+                    "query": query, "knowledge_base_ids": [kb_id], "disable_title": True})
+                await c.chat_service.wait_idle()
+                if i < 3:
+                    continue  # warm-up
+                if r.status_code != 200 or b'"complete"' not in r.content:
+                    raise RuntimeError(f"turn failed: {r.text[:200]}")
+                wall[name].append((time.perf_counter() - t) * 1000)
+                cpu[name].append((time.process_time() - p) * 1000)
+        scrape = await arms["on"][2].get("/metrics")
+        assert b"knora_stage_duration_seconds" in scrape.content
+    finally:
+        for c, _kb, http in arms.values():
+            await http.aclose()
+            await c.aclose()
+            shutil.rmtree(c.settings.data_dir, ignore_errors=True)
+
+    def figures(name: str) -> dict[str, float]:
+        return {"wall_ms_p50": pct(wall[name], 50), "wall_ms_p95": pct(wall[name], 95),
+                "cpu_ms_mean": round(sum(cpu[name]) / len(cpu[name]), 3)}
+
+    on, off = figures("on"), figures("off")
+    return {"chunks": size, "turns": len(wall["on"]), "metrics_on": on, "metrics_off": off,
+            "ratio_wall_p50": round(on["wall_ms_p50"] / off["wall_ms_p50"], 3),
+            "ratio_cpu_mean": round(on["cpu_ms_mean"] / off["cpu_ms_mean"], 3)}
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000")
@@ -300,11 +364,16 @@ async def main() -> None:
     ap.add_argument("--qa-sets", default="xquad-en,xquad-zh")
     ap.add_argument("--qa-limit", type=int, default=0)
     ap.add_argument("--qa-embedder", default="local:hash")
+    ap.add_argument("--telemetry-size", type=int, default=10000,
+                    help="chunks for the metrics-on/off turn comparison (0 = skip it)")
+    ap.add_argument("--telemetry-turns", type=int, default=100)
     args = ap.parse_args()
     rng = random.Random(7)
     out: dict[str, Any] = {"benchmark": "pipeline", "overhead": {}, "extractive_accuracy": {}}
     for size in [int(s) for s in args.sizes.split(",") if s]:
         out["overhead"][str(size)] = await overhead(size, args.turns, rng)
+    if args.telemetry_size:
+        out["telemetry_overhead"] = await telemetry_overhead(args.telemetry_size, args.telemetry_turns, rng)
     for name in [s for s in args.qa_sets.split(",") if s]:
         out["extractive_accuracy"][name] = await accuracy(name, args.qa_limit, args.qa_embedder)
     print(json.dumps(out, ensure_ascii=False))

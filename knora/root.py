@@ -47,6 +47,7 @@ from knora.adapters.ratelimit.registry import build as build_rate_limiter
 from knora.adapters.retrieval.registry import build_engine
 from knora.adapters.stream.registry import build as build_stream_log
 from knora.adapters.stream.registry import build_leases
+from knora.adapters.telemetry.registry import build_telemetry
 from knora.adapters.tools._skills import load_skills, skills_prompt
 from knora.adapters.tools.registry import CATALOG
 from knora.adapters.websearch.fetch import PageFetcher
@@ -64,6 +65,7 @@ from knora.ports.reranker import Rerankers
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import Repositories
 from knora.ports.stream_log import StopSignals, StreamLog
+from knora.ports.telemetry import Telemetry
 from knora.ports.tool import ToolDeps
 from knora.ports.websearch import WebSearch
 from knora.services.agent.approval import ApprovalBroker
@@ -150,6 +152,7 @@ class Services:
     tool_registry_factory: ToolRegistryFactory
     agent_service: AgentService
     rate_limiter: RateLimiter  # per-caller request budgets (knora/api/rate_limit.py)
+    telemetry: Telemetry  # metrics (/metrics) and traces (OTLP when configured)
     _closers: list[Closer] = field(default_factory=list, repr=False)
 
     async def aclose(self) -> None:
@@ -205,8 +208,8 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
 
 
 def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,
-            closers: list[Closer]) -> _Models:
-    chat_models = ChatModelRegistry(s, repos.models, outbound=_outbound(s))
+            closers: list[Closer], telemetry: Telemetry) -> _Models:
+    chat_models = ChatModelRegistry(s, repos.models, outbound=_outbound(s), metrics=telemetry.metrics)
     rerankers = RerankerRegistry(s, repos.models, outbound=_outbound(s))
     closers += [chat_models.close, rerankers.close]
     try:
@@ -269,7 +272,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     s.data_dir.mkdir(parents=True, exist_ok=True)
     db = make_engine(s.effective_database_url)
     sessions = make_sessionmaker(db)
-    closers: list[Closer] = []
+    telemetry = build_telemetry(s)
+    closers: list[Closer] = [telemetry.tracer.close]  # closed last: spans of the last turns are exported
     await migrate(db)
     tenants = TenantService(SqlTenantRepo(sessions))
     default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
@@ -288,7 +292,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 
     deps = IngestDeps(settings=s, repos=store.repos, blobs=store.blobs, parsers=store.parsers,
                       embedders=store.embedders, jobs=store.jobs, retrieval=lambda: engine,
-                      split=split_document)
+                      split=split_document, telemetry=telemetry)
     ingest = IngestService(deps)
     kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder,
                                stop_ingestion=ingest.stop_knowledge_base)
@@ -297,7 +301,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     await model_service.load_cache()
     store.jobs.register(JOB_KIND, ingest.process, give_up=ingest.give_up)
 
-    models = _models(s, sessions, store.repos, closers)
+    models = _models(s, sessions, store.repos, closers, telemetry)
     pipeline_deps = _pipeline_deps(settings, models, search, store, kbs)
 
     writer = GroupCommit(sessions)  # one writer for the turns' message and session writes (group commits)
@@ -341,7 +345,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     closers += [stream_log.close, stop_signals.close, leases.close, rate_limiter.close]
     chat = ChatService(session_service, stream_log, stop_signals, runners.get, agents,
                        max_query_chars=s.max_query_chars,
-                       pacer=DeltaPacer(s.stream_frame_budget, s.stream_max_hold_ms / 1000), leases=leases)
+                       pacer=DeltaPacer(s.stream_frame_budget, s.stream_max_hold_ms / 1000), leases=leases,
+                       telemetry=telemetry)
     closers.append(chat.close)
     if leases.shared:  # Redis: turns whose process died are closed by any replica once their lease lapses
         chat.start_sweeper()
@@ -361,7 +366,13 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         mcp_services=MCPServiceService(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, policy=tenant_urls),
         approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
-        rate_limiter=rate_limiter, _closers=closers)
+        rate_limiter=rate_limiter, telemetry=telemetry, _closers=closers)
+    jobs_repo = store.repos.jobs
+
+    async def queue_depth() -> None:
+        telemetry.metrics.queue_depth(await jobs_repo.count_active())
+
+    telemetry.metrics.add_probe(queue_depth)
     await _start_workers(services, store.jobs)
     return services
 

@@ -183,6 +183,24 @@ class Settings(BaseSettings):
         "memory_limit (no spill to disk)")
     sandbox_threads: int = Field(default=1, ge=1, description="DuckDB threads per sandboxed query")
 
+    # --- metrics and traces ---------------------------------------------------------------------------------
+    metrics_enabled: bool = Field(default=True, description="Prometheus metrics at /metrics")
+    metrics_token: str | None = Field(
+        default=None,
+        description="Bearer token a scraper from another host sends to read /metrics (Prometheus "
+        "`authorization: {credentials: …}`); loopback scrapes need none, and without a token no other host "
+        "may read it")
+    otlp_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces: one trace per chat "
+        "turn and per ingestion job, a span per pipeline stage and tool call. Unset = no tracing")
+    otlp_headers: dict[str, str] = Field(default_factory=dict,
+                                         description="Headers sent with each export (a collector's key), as "
+                                         "JSON")
+    trace_sample_ratio: float = Field(default=1.0, ge=0.0, le=1.0,
+                                      description="Share of turns and jobs traced")
+    trace_service_name: str = Field(default="knora", description="service.name of the exported spans")
+
     # --- misc -----------------------------------------------------------------------------------------------
     sample_kb: bool = Field(default=True,
                             description="Ingest the bundled sample knowledge base on first start")

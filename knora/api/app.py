@@ -6,12 +6,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
+from starlette.routing import Route
 
 from knora import __version__
 from knora.api import errors
 from knora.api.body import install_openapi
 from knora.api.body_limit import BodyLimitMiddleware, limits
 from knora.api.cors import KnoraCors
+from knora.api.mcp_server.http import MCP_PATH, McpEndpoint
+from knora.api.metrics import MetricsMiddleware
 from knora.api.openai import routes as openai_routes
 from knora.api.openai.errors import OPENAI_PREFIX, OpenAIErrorsMiddleware
 from knora.api.rate_limit import RateLimitMiddleware
@@ -25,12 +28,14 @@ from knora.api.routes import (
     knowledge_bases,
     mcp_services,
     messages,
+    metrics,
     models,
     search,
     sessions,
     system,
     tags,
 )
+from knora.ports.telemetry import Metrics, NullMetrics
 from knora.root import Services, build_services
 from knora.settings import Settings
 from knora.web.mount import mount as mount_web
@@ -44,6 +49,12 @@ ROUTERS: tuple[APIRouter, ...] = (
 )
 
 API_PREFIX = "/api/v1"
+NULL_METRICS = NullMetrics()
+
+
+def _metrics_of(app: FastAPI) -> Metrics:
+    services: Services | None = getattr(app.state, "services", None)
+    return services.telemetry.metrics if services is not None else NULL_METRICS
 
 
 def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
@@ -51,15 +62,19 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     from ``settings`` and closes at shutdown."""
     settings = settings or (services.settings if services else Settings())
 
+    mcp = McpEndpoint()  # the MCP server over Streamable HTTP (docs/mcp-server.md)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if services is not None:
-            yield
+            async with mcp.running(services):
+                yield
             return
         built = await build_services(settings)
         app.state.services = built
         try:
-            yield
+            async with mcp.running(built):
+                yield
         finally:
             await built.aclose()
 
@@ -69,13 +84,16 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         app.state.services = services
     errors.install(app)
     # inside CORS and the request id, so a 429 carries both
-    app.add_middleware(RateLimitMiddleware, prefix=(API_PREFIX, OPENAI_PREFIX))
+    app.add_middleware(RateLimitMiddleware, prefix=(API_PREFIX, MCP_PATH, OPENAI_PREFIX))
     app.add_middleware(BodyLimitMiddleware, limit_for=limits(settings.max_upload_bytes,
                                                              settings.max_chat_body_bytes))
     app.add_middleware(OpenAIErrorsMiddleware)  # /v1 errors in OpenAI's shape, 413 and 429 included
     app.add_middleware(KnoraCors, origins=settings.cors_origins, prefix=API_PREFIX)
 
-    app.add_middleware(RequestIdMiddleware)  # outermost: error responses get the id too
+    app.add_middleware(RequestIdMiddleware)  # error responses get the id too
+    # outermost: every answer is counted, a 429 or a 413 included. The metrics object is the services'; the
+    # middleware reads it per request, since built services exist only once the lifespan has run.
+    app.add_middleware(MetricsMiddleware, metrics=lambda: _metrics_of(app))
 
     @app.get("/health", include_in_schema=False)
     async def health() -> dict[str, str]:
@@ -83,6 +101,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
+    app.include_router(metrics.router)
+    app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     app.include_router(openai_routes.router, prefix=OPENAI_PREFIX)  # the OpenAI-compatible API
     install_openapi(app)
     mount_web(app)

@@ -3,11 +3,12 @@ spent.
 
 A caller is the API key or UI token it authenticates with (known keys are answered from the tenant service's
 memory), or its client address when it sends none or an unknown one — so rotating made-up keys buys nothing.
-Every ``/api/v1`` and ``/v1`` request spends one unit of ``rate_limit_per_minute``; the expensive calls (a
-chat turn, a ``/v1`` chat completion, a search, an upload, a URL import or a manual document: model calls and
-embedding work) also spend one of ``rate_limit_heavy_per_minute``. ``/health``, the web UI's files and the API
-docs are not counted; CORS preflights neither. When the limiter itself fails (Redis down), requests pass: a
-budget is not worth an outage.
+Every ``/api/v1``, ``/mcp`` and ``/v1`` request spends one unit of ``rate_limit_per_minute``; the expensive
+calls (a chat turn, a ``/v1`` chat completion, a search, an upload, a URL import or a manual document: model
+calls and embedding work; over MCP the ``search_knowledge``, ``ask`` and ``add_document`` tools, through
+``spend_heavy``) also spend one of ``rate_limit_heavy_per_minute``. ``/health``, the web UI's files and the
+API docs are not counted; CORS preflights neither. When the limiter itself fails (Redis down), requests pass:
+a budget is not worth an outage.
 """
 
 from __future__ import annotations
@@ -36,18 +37,39 @@ def is_heavy(method: str, path: str) -> bool:
     return method == "POST" and _HEAVY.search(path) is not None
 
 
+def key_caller(key: str) -> str:
+    """The budget owner of a known API key or UI token."""
+    return "key:" + hash_key(key)[:32]
+
+
 async def caller(scope: Scope, services: Services) -> str:
     """``key:<digest>`` for a known key or token, else ``ip:<client address>``. The tenant found (or None) is
     left on the request's state for the authentication dependency, so a key is looked up once."""
     found = await authenticate(Headers(scope=scope), services.tenants)
     scope.setdefault("state", {})[AUTHENTICATED] = found[0] if found else None
     if found is not None:
-        return "key:" + hash_key(found[1])[:32]
+        return key_caller(found[1])
     client = scope.get("client")
     return "ip:" + (client[0] if client else "unknown")
 
 
+async def spend_heavy(services: Services, who: str) -> Decision | None:
+    """One unit of ``who``'s heavy budget for an expensive call that is not a route of its own (an MCP tool
+    call over ``/mcp``); the refusal, or None. The same budget as the heavy routes'."""
+    limit = services.settings.rate_limit_heavy_per_minute
+    if limit <= 0:
+        return None
+    try:
+        decision = await services.rate_limiter.hit(f"heavy:{who}", Budget(limit, 60.0))
+    except Exception:
+        log.warning("rate limiter unavailable; request let through", exc_info=True)
+        return None
+    return None if decision.allowed else decision
+
+
 class RateLimitMiddleware:
+    """Budgets for the paths under ``prefix`` (one prefix, or several as a tuple)."""
+
     def __init__(self, app: ASGIApp, prefix: str | tuple[str, ...]) -> None:
         self.app = app
         self.prefix = prefix

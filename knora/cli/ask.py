@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import sys
-import uuid
 from typing import Any, TextIO
 
 from knora.root import Services
@@ -42,22 +41,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 class CitationPrinter:
-    """Turns public ``<kb …/>``/``<web …/>`` tags into ``[n]`` marks and lists the sources at the end."""
+    """Writes answer text with public ``<kb …/>``/``<web …/>`` tags as ``[n]`` marks; sources at the end."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.numbers = NumberedCitations()
+        self.citations = NumberedCitations()
 
     def write(self, text: str) -> None:
-        self.out.write(self.numbers.feed(text))
+        self.out.write(self.citations.render(text))
         self.out.flush()
 
     def footer(self) -> str:
-        tail = self.numbers.flush()
-        if tail:
-            self.write(tail)
-        return "\n".join(f"[{s.number}] {f'{s.title} <{s.url}>' if s.kind == 'web' and s.url else s.title}"
-                         for s in self.numbers.sources)
+        return self.citations.footer()
 
 
 async def _resolve_kbs(c: Services, tenant_id: int, refs: list[str]) -> list[str]:
@@ -75,26 +70,23 @@ async def ask(c: Services, args: argparse.Namespace, out: TextIO = sys.stdout,
               err: TextIO = sys.stderr) -> int:
     """One turn on running services; returns the exit code (0 ok, 1 error frame, 2 bad input, 130 stopped)."""
     from knora.domain.errors import AppError
-    from knora.services.streaming.intake import ChatBody
+    from knora.services.streaming.question import Question, start_question
     from knora.services.streaming.sse import stream_frames
 
     tenant = c.default_tenant_id
     try:
-        session = (await c.session_service.get(tenant, args.session) if args.session
-                   else await c.session_service.create(tenant, source="api"))
-        body = ChatBody(query=args.query, knowledge_base_ids=await _resolve_kbs(c, tenant, args.kb),
-                        agent_id=args.agent or "", web_search_enabled=args.web,
-                        citations_enabled=not args.no_citations, channel="api")
-        turn = await c.chat_service.start(tenant, session.id, body, str(uuid.uuid4()),
-                                          "agent" if args.agent else "knowledge")
+        question = Question(query=args.query, knowledge_base_ids=await _resolve_kbs(c, tenant, args.kb),
+                            session_id=args.session or None, agent_id=args.agent or "", web_search=args.web,
+                            citations=not args.no_citations)
+        turn = await start_question(c.session_service, c.chat_service, tenant, question)
     except AppError as exc:
         print(f"error: {exc.message}", file=err)
         return 2
     printer = CitationPrinter(out)
     code = 0
     try:
-        async for raw in stream_frames(c.stream_log, session.id, turn.assistant_message_id, turn.request_id,
-                                       live=True, wait_for_title=turn.wants_title):
+        async for raw in stream_frames(c.stream_log, turn.session_id, turn.assistant_message_id,
+                                       turn.request_id, live=True, wait_for_title=turn.wants_title):
             if raw.startswith(b":"):
                 continue
             frame = json.loads(raw.split(b"data:", 1)[1])
@@ -111,13 +103,13 @@ async def ask(c: Services, args: argparse.Namespace, out: TextIO = sys.stdout,
             elif kind == "stop":
                 print("\n[stopped]", file=err, flush=True)
     except asyncio.CancelledError:
-        await c.chat_service.stop(tenant, session.id, turn.assistant_message_id)
+        await c.chat_service.stop(tenant, turn.session_id, turn.assistant_message_id)
         code = 130
     await c.chat_service.wait_idle()
     if not args.json:
         footer = printer.footer()
         print("\n" + (f"\n{footer}" if footer else ""), file=out)
-        print(f"session {session.id}", file=err)
+        print(f"session {turn.session_id}", file=err)
     return code
 
 

@@ -13,11 +13,11 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from knora.cli import ask, ingest, kb, search, serve
+from knora.cli import ask, ingest, kb, mcp, search, serve
 
 T = TypeVar("T")
 
-COMMANDS = (serve, kb, ingest, search, ask)
+COMMANDS = (serve, kb, ingest, search, ask, mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:

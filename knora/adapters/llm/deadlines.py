@@ -24,8 +24,8 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from knora.adapters.llm.wrapper import ChatModelWrapper
 from knora.domain.model_wait import note_progress, wait_started
 from knora.ports.chat import (
     ChatChunk,
@@ -69,28 +69,12 @@ def _is_progress_only(chunk: ChatChunk) -> bool:
                 or chunk.usage is not None)
 
 
-class DeadlineChatModel:
+class DeadlineChatModel(ChatModelWrapper):
     """A ``ChatModel`` whose calls end with :class:`ModelDeadline` when the model stops answering."""
 
     def __init__(self, inner: ChatModel, deadlines: Deadlines) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._deadlines = deadlines
-
-    @property
-    def inner(self) -> ChatModel:
-        return self._inner
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def supports_tools(self) -> bool:
-        return self._inner.supports_tools
-
-    def __getattr__(self, name: str) -> Any:
-        # Optional capabilities callers probe with getattr (``generative``, ``close``) stay the inner model's.
-        return getattr(self._inner, name)
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
         seconds = self._deadlines.first_token

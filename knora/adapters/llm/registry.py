@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeVar
 
 from knora.adapters.llm.deadlines import DeadlineChatModel, Deadlines
 from knora.adapters.llm.extractive import EXTRACTIVE_MODEL_ID, ExtractiveAnswerer
+from knora.adapters.llm.metered import MeteredChatModel
 from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
 from knora.adapters.llm.rerank_http import HttpReranker, Style
@@ -38,6 +39,7 @@ from knora.domain.registry import Registry
 from knora.netguard import PUBLIC_ONLY, AddressRefused, Outbound, OutboundPolicy
 from knora.ports.chat import ChatModel, ModelError
 from knora.ports.reranker import Reranker
+from knora.ports.telemetry import Metrics
 from knora.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -184,10 +186,11 @@ def _outbound(settings: Settings, outbound: Outbound | None) -> Outbound:
 class ChatModelRegistry:
     def __init__(self, settings: Settings, rows: _ModelRows | None = None,
                  providers: Mapping[str, ChatFactory] | Registry[ChatFactory] | None = None,
-                 outbound: Outbound | None = None) -> None:
+                 outbound: Outbound | None = None, metrics: Metrics | None = None) -> None:
         self._settings = settings
         self._rows = rows
         self._outbound = _outbound(settings, outbound)
+        self._metrics = metrics
         self._providers: Registry[ChatFactory] = _registry("chat provider", providers, CHAT_PROVIDERS)
         self._cache = _Cache()
 
@@ -209,11 +212,12 @@ class ChatModelRegistry:
 
     def _bounded(self, model: ChatModel) -> ChatModel:
         """Every model but the in-process extractive answerer waits under the first-token and stall deadlines
-        (here, once, so both runtimes and every provider get them)."""
+        and is metered (here, once, so both runtimes and every provider get them)."""
         deadlines = Deadlines(self._settings.model_first_token_seconds, self._settings.model_stall_seconds)
-        if isinstance(model, ExtractiveAnswerer) or not deadlines.active:
+        if isinstance(model, ExtractiveAnswerer):
             return model
-        return DeadlineChatModel(model, deadlines)
+        bounded = DeadlineChatModel(model, deadlines) if deadlines.active else model
+        return MeteredChatModel(bounded, self._metrics) if self._metrics is not None else bounded
 
     def from_row(self, row: ModelConfig) -> ChatModel:
         """A row's client, under the tenant policy (callers check the URL first: :meth:`_from_row`)."""

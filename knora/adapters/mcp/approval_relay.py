@@ -45,7 +45,7 @@ class RedisApprovalRelay:
                     except Exception:
                         log.warning("bad approval relay message", exc_info=True)
             finally:
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await pubsub.aclose()  # type: ignore[no-untyped-call,unused-ignore]  # typed from redis 8
 
         self._task = asyncio.create_task(listen(), name="approval-relay")
         await self._ready.wait()

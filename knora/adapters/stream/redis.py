@@ -367,7 +367,7 @@ class RedisStopSignals:
                 await asyncio.sleep(0.5)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()  # type: ignore[no-untyped-call,unused-ignore]  # typed from redis 8
 
     async def wait_for_stop(self, message_id: str) -> None:
         if self._listener is None or self._listener.done():

@@ -98,7 +98,7 @@ class CompletionRenderer:
         reasoning = self.numbers.flush("thinking")
         if text:
             self.content.append(text)
-        footer = sources_text(self.numbers.sources)
+        footer = sources_text(list(self.numbers.sources.values()))
         delta: dict[str, Any] = {"content": text + footer}
         if reasoning:
             delta["reasoning_content"] = reasoning
@@ -106,7 +106,7 @@ class CompletionRenderer:
 
     def extras(self) -> dict[str, Any]:
         out: dict[str, Any] = {"knora_references": self.references,
-                               "knora_citations": [asdict(s) for s in self.numbers.sources]}
+                               "knora_citations": [asdict(s) for s in self.numbers.sources.values()]}
         if self.errors:
             out["knora_errors"] = self.errors
         return out
@@ -146,11 +146,11 @@ class CompletionRenderer:
         before its tool calls are not in it) and the reasoning the entries carried."""
         numbers = NumberedCitations()
         content = numbers.render(answer)
-        thought = numbers.render("".join(self._raw_reasoning), "thinking")
+        thought = numbers.render("".join(self._raw_reasoning))
         self.content, self.reasoning, self.numbers = [content], [thought], numbers
         self.references = references
-        message: dict[str, Any] = {"role": "assistant", "content": content + sources_text(numbers.sources),
-                                   "refusal": None}
+        footer = sources_text(list(numbers.sources.values()))
+        message: dict[str, Any] = {"role": "assistant", "content": content + footer, "refusal": None}
         if thought:
             message["reasoning_content"] = thought
         message.update(self.extras())

@@ -5,6 +5,7 @@ remember to count."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ChatResponse, close_stream
 from knora.ports.turn import TurnContext
@@ -24,6 +25,10 @@ class CountedModel:
     @property
     def supports_tools(self) -> bool:
         return self.model.supports_tools
+
+    def __getattr__(self, name: str) -> Any:
+        # Optional capabilities callers probe with getattr (``generative``, ``close``) stay the model's.
+        return getattr(self.model, name)
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ChatResponse:
         response = await self.model.chat(messages, options)

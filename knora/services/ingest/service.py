@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from knora.ports.jobs import JobQueue, JobRequest
 from knora.ports.parser import DocumentParsers, ParseError
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import KnowledgeFilter, Page, Repositories
+from knora.ports.telemetry import NO_TELEMETRY, Span, Telemetry
 from knora.services.ingest import fetch as fetching
 from knora.services.ingest.build import Draft, build_chunks, searchable
 from knora.services.ingest.committer import GroupCommitter
@@ -74,6 +76,7 @@ class IngestDeps:
     jobs: JobQueue
     retrieval: Callable[[], RetrievalEngine | None]
     split: Callable[[str, ChunkingConfig], Sequence[Draft]]
+    telemetry: Telemetry = NO_TELEMETRY
 
 
 def file_extension(name: str) -> str:
@@ -305,17 +308,34 @@ class IngestService:
             f"Ingestion stopped: {reason}. It is not retried automatically; re-parse to try again.")
 
     async def _process_or_fail(self, k: Knowledge, kb: KnowledgeBase) -> None:
+        """Runs one job and records it (``knora_ingest_*`` metrics, a ``knora.ingest`` trace)."""
+        metrics = self.d.telemetry.metrics
+        span = self.d.telemetry.tracer.start("knora.ingest", {
+            "knora.tenant_id": k.tenant_id, "knora.knowledge_id": k.id, "knora.type": k.type or "file"})
+        started, outcome, done = time.monotonic(), "failed", _Done()
         try:
-            await self._process(k, kb)
+            done = await self._process(k, kb, span)
+            outcome = "completed"
         except (ParseError, IngestFailure, AppError, ModelError) as exc:
             # a model's error (an embedding endpoint refused by the outbound policy, or answering garbage)
             # names the provider and what was wrong: that is the reason, not an "Internal error"
+            metrics.error(f"ingest:{_failure_kind(exc)}")
+            span.fail(str(exc) or type(exc).__name__)
             await self.d.repos.knowledge.set_status(k.id, ParseStatus.FAILED,
                                                     str(exc) or type(exc).__name__)
+        except asyncio.CancelledError:
+            outcome = "cancelled"  # a delete or a re-parse stopped it
+            raise
         except Exception as exc:
             log.exception("ingesting %s failed", k.id)
+            metrics.error("ingest:internal")
+            span.fail(f"{type(exc).__name__}: {exc}")
             await self.d.repos.knowledge.set_status(
                 k.id, ParseStatus.FAILED, f"Internal error while ingesting: {type(exc).__name__}: {exc}")
+        finally:
+            metrics.ingested(outcome, time.monotonic() - started, done.chunks, done.size)
+            span.set("knora.outcome", outcome)
+            span.end()
 
     def _mark_processing(self, knowledge_id: str) -> None:
         """Show ``processing`` soon, without a write per document: ids are flushed in one UPDATE per round."""
@@ -354,13 +374,17 @@ class IngestService:
             raise IngestFailure("The uploaded original is missing from the blob store") from exc
         return data, k.file_type, k.file_name, {}
 
-    async def _process(self, k: Knowledge, kb: KnowledgeBase) -> None:
+    async def _process(self, k: Knowledge, kb: KnowledgeBase, span: Span) -> _Done:
+        t = time.time_ns()
         data, ext, name, extra = await self._load(k)
+        span.record("load", t, time.time_ns(), {"knora.bytes": len(data)})
         if not data.strip():
             raise IngestFailure(f"{name} is empty")
         if file_extension(name) != ext:
             name = f"{PurePosixPath(name).stem or 'document'}.{ext}"
+        t = time.time_ns()
         doc = await self.d.parsers.parse(data, name)
+        span.record("parse", t, time.time_ns(), {"knora.file_type": ext})
         if not doc.text.strip():
             raise IngestFailure(f"{name} contains no text")
         # A file's own title (PDF metadata, first heading, <title>) beats its file name; a title the user
@@ -369,8 +393,10 @@ class IngestService:
         title = explicit or doc.title or k.title or PurePosixPath(name).stem
         k = k.model_copy(update={"title": title})
         config = kb.chunking_config.normalised()
+        t = time.time_ns()
         drafts = await asyncio.to_thread(self.d.split, doc.text, config)
         chunks = build_chunks(k, drafts)
+        span.record("chunk", t, time.time_ns(), {"knora.chunks": len(chunks)})
         if not chunks:
             raise IngestFailure(f"{name} produced no chunks")
         to_index = searchable(chunks)
@@ -378,7 +404,9 @@ class IngestService:
         vectors = None
         if kb.indexing_strategy.vector_enabled and contents:
             batcher = self.d.embedders.batcher(kb.embedding_model_id, tenant_id=kb.tenant_id)
+            t = time.time_ns()
             vectors = await batcher.embed(contents)
+            span.record("embed", t, time.time_ns(), {"knora.passages": len(contents)})
         rows = [IndexRow(source_id=c.id, chunk_id=c.id, knowledge_id=k.id, knowledge_base_id=kb.id,
                          tenant_id=k.tenant_id, content=text, tag_id=c.tag_id, is_enabled=c.is_enabled,
                          embedding=vectors[i].tolist() if vectors is not None else None,
@@ -392,4 +420,26 @@ class IngestService:
                                     "title": title,
                                     "processed_at": utcnow(), "metadata": metadata, **extra,
                                     "embedding_model_id": kb.embedding_model_id}
+        t = time.time_ns()
         await self._committer.commit(k.id, chunks, rows, complete)
+        span.record("index", t, time.time_ns(), {"knora.rows": len(rows)})
+        return _Done(chunks=len(chunks), size=len(data))
+
+
+@dataclass(frozen=True)
+class _Done:
+    """What an ingestion job produced, for its metrics."""
+
+    chunks: int = 0
+    size: int = 0
+
+
+def _failure_kind(exc: Exception) -> str:
+    """A small closed set for the ``knora_errors_total{kind}`` label."""
+    if isinstance(exc, ParseError):
+        return "parse"
+    if isinstance(exc, ModelError):
+        return "model"
+    if isinstance(exc, IngestFailure):
+        return "content"
+    return "refused"

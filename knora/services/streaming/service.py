@@ -26,6 +26,7 @@ from knora.domain.errors import AppError, BadRequest, Forbidden, NotFound
 from knora.domain.models import AgentConfig
 from knora.domain.stream import BusEvent, StreamEvent
 from knora.ports.stream_log import StopSignals, StreamLog
+from knora.ports.telemetry import NO_TELEMETRY, Telemetry
 from knora.ports.turn import HistoryTurn, TurnContext, TurnOutcome, TurnRequest, TurnRunner
 from knora.ports.turn_lease import TurnLeases
 from knora.services.citations.registry import ReferenceRegistry
@@ -41,6 +42,7 @@ from knora.services.streaming.ending import (
 )
 from knora.services.streaming.handler import StreamHandler
 from knora.services.streaming.intake import ChatBody, merge_targets
+from knora.services.streaming.observe import TurnObserver
 from knora.services.streaming.pacing import DeltaPacer
 from knora.services.streaming.unsaved import UnsavedTurn, UnsavedTurns
 
@@ -70,8 +72,9 @@ class ChatService:
                  runners: RunnerResolver, agents: AgentResolver | None = None, *,
                  max_query_chars: int = 16384, stop_grace_seconds: float = 5.0,
                  pacer: DeltaPacer | None = None, leases: TurnLeases | None = None,
-                 retries: Retries | None = None) -> None:
+                 retries: Retries | None = None, telemetry: Telemetry = NO_TELEMETRY) -> None:
         self.sessions = sessions
+        self.telemetry = telemetry
         self.log = stream_log
         self.stops = stop_signals
         self._runners = runners
@@ -85,7 +88,8 @@ class ChatService:
         self._unsaved: set[str] = set()  # ended turns whose message waits for a retried save
         self._lease_task: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
-        self.unsaved = UnsavedTurns(self.pacer)
+        self.unsaved = UnsavedTurns(self.pacer, telemetry)
+        telemetry.metrics.watch_active_turns(lambda: len(self._tasks) + self.unsaved.running)
 
     # --- intake ---------------------------------------------------------------------------------------------
     async def _resolve_agent(self, tenant_id: int, agent_id: str) -> AgentConfig | None:
@@ -212,6 +216,9 @@ class ChatService:
         bus = EventBus(self.pacer)
         handler = StreamHandler(self.log, sid, mid, registry)
         handler.subscribe(bus)
+        observer = TurnObserver(self.telemetry, kind, {"knora.tenant_id": req.tenant_id,
+                                                       "knora.session_id": sid, "knora.message_id": mid})
+        observer.subscribe(bus)
         ctx = TurnContext(bus=bus, references=registry)
         title_task = (asyncio.create_task(self.sessions.generate_title(req.tenant_id, sid, req.query,
                                                                         req.summary_model_id))
@@ -242,8 +249,12 @@ class ChatService:
                 log.exception("turn %s failed", mid)
         stop_task.cancel()
         await asyncio.gather(stop_task, return_exceptions=True)
-        await asyncio.shield(self._finish(req, kind, ctx, handler, registry, outcome, failure, reason,
-                                          started, title_task))
+        try:
+            await asyncio.shield(self._finish(req, kind, ctx, handler, registry, outcome, failure, reason,
+                                              started, title_task))
+        finally:
+            observer.end({"user_requested": "stopped", "shutdown": "shutdown"}.get(
+                reason, "failed" if failure is not None else "completed"))
 
     async def _finish(self, req: TurnRequest, kind: str, ctx: TurnContext, handler: StreamHandler,
                       registry: ReferenceRegistry, outcome: TurnOutcome | None, failure: BaseException | None,

@@ -16,11 +16,13 @@ import time
 from collections.abc import AsyncIterator
 
 from knora.domain.stream import StreamEvent, stream_event
+from knora.ports.telemetry import NO_TELEMETRY, Telemetry
 from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest, TurnRunner
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.ending import CompletedTurn, completed_fields, drain
 from knora.services.streaming.handler import StreamHandler
+from knora.services.streaming.observe import TurnObserver
 from knora.services.streaming.pacing import DeltaPacer
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,7 @@ class UnsavedTurn:
     context (timings, usage)."""
 
     def __init__(self, runner: TurnRunner, req: TurnRequest, kind: str, pacer: DeltaPacer,
-                 tasks: set[asyncio.Task[None]]) -> None:
+                 tasks: set[asyncio.Task[None]], telemetry: Telemetry = NO_TELEMETRY) -> None:
         self.request = req
         self._runner, self._kind = runner, kind
         self._reader = _Reader()
@@ -55,6 +57,10 @@ class UnsavedTurn:
         bus = self.context.bus
         assert isinstance(bus, EventBus)
         self._handler.subscribe(bus)
+        # metrics and a trace as for a stored turn (the session and message ids name nothing stored)
+        self._observer = TurnObserver(telemetry, kind, {"knora.tenant_id": req.tenant_id,
+                                                        "knora.unsaved": True})
+        self._observer.subscribe(bus)
         self.result: CompletedTurn | None = None
         self._task = asyncio.create_task(self._run(), name=f"unsaved-turn-{req.assistant_message_id}")
         tasks.add(self._task)
@@ -96,6 +102,7 @@ class UnsavedTurn:
         try:
             outcome = await self._runner.run(req, ctx)
         except asyncio.CancelledError:
+            self._observer.end("stopped")
             bus = ctx.bus
             assert isinstance(bus, EventBus)
             await bus.close()  # the pacer stops counting this stream; nobody reads what it held
@@ -103,6 +110,7 @@ class UnsavedTurn:
         except Exception as exc:
             failure = exc
             log.exception("unsaved turn %s failed", req.assistant_message_id)
+        self._observer.end("failed" if failure is not None else "completed")
         await drain(self._kind, ctx, handler, self.registry, outcome, failure, req.assistant_message_id)
         self.result = done = completed_fields(req, ctx, handler, self.registry, outcome, "", started)
         self._reader.queue.put_nowait(stream_event(
@@ -115,12 +123,13 @@ class UnsavedTurns:
     """Starts unsaved turns and keeps their tasks until they end (``close`` cancels the ones still
     running)."""
 
-    def __init__(self, pacer: DeltaPacer) -> None:
+    def __init__(self, pacer: DeltaPacer, telemetry: Telemetry = NO_TELEMETRY) -> None:
         self.pacer = pacer
+        self.telemetry = telemetry
         self.tasks: set[asyncio.Task[None]] = set()
 
     def start(self, runner: TurnRunner, req: TurnRequest, kind: str) -> UnsavedTurn:
-        return UnsavedTurn(runner, req, kind, self.pacer, self.tasks)
+        return UnsavedTurn(runner, req, kind, self.pacer, self.tasks, self.telemetry)
 
     @property
     def running(self) -> int:

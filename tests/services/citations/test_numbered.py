@@ -19,10 +19,14 @@ class TestNumberedCitations:
     def test_marks_in_order_of_first_citation_and_lists_the_sources(self) -> None:
         n = NumberedCitations()
         assert n.render(TEXT) == RENDERED
-        assert [(s.number, s.kind, s.title, s.url, s.chunk_id) for s in n.sources] == [
+        assert [(s.number, s.kind, s.title, s.url, s.chunk_id) for s in n.sources.values()] == [
             (1, "kb", "Tea & culture", "", "c-1"), (2, "kb", "Solar", "", "c-2"),
             (3, "web", "Example", "https://example.org/a?b=1&c=2", "")]
-        assert n.sources[0].knowledge_base_id == "kb-1"
+        first = next(iter(n.sources.values()))
+        assert first.knowledge_base_id == "kb-1"
+        assert [s.label for s in n.sources.values()] == ["Tea & culture", "Solar",
+                                                         "Example <https://example.org/a?b=1&c=2>"]
+        assert n.footer().splitlines()[2] == "[3] Example <https://example.org/a?b=1&c=2>"
 
     def test_every_split_gives_the_whole_text_result(self) -> None:
         for cut in range(len(TEXT) + 1):
