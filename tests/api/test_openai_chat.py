@@ -248,3 +248,16 @@ async def test_a_turn_that_fails_before_any_answer_is_an_openai_error(with_model
         with pytest.raises(openai.APIError) as streamed:
             _ = [c async for c in stream]
         assert "the model refuses" in streamed.value.message
+
+
+async def test_unsaved_turns_are_counted_in_the_metrics(with_model: Services, fake: FakeModelServer) -> None:
+    from tests.api.test_metrics import http_for, parse, value
+
+    fake.script([Reply(content="Counted.")])
+    async with openai_client(with_model) as oa:
+        r = await oa.chat.completions.create(model="knora:quick-answer",
+                                             messages=[{"role": "user", "content": "hi"}])
+    assert r.choices[0].message.content == "Counted."
+    async with http_for(with_model) as http:  # a scrape from this machine
+        samples = parse((await http.get("/metrics")).text)
+    assert value(samples, "knora_turns_total", runtime="quick", outcome="completed") == 1
