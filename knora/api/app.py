@@ -15,6 +15,8 @@ from knora.api.body_limit import BodyLimitMiddleware, limits
 from knora.api.cors import KnoraCors
 from knora.api.mcp_server.http import MCP_PATH, McpEndpoint
 from knora.api.metrics import MetricsMiddleware
+from knora.api.openai import routes as openai_routes
+from knora.api.openai.errors import OPENAI_PREFIX, OpenAIErrorsMiddleware
 from knora.api.rate_limit import RateLimitMiddleware
 from knora.api.request_id import RequestIdMiddleware
 from knora.api.routes import (
@@ -83,9 +85,10 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         app.state.services = services
     errors.install(app)
     # inside CORS and the request id, so a 429 carries both
-    app.add_middleware(RateLimitMiddleware, prefix=(API_PREFIX, MCP_PATH))
+    app.add_middleware(RateLimitMiddleware, prefix=(API_PREFIX, MCP_PATH, OPENAI_PREFIX))
     app.add_middleware(BodyLimitMiddleware, limit_for=limits(settings.max_upload_bytes,
                                                              settings.max_chat_body_bytes))
+    app.add_middleware(OpenAIErrorsMiddleware)  # /v1 errors in OpenAI's shape, 413 and 429 included
     app.add_middleware(KnoraCors, origins=settings.cors_origins, prefix=API_PREFIX)
 
     app.add_middleware(RequestIdMiddleware)  # error responses get the id too
@@ -101,6 +104,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(metrics.router)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))
+    app.include_router(openai_routes.router, prefix=OPENAI_PREFIX)  # the OpenAI-compatible API
     install_openapi(app)
     mount_web(app)
     return app

@@ -20,8 +20,11 @@ SAME_ORIGIN_ROUTES: frozenset[str] = frozenset({"/auth/auto-setup"})
 
 ALLOW_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 ALLOW_HEADERS = ["Origin", "Content-Type", "Accept", "Authorization", "X-API-Key", "X-Request-ID",
-                 "X-Tenant-ID", "Last-Event-ID", "Mcp-Session-Id", "Mcp-Protocol-Version"]
-EXPOSE_HEADERS = ["X-Request-ID", "Mcp-Session-Id"]
+                 "X-Tenant-ID", "Last-Event-ID", "Mcp-Session-Id", "Mcp-Protocol-Version",
+                 "X-Knora-Session-Id"]
+# Response headers a browser page may read: the request id, the MCP session, and the session and message of
+# a /v1 stored turn
+EXPOSE_HEADERS = ["X-Request-ID", "Mcp-Session-Id", "X-Knora-Session-Id", "X-Knora-Message-Id"]
 
 
 class KnoraCors:

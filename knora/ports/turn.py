@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from knora.domain.models import AgentConfig
 from knora.domain.search import SearchResult
 from knora.domain.stream import BusEvent
+from knora.ports.chat import Usage
 
 
 @runtime_checkable
@@ -121,6 +122,17 @@ class TurnContext:
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     timings: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    usage: Usage | None = None  # the answering model calls' reported token counts, summed (None: none)
+
+    def add_usage(self, usage: Usage | None) -> None:
+        """Counts one answering model call's reported usage (the answer of quick answer, each agent round)."""
+        if usage is None:
+            return
+        total = self.usage or Usage()
+        call_total = usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
+        self.usage = Usage(prompt_tokens=total.prompt_tokens + usage.prompt_tokens,
+                           completion_tokens=total.completion_tokens + usage.completion_tokens,
+                           total_tokens=total.total_tokens + call_total)
 
 
 @runtime_checkable

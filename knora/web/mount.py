@@ -21,7 +21,7 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 # Prefixes the UI must never shadow (the API, FastAPI's docs, the health probe, WeKnora's file proxies).
 RESERVED_PREFIXES: tuple[str, ...] = ("api/", "docs", "redoc", "openapi.json", "health", "files", "r/",
-                                      "swagger", "mcp/")
+                                      "swagger", "mcp/", "v1/")
 
 mimetypes.add_type("text/javascript", ".js")
 mimetypes.add_type("text/css", ".css")

@@ -9,7 +9,7 @@ are not UTF-8, truncated JSON. Bodies go to every POST/PUT/PATCH/DELETE, documen
 is hostile to a route that ignores bodies too.
 
 The oracle (``verdict``): no 5xx, and every 4xx is the envelope (``success: false`` and an ``error`` object
-with an integer ``code`` and a ``message``).
+with an integer ``code`` and a ``message``); under ``/v1``, OpenAI's error shape instead.
 """
 
 from __future__ import annotations
@@ -274,6 +274,10 @@ def verdict(response: httpx.Response) -> str | None:
     if not isinstance(body, dict):
         return f"{response.status_code} not the envelope: {str(body)[:200]}"
     err = body.get("error")
+    if response.request.url.path.startswith("/v1/"):  # the OpenAI-compatible API answers in OpenAI's shape
+        if not isinstance(err, dict) or set(err) != {"message", "type", "param", "code"}:
+            return f"{response.status_code} not OpenAI's error shape: {str(body)[:200]}"
+        return None
     if body.get("success") is not False or not isinstance(err, dict) or not isinstance(err.get("code"), int) \
             or not isinstance(err.get("message"), str):
         return f"{response.status_code} not the envelope: {str(body)[:200]}"

@@ -28,6 +28,7 @@ from knora.services.agent.assembly import Capabilities, Catalog, build_registry,
 from knora.services.agent.config import EngineConfig
 from knora.services.agent.engine import AgentEngine
 from knora.services.agent.registry import ToolRegistry
+from knora.services.agent.usage import CountedModel
 
 log = logging.getLogger(__name__)
 MCPTools = Callable[[int, str | None, list[str]], Awaitable[list[Tool]]]
@@ -101,7 +102,7 @@ class SmartReasoningRunner:
             return await self._fail(ctx, exc.message, exc.message)
         model_id = chat_model_id(req, agent)
         try:
-            model = await self.d.chat_models.get(model_id, tenant_id=req.tenant_id)
+            model = CountedModel(await self.d.chat_models.get(model_id, tenant_id=req.tenant_id), ctx)
         except Exception as exc:  # noqa: BLE001 - a clear error event, never a hang
             return await self._fail(ctx, f"chat model unavailable: {exc}", str(exc))
         web = bool(req.web_search_enabled and agent.web_search_enabled
@@ -123,7 +124,7 @@ class SmartReasoningRunner:
                                   seed_calls=self._seeds(req, registry))
         ctx.timings["agent_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return TurnOutcome(answer=result.answer, references=result.references, agent_steps=result.steps,
-                           is_fallback=result.is_fallback, model_id=getattr(model, "model_id", ""),
+                           is_fallback=result.is_fallback, model_id=model.model_id,
                            debug={"rounds": result.rounds, "stop_reason": result.stop_reason,
                                   "tools": registry.names(),
                                   **({"error": result.error} if result.error else {})})

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from knora.domain.conversation import Message
-from knora.domain.stream import StreamEvent, stream_event
+from knora.domain.stream import BusEvent, StreamEvent, stream_event
 from knora.ports.conversation_store import MessageRepo
 from knora.ports.stream_log import StreamLog
 from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest
 from knora.services.citations.registry import ReferenceRegistry
+from knora.services.streaming.bus import EventBus
 from knora.services.streaming.handler import StreamHandler
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ def turn_debug(ctx: TurnContext, handler: StreamHandler, outcome: TurnOutcome | 
         debug["errors"] = handler.errors
     if reason:
         debug["stopped"] = reason
+    if ctx.usage is not None:  # the answering model's reported token counts (the /v1 API's ``usage``)
+        debug["usage"] = ctx.usage.model_dump()
     if outcome is not None:
         debug.update(outcome.debug)
     return debug
@@ -96,6 +99,25 @@ async def best_effort(op: Callable[[], Awaitable[Any]], what: str) -> None:
         await op()
     except Exception:
         log.warning("%s failed", what, exc_info=True)
+
+
+async def drain(kind: str, ctx: TurnContext, handler: StreamHandler, registry: ReferenceRegistry,
+                outcome: TurnOutcome | None, failure: BaseException | None, mid: str) -> None:
+    """Everything a turn still owes its stream before it ends, in order: text the pacer holds, the error
+    frame of a failure, an answer the runner returned without streaming it, text the decoders hold. Each
+    step is best effort, so the terminal entry that follows is always written."""
+    bus = ctx.bus
+    assert isinstance(bus, EventBus)  # built by the chat service; the runners see it only through the port
+    await best_effort(bus.close, f"flushing turn {mid}")
+    if failure is not None and handler.log_error is None:
+        stage = "agent_execution" if kind == "smart" else "knowledge_qa_execution"
+        error = str(failure) or type(failure).__name__
+        await best_effort(lambda: ctx.bus.emit(BusEvent.ERROR, {"error": error, "stage": stage}),
+                          f"error frame of turn {mid}")
+    if outcome is not None and outcome.answer and not handler.answer_streamed:
+        answer = registry.decode_output(outcome.answer)
+        await best_effort(lambda: handler.fallback_answer(answer), f"fallback answer of turn {mid}")
+    await best_effort(handler.flush_all, f"flushing turn {mid}")
 
 
 def from_log(events: list[StreamEvent]) -> tuple[str, list[dict[str, Any]], bool]:

@@ -14,10 +14,9 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from knora.domain.stream import BusEvent, Event, stream_event
-from knora.ports.stream_log import StreamLog
+from knora.domain.stream import BusEvent, Event, StreamEvent, stream_event
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.citations.stream import CitationStreamDecoder
 from knora.services.streaming.bus import EventBus
@@ -48,8 +47,15 @@ _FIXED_TEXT = {
 }
 
 
+class EntrySink(Protocol):
+    """Where the handler writes a turn's entries: the turn's ``StreamLog``, or the one reader of an unsaved
+    turn (``unsaved.py``)."""
+
+    async def append(self, session_id: str, message_id: str, event: StreamEvent) -> int: ...
+
+
 class StreamHandler:
-    def __init__(self, log: StreamLog, session_id: str, message_id: str, registry: ReferenceRegistry) -> None:
+    def __init__(self, log: EntrySink, session_id: str, message_id: str, registry: ReferenceRegistry) -> None:
         self.log = log
         self.session_id = session_id
         self.message_id = message_id

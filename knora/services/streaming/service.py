@@ -14,6 +14,7 @@ import asyncio
 import functools
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -26,16 +27,16 @@ from knora.domain.models import AgentConfig
 from knora.domain.stream import BusEvent, StreamEvent
 from knora.ports.stream_log import StopSignals, StreamLog
 from knora.ports.telemetry import NO_TELEMETRY, Telemetry
-from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest, TurnRunner
+from knora.ports.turn import HistoryTurn, TurnContext, TurnOutcome, TurnRequest, TurnRunner
 from knora.ports.turn_lease import TurnLeases
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.sessions.service import DEFAULT_HISTORY_ROUNDS, SessionService
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.durable import Retries, attempt
 from knora.services.streaming.ending import (
-    best_effort,
     close_abandoned,
     completed_fields,
+    drain,
     end_orphan,
     terminal_events,
 )
@@ -43,6 +44,7 @@ from knora.services.streaming.handler import StreamHandler
 from knora.services.streaming.intake import ChatBody, merge_targets
 from knora.services.streaming.observe import TurnObserver
 from knora.services.streaming.pacing import DeltaPacer
+from knora.services.streaming.unsaved import UnsavedTurn, UnsavedTurns
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,8 @@ class ChatService:
         self._unsaved: set[str] = set()  # ended turns whose message waits for a retried save
         self._lease_task: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
-        telemetry.metrics.watch_active_turns(lambda: len(self._tasks))
+        self.unsaved = UnsavedTurns(self.pacer, telemetry)
+        telemetry.metrics.watch_active_turns(lambda: len(self._tasks) + self.unsaved.running)
 
     # --- intake ---------------------------------------------------------------------------------------------
     async def _resolve_agent(self, tenant_id: int, agent_id: str) -> AgentConfig | None:
@@ -97,15 +100,16 @@ class ChatService:
         except NotFound:
             return None  # an unknown own agent silently means "no agent" (spec §5.10 step 6)
 
-    async def start(self, tenant_id: int, session_id: str, body: ChatBody, request_id: str,
-                    mode: str = "knowledge") -> StartedTurn:
-        query = body.query.strip()
-        if not query:
+    def _check_query(self, body: ChatBody) -> None:
+        if not body.query.strip():
             raise BadRequest("Query content cannot be empty")
         if len(body.query) > self.max_query_chars:
             raise AppError(f"Query is too long: at most {self.max_query_chars} characters", status=413,
                            code=1000)
-        session = await self.sessions.get(tenant_id, session_id)
+
+    async def _plan(self, tenant_id: int, body: ChatBody,
+                    mode: str) -> tuple[AgentConfig | None, AgentSettings, str, TurnRunner]:
+        """The turn's agent, its settings, the runner kind and the runner (spec §5.10 steps 5–7)."""
         agent = await self._resolve_agent(tenant_id, body.agent_id)
         settings = agent.settings() if agent is not None else AgentSettings()
         kind = "quick"
@@ -119,6 +123,13 @@ class ChatService:
             raise AppError("No answering runtime is configured", status=503, code=1008)
         if body.images and not (agent is not None and settings.image_upload_enabled):
             raise BadRequest("Image upload is not enabled for this agent")
+        return agent, settings, kind, runner
+
+    async def start(self, tenant_id: int, session_id: str, body: ChatBody, request_id: str,
+                    mode: str = "knowledge") -> StartedTurn:
+        self._check_query(body)
+        session = await self.sessions.get(tenant_id, session_id)
+        agent, settings, kind, runner = await self._plan(tenant_id, body, mode)
         kb_ids, knowledge_ids, tag_ids = merge_targets(body)
 
         now = utcnow()
@@ -160,6 +171,22 @@ class ChatService:
         if self.leases is not None and (self._lease_task is None or self._lease_task.done()):
             self._lease_task = asyncio.create_task(self._keep_leases(self.leases), name="knora-turn-leases")
         return StartedTurn(session_id, request_id, user.id, assistant.id, wants_title)
+
+    async def start_unsaved(self, tenant_id: int, body: ChatBody, request_id: str, mode: str,
+                            history: list[HistoryTurn]) -> UnsavedTurn:
+        """A turn over the caller's own ``history`` that stores nothing (``unsaved.py``): checked and planned
+        as ``start``, with fresh ids that name no session or message."""
+        self._check_query(body)
+        agent, _, kind, runner = await self._plan(tenant_id, body, mode)
+        kb_ids, knowledge_ids, tag_ids = merge_targets(body)
+        req = TurnRequest(
+            tenant_id=tenant_id, session_id=str(uuid.uuid4()), request_id=request_id,
+            user_message_id=str(uuid.uuid4()), assistant_message_id=str(uuid.uuid4()), query=body.query,
+            knowledge_base_ids=kb_ids, knowledge_ids=knowledge_ids, tag_ids=tag_ids,
+            web_search_enabled=body.web_search_enabled, agent=agent,
+            summary_model_id=body.summary_model_id or None, citations_enabled=body.citations_enabled,
+            history=history, language=body.language)
+        return self.unsaved.start(runner, req, kind)
 
     def _forget(self, message_id: str, task: asyncio.Task[None]) -> None:
         if self._tasks.get(message_id) is task:  # by key: a scan of every running turn per turn is O(n²)
@@ -235,19 +262,7 @@ class ChatService:
         """Ends the turn whatever failed on the way: the log always gets its terminal entry and the message
         is always saved — at once, or by a background retry once the store is back (issue 20, 6b and 7)."""
         sid, mid = req.session_id, req.assistant_message_id
-        bus = ctx.bus
-        assert isinstance(bus, EventBus)  # built by _run; the runners see it only through the port
-        # Text the pacer still holds goes out before anything that ends the turn.
-        await best_effort(bus.close, f"flushing turn {mid}")
-        if failure is not None and handler.log_error is None:
-            stage = "agent_execution" if kind == "smart" else "knowledge_qa_execution"
-            error = str(failure) or type(failure).__name__
-            await best_effort(lambda: ctx.bus.emit(BusEvent.ERROR, {"error": error, "stage": stage}),
-                               f"error frame of turn {mid}")
-        if outcome is not None and outcome.answer and not handler.answer_streamed:
-            answer = registry.decode_output(outcome.answer)
-            await best_effort(lambda: handler.fallback_answer(answer), f"fallback answer of turn {mid}")
-        await best_effort(handler.flush_all, f"flushing turn {mid}")
+        await drain(kind, ctx, handler, registry, outcome, failure, mid)
         done = completed_fields(req, ctx, handler, registry, outcome, reason, started)
         ends = terminal_events(sid, mid, reason, done, handler.log_error, done.fields)
         user_fields = ({"rendered_content": outcome.rendered_content}
@@ -394,6 +409,7 @@ class ChatService:
         await self.retries.wait()
 
     async def close(self) -> None:
+        await self.unsaved.close()
         self.pacer.close()
         for task in list(self._tasks.values()):
             task.cancel()

@@ -83,6 +83,7 @@ class ChatCompletion:
             resp = await model.chat(build_messages(cm, ctx), options_for(cm))
         except ModelError as exc:
             return ERR_MODEL_CALL.with_error(exc)
+        ctx.add_usage(resp.usage)
         cm.state.chat_response = resp.content
         cm.state.reasoning = resp.reasoning_content
         return await next()
@@ -119,6 +120,7 @@ class ChatCompletionStream:
         try:
             async for chunk in stream:
                 started = True
+                ctx.add_usage(chunk.usage)
                 if ctx.cancelled.is_set():
                     break
                 if chunk.reasoning_content:
