@@ -4,11 +4,11 @@ spent.
 A caller is the API key or UI token it authenticates with (known keys are answered from the tenant service's
 memory), or its client address when it sends none or an unknown one — so rotating made-up keys buys nothing.
 Every ``/api/v1``, ``/mcp`` and ``/v1`` request spends one unit of ``rate_limit_per_minute``; the expensive
-calls (a chat turn, a ``/v1`` chat completion, a search, an upload, a URL import or a manual document: model
-calls and embedding work; over MCP the ``search_knowledge``, ``ask`` and ``add_document`` tools, through
-``spend_heavy``) also spend one of ``rate_limit_heavy_per_minute``. ``/health``, the web UI's files and the
-API docs are not counted; CORS preflights neither. When the limiter itself fails (Redis down), requests pass:
-a budget is not worth an outage.
+calls (a chat turn, a ``/v1`` chat completion, a search, an upload, a URL import, a manual document, an
+evaluation run: model calls and embedding work; over MCP the ``search_knowledge``, ``ask`` and
+``add_document`` tools, through ``spend_heavy``) also spend one of ``rate_limit_heavy_per_minute``.
+``/health``, the web UI's files and the API docs are not counted; CORS preflights neither. When the limiter
+itself fails (Redis down), requests pass: a budget is not worth an outage.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 
 TOO_MANY_REQUESTS_CODE = 1006  # WeKnora's ErrTooManyRequests
 _HEAVY = re.compile(r"/(knowledge-chat|agent-chat)/[^/]+/?$|/(knowledge-search|hybrid-search|faq/search)/?$"
-                    r"|/knowledge-bases/[^/]+/knowledge/(file|url|manual)/?$|^/v1/chat/completions/?$")
+                    r"|/knowledge-bases/[^/]+/knowledge/(file|url|manual)/?$|^/v1/chat/completions/?$"
+                    r"|^/api/v1/evaluation/?$")
 
 
 def is_heavy(method: str, path: str) -> bool:

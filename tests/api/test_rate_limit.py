@@ -67,6 +67,8 @@ def test_which_calls_are_expensive() -> None:
     assert is_heavy("POST", "/api/v1/knowledge-bases/kb1/knowledge/file")
     assert is_heavy("POST", "/api/v1/knowledge-bases/kb1/knowledge/url")
     assert is_heavy("POST", "/api/v1/knowledge-bases/kb1/knowledge/manual")
+    assert is_heavy("POST", "/api/v1/evaluation")  # ingests a whole data set and asks every question
+    assert not is_heavy("GET", "/api/v1/evaluation")
     assert not is_heavy("GET", "/api/v1/knowledge-chat/s1")
     assert not is_heavy("POST", "/api/v1/sessions/s1/stop")
     assert not is_heavy("POST", "/api/v1/knowledge-bases")
