@@ -46,13 +46,15 @@ class TestLoad:
         assert ds.answers == {"q2": ["400 W"]}
         assert [q.id for q in ds.limited(1).queries] == ["q1"]
 
-    def test_shared_sets_load(self) -> None:
-        root = Path(__file__).resolve().parents[4] / "shared" / "data"
-        if not (root / "cranfield").is_dir():
-            pytest.skip("../shared/data is not on this machine")
-        ds = load_dataset(root / "cranfield")
-        assert len(ds.corpus) == 1400
-        assert max(g for q in ds.qrels.values() for g in q.values()) == 4
+    def test_an_empty_passage_and_graded_gains_load(self, tmp_path: Path) -> None:
+        # as in the Cranfield collection: one passage with neither title nor text, gains 1 to 4
+        corpus = [{"_id": "p1", "title": "Flow", "text": "Boundary layers."}, {"_id": "p2", "title": "",
+                                                                              "text": ""}]
+        root = write_set(tmp_path / "s", corpus=corpus,
+                         qrels="query-id\tcorpus-id\tscore\nq1\tp1\t4\nq1\tp2\t1\nq2\tp1\t3\n")
+        ds = load_dataset(root)
+        assert [p.id for p in ds.corpus] == ["p1", "p2"]
+        assert ds.qrels == {"q1": {"p1": 4.0, "p2": 1.0}, "q2": {"p1": 3.0}}
 
 
 class TestDefects:
