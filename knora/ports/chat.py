@@ -112,3 +112,28 @@ class ChatModels(Protocol):
     async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> ChatModel: ...
 
     async def close(self) -> None: ...
+
+
+class ChatModelWrapper:
+    """The base of a ``ChatModel`` that adds behaviour around another one (deadlines, metering, a turn's usage
+    count) and forwards everything else, so wrappers stack in any order and a caller probing an optional
+    capability (``generative``, ``close``) still finds the innermost model's."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self._inner = inner
+
+    @property
+    def inner(self) -> ChatModel:
+        return self._inner
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def supports_tools(self) -> bool:
+        return self._inner.supports_tools
+
+    def __getattr__(self, name: str) -> Any:
+        # Optional capabilities callers probe with getattr (``generative``, ``close``) stay the inner model's.
+        return getattr(self._inner, name)

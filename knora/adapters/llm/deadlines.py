@@ -25,12 +25,12 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from knora.adapters.llm.wrapper import ChatModelWrapper
 from knora.domain.model_wait import note_progress, wait_started
 from knora.ports.chat import (
     ChatChunk,
     ChatMessage,
     ChatModel,
+    ChatModelWrapper,
     ChatOptions,
     ChatResponse,
     ModelDeadline,

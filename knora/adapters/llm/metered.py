@@ -8,8 +8,16 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 
-from knora.adapters.llm.wrapper import ChatModelWrapper
-from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ChatResponse, Usage, close_stream
+from knora.ports.chat import (
+    ChatChunk,
+    ChatMessage,
+    ChatModel,
+    ChatModelWrapper,
+    ChatOptions,
+    ChatResponse,
+    Usage,
+    close_stream,
+)
 from knora.ports.telemetry import Metrics
 
 
