@@ -19,6 +19,7 @@ import pytest
 
 from knora.root import Overrides, Services, build_services
 from knora.settings import Settings
+from tests.fakes.model_server import FakeModelServer
 from tests.fakes.retrieval import RecordingRetrieval
 
 PG_HOST = os.environ.get("KNORA_TEST_PG_HOST", "127.0.0.1")
@@ -101,6 +102,13 @@ def redis_prefix() -> Iterator[str]:
 
 
 TEST_API_KEY = "sk-test-key"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeModelServer]:
+    """A real OpenAI-compatible model server on 127.0.0.1 (tests/fakes/model_server.py), scripted per test."""
+    with FakeModelServer() as server:
+        yield server
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -20,11 +20,6 @@ from tests.services.streaming.sse import parse_sse
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ the fake OpenAI-compatible model server."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -19,11 +19,6 @@ from tests.services.streaming.sse import parse_sse
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -41,11 +41,6 @@ def http_for(c: Services, base_url: str = "http://127.0.0.1:8080", client: tuple
     return httpx.AsyncClient(transport=transport, base_url=base_url,
                              headers={"X-API-Key": TEST_API_KEY, **headers}, timeout=60)
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
 
 
 @pytest.fixture

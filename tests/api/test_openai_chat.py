@@ -5,7 +5,7 @@ from the client's messages, and the session header."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -32,11 +32,6 @@ def openai_client(c: Services, key: str = TEST_API_KEY) -> openai.AsyncOpenAI:
                              base_url="http://knora.test", timeout=60)
     return openai.AsyncOpenAI(api_key=key, base_url="http://knora.test/v1", http_client=http, max_retries=0)
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
 
 
 @pytest.fixture

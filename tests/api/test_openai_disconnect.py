@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import openai
@@ -27,11 +27,6 @@ USER = [{"role": "user", "content": "Tell me a long story"}]
 # 50 s of answer if nobody stops it: longer than any poll's deadline, so only a stop ends the model request
 SLOW = Reply(content="word " * 400, chunk_size=2, delay_per_chunk=0.05)
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
 
 
 @pytest.fixture

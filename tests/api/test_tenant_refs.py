@@ -3,7 +3,7 @@ caller's tenant — on create/update (400 "model not found") and on use (a forei
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -20,11 +20,6 @@ from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
 
 
 def _ok(r: httpx.Response) -> Any:

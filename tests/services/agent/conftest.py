@@ -1,17 +1,10 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.fakes.model_server import FakeModelServer
 from tests.services.agent.helpers import close_models
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
 
 
 @pytest.fixture(autouse=True)

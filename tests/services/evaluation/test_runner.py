@@ -4,7 +4,7 @@ faithfulness over the cited passages, reranked retrieval metrics beside the plai
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -19,11 +19,6 @@ from tests.fakes import FakeModelServer, Reply
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ a knowledge base with real ingested documents, and a bus recorder."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,11 +57,6 @@ def turn(c: Any, query: str, kb_ids: list[str] | None = None, **kw: Any) -> Turn
                        user_message_id=str(uuid.uuid4()), assistant_message_id=str(uuid.uuid4()), query=query,
                        knowledge_base_ids=kb_ids or [], **kw)
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
 
 
 async def _container(settings: Settings) -> Any:
