@@ -27,6 +27,7 @@ from fastapi import FastAPI, Request
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
+from knora.api.body_nulls import absent_nulls
 from knora.domain.errors import BadRequest, ValidationFailed
 
 M = TypeVar("M", bound=BaseModel)
@@ -193,9 +194,11 @@ async def read_object(request: Request) -> dict[str, Any]:
 
 
 def parse(model: type[M], data: dict[str, Any]) -> M:
-    """``data`` validated as ``model``; a failure is a 400 ValidationFailed listing ``field: reason``."""
+    """``data`` validated as ``model``; a failure is a 400 ValidationFailed listing ``field: reason``.
+    ``null`` for a list or object field is taken as absent first (``body_nulls``), as WeKnora's Go
+    handlers take it."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(absent_nulls(model, data))
     except ValidationError as exc:
         msg = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ValidationFailed(msg or "Invalid request") from exc

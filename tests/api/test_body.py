@@ -11,10 +11,14 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel, ConfigDict, Field
 
 from knora.api import body
-from knora.api.body import OFFLOAD_BYTES, parse_json, too_deep, too_deep_yielding
-from knora.domain.errors import BadRequest
+from knora.api.body import OFFLOAD_BYTES, parse, parse_json, too_deep, too_deep_yielding
+from knora.api.body_nulls import absent_nulls
+from knora.api.schemas.knowledge_bases import CreateKnowledgeBaseRequest
+from knora.domain.errors import BadRequest, ValidationFailed
+from knora.services.streaming.intake import ChatBody
 
 PAD = "x" * (OFFLOAD_BYTES + 1)
 JSON_TYPE = {"Content-Type": "application/json"}
@@ -85,3 +89,74 @@ def _outcome(raw: bytes, *, yielding: bool) -> tuple[str, Any]:
         return "value", parse_json(raw, yielding=yielding)
     except BadRequest as exc:
         return "refused", (exc.message, exc.details)
+
+
+class _Leaf(BaseModel):
+    tags: list[str] = Field(default_factory=lambda: ["default"])
+    note: str | None = "n"
+
+
+class _Tree(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    ids: list[str] = Field(default_factory=list)
+    pair: tuple[int, ...] = (1,)
+    names: set[str] = Field(default_factory=set)
+    meta: dict[str, int] = Field(default_factory=dict)
+    leaf: _Leaf = Field(default_factory=_Leaf)
+    leaves: list[_Leaf] = Field(default_factory=list)
+    by_name: dict[str, _Leaf] = Field(default_factory=dict)
+    maybe_ids: list[str] | None = ["kept"]
+    maybe_leaf: _Leaf | None = None
+    either: list[_Leaf] | _Leaf = Field(default_factory=list)
+    title: str = ""
+    aliased: list[int] = Field(default_factory=list, alias="aliasedIds")
+
+
+@pytest.mark.unit
+class TestNullIsAbsent:
+    """Issue 13: Go sends ``null`` for an unset slice, map or struct pointer; WeKnora reads it as absent."""
+
+    def test_null_lists_dicts_and_models_take_their_defaults(self) -> None:
+        t = parse(_Tree, {"ids": None, "pair": None, "names": None, "meta": None, "leaf": None,
+                          "leaves": None, "by_name": None, "either": None, "aliasedIds": None})
+        assert t == _Tree()
+
+    def test_a_field_that_allows_none_keeps_it(self) -> None:
+        t = parse(_Tree, {"maybe_ids": None, "maybe_leaf": None, "leaf": {"note": None}})
+        assert t.maybe_ids is None
+        assert t.maybe_leaf is None
+        assert t.leaf.note is None
+
+    def test_nested_models_lists_and_dicts_of_models(self) -> None:
+        t = parse(_Tree, {"leaf": {"tags": None}, "leaves": [{"tags": None}, {"tags": ["x"]}],
+                          "by_name": {"a": {"tags": None}}, "maybe_leaf": {"tags": None},
+                          "either": [{"tags": None}]})
+        assert t.leaf.tags == ["default"]
+        assert [leaf.tags for leaf in t.leaves] == [["default"], ["x"]]
+        assert t.by_name["a"].tags == ["default"]
+        assert t.maybe_leaf is not None
+        assert t.maybe_leaf.tags == ["default"]
+        assert t.either == [_Leaf()]
+
+    def test_a_null_scalar_is_still_refused_and_unknown_keys_are_kept(self) -> None:
+        with pytest.raises(ValidationFailed, match="title"):
+            parse(_Tree, {"title": None})
+        assert parse(_Tree, {"other": None}).model_extra == {"other": None}
+
+    def test_the_body_is_not_changed_in_place(self) -> None:
+        data = {"ids": None, "leaves": [{"tags": None}]}
+        absent_nulls(_Tree, data)
+        assert data == {"ids": None, "leaves": [{"tags": None}]}
+
+    def test_the_go_sdk_chat_body(self) -> None:
+        body = parse(ChatBody, {"query": "q", "knowledge_base_ids": ["kb"], "knowledge_ids": None,
+                                "tag_ids": None, "mcp_service_ids": None, "mentioned_items": None,
+                                "images": None, "agent_source_tenant_id": None})
+        assert body.knowledge_ids == []
+        assert body.images == []
+        assert body.agent_source_tenant_id is None
+
+    def test_documented_object_fields_count_as_objects(self) -> None:
+        req = parse(CreateKnowledgeBaseRequest, {"name": "n", "chunking_config": None, "description": None})
+        assert req.sent() == {"name": "n", "description": None}
