@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from knora.domain.common import rfc3339
 from knora.domain.search import SearchResult
 from knora.domain.stream import BusEvent
 from knora.ports.chat import ChatMessage, ChatModel, ChatOptions, ToolCall
@@ -77,7 +78,7 @@ class AgentEngine:
             if seeds:
                 step: dict[str, Any] = {"iteration": 0, "thought": "", "reasoning_content": "",
                                         "tool_calls": [],
-                                        "timestamp": datetime.now(UTC).isoformat()}
+                                        "timestamp": rfc3339(datetime.now(UTC))}
                 await self._act(run, RoundResult(tool_calls=seeds), step)
                 run.result.rounds = 1
             await self._loop(run, query)
@@ -137,7 +138,7 @@ class AgentEngine:
                 rr.content = final
         step: dict[str, Any] = {"iteration": res.rounds, "thought": thought,
                                 "reasoning_content": rr.reasoning,
-                                "tool_calls": [], "timestamp": datetime.now(UTC).isoformat()}
+                                "tool_calls": [], "timestamp": rfc3339(datetime.now(UTC))}
         if self.cancelled.is_set():
             if thought or rr.tool_calls:
                 res.steps.append(step)

@@ -3,6 +3,7 @@ rendered_content."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from knora.domain.common import rfc3339
@@ -18,11 +19,26 @@ def session_json(s: Session) -> dict[str, Any]:
     }
 
 
+def step_json(step: Any) -> Any:
+    """An agent step as WeKnora's ``AgentStep`` (``timestamp`` a Go ``time.Time``): steps saved before
+    issue 13 carry a unix-seconds ``timestamp``, shown as RFC 3339 (null if it is out of range)."""
+    if not isinstance(step, dict):
+        return step
+    ts = step.get("timestamp")
+    if isinstance(ts, bool) or not isinstance(ts, int | float):
+        return step
+    try:
+        when: str | None = rfc3339(datetime.fromtimestamp(ts, UTC))
+    except (OverflowError, OSError, ValueError):
+        when = None
+    return {**step, "timestamp": when}
+
+
 def message_json(m: Message) -> dict[str, Any]:
     return {
         "id": m.id, "session_id": m.session_id, "request_id": m.request_id, "content": m.content,
         "role": m.role, "knowledge_references": m.knowledge_references or [],
-        "agent_steps": m.agent_steps or [],
+        "agent_steps": [step_json(step) for step in m.agent_steps or []],
         "mentioned_items": m.mentioned_items or [], "images": m.images or [], "attachments": [],
         "artifacts": [],
         "is_completed": m.is_completed, "is_fallback": m.is_fallback,

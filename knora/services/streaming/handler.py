@@ -14,8 +14,10 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from knora.domain.common import rfc3339
 from knora.domain.stream import BusEvent, Event, StreamEvent, stream_event
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.citations.stream import CitationStreamDecoder
@@ -242,7 +244,7 @@ class StreamHandler:
         if not self.tool_calls and not self._reasoning:
             return []
         return [{"iteration": 0, "thought": "", "reasoning_content": self.reasoning,
-                 "tool_calls": self.tool_calls, "timestamp": int(time.time())}]
+                 "tool_calls": self.tool_calls, "timestamp": rfc3339(datetime.now(UTC))}]
 
 
 _DISPATCH = {
