@@ -48,6 +48,7 @@ def knowledge_json(k: Knowledge) -> dict[str, Any]:
 def chunk_json(c: Chunk) -> dict[str, Any]:
     out = c.model_dump(mode="json")
     out["status"] = 2 if c.index_status == "ready" else 1
+    out["image_info"] = c.image_info_text()
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -170,6 +171,10 @@ class Chunk(BaseModel):
     image_info: list[dict[str, Any]] = Field(default_factory=list)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+    def image_info_text(self) -> str:
+        """``image_info`` as WeKnora's ``Chunk.ImageInfo``: JSON text, ``""`` when there is none."""
+        return json.dumps(self.image_info, ensure_ascii=False) if self.image_info else ""
 
     def embedding_content(self) -> str:
         text = self.content.strip()

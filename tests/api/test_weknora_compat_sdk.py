@@ -290,3 +290,103 @@ async def test_faq_entries_use_the_nested_page_and_integer_seq_ids(sdk: tuple[An
     assert paged["data"]["total"] == 1
     assert paged["data"]["page_size"] == 5
     assert [e["id"] for e in paged["data"]["data"]] == [entry["id"]]
+
+
+class TestGoSdkDecoding:
+    """Issue 13 items 3–5: what the Go SDK sends (``null`` for an unset slice, map or struct pointer) is
+    accepted, and what it decodes (``AgentStep.Timestamp`` a ``time.Time``, ``Chunk.ImageInfo`` a string)
+    has its Go type."""
+
+    async def test_knowledge_qa_stream_with_null_slices_and_its_history(
+            self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+        c, http = sdk
+        kb = await _kb(c, http)
+        sid = (await http.post("/api/v1/sessions", json={"title": "sdk"})).json()["data"]["id"]
+        # client/session.go KnowledgeQARequest as encoding/json writes it with KnowledgeIDs unset.
+        r = await http.post(f"/api/v1/knowledge-chat/{sid}", json={
+            "query": "How is oolong tea processed?", "knowledge_base_ids": [kb], "knowledge_ids": None,
+            "agent_enabled": False, "agent_id": "", "web_search_enabled": False, "summary_model_id": "",
+            "disable_title": False, "channel": "api", "tag_ids": None, "mentioned_items": None})
+        assert r.status_code == 200, r.text
+        assert go_sdk_frames(r.content)[-1]["response_type"] == "complete"
+        msgs = (await http.get(f"/api/v1/messages/{sid}/load", params={"limit": 20})).json()["data"]
+        steps = msgs[-1]["agent_steps"]
+        assert steps  # the quick-answer timeline: its knowledge_search call
+        for step in steps:
+            assert_rfc3339(step["timestamp"], nullable=False)
+            assert_int(step["iteration"])
+            assert isinstance(step["tool_calls"], list)
+
+    async def test_a_step_saved_with_a_unix_timestamp_reads_as_rfc3339(
+            self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+        from sqlalchemy import update
+
+        from knora.adapters.db.tables import MessageRow
+
+        c, http = sdk
+        kb = await _kb(c, http)
+        sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
+        r = await http.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "oolong tea",
+                                                                    "knowledge_base_ids": [kb]})
+        mid = go_sdk_frames(r.content)[0]["assistant_message_id"]
+        old = [{"iteration": 0, "thought": "", "reasoning_content": "", "tool_calls": [],
+                "timestamp": 1765000000},
+               {"iteration": 1, "thought": "", "tool_calls": [], "timestamp": 10 ** 30}]
+        async with c.db.begin() as conn:
+            await conn.execute(update(MessageRow).where(MessageRow.id == mid).values(agent_steps=old))
+        bot = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
+        assert bot["id"] == mid
+        assert [s["timestamp"] for s in bot["agent_steps"]] == ["2025-12-06T05:46:40Z", None]
+
+    async def test_other_bodies_take_null_as_absent(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+        c, http = sdk
+        r = await http.post("/api/v1/knowledge-bases", json={"name": "nulls", "chunking_config": None,
+                                                             "faq_config": None, "retrieval_config": None})
+        assert r.status_code == 201, r.text
+        kb = r.json()["data"]
+        assert isinstance(kb["chunking_config"], dict)
+        r = await http.put(f"/api/v1/knowledge-bases/{kb['id']}", json={"name": "renamed", "config": None,
+                                                                        "chunking_config": None})
+        assert r.status_code == 200, r.text
+        assert r.json()["data"]["name"] == "renamed"
+        r = await http.post("/api/v1/sessions", json={"title": "t", "agent_config": None})
+        assert r.status_code == 201, r.text
+        r = await http.post("/api/v1/agents", json={"name": "a", "config": None})
+        assert r.status_code == 201, r.text
+        kb_id = await _kb(c, http)
+        r = await http.post("/api/v1/knowledge-search", json={
+            "query": "oolong tea", "knowledge_base_id": kb_id, "knowledge_base_ids": None,
+            "knowledge_ids": None, "tag_ids": None})
+        assert r.status_code == 200, r.text
+        assert r.json()["data"]
+
+    async def test_chunks_carry_image_info_as_json_text(self, sdk: tuple[Any, httpx.AsyncClient]) -> None:
+        c, http = sdk
+        kb = await _kb(c, http)
+        doc = (await http.get(f"/api/v1/knowledge-bases/{kb}/knowledge")).json()["data"][0]["id"]
+        listed = (await http.get(f"/api/v1/chunks/{doc}")).json()["data"]
+        assert listed
+        assert [ch["image_info"] for ch in listed] == [""] * len(listed)
+        cid = listed[0]["id"]
+        one = (await http.get(f"/api/v1/chunks/{doc}/{cid}")).json()["data"]
+        assert one["image_info"] == ""
+        assert (await http.get(f"/api/v1/chunks/by-id/{cid}")).json()["data"]["image_info"] == ""
+
+        images = [{"url": "https://example.com/leaf.png", "caption": "a tea leaf", "ocr_text": ""}]
+        as_text = await http.put(f"/api/v1/chunks/{doc}/{cid}", json={"image_info": json.dumps(images)})
+        assert as_text.status_code == 200, as_text.text
+        assert json.loads(as_text.json()["data"]["image_info"]) == images
+        as_list = await http.put(f"/api/v1/chunks/{doc}/{cid}", json={"image_info": images[:1] * 2})
+        assert json.loads(as_list.json()["data"]["image_info"]) == images * 2
+        got = (await http.get(f"/api/v1/chunks/{doc}")).json()["data"]
+        assert json.loads(next(ch for ch in got if ch["id"] == cid)["image_info"]) == images * 2
+        found = (await http.post("/api/v1/knowledge-search", json={"query": "oolong tea",
+                                                                   "knowledge_base_id": kb})).json()["data"]
+        assert all(isinstance(r["image_info"], str) for r in found)
+        assert json.loads(next(r for r in found if r["id"] == cid)["image_info"]) == images * 2
+        for bad in ("not json", '{"url": "x"}', "[1]"):
+            r = await http.put(f"/api/v1/chunks/{doc}/{cid}", json={"image_info": bad})
+            assert r.status_code == 400, bad
+            assert_int(r.json()["error"]["code"])
+        cleared = await http.put(f"/api/v1/chunks/{doc}/{cid}", json={"image_info": ""})
+        assert cleared.json()["data"]["image_info"] == ""

@@ -7,13 +7,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from knora.api.body import read_body, request_body
+from knora.api.body import parse_json, read_body, request_body
 from knora.api.deps import ChunkServiceDep, TenantDep
 from knora.api.envelope import ok, page
 from knora.api.schemas.chunks import ChunkOut, UpdateChunkRequest
 from knora.api.schemas.envelope import Done, Envelope, PageEnvelope
 from knora.api.serializers import MAX_PAGE, chunk_json, require_id
-from knora.domain.errors import ValidationFailed
+from knora.domain.errors import BadRequest, ValidationFailed
 
 router = APIRouter(tags=["chunks"])
 
@@ -52,6 +52,22 @@ async def get_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServic
 
 _TYPES = {"content": str, "chunk_index": int, "is_enabled": bool, "start_at": int, "end_at": int,
           "image_info": list}
+_BAD_IMAGE_INFO = "image_info must be a list of objects, or that list as JSON text"
+
+
+def _image_info(value: object) -> object:
+    """WeKnora sends ``image_info`` as JSON text (``""`` for none); Knora stores the list it holds."""
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        return []
+    try:
+        parsed = parse_json(value)
+    except BadRequest as exc:
+        raise ValidationFailed(_BAD_IMAGE_INFO) from exc
+    if not isinstance(parsed, list) or not all(isinstance(v, dict) for v in parsed):
+        raise ValidationFailed(_BAD_IMAGE_INFO)
+    return parsed
 
 
 @router.put("/chunks/{knowledge_id}/{chunk_id}", response_model=Envelope[ChunkOut],
@@ -62,7 +78,7 @@ async def update_chunk(knowledge_id: str, chunk_id: str, request: Request, chunk
     changes: dict[str, Any] = {}
     for field, typ in _TYPES.items():
         if field in b and b[field] is not None:
-            value = b[field]
+            value = _image_info(b[field]) if field == "image_info" else b[field]
             if (typ is int and (isinstance(value, bool) or not isinstance(value,
                                                                           int))) or not isinstance(value,
                                                                                                    typ):

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from knora.api.schemas.wire import Bool, Int, ObjList, RequestBody, Str
+from typing import Annotated
+
+from pydantic import Field, WithJsonSchema
+
+from knora.api.schemas.wire import Bool, Int, RequestBody, Str
 from knora.domain.knowledge import Chunk
+
+# WeKnora sends ``image_info`` as JSON text (its ``Chunk.ImageInfo`` is a string); a list is accepted too.
+ImageInfoIn = Annotated[object, WithJsonSchema({"anyOf": [
+    {"type": "string", "description": "a JSON array of image objects as text; \"\" for none"},
+    {"type": "array", "items": {"type": "object"}}]})]
 
 
 class UpdateChunkRequest(RequestBody):
@@ -12,8 +21,9 @@ class UpdateChunkRequest(RequestBody):
     is_enabled: Bool = None
     start_at: Int = None
     end_at: Int = None
-    image_info: ObjList = None
+    image_info: ImageInfoIn = None
 
 
 class ChunkOut(Chunk):
     status: int  # WeKnora's chunk status: 2 indexed, 1 not yet
+    image_info: str = Field("", description="JSON text of the chunk's images, \"\" when none")  # type: ignore[assignment]

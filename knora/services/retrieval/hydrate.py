@@ -3,7 +3,6 @@ returned, optionally add context chunks (parent, relation, previous/next)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES, Chunk, ChunkType, Knowledge, ParseStatus
@@ -41,7 +40,7 @@ def build_result(chunk: Chunk, k: Knowledge, hit: Hit) -> SearchResult:
         score=hit.score, match_type=int(hit.match_type), metadata=dict(k.metadata),
         chunk_type=str(chunk.chunk_type),
         parent_chunk_id=chunk.parent_chunk_id or "",
-        image_info=json.dumps(chunk.image_info, ensure_ascii=False) if chunk.image_info else "",
+        image_info=chunk.image_info_text(),
         knowledge_filename=k.file_name, knowledge_source=k.source, knowledge_channel=k.channel,
         knowledge_base_id=chunk.knowledge_base_id, knowledge_description=k.description,
         matched_content=hit.matched_content, chunk_metadata=dict(chunk.metadata) or None,
