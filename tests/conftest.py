@@ -165,6 +165,23 @@ async def sqlite_container(make_settings: Callable[..., Settings]) -> AsyncItera
         yield c
 
 
+@pytest.fixture
+async def plain_container(make_settings: Callable[..., Settings]) -> AsyncIterator[Services]:
+    """Services with no chat model configured: the extractive answerer answers."""
+    async with started(make_settings()) as c:
+        yield c
+
+
+@pytest.fixture
+async def model_container(make_settings: Callable[..., Settings],
+                          fake: FakeModelServer) -> AsyncIterator[Services]:
+    """Services whose default chat model is the fake server (no retries, so scripted errors stay
+    scripted)."""
+    async with started(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
+                                     chat_api_key="k")) as c:
+        yield c
+
+
 def client_for(c: Services, **headers: str) -> httpx.AsyncClient:
     """An in-process HTTP client over the app serving ``c`` (the test key unless ``headers`` name another)."""
     from knora.api.app import create_app

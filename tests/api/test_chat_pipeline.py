@@ -4,49 +4,27 @@ the fake OpenAI-compatible model server."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 import pytest
 
-from knora.settings import Settings
 from tests.conftest import client_for
 from tests.fakes import FakeModelServer, Reply
-from tests.services.pipeline.conftest import DOCS, _container, add_kb
+from tests.services.pipeline.conftest import DOCS, add_kb
 from tests.services.streaming.runners import ScriptedRunner
 from tests.services.streaming.sse import parse_sse
 
 pytestmark = pytest.mark.integration
 
 
-
-@pytest.fixture
-async def plain(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    c = await _container(make_settings())
-    try:
-        yield c
-    finally:
-        await c.aclose()
-
-
-@pytest.fixture
-async def with_model(make_settings: Callable[..., Settings], fake: FakeModelServer) -> AsyncIterator[Any]:
-    c = await _container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
-                                       chat_api_key="k"))
-    try:
-        yield c
-    finally:
-        await c.aclose()
-
-
 async def session(http: httpx.AsyncClient, **body: Any) -> str:
     return str((await http.post("/api/v1/sessions", json=body)).json()["data"]["id"])
 
 
-async def test_extractive_answer_is_cited_and_titled_from_the_query(plain: Any) -> None:
-    kb = await add_kb(plain, DOCS)
-    async with client_for(plain) as http:
+async def test_extractive_answer_is_cited_and_titled_from_the_query(plain_container: Any) -> None:
+    kb = await add_kb(plain_container, DOCS)
+    async with client_for(plain_container) as http:
         sid = await session(http)
         r = await http.post(f"/api/v1/knowledge-chat/{sid}",
                             json={"query": "How is oolong tea processed?", "knowledge_base_ids": [kb]})
@@ -69,12 +47,12 @@ async def test_extractive_answer_is_cited_and_titled_from_the_query(plain: Any) 
         assert bot["knowledge_references"]
 
 
-async def test_model_answer_streams_expanded_citations(with_model: Any, fake: FakeModelServer) -> None:
-    kb = await add_kb(with_model, DOCS)
+async def test_model_answer_streams_expanded_citations(model_container: Any, fake: FakeModelServer) -> None:
+    kb = await add_kb(model_container, DOCS)
     fake.script([Reply(content=json.dumps({"rewrite_query": "solar panel peak watts",
                                            "intent": "kb_search"})),
                  Reply(content='About 400 W <ref id="c1"/> at peak<ref id="c7"/>.', chunk_size=3)])
-    async with client_for(with_model) as http:
+    async with client_for(model_container) as http:
         sid = await session(http, title="set")
         r = await http.post(f"/api/v1/knowledge-chat/{sid}",
                             json={"query": "How much power does a solar panel produce?",
@@ -87,21 +65,21 @@ async def test_model_answer_streams_expanded_citations(with_model: Any, fake: Fa
         assert all("<ref" not in f["content"] and not f["content"].endswith("<") for f in s.of("answer"))
 
 
-async def test_title_comes_from_the_model_when_one_is_configured(with_model: Any,
+async def test_title_comes_from_the_model_when_one_is_configured(model_container: Any,
                                                                  fake: FakeModelServer) -> None:
-    with_model.runners.quick = ScriptedRunner()  # so the title is the only model call
+    model_container.runners.quick = ScriptedRunner()  # so the title is the only model call
     fake.script([Reply(content="Streaming in Knora")])
-    async with client_for(with_model) as http:
+    async with client_for(model_container) as http:
         sid = await session(http)
         s = parse_sse((await http.post(f"/api/v1/knowledge-chat/{sid}", json={"query": "how?"})).content)
         assert s.of("session_title")[0]["content"] == "Streaming in Knora"
         assert (await http.get(f"/api/v1/sessions/{sid}")).json()["data"]["title"] == "Streaming in Knora"
 
 
-async def test_agent_chat_runs_the_smart_reasoning_agent(with_model: Any, fake: FakeModelServer) -> None:
-    kb = await add_kb(with_model, DOCS)
+async def test_agent_chat_runs_the_smart_reasoning_agent(model_container: Any, fake: FakeModelServer) -> None:
+    kb = await add_kb(model_container, DOCS)
     fake.script([Reply(content="The agent answers directly.", chunk_size=4)])
-    async with client_for(with_model) as http:
+    async with client_for(model_container) as http:
         sid = await session(http, title="set")
         r = await http.post(f"/api/v1/agent-chat/{sid}", json={"query": "hello agent",
                                                                "knowledge_base_ids": [kb],

@@ -5,7 +5,6 @@ from the client's messages, and the session header."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -15,10 +14,9 @@ import pytest
 from knora.api.openai.routes import MESSAGE_HEADER, SESSION_HEADER
 from knora.root import Services
 from knora.services.openai_api.conversation import SOURCES_RULE
-from knora.settings import Settings
 from tests.conftest import TEST_API_KEY, client_for
 from tests.fakes import FakeModelServer, Reply
-from tests.services.pipeline.conftest import DOCS, _container, add_kb
+from tests.services.pipeline.conftest import DOCS, add_kb
 
 pytestmark = pytest.mark.integration
 
@@ -33,36 +31,15 @@ def openai_client(c: Services, key: str = TEST_API_KEY) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(api_key=key, base_url="http://knora.test/v1", http_client=http, max_retries=0)
 
 
-
-@pytest.fixture
-async def plain(make_settings: Callable[..., Settings]) -> AsyncIterator[Services]:
-    c = await _container(make_settings())
-    try:
-        yield c
-    finally:
-        await c.aclose()
-
-
-@pytest.fixture
-async def with_model(make_settings: Callable[..., Settings],
-                     fake: FakeModelServer) -> AsyncIterator[Services]:
-    c = await _container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
-                                       chat_api_key="k"))
-    try:
-        yield c
-    finally:
-        await c.aclose()
-
-
 def rewrite(query: str) -> Reply:
     """The query-understanding call of a turn with history."""
     return Reply(content=json.dumps({"rewrite_query": query, "intent": "kb_search"}))
 
 
-async def test_models_are_listed_and_retrieved(plain: Services) -> None:
-    kb = await add_kb(plain, DOCS, name="teas")
-    name = (await plain.kb_service.get(plain.default_tenant_id, kb)).name
-    async with openai_client(plain) as oa:
+async def test_models_are_listed_and_retrieved(plain_container: Services) -> None:
+    kb = await add_kb(plain_container, DOCS, name="teas")
+    name = (await plain_container.kb_service.get(plain_container.default_tenant_id, kb)).name
+    async with openai_client(plain_container) as oa:
         listed = await oa.models.list()
         ids = [m.id for m in listed.data]
         assert ids[0] == "knora:quick-answer"
@@ -78,9 +55,9 @@ async def test_models_are_listed_and_retrieved(plain: Services) -> None:
         assert err.value.code == "model_not_found"
 
 
-async def test_extractive_answer_not_streamed_has_numbered_citations(plain: Services) -> None:
-    kb = await add_kb(plain, DOCS)
-    async with openai_client(plain) as oa:
+async def test_extractive_answer_not_streamed_has_numbered_citations(plain_container: Services) -> None:
+    kb = await add_kb(plain_container, DOCS)
+    async with openai_client(plain_container) as oa:
         r = await oa.chat.completions.create(model=f"knora:kb/{kb}",
                                              messages=[{"role": "user", "content": QUESTION}])
     message = r.choices[0].message
@@ -103,9 +80,9 @@ async def test_extractive_answer_not_streamed_has_numbered_citations(plain: Serv
     assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens > 0
 
 
-async def test_extractive_answer_streamed_is_the_same_answer(plain: Services) -> None:
-    kb = await add_kb(plain, DOCS)
-    async with openai_client(plain) as oa:
+async def test_extractive_answer_streamed_is_the_same_answer(plain_container: Services) -> None:
+    kb = await add_kb(plain_container, DOCS)
+    async with openai_client(plain_container) as oa:
         whole = await oa.chat.completions.create(model=f"knora:kb/{kb}",
                                                  messages=[{"role": "user", "content": QUESTION}])
         stream = await oa.chat.completions.create(
@@ -126,8 +103,8 @@ async def test_extractive_answer_streamed_is_the_same_answer(plain: Services) ->
 
 
 async def test_model_sees_the_clients_history_and_its_citations_are_numbered(
-        with_model: Services, fake: FakeModelServer) -> None:
-    kb = await add_kb(with_model, DOCS)
+        model_container: Services, fake: FakeModelServer) -> None:
+    kb = await add_kb(model_container, DOCS)
     fake.script([rewrite("solar panel peak watts"),
                  Reply(content='About 400 W <ref id="c1"/> at peak<ref id="c7"/>.', chunk_size=3,
                        reasoning_content="Looking at the passages.")])
@@ -136,7 +113,7 @@ async def test_model_sees_the_clients_history_and_its_citations_are_numbered(
         {"role": "user", "content": "Tell me about solar panels"},
         {"role": "assistant", "content": f"They convert sunlight [1].{SOURCES_RULE}\n- [1] Solar power"},
         {"role": "user", "content": "How much power does one produce?"}]
-    async with openai_client(with_model) as oa:
+    async with openai_client(model_container) as oa:
         stream = await oa.chat.completions.create(model=f"knora:kb/{kb}", messages=messages, stream=True,
                                                   stream_options={"include_usage": True})
         chunks = [c async for c in stream]
@@ -158,11 +135,11 @@ async def test_model_sees_the_clients_history_and_its_citations_are_numbered(
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
 
 
-async def test_an_agent_model_runs_the_smart_reasoning_agent(with_model: Services,
+async def test_an_agent_model_runs_the_smart_reasoning_agent(model_container: Services,
                                                              fake: FakeModelServer) -> None:
-    await add_kb(with_model, DOCS)
+    await add_kb(model_container, DOCS)
     fake.script([Reply(content="The agent answers directly.", chunk_size=4)])
-    async with openai_client(with_model) as oa:
+    async with openai_client(model_container) as oa:
         r = await oa.chat.completions.create(model="knora:agent/builtin-smart-reasoning",
                                              messages=[{"role": "user", "content": "hello agent"}])
     assert r.choices[0].message.content == "The agent answers directly."
@@ -171,9 +148,9 @@ async def test_an_agent_model_runs_the_smart_reasoning_agent(with_model: Service
     assert r.usage.model_extra == {"estimated": False}
 
 
-async def test_a_named_session_stores_the_turn_and_supplies_the_history(with_model: Services,
+async def test_a_named_session_stores_the_turn_and_supplies_the_history(model_container: Services,
                                                                         fake: FakeModelServer) -> None:
-    kb = await add_kb(with_model, DOCS)
+    kb = await add_kb(model_container, DOCS)
     answers = ["Panels make 400 W.", "Half a percent a year."]
 
     def reply(body: dict[str, Any]) -> Reply:
@@ -185,14 +162,14 @@ async def test_a_named_session_stores_the_turn_and_supplies_the_history(with_mod
         return Reply(content=answers.pop(0))
 
     fake.handler = reply
-    async with openai_client(with_model) as oa:
+    async with openai_client(model_container) as oa:
         raw = await oa.chat.completions.with_raw_response.create(
             model=f"knora:kb/{kb}", messages=[{"role": "user", "content": "Solar panel power?"}],
             extra_headers={SESSION_HEADER: "new"})
         first = raw.parse()
         sid, mid = raw.headers[SESSION_HEADER], raw.headers[MESSAGE_HEADER]
         assert first.choices[0].message.content == "Panels make 400 W."
-        await with_model.chat_service.wait_idle()
+        await model_container.chat_service.wait_idle()
         stream = await oa.chat.completions.create(
             model=f"knora:kb/{kb}", messages=[{"role": "user", "content": "And degradation?"}], stream=True,
             stream_options={"include_usage": True}, extra_headers={SESSION_HEADER: sid})
@@ -207,8 +184,8 @@ async def test_a_named_session_stores_the_turn_and_supplies_the_history(with_mod
                    if not any(k in json.dumps(b["messages"]) for k in ("short title", "rewrite_query"))][-1]
     # the history is the session's, not the client's (which sent only the new question)
     assert {"role": "user", "content": "Solar panel power?"} in answer_call
-    await with_model.chat_service.wait_idle()
-    async with client_for(with_model) as http:
+    await model_container.chat_service.wait_idle()
+    async with client_for(model_container) as http:
         stored = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"]
     assert [m["content"] for m in stored] == ["Solar panel power?", "Panels make 400 W.", "And degradation?",
                                               "Half a percent a year."]
@@ -216,11 +193,11 @@ async def test_a_named_session_stores_the_turn_and_supplies_the_history(with_mod
     assert all(m["is_completed"] for m in stored)
 
 
-async def test_a_session_of_another_tenant_or_none_is_not_found(plain: Services) -> None:
-    other, key = await plain.tenants.create("other")
-    async with client_for(plain, **{"X-API-Key": key}) as http:
+async def test_a_session_of_another_tenant_or_none_is_not_found(plain_container: Services) -> None:
+    other, key = await plain_container.tenants.create("other")
+    async with client_for(plain_container, **{"X-API-Key": key}) as http:
         sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
-    async with openai_client(plain) as oa:
+    async with openai_client(plain_container) as oa:
         for session in (sid, "not-a-uuid"):
             with pytest.raises(openai.NotFoundError) as err:
                 await oa.chat.completions.create(model="knora:quick-answer",
@@ -229,10 +206,10 @@ async def test_a_session_of_another_tenant_or_none_is_not_found(plain: Services)
             assert err.value.code == "session_not_found"
 
 
-async def test_a_turn_that_fails_before_any_answer_is_an_openai_error(with_model: Services,
+async def test_a_turn_that_fails_before_any_answer_is_an_openai_error(model_container: Services,
                                                                       fake: FakeModelServer) -> None:
     fake.script([Reply(status=400, error="the model refuses")] * 4)
-    async with openai_client(with_model) as oa:
+    async with openai_client(model_container) as oa:
         with pytest.raises(openai.APIStatusError) as err:
             await oa.chat.completions.create(model="knora:quick-answer",
                                              messages=[{"role": "user", "content": "hi"}])
@@ -245,14 +222,15 @@ async def test_a_turn_that_fails_before_any_answer_is_an_openai_error(with_model
         assert "the model refuses" in streamed.value.message
 
 
-async def test_unsaved_turns_are_counted_in_the_metrics(with_model: Services, fake: FakeModelServer) -> None:
+async def test_unsaved_turns_are_counted_in_the_metrics(model_container: Services,
+                                                        fake: FakeModelServer) -> None:
     from tests.api.test_metrics import http_for, parse, value
 
     fake.script([Reply(content="Counted.")])
-    async with openai_client(with_model) as oa:
+    async with openai_client(model_container) as oa:
         r = await oa.chat.completions.create(model="knora:quick-answer",
                                              messages=[{"role": "user", "content": "hi"}])
     assert r.choices[0].message.content == "Counted."
-    async with http_for(with_model) as http:  # a scrape from this machine
+    async with http_for(model_container) as http:  # a scrape from this machine
         samples = parse((await http.get("/metrics")).text)
     assert value(samples, "knora_turns_total", runtime="quick", outcome="completed") == 1

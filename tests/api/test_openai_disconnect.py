@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import openai
@@ -14,11 +14,9 @@ import pytest
 
 from knora.api.openai.routes import SESSION_HEADER
 from knora.root import Services
-from knora.settings import Settings
 from tests.conftest import TEST_API_KEY
 from tests.fakes import FakeModelServer, Reply
 from tests.polling import eventually
-from tests.services.pipeline.conftest import _container
 from tests.services.streaming.live import live_client
 
 pytestmark = pytest.mark.integration
@@ -28,18 +26,6 @@ USER = [{"role": "user", "content": "Tell me a long story"}]
 SLOW = Reply(content="word " * 400, chunk_size=2, delay_per_chunk=0.05)
 
 
-
-@pytest.fixture
-async def with_model(make_settings: Callable[..., Settings],
-                     fake: FakeModelServer) -> AsyncIterator[Services]:
-    c = await _container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
-                                       chat_api_key="k"))
-    try:
-        yield c
-    finally:
-        await c.aclose()
-
-
 @asynccontextmanager
 async def live_openai(c: Services) -> AsyncIterator[openai.AsyncOpenAI]:
     async with live_client(c) as http, openai.AsyncOpenAI(
@@ -47,9 +33,10 @@ async def live_openai(c: Services) -> AsyncIterator[openai.AsyncOpenAI]:
         yield oa
 
 
-async def test_answers_over_a_socket_streamed_and_not(with_model: Services, fake: FakeModelServer) -> None:
+async def test_answers_over_a_socket_streamed_and_not(model_container: Services,
+                                                      fake: FakeModelServer) -> None:
     fake.script([Reply(content="Hello over TCP.", chunk_size=3), Reply(content="Hello again.", chunk_size=2)])
-    async with live_openai(with_model) as oa:
+    async with live_openai(model_container) as oa:
         whole = await oa.chat.completions.create(model="knora:quick-answer", messages=USER)  # type: ignore
         stream = await oa.chat.completions.create(model="knora:quick-answer", messages=USER,  # type: ignore
                                                   stream=True, stream_options={"include_usage": True})
@@ -60,11 +47,11 @@ async def test_answers_over_a_socket_streamed_and_not(with_model: Services, fake
     assert chunks[-1].usage.prompt_tokens > 0
 
 
-async def test_a_streaming_client_that_leaves_cancels_the_unsaved_turn(with_model: Services,
+async def test_a_streaming_client_that_leaves_cancels_the_unsaved_turn(model_container: Services,
                                                                       fake: FakeModelServer) -> None:
     fake.script([SLOW])
     started = time.monotonic()
-    async with live_openai(with_model) as oa:
+    async with live_openai(model_container) as oa:
         stream = await oa.chat.completions.create(model="knora:quick-answer", messages=USER,  # type: ignore
                                                   stream=True)
         seen = 0
@@ -74,31 +61,31 @@ async def test_a_streaming_client_that_leaves_cancels_the_unsaved_turn(with_mode
                 break
         await stream.close()
         assert await eventually(lambda: fake.disconnected_since(started) is not None)
-        assert await eventually(lambda: with_model.chat_service.unsaved.running == 0)
+        assert await eventually(lambda: model_container.chat_service.unsaved.running == 0)
 
 
-async def test_a_client_that_leaves_a_non_streamed_request_cancels_it(with_model: Services,
+async def test_a_client_that_leaves_a_non_streamed_request_cancels_it(model_container: Services,
                                                                       fake: FakeModelServer) -> None:
     fake.script([SLOW])
     started = time.monotonic()
-    async with live_openai(with_model) as oa:
+    async with live_openai(model_container) as oa:
         request = asyncio.ensure_future(oa.chat.completions.create(model="knora:quick-answer",
                                                                    messages=USER))  # type: ignore
         assert await eventually(lambda: len(fake.chat_requests) == 1)
         request.cancel()
         await asyncio.gather(request, return_exceptions=True)
         assert await eventually(lambda: fake.disconnected_since(started) is not None)
-        assert await eventually(lambda: with_model.chat_service.unsaved.running == 0)
+        assert await eventually(lambda: model_container.chat_service.unsaved.running == 0)
 
 
-async def test_leaving_a_stored_turn_stops_it_and_keeps_the_partial_answer(with_model: Services,
+async def test_leaving_a_stored_turn_stops_it_and_keeps_the_partial_answer(model_container: Services,
                                                                           fake: FakeModelServer) -> None:
     def reply(body: dict[str, object]) -> Reply:
         return Reply(content="Stories") if "short title" in str(body["messages"]) else SLOW
 
     fake.handler = reply
     started = time.monotonic()
-    async with live_openai(with_model) as oa:
+    async with live_openai(model_container) as oa:
         raw = await oa.chat.completions.with_raw_response.create(
             model="knora:quick-answer", messages=USER, stream=True,  # type: ignore
             extra_headers={SESSION_HEADER: "new"})
@@ -111,8 +98,8 @@ async def test_leaving_a_stored_turn_stops_it_and_keeps_the_partial_answer(with_
                 break
         await stream.close()
         assert await eventually(lambda: fake.disconnected_since(started) is not None)
-        await with_model.chat_service.wait_idle()
-    bot = await with_model.session_service.get_message(with_model.default_tenant_id,
+        await model_container.chat_service.wait_idle()
+    bot = await model_container.session_service.get_message(model_container.default_tenant_id,
                                                        raw.headers["X-Knora-Message-Id"])
     assert bot is not None
     assert bot.is_completed

@@ -4,18 +4,14 @@ a knowledge base with real ingested documents, and a bus recorder."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-import pytest
 
 from knora.domain.stream import BusEvent, Event
 from knora.ports.turn import TurnContext, TurnRequest
 from knora.services.citations.registry import ReferenceRegistry
 from knora.services.streaming.bus import EventBus
 from knora.settings import Settings
-from tests.fakes import FakeModelServer
 
 DOCS = {
     "Solar power": "Solar panels convert sunlight into electricity using photovoltaic cells. "
@@ -84,26 +80,3 @@ async def chunks_of(c: Any, kb_id: str) -> dict[str, list[Any]]:
         chunks = await c.repos.chunks.list(c.default_tenant_id, k.id, page=1, page_size=100)
         out[k.title] = list(chunks.items)
     return out
-
-
-@pytest.fixture
-async def model_container(make_settings: Callable[..., Settings],
-                          fake: FakeModelServer) -> AsyncIterator[Any]:
-    """Container whose default chat model is the fake server (no retries, so scripted errors stay
-    scripted)."""
-    c = await _container(make_settings(chat_model="openai:fake-chat", chat_base_url=fake.base_url,
-                                       chat_api_key="k"))
-    try:
-        yield c
-    finally:
-        await c.aclose()
-
-
-@pytest.fixture
-async def plain_container(make_settings: Callable[..., Settings]) -> AsyncIterator[Any]:
-    """Container with no chat model configured: the extractive answerer answers."""
-    c = await _container(make_settings())
-    try:
-        yield c
-    finally:
-        await c.aclose()
