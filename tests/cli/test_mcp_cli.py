@@ -8,15 +8,14 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent, TextResourceContents
+from mcp_types import TextResourceContents
 
 from knora.settings import Settings
-from tests.api.mcp_server.seed import Seeded, seed
+from tests.api.mcp_server.seed import Seeded, error_text, payload, seed
 from tests.conftest import TEST_API_KEY, started
 from tests.polling import eventually
 
@@ -44,19 +43,6 @@ async def stdio(settings: Settings, *args: str) -> AsyncIterator[Client]:
                                    env=env_for(settings), cwd=str(ROOT))
     async with Client(params, read_timeout_seconds=120) as client:
         yield client
-
-
-def payload(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-def error_text(result: CallToolResult) -> str:
-    assert result.is_error, result
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
 
 
 async def test_every_tool_over_stdio(seeded: tuple[Settings, Seeded]) -> None:

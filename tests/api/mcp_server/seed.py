@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent
 
 from knora.domain.knowledge import ParseStatus
 from knora.root import Services
@@ -46,3 +49,18 @@ async def seed(c: Services) -> Seeded:
     for tid, kid in ((tenant, tea.id), (tenant, solar.id), (other.id, secret.id)):
         await processed(c, tid, kid)
     return Seeded(kb.id, tea.id, solar.id, other_key, other_kb.id, secret.id)
+
+
+def payload(result: CallToolResult) -> dict[str, Any]:
+    """A tool call's structured result (the call must have succeeded)."""
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def error_text(result: CallToolResult) -> str:
+    """A failed tool call's message."""
+    assert result.is_error, result
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text

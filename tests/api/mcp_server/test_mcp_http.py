@@ -14,12 +14,12 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent, TextResourceContents
+from mcp_types import TextContent, TextResourceContents
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from knora.root import Services
 from knora.settings import Settings
-from tests.api.mcp_server.seed import Seeded, seed
+from tests.api.mcp_server.seed import Seeded, error_text, payload, seed
 from tests.conftest import TEST_API_KEY, client_for, started
 from tests.fakes.web_site import Page, serve
 from tests.polling import eventually
@@ -51,19 +51,6 @@ async def mcp_client(url: str, key: str | None = TEST_API_KEY, *, bearer: bool =
     async with (httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=120)) as http,
                 Client(streamable_http_client(url, http_client=http), mode=mode) as client):
         yield client
-
-
-def payload(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-def error_text(result: CallToolResult) -> str:
-    assert result.is_error, result
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
 
 
 class TestTools:
