@@ -19,17 +19,6 @@ from knora.cli.main import build_parser, main
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    data = tmp_path / "data"
-    monkeypatch.setenv("KNORA_DATA_DIR", str(data))
-    monkeypatch.setenv("KNORA_EMBEDDER", "local:hash")
-    monkeypatch.setenv("KNORA_SAMPLE_KB", "false")
-    monkeypatch.setenv("KNORA_API_KEY", "sk-cli-test")
-    monkeypatch.delenv("KNORA_DATABASE_URL", raising=False)
-    return data
-
-
 def _json(capsys: pytest.CaptureFixture[str]) -> object:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 

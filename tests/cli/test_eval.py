@@ -25,18 +25,6 @@ QUESTIONS = {"q-tea": ("How is oolong tea processed before drying?", "tea", "par
              "q-moon": ("How often does the Moon orbit the Earth?", "moon", "twenty-seven days")}
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    data = tmp_path / "data"
-    monkeypatch.setenv("KNORA_DATA_DIR", str(data))
-    monkeypatch.setenv("KNORA_EMBEDDER", "local:hash")
-    monkeypatch.setenv("KNORA_SAMPLE_KB", "false")
-    monkeypatch.setenv("KNORA_API_KEY", "sk-cli-test")
-    monkeypatch.delenv("KNORA_DATABASE_URL", raising=False)
-    monkeypatch.delenv("KNORA_CHAT_MODEL", raising=False)
-    return data
-
-
 def small_set(root: Path) -> Path:
     return write_set(
         root, corpus=[{"_id": k, "title": t, "text": x} for k, (t, x) in TOPICS.items()],
