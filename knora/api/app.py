@@ -25,6 +25,7 @@ from knora.api.routes import (
     chunks,
     evaluation,
     faq,
+    initialization,
     knowledge,
     knowledge_bases,
     mcp_services,
@@ -33,6 +34,7 @@ from knora.api.routes import (
     models,
     search,
     sessions,
+    storage,
     system,
     tags,
 )
@@ -42,11 +44,12 @@ from knora.settings import Settings
 from knora.web.mount import mount as mount_web
 
 # Mounted under /api/v1, in this order: FastAPI tries routers in order, so the chat router comes first (a chat
-# request is matched before the other routers' routes are tried).
+# request is matched before the other routers' routes are tried); storage before system, whose
+# ``/tenants/kv/{key}`` would otherwise answer ``storage-engine-config``.
 ROUTERS: tuple[APIRouter, ...] = (
-    chat.router, system.router, knowledge_bases.router, knowledge.router, chunks.router, tags.router,
-    models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
-    mcp_services.router, evaluation.router,
+    chat.router, storage.router, system.router, initialization.router, knowledge_bases.router,
+    knowledge.router, chunks.router, tags.router, models.router, search.router, faq.router, sessions.router,
+    messages.router, agents.router, mcp_services.router, evaluation.router,
 )
 
 API_PREFIX = "/api/v1"

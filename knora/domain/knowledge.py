@@ -47,6 +47,13 @@ SEARCHABLE_CHUNK_TYPES = frozenset(
 CHUNK_FLAG_RECOMMENDED = 1
 
 
+class ParserEngineRule(BaseModel):
+    """WeKnora's per-file-type parser choice (``chunking_config.parser_engine_rules``)."""
+
+    file_types: list[str] = Field(default_factory=list)
+    engine: str = ""
+
+
 class ChunkingConfig(BaseModel):
     chunk_size: int = 512
     chunk_overlap: int = 80
@@ -56,6 +63,7 @@ class ChunkingConfig(BaseModel):
     child_chunk_size: int = 384
     enable_multimodal: bool = False
     strategy: str = ""
+    parser_engine_rules: list[ParserEngineRule] = Field(default_factory=list)
 
     def normalised(self) -> ChunkingConfig:
         """WeKnora's ensureDefaults (spec §9.3): non-positive → defaults, overlap capped at size/2."""
@@ -96,6 +104,13 @@ class RetrievalConfig(BaseModel):
     rerank_threshold: float = 0.3
 
 
+class StorageProviderConfig(BaseModel):
+    """Where a knowledge base's originals are stored (WeKnora's ``storage_provider_config``): the provider
+    only; its parameters are the tenant's (``storage-engine-config``)."""
+
+    provider: str = ""
+
+
 class KnowledgeBase(BaseModel):
     id: str = Field(default_factory=new_id)
     tenant_id: int
@@ -113,6 +128,8 @@ class KnowledgeBase(BaseModel):
     question_generation_config: dict[str, Any] = Field(default_factory=dict)
     extract_config: dict[str, Any] = Field(default_factory=dict)
     vector_store_id: str = ""
+    storage_provider_config: StorageProviderConfig | None = None
+    storage_backend_id: str = ""
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

@@ -83,6 +83,8 @@ class KnowledgeBaseRow(Base):
     question_generation_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     extract_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     vector_store_id: Mapped[str] = mapped_column(String(64), default="")
+    storage_provider_config: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    storage_backend_id: Mapped[str] = mapped_column(String(64), default="")
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 

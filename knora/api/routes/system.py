@@ -35,9 +35,9 @@ from knora.services.tenants.service import TenantService
 router = APIRouter(tags=["system"])
 
 _UNSUPPORTED = ("organizations", "integrations.im", "integrations.embed", "settings.vectorstore",
-                "settings.storage",
                 "settings.sandbox")
-_SUPPORTED = ("agents", "integrations.api", "settings.mcp", "settings.websearch")
+_SUPPORTED = ("agents", "integrations.api", "settings.mcp", "settings.websearch",
+              "settings.storage")  # one backend, local files (knora.api.routes.storage)
 
 
 def _user(tenant_id: int, tenant_name: str, storage: StorageUsage

@@ -23,6 +23,9 @@ class CreateKnowledgeBaseRequest(RequestBody):
     question_generation_config: Obj = None
     extract_config: Obj = None
     vector_store_id: Str = None
+    storage_provider_config: Obj = Field(None, description="{provider}: 'local', Knora's one provider")
+    storage_backend_id: Str = Field(None, description="'builtin-local', the one row of /storage-backends")
+    storage_config: Obj = Field(None, description="legacy: its provider is read as storage_provider_config's")
 
 
 class UpdateKnowledgeBaseRequest(CreateKnowledgeBaseRequest):

@@ -19,9 +19,12 @@ from knora.domain.knowledge import (
     RetrievalConfig,
     Tag,
 )
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID
 from knora.ports.blobs import BlobStore
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import KBStats, Page, Repositories
+from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID
+from knora.services.kb import storage
 from knora.services.refs import CHAT_TYPES, EMBEDDING_TYPES, RERANK_TYPES, TenantRefs
 
 MAX_CHUNK_SIZE = 32_768
@@ -73,22 +76,35 @@ class KnowledgeBaseService:
         save; on use every id is resolved within the tenant anyway)."""
         roles = (("embedding_model_id", EMBEDDING_TYPES), ("summary_model_id", CHAT_TYPES),
                  ("rerank_model_id", RERANK_TYPES))
-        return {field: (values[field] if current is not None and values[field] == getattr(current, field)
-                        else await self.refs.model(tenant_id, values[field], field=field, types=types))
-                for field, types in roles if field in values}
+        out = {field: (values[field] if current is not None and values[field] == getattr(current, field)
+                       else await self.refs.model(tenant_id, values[field], field=field, types=types))
+               for field, types in roles if field in values}
+        if out.get("embedding_model_id"):  # the settings' embedder under its ``GET /models`` id (issue 13)
+            out["embedding_model_id"] = self._builtin(out["embedding_model_id"])
+        return out
+
+    def _builtin(self, embedding_model_id: str) -> str:
+        """The id an embedding model is listed by: the settings' embedder spec (what knowledge bases stored
+        before issue 13) is the built-in embedding model."""
+        if embedding_model_id == self._default_embedding():
+            return BUILTIN_EMBEDDING_MODEL_ID
+        return embedding_model_id
 
     async def create(self, tenant_id: int, body: dict[str, Any]) -> KnowledgeBase:
         kb_type = body.get("type") or "document"
         if kb_type not in (KBType.DOCUMENT, KBType.FAQ):
             raise ValidationFailed("type must be 'document' or 'faq'")
         model_ids = await self._model_ids(tenant_id, body)
+        provider, backend = storage.binding(body.get("storage_provider_config"),
+                                            body.get("storage_backend_id"), legacy=body.get("storage_config"))
         kb = KnowledgeBase(
             tenant_id=tenant_id, name=_name(body.get("name")), description=str(body.get("description") or ""),
             type=KBType(kb_type), is_temporary=bool(body.get("is_temporary", False)),
             chunking_config=_check_chunking(_model(ChunkingConfig, body.get("chunking_config"),
                                                    "chunking_config")),
-            embedding_model_id=model_ids.get("embedding_model_id") or self._default_embedding(),
-            summary_model_id=model_ids.get("summary_model_id", ""),
+            # ids ``GET /models`` resolves: the built-in embedder and chat model unless the body names others
+            embedding_model_id=model_ids.get("embedding_model_id") or BUILTIN_EMBEDDING_MODEL_ID,
+            summary_model_id=model_ids.get("summary_model_id") or BUILTIN_CHAT_MODEL_ID,
             rerank_model_id=model_ids.get("rerank_model_id", ""),
             indexing_strategy=_model(IndexingStrategy, body.get("indexing_strategy"), "indexing_strategy"),
             faq_config=(_model(FAQConfig, body.get("faq_config"), "faq_config")
@@ -97,6 +113,7 @@ class KnowledgeBaseService:
             question_generation_config=dict(body.get("question_generation_config") or {}),
             extract_config=dict(body.get("extract_config") or {}),
             vector_store_id=str(body.get("vector_store_id") or ""),
+            storage_provider_config=provider, storage_backend_id=backend,
         )
         return await self.repos.kbs.create(kb)
 
@@ -137,13 +154,21 @@ class KnowledgeBaseService:
                 changes[field] = model_ids[field]
         embedding = model_ids.get("embedding_model_id")
         if embedding and embedding != kb.embedding_model_id:
-            stats = (await self.repos.kbs.stats(tenant_id, [kb.id]))[kb.id]
-            if stats.knowledge_count:
-                raise BadRequest("embedding_model_id cannot change while the knowledge base has documents")
+            if self._builtin(embedding) != self._builtin(kb.embedding_model_id):
+                stats = (await self.repos.kbs.stats(tenant_id, [kb.id]))[kb.id]
+                if stats.knowledge_count:
+                    raise BadRequest("embedding_model_id cannot change while the knowledge base has "
+                                     "documents")
             changes["embedding_model_id"] = embedding
         for field in ("question_generation_config", "extract_config"):
             if isinstance(merged.get(field), dict):
                 changes[field] = merged[field]
+        if any(merged.get(f) is not None for f in ("storage_provider_config", "storage_backend_id",
+                                                    "storage_config")):
+            provider, backend = storage.binding(merged.get("storage_provider_config"),
+                                                merged.get("storage_backend_id"),
+                                                legacy=merged.get("storage_config"))
+            changes.update(storage_provider_config=provider, storage_backend_id=backend)
         return await self.repos.kbs.update(kb.model_copy(update=changes))
 
     async def delete(self, tenant_id: int, kb_id: str) -> None:

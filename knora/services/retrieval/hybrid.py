@@ -21,7 +21,7 @@ from knora.domain.knowledge import KBType, KnowledgeBase, RetrievalConfig
 from knora.domain.search import EngineHit, MatchType, SearchParams, SearchResult
 from knora.ports.retrieval import EngineQuery, RetrievalEngine
 from knora.ports.search_store import SearchStore
-from knora.services.ingest.embedders import EmbedderRegistry
+from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID, EmbedderRegistry
 from knora.services.retrieval import faq_rules
 from knora.services.retrieval.bounds import engine_query
 from knora.services.retrieval.fusion import FusionConfig, dedupe_by_score, fuse
@@ -88,7 +88,11 @@ class HybridSearch:
         return text
 
     def model_key(self, kb: KnowledgeBase) -> str:
-        return kb.embedding_model_id or self._default_embedder()
+        """The embedder a knowledge base's vectors come from; the built-in model id and the settings' spec
+        (stored before issue 13) are one embedder."""
+        if not kb.embedding_model_id or kb.embedding_model_id == BUILTIN_EMBEDDING_MODEL_ID:
+            return self._default_embedder()
+        return kb.embedding_model_id
 
     async def load_scope(self, tenant_id: int, params: SearchParams) -> tuple[KnowledgeBase,
                                                                               list[KnowledgeBase]]:

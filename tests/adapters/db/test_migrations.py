@@ -46,7 +46,7 @@ class TestMigrations:
             await migrate(engine)
             async with engine.connect() as conn:
                 version = (await conn.exec_driver_sql("SELECT version_num FROM alembic_version")).scalar_one()
-            assert version == "0002"
+            assert version == "0003"
         finally:
             await engine.dispose()
 
