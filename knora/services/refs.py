@@ -27,6 +27,9 @@ VLM_TYPES = ("VLLM",)
 
 BUILTIN_MODEL_IDS = frozenset({BUILTIN_CHAT_MODEL_ID, BUILTIN_EMBEDDING_MODEL_ID, "extractive",
                                "local:extractive"})
+# the type ``GET /models`` gives each built-in id: one is not accepted in another's role
+_BUILTIN_TYPES = {BUILTIN_CHAT_MODEL_ID: "KnowledgeQA", "extractive": "KnowledgeQA",
+                  "local:extractive": "KnowledgeQA", BUILTIN_EMBEDDING_MODEL_ID: "Embedding"}
 
 
 class _Models(Protocol):
@@ -62,6 +65,10 @@ class TenantRefs:
         if not isinstance(model_id, str):
             raise ValidationFailed(f"{field} must be a string")
         value = model_id.strip()
+        builtin_type = _BUILTIN_TYPES.get(value) or ("Embedding" if value == self._default_embedder() else "")
+        if builtin_type and builtin_type not in types:
+            raise ValidationFailed(f"{field}: model {value} is a {builtin_type} model, "
+                                   f"not {' or '.join(types)}")
         if value in BUILTIN_MODEL_IDS or value == self._default_embedder() or is_spec(value):
             return value
         row = await self._models.get(tenant_id, value)

@@ -1,5 +1,6 @@
-"""Issue 13 item 1: a knowledge base names its storage as WeKnora's web UI requires (``storage_provider_config``,
-``storage_backend_id``), and the storage routes the UI reads answer with what Knora has — local files."""
+"""Issue 13 item 1: a knowledge base names its storage as WeKnora's web UI requires
+(``storage_provider_config``, ``storage_backend_id``), and the storage routes the UI reads answer with what
+Knora has — local files."""
 
 from __future__ import annotations
 
