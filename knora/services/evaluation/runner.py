@@ -34,6 +34,7 @@ from knora.services.evaluation.dataset import Dataset
 from knora.services.evaluation.judge import judge_faithfulness
 from knora.services.evaluation.options import EvalOptions
 from knora.services.evaluation.report import AnswerSummary, EvalReport, QueryResult
+from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID
 from knora.services.ingest.passages import NewPassage
 from knora.services.ingest.service import IngestService
 from knora.services.kb.service import KnowledgeBaseService
@@ -92,7 +93,7 @@ class EvaluationRunner:
             dataset=ds.name, started_at=started.isoformat(timespec="seconds"),
             seconds=round(time.perf_counter() - t0, 2), options=opts, knowledge_base_id=kb.id,
             knowledge_base_kept=not scratch or opts.keep,
-            embedder=kb.embedding_model_id or self.d.default_embedder(), passages=len(ds.corpus),
+            embedder=_embedder_name(kb, self.d.default_embedder), passages=len(ds.corpus),
             queries=len(ds.queries), unjudged_queries=ds.unjudged, mapped_documents=len(mapping),
             unmapped_documents=unmapped, retrieval=_rounded(metrics.mean([r.retrieval for r in rows])),
             reranked=_rounded(metrics.mean([r.reranked for r in rows if r.reranked is not None]))
@@ -308,3 +309,10 @@ def _ranked(results: list[SearchResult], mapping: dict[str, str]) -> list[str]:
 
 def _rounded(values: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 4) for k, v in values.items()}
+
+
+def _embedder_name(kb: KnowledgeBase, default: Callable[[], str]) -> str:
+    """The embedder a report names: the settings' spec for the built-in embedding model, not its id."""
+    if kb.embedding_model_id in ("", BUILTIN_EMBEDDING_MODEL_ID):
+        return default()
+    return kb.embedding_model_id

@@ -97,5 +97,6 @@ def binding(provider_config: object = None, backend_id: object = None, *,
             continue
         if not isinstance(cfg, dict):
             raise ValidationFailed(f"{field} must be an object")
-        provider = provider or _provider(cfg.get("provider"), f"{field}.provider")
+        named = _provider(cfg.get("provider"), f"{field}.provider")  # both are checked: neither may lie
+        provider = provider or named
     return StorageProviderConfig(provider=provider or LOCAL_PROVIDER), LOCAL_BACKEND_ID
