@@ -96,6 +96,8 @@ class TestCreationPaths:
         kb = await c.kb_service.get(c.default_tenant_id, kb_id)
         await c.repos.kbs.update(kb.model_copy(update={"embedding_model_id": c.settings.embedder,
                                                        "summary_model_id": ""}))
+        shown = (await http.get(f"{API}/knowledge-bases/{kb_id}")).json()["data"]
+        assert shown["embedding_model_id"] == "builtin-embedding"  # shown by its listed id before a save
         r = await http.post(f"{API}/knowledge-bases/{kb_id}/knowledge/manual",
                             json={"title": "Note", "content": "Some words.", "status": "publish"})
         assert r.status_code == 200, r.text

@@ -121,10 +121,17 @@ class KnowledgeBaseService:
         kb = await self.repos.kbs.get(tenant_id, kb_id)
         if kb is None:
             raise NotFound("Knowledge base not found")
-        return kb
+        return self._present(kb)
 
     async def list(self, tenant_id: int) -> list[KnowledgeBase]:
-        return list(await self.repos.kbs.list(tenant_id))
+        return [self._present(kb) for kb in await self.repos.kbs.list(tenant_id)]
+
+    def _present(self, kb: KnowledgeBase) -> KnowledgeBase:
+        """A knowledge base stored before issue 13 with the settings' embedder spec is shown with the id
+        ``GET /models`` lists that embedder by (the next save stores it); one whose spec is no longer the
+        settings' keeps it: that is the embedder its vectors come from."""
+        listed = self._builtin(kb.embedding_model_id)
+        return kb if listed == kb.embedding_model_id else kb.model_copy(update={"embedding_model_id": listed})
 
     async def stats(self, tenant_id: int, kb_ids: builtins.list[str]) -> dict[str, KBStats]:
         return dict(await self.repos.kbs.stats(tenant_id, kb_ids))
