@@ -43,6 +43,8 @@ REQUEST_MODELS = {
     ("post", "/knowledge-bases/{kb_id}/faq/entry"): "FaqEntryIn",
     ("delete", "/knowledge-bases/{kb_id}/faq/entries"): "DeleteBody",
     ("post", "/evaluation"): "EvaluationRequest",
+    ("put", "/initialization/config/{kb_id}"): "KBModelConfigRequest",
+    ("put", "/tenants/kv/storage-engine-config"): "StorageEngineConfigRequest",
 }
 
 # (method, path) → the response component and the resource model found in its ``data``
