@@ -127,6 +127,18 @@ class TestHybridSearch:
             await rc.search_service.search(rc.default_tenant_id, p(a.id, "x", knowledge_base_ids=[a.id,
                                                                                                   b.id]))
 
+    async def test_the_builtin_embedding_id_and_the_settings_spec_are_one_model(self, rc: Any,
+                                                                                seed: Any) -> None:
+        """A knowledge base made before issue 13 stored the settings' embedder spec; a new one stores the id
+        ``GET /models`` lists it by (``builtin-embedding``): they search together."""
+        a = await seed.kb("a", embedding_model_id=rc.settings.embedder)
+        b = await seed.kb("b", embedding_model_id="builtin-embedding")
+        await seed.doc(a, TEXTS[:2])
+        await seed.doc(b, TEXTS[2:])
+        res = await rc.search_service.search(rc.default_tenant_id, p(a.id, "qubits superposition Bastille",
+                                                                    knowledge_base_ids=[a.id, b.id]))
+        assert {r.knowledge_base_id for r in res} == {a.id, b.id}
+
     async def test_multi_kb_search(self, rc: Any, seed: Any) -> None:
         a, b = await seed.kb("a"), await seed.kb("b")
         await seed.doc(a, TEXTS[:2])
