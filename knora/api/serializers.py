@@ -40,15 +40,24 @@ def kb_json(kb: KnowledgeBase, stats: KBStats | None = None) -> dict[str, Any]:
 def knowledge_json(k: Knowledge) -> dict[str, Any]:
     out = k.model_dump(mode="json")
     out.setdefault("summary_status", "none")
+    out["tag_id"] = k.tag_id or ""  # Go's string: "" for none, never null
     out["storage_size"] = k.file_size
     out["folder_path"] = ""
     return out
+
+
+_CHUNK_ID_FIELDS = ("tag_id", "parent_chunk_id", "pre_chunk_id", "next_chunk_id")
 
 
 def chunk_json(c: Chunk) -> dict[str, Any]:
     out = c.model_dump(mode="json")
     out["status"] = 2 if c.index_status == "ready" else 1
     out["image_info"] = c.image_info_text()
+    for name in _CHUNK_ID_FIELDS:  # Go's string: "" for none, never null
+        out[name] = out[name] or ""
+    # WeKnora's chunk fields Knora has no use for, as WeKnora writes them for a live chunk.
+    out["indirect_relation_chunks"] = []
+    out["deleted_at"] = None
     return out
 
 
