@@ -3,10 +3,10 @@ to WeKnora's handlers.
 
 Go's ``encoding/json`` writes every field of a request struct: an unset slice, map or pointer as ``null``, an
 unset string as ``""``, a number as ``0``, an unset ``time.Time`` as ``"0001-01-01T00:00:00Z"``; and the Go
-SDK sends whole response types back (``CreateKnowledgeBase`` posts a ``KnowledgeBase``,
-``UpdateKnowledge`` puts a ``Knowledge``), read-only fields included. The web UI adds fields Knora does not know. Form fields and query
-parameters are strings (``enable_multimodel=true``, ``page=2``). None of that may be refused, and a zero that
-Go sent for "unset" must not be taken as a value (``match_count: 0`` is the default count, not no results).
+SDK sends whole response types back (``CreateKnowledgeBase`` posts a ``KnowledgeBase``, ``UpdateKnowledge``
+puts a ``Knowledge``), read-only fields included. The web UI adds fields Knora does not know. Form fields and
+query parameters are strings (``enable_multimodel=true``, ``page=2``). None of that may be refused, and a zero
+that Go sent for "unset" must not be taken as a value (``match_count: 0`` is the default count, not none).
 """
 
 from __future__ import annotations
