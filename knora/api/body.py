@@ -27,8 +27,8 @@ from fastapi import FastAPI, Request
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from knora.api.body_nulls import absent_nulls
 from knora.domain.errors import BadRequest, ValidationFailed
+from knora.domain.nulls import absent_nulls
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -195,7 +195,7 @@ async def read_object(request: Request) -> dict[str, Any]:
 
 def parse(model: type[M], data: dict[str, Any]) -> M:
     """``data`` validated as ``model``; a failure is a 400 ValidationFailed listing ``field: reason``.
-    ``null`` for a list or object field is taken as absent first (``body_nulls``), as WeKnora's Go
+    ``null`` for a list or object field is taken as absent first (``knora.domain.nulls``), as WeKnora's Go
     handlers take it."""
     try:
         return model.model_validate(absent_nulls(model, data))

@@ -27,10 +27,22 @@ def require_id(value: str, what: str) -> str:
     return value
 
 
+# WeKnora's legacy ``storage_config`` (its old COS column): only the provider is Knora's, the rest is empty
+_LEGACY_STORAGE = dict.fromkeys(("secret_id", "secret_key", "region", "bucket_name", "app_id",
+                                 "path_prefix"), "")
+
+
 def kb_json(kb: KnowledgeBase, stats: KBStats | None = None) -> dict[str, Any]:
     out = kb.model_dump(mode="json")
     out["config"] = {"chunking_config": out["chunking_config"], "indexing_strategy": out["indexing_strategy"],
                      "faq_config": out["faq_config"]}
+    # fields WeKnora's KnowledgeBase always has; Knora has no image/VLM ingestion, so they say "none"
+    out["image_processing_config"] = {"model_id": ""}
+    out["vlm_config"] = {"enabled": False, "model_id": ""}
+    provider = kb.storage_provider_config.provider if kb.storage_provider_config else ""
+    out["storage_config"] = {**_LEGACY_STORAGE, "provider": provider}
+    out["extract_config"] = {"enabled": False, **out["extract_config"]}
+    out["is_processing"] = bool(stats and kb.type == "faq" and stats.processing_count)
     if stats is not None:
         out.update(stats.model_dump())
         out.update({"share_count": 0, "is_pinned": False, "pinned_at": None, "creator_name": ""})
@@ -40,15 +52,24 @@ def kb_json(kb: KnowledgeBase, stats: KBStats | None = None) -> dict[str, Any]:
 def knowledge_json(k: Knowledge) -> dict[str, Any]:
     out = k.model_dump(mode="json")
     out.setdefault("summary_status", "none")
+    out["tag_id"] = k.tag_id or ""  # Go's string: "" for none, never null
     out["storage_size"] = k.file_size
     out["folder_path"] = ""
     return out
+
+
+_CHUNK_ID_FIELDS = ("tag_id", "parent_chunk_id", "pre_chunk_id", "next_chunk_id")
 
 
 def chunk_json(c: Chunk) -> dict[str, Any]:
     out = c.model_dump(mode="json")
     out["status"] = 2 if c.index_status == "ready" else 1
     out["image_info"] = c.image_info_text()
+    for name in _CHUNK_ID_FIELDS:  # Go's string: "" for none, never null
+        out[name] = out[name] or ""
+    # WeKnora's chunk fields Knora has no use for, as WeKnora writes them for a live chunk.
+    out["indirect_relation_chunks"] = []
+    out["deleted_at"] = None
     return out
 
 

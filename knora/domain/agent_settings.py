@@ -154,9 +154,44 @@ def ensure_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
     for key in _STORED_WHEN_EMPTY:
         if not c.get(key):
             c[key] = default(key)
-    c.setdefault("fallback_strategy", default("fallback_strategy"))
+    for key in ("fallback_strategy", "agent_mode"):  # "" is Go's unset string: the default
+        if not c.get(key):
+            c[key] = default(key)
     for key in ("thinking", "citation_enabled"):
         if c.get(key) is None:
             c[key] = default(key)
-    c.setdefault("agent_mode", default("agent_mode"))
     return c
+
+
+# The fields of WeKnora's ``CustomAgentConfig`` that its clients always receive (no ``omitempty``), with what
+# a field Knora does not have reads as: its Go zero value, so that Go decodes it and the web UI shows it.
+_WIRE_ZERO: dict[str, Any] = {"supported_file_types": [], "audio_upload_enabled": False, "asr_model_id": "",
+                              "image_storage_provider": "", "prompt_protocol_version": 0}
+_WIRE_FIELDS = ("agent_mode", "model_id", "rerank_model_id", "temperature", "max_completion_tokens",
+                "thinking", "citation_enabled", "max_iterations", "allowed_tools", "mcp_selection_mode",
+                "mcp_services", "skills_selection_mode", "selected_skills", "kb_selection_mode",
+                "knowledge_bases", "retrieve_kb_only_when_mentioned", "retain_retrieval_history",
+                "image_upload_enabled", "vlm_model_id", "data_analysis_enabled", "faq_priority_enabled",
+                "faq_direct_answer_threshold", "faq_score_boost", "web_search_enabled",
+                "web_search_max_results", "web_fetch_enabled", "multi_turn_enabled", "history_turns",
+                "embedding_top_k", "keyword_threshold", "vector_threshold", "rerank_top_k",
+                "rerank_threshold",
+                "enable_query_expansion", "enable_rewrite", "fallback_strategy", "fallback_response")
+# Knora's "unset" (None) for a field whose Go type has no nil, as the value it acts as.
+_UNSET_AS = {"mcp_selection_mode": "all", "rerank_threshold": 0.0}
+
+
+def wire_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """An agent's config as WeKnora's clients read it: the stored dict (unknown fields kept), plus every field
+    WeKnora always sends that the dict lacks, with the value the agent runs with (``AgentSettings``) or, for a
+    field Knora does not have, its Go zero value. Nothing is stored: this is the answer's view only."""
+    out = dict(config)
+    settings = AgentSettings.of(config)
+    for name in _WIRE_FIELDS:
+        unset = out.get(name) is None or (name in _MODES and not out.get(name))
+        if unset and not (name in ("thinking", "citation_enabled") and name in out):
+            value = getattr(settings, name)
+            out[name] = _UNSET_AS.get(name) if value is None and name in _UNSET_AS else value
+    for name, zero in _WIRE_ZERO.items():
+        out.setdefault(name, zero)
+    return out

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from knora.api import body
 from knora.api.body import OFFLOAD_BYTES, parse, parse_json, too_deep, too_deep_yielding
-from knora.api.body_nulls import absent_nulls
 from knora.api.schemas.knowledge_bases import CreateKnowledgeBaseRequest
 from knora.domain.errors import BadRequest, ValidationFailed
+from knora.domain.nulls import absent_nulls
 from knora.services.streaming.intake import ChatBody
 
 PAD = "x" * (OFFLOAD_BYTES + 1)

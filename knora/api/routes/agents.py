@@ -12,6 +12,7 @@ from knora.api.deps import AgentServiceDep, ApprovalsDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.schemas.agents import AgentRequest, ToolApprovalDecisionRequest, ToolApprovalResolved
 from knora.api.schemas.envelope import Done, Envelope
+from knora.domain.agent_settings import wire_config
 from knora.domain.errors import BadRequest, NotFound
 from knora.domain.models import AgentConfig
 from knora.ports.tool import ApprovalDecision
@@ -21,7 +22,12 @@ router = APIRouter(tags=["agents"])
 
 
 def agent_json(a: AgentConfig) -> dict[str, Any]:
-    return a.model_dump(mode="json")
+    """WeKnora's ``CustomAgent``: its config with every field WeKnora always sends (``wire_config``), and
+    ``created_by`` — Knora records no creating user (tenants, not users, own agents), so it is empty."""
+    out = a.model_dump(mode="json")
+    out["config"] = wire_config(out["config"])
+    out.setdefault("created_by", "")
+    return out
 
 
 @router.get("/agents", response_model=Envelope[list[AgentConfig]])

@@ -44,4 +44,5 @@ async def put_config(kb_id: str, request: Request, kb_service: KBServiceDep,
     require_id(kb_id, "Knowledge base")
     body = await read_body(request, KBModelConfigRequest)
     kb = await initialization.update(kb_service, tenant_id, kb_id, body.sent())
-    return ok(kb_json(kb), message="Configuration updated")
+    stats = await kb_service.stats(tenant_id, [kb.id])
+    return ok(kb_json(kb, stats.get(kb.id)), message="Configuration updated")

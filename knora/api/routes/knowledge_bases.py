@@ -56,7 +56,8 @@ async def update_kb(kb_id: str, request: Request, kb_service: KBServiceDep,
     require_id(kb_id, "Knowledge base")
     body = await read_body(request, UpdateKnowledgeBaseRequest)
     kb = await kb_service.update(tenant_id, kb_id, body.sent())
-    return ok(kb_json(kb))
+    stats = await kb_service.stats(tenant_id, [kb.id])
+    return ok(kb_json(kb, stats.get(kb.id)))
 
 
 @router.delete("/knowledge-bases/{kb_id}", response_model=Done)

@@ -13,6 +13,7 @@ from knora.domain.agent_settings import AgentSettings
 from knora.domain.common import new_id, utcnow
 from knora.domain.errors import BadRequest, Forbidden, NotFound
 from knora.domain.models import BUILTIN_CHAT_MODEL_ID, AgentConfig
+from knora.domain.nulls import absent_nulls
 from knora.ports.agent_store import AgentRepo
 from knora.ports.store import ModelRepo
 from knora.services.agent import config as agent_config
@@ -144,10 +145,11 @@ def _text(body: dict[str, Any], key: str) -> str | None:
 
 
 def _config(body: dict[str, Any]) -> dict[str, Any]:
-    """The request's ``config`` object ({} when absent); a list or scalar is a 400 (it was a 500)."""
+    """The request's ``config`` object ({} when absent); a list or scalar is a 400 (it was a 500). A ``null``
+    list (Go's unset slice) is absent, as everywhere in a request (``knora.domain.nulls``)."""
     cfg = body.get("config")
     if cfg is None:
         return {}
     if not isinstance(cfg, dict):
         raise BadRequest("config must be an object")
-    return dict(cfg)
+    return absent_nulls(AgentSettings, cfg)

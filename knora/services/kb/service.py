@@ -20,6 +20,7 @@ from knora.domain.knowledge import (
     Tag,
 )
 from knora.domain.models import BUILTIN_CHAT_MODEL_ID
+from knora.domain.nulls import absent_nulls
 from knora.ports.blobs import BlobStore
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import KBStats, Page, Repositories
@@ -36,7 +37,7 @@ def _model(cls: Any, value: Any, field: str) -> Any:
     if not isinstance(value, dict):
         raise ValidationFailed(f"{field} must be an object")
     try:
-        return cls.model_validate(value)
+        return cls.model_validate(absent_nulls(cls, value))  # a null list: Go's unset slice, the default
     except ValidationError as exc:
         raise ValidationFailed(f"{field}: {exc.errors()[0].get('msg', 'invalid')}") from exc
 
