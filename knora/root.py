@@ -229,8 +229,7 @@ def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repo
     close_web = getattr(web_search, "close", None)
     if close_web is not None:
         closers.append(close_web)
-    providers = WebSearchProviderService(SqlWebSearchProviderRepo(sessions), _outbound(s).tenant,
-                                         operator=web_search)
+    providers = WebSearchProviderService(SqlWebSearchProviderRepo(sessions), _outbound(s).tenant)
     closers.append(providers.close)
     fetcher = PageFetcher(allow_private=s.allow_private_network_fetch)
     closers.append(fetcher.close)

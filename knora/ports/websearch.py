@@ -47,15 +47,16 @@ class WebSearchProviderRepo(Protocol):
 
 @runtime_checkable
 class TenantWebSearch(Protocol):
-    """The web search a tenant's turns use: its default stored provider, else the operator's (settings)."""
+    """A tenant's own web search: its default stored provider (``/web-search-providers``)."""
 
-    async def for_tenant(self, tenant_id: int) -> WebSearch | None: ...
+    async def for_tenant(self, tenant_id: int) -> WebSearch | None:
+        """None when the tenant has no default provider."""
+        ...
 
 
 async def resolve_web_search(tenant_id: int, fixed: WebSearch | None,
                              per_tenant: TenantWebSearch | None) -> WebSearch | None:
-    """The web search for one tenant's turn: the per-tenant resolver when the process has one (it falls back
-    to the operator's provider itself), else the fixed provider."""
-    if per_tenant is not None:
-        return await per_tenant.for_tenant(tenant_id)
-    return fixed
+    """The web search for one tenant's turn: the tenant's own default provider, else ``fixed`` (the
+    operator's, from settings)."""
+    own = await per_tenant.for_tenant(tenant_id) if per_tenant is not None else None
+    return own or fixed

@@ -39,7 +39,8 @@ PROMPT = (
     "same language as the user's question."
 )
 
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+# section headings below the document's own title (a level-1 heading is usually the title itself)
+_HEADING = re.compile(r"^\s{0,3}#{2,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z\-]{3,}|[\u4e00-\u9fff]{2,6}")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)、]|[（(]?\d+[）)])\s*")
@@ -56,7 +57,13 @@ def _cjk(text: str) -> bool:
 
 
 def _words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text)}
+    """Words by a crude stem (the first four letters), so "brewing" is asked when "brew" was."""
+    return {w.lower()[:4] for w in _WORD.findall(text)}
+
+
+def _what_is(term: str) -> str:
+    plural = term.endswith("s") and not term.endswith(("ss", "us", "is"))
+    return f"What {'are' if plural else 'is'} {term}?"
 
 
 def _clip(text: str) -> str:
@@ -95,19 +102,22 @@ def from_sources(question: str, answer: str, references: Sequence[dict[str, Any]
     # 3. terms the sources stress that neither the question nor the answer explains
     said = asked | _words(answer)
     counts: Counter[str] = Counter()
+    form: dict[str, str] = {}  # a term as written: lower case if it is ever written so (not a name)
     first_kb: dict[str, str] = {}
     for _, content, kb_id in titled:
         for w in _WORD.findall(content):
             lw = w.lower()
-            if lw not in _STOP and lw not in asked:
-                counts[w] += 1
-                first_kb.setdefault(w, kb_id)
+            if lw not in _STOP and lw[:4] not in asked:
+                counts[lw] += 1
+                form[lw] = lw if w == lw or form.get(lw) == lw else w
+                first_kb.setdefault(lw, kb_id)
     for term, n in counts.most_common(12):
         if n < 2 and len(out) >= 1:
             break
-        if term.lower() in said and n < 3:
+        if term[:4] in said and n < 3:
             continue
-        add(f"什么是{term}？" if zh else f"What is {term}?", "clarify", first_kb.get(term, ""))
+        shown = form[term]
+        add(f"什么是{shown}？" if zh else _what_is(shown), "clarify", first_kb.get(term, ""))
     return out
 
 

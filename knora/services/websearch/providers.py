@@ -6,9 +6,10 @@ one that cannot search. The API key is write-only: it is stored in ``parameters`
 ever answered (``credentials.api_key.configured``), as WeKnora's credential subresource does. A base URL from
 the API goes through the tenant outbound policy (``knora.netguard``), like a model's or an MCP service's.
 
-``for_tenant`` is what the quick-answer pipeline and the agent's ``web_search`` tool call: the tenant's
-default provider, else the operator's provider from settings (``KNORA_WEB_SEARCH_PROVIDER``), else none. A
-built client is kept per (provider id, updated_at), so an edit on any replica is picked up by the next turn.
+``for_tenant`` is what the quick-answer pipeline and the agent's ``web_search`` tool ask first
+(``knora.ports.websearch.resolve_web_search``): the tenant's default provider; without one they search with
+the operator's provider from settings (``KNORA_WEB_SEARCH_PROVIDER``), if any. A built client is kept per
+(provider id, updated_at), so an edit on any replica is picked up by the next turn.
 """
 
 from __future__ import annotations
@@ -103,11 +104,9 @@ def _parameters(sent: object, current: dict[str, Any]) -> dict[str, Any]:
 
 
 class WebSearchProviderService:
-    def __init__(self, repo: WebSearchProviderRepo, policy: OutboundPolicy,
-                 operator: WebSearch | None = None) -> None:
+    def __init__(self, repo: WebSearchProviderRepo, policy: OutboundPolicy) -> None:
         self._repo = repo
         self._policy = policy
-        self._operator = operator
         self._clients: dict[tuple[str, datetime], WebSearch] = {}
         self._lock = asyncio.Lock()
 
@@ -193,7 +192,7 @@ class WebSearchProviderService:
     async def for_tenant(self, tenant_id: int) -> WebSearch | None:
         default = await self._default(tenant_id)
         if default is None:
-            return self._operator
+            return None
         key = (default.id, default.updated_at)
         async with self._lock:
             web = self._clients.get(key)
