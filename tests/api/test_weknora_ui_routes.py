@@ -328,3 +328,25 @@ class TestSessionSource:
         listed = (await http.get("/api/v1/sessions", params={"source": "web"})).json()
         assert listed["total"] == 0
         assert (await http.get("/api/v1/sessions", params={"source": "api"})).json()["total"] == 1
+
+
+class TestOnEachDatabase:
+    """The new queries (message search, provider rows, suggestions kept with the message) on SQLite and
+    PostgreSQL (``store_client``: its retrieval engine records writes and finds nothing)."""
+
+    async def test_search_providers_and_suggestions(self, store_client: httpx.AsyncClient) -> None:
+        http = store_client
+        sid, mid = await _ask(http, "How should I brew green tea?", [])
+        found = (await http.post("/api/v1/messages/search", json={"query": "brew GREEN"})).json()["data"]
+        assert found["items"][0]["session_id"] == sid
+        assert found["items"][0]["answer_content"]
+        url = f"/api/v1/sessions/{sid}/messages/{mid}/suggestions"
+        got = (await http.post(url, json={})).json()["data"]
+        assert got["status"] == "suppressed"  # the turn found no sources
+        assert (await http.get(url)).json()["data"]["id"] == got["id"]
+        a = (await http.post("/api/v1/web-search-providers",
+                             json={"name": "A", "provider": "duckduckgo"})).json()["data"]
+        b = (await http.post("/api/v1/web-search-providers",
+                             json={"name": "B", "provider": "duckduckgo", "is_default": True})).json()["data"]
+        listed = (await http.get("/api/v1/web-search-providers")).json()["data"]
+        assert [(p["id"], p["is_default"]) for p in listed] == [(a["id"], False), (b["id"], True)]
