@@ -35,6 +35,7 @@ from knora.adapters.db.repos.search_reads import SqlSearchReads
 from knora.adapters.db.repos.sessions import SqlSessionRepo
 from knora.adapters.db.repos.tags import SqlTagRepo
 from knora.adapters.db.repos.tenants import SqlTenantRepo
+from knora.adapters.db.repos.web_search_providers import SqlWebSearchProviderRepo
 from knora.adapters.duckdb_sandbox import DuckDBSandbox, SandboxLimits
 from knora.adapters.embedders.registry import build_embedder
 from knora.adapters.graph.sqlite_graph import SqlGraphStore
@@ -88,10 +89,12 @@ from knora.services.refs import TenantRefs
 from knora.services.retrieval.faq import FaqService
 from knora.services.retrieval.hybrid import HybridSearch
 from knora.services.sessions.service import SessionService
+from knora.services.sessions.suggestions import SuggestionService
 from knora.services.streaming.pacing import DeltaPacer
 from knora.services.streaming.runners import TurnRunners
 from knora.services.streaming.service import ChatService
 from knora.services.tenants.service import TenantService
+from knora.services.websearch.providers import WebSearchProviderService
 from knora.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -135,7 +138,8 @@ class Services:
     # models and the quick-answer pipeline
     chat_models: ChatModels
     rerankers: Rerankers
-    web_search: WebSearch | None
+    web_search: WebSearch | None  # the operator's provider (settings)
+    web_search_providers: WebSearchProviderService  # the tenants' providers; turns search with these
     graph_store: GraphStore
     page_fetcher: PageFetcher
     pipeline_deps: PipelineDeps
@@ -143,6 +147,7 @@ class Services:
     stream_log: StreamLog
     stop_signals: StopSignals
     session_service: SessionService
+    suggestions: SuggestionService  # follow-up questions under an answer
     chat_service: ChatService
     quick_answer: QuickAnswerRunner  # the runners as built; ``runners`` holds the ones turns use
     smart_reasoning: SmartReasoningRunner
@@ -183,6 +188,7 @@ class _Models:
     chat_models: ChatModelRegistry
     rerankers: RerankerRegistry
     web_search: WebSearch | None
+    web_search_providers: WebSearchProviderService
     graph_store: SqlGraphStore
     page_fetcher: PageFetcher
 
@@ -223,10 +229,12 @@ def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repo
     close_web = getattr(web_search, "close", None)
     if close_web is not None:
         closers.append(close_web)
+    providers = WebSearchProviderService(SqlWebSearchProviderRepo(sessions), _outbound(s).tenant)
+    closers.append(providers.close)
     fetcher = PageFetcher(allow_private=s.allow_private_network_fetch)
     closers.append(fetcher.close)
     return _Models(chat_models=chat_models, rerankers=rerankers, web_search=web_search,
-                   graph_store=SqlGraphStore(sessions), page_fetcher=fetcher)
+                   web_search_providers=providers, graph_store=SqlGraphStore(sessions), page_fetcher=fetcher)
 
 
 def _pipeline_deps(s: Settings, models: _Models, search: HybridSearch, store: _Store,
@@ -238,7 +246,8 @@ def _pipeline_deps(s: Settings, models: _Models, search: HybridSearch, store: _S
         return list(page.items)
 
     return PipelineDeps(chat_models=models.chat_models, rerankers=models.rerankers, search=search,
-                        reads=search.store, web_search=models.web_search, graph_store=models.graph_store,
+                        reads=search.store, web_search=models.web_search,
+                        web_searches=models.web_search_providers, graph_store=models.graph_store,
                         fetch_page=models.page_fetcher, read_blob=store.blobs.get,
                         list_documents=list_documents,
                         list_kbs=kbs.list, sql=DuckDBSandbox(SandboxLimits.of(s)))
@@ -325,6 +334,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
                                             default_embedder=lambda: s.embedder))
     tool_deps = ToolDeps(settings=s, search_service=search, rerankers=models.rerankers,
                          chat_models=models.chat_models, repos=store.repos, web_search=models.web_search,
+                         web_searches=models.web_search_providers,
                          graph_store=models.graph_store, blobs=store.blobs, conversations=session_service)
 
     def tool_registry_factory(names: list[str], deps: ToolDeps | None = None) -> ToolRegistry:
@@ -368,8 +378,10 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         chunk_service=ChunkService(deps),
         model_service=model_service, retrieval=engine, search_service=search, faq_service=faq,
         chat_models=models.chat_models, rerankers=models.rerankers, web_search=models.web_search,
+        web_search_providers=models.web_search_providers,
         graph_store=models.graph_store, page_fetcher=models.page_fetcher, pipeline_deps=pipeline_deps,
         stream_log=stream_log, stop_signals=stop_signals, session_service=session_service, chat_service=chat,
+        suggestions=SuggestionService(session_service, title_model),
         quick_answer=quick_answer, smart_reasoning=smart_reasoning, runners=runners,
         mcp_services=MCPServiceService(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, policy=tenant_urls),
         approvals=approvals,

@@ -28,15 +28,21 @@ from knora.api.routes import (
     initialization,
     knowledge,
     knowledge_bases,
+    knowledge_views,
     mcp_services,
+    message_search,
     messages,
     metrics,
     models,
+    parser_engines,
     search,
     sessions,
     storage,
+    suggestions,
     system,
     tags,
+    unsupported,
+    web_search,
 )
 from knora.ports.telemetry import Metrics, NullMetrics
 from knora.root import Services, build_services
@@ -50,6 +56,9 @@ ROUTERS: tuple[APIRouter, ...] = (
     chat.router, storage.router, system.router, initialization.router, knowledge_bases.router,
     knowledge.router, chunks.router, tags.router, models.router, search.router, faq.router, sessions.router,
     messages.router, agents.router, mcp_services.router, evaluation.router,
+    # issue 13 item 9: the routes WeKnora's web UI reads on its main pages
+    knowledge_views.router, message_search.router, suggestions.router, web_search.router,
+    parser_engines.router, unsupported.router,
 )
 
 API_PREFIX = "/api/v1"

@@ -29,8 +29,10 @@ from knora.services.kb.service import KnowledgeBaseService
 from knora.services.retrieval.faq import FaqService
 from knora.services.retrieval.hybrid import HybridSearch
 from knora.services.sessions.service import SessionService
+from knora.services.sessions.suggestions import SuggestionService
 from knora.services.streaming.service import ChatService
 from knora.services.tenants.service import TenantService
+from knora.services.websearch.providers import WebSearchProviderService
 from knora.settings import Settings
 
 
@@ -120,6 +122,14 @@ async def _evaluation(s: ServicesDep) -> EvaluationService:
     return s.evaluation
 
 
+async def _web_search_providers(s: ServicesDep) -> WebSearchProviderService:
+    return s.web_search_providers
+
+
+async def _suggestions(s: ServicesDep) -> SuggestionService:
+    return s.suggestions
+
+
 async def _default_tenant_id(s: ServicesDep) -> int:
     return s.default_tenant_id
 
@@ -144,6 +154,8 @@ ApprovalsDep = Annotated[ApprovalBroker, Depends(_approvals)]
 BlobsDep = Annotated[BlobStore, Depends(_blobs)]
 RerankersDep = Annotated[Rerankers, Depends(_rerankers)]
 EvaluationDep = Annotated[EvaluationService, Depends(_evaluation)]
+SuggestionsDep = Annotated[SuggestionService, Depends(_suggestions)]
+WebSearchProvidersDep = Annotated[WebSearchProviderService, Depends(_web_search_providers)]
 
 
 def credentials(headers: Mapping[str, str]) -> list[str]:

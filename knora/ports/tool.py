@@ -21,7 +21,7 @@ from knora.ports.graph import GraphStore
 from knora.ports.reranker import Rerankers
 from knora.ports.search_store import SearchService
 from knora.ports.store import Repositories
-from knora.ports.websearch import WebSearch
+from knora.ports.websearch import TenantWebSearch, WebSearch
 from knora.settings import Settings
 
 
@@ -112,6 +112,7 @@ class ToolDeps:
     chat_models: ChatModels | None = None
     repos: Repositories | None = None
     web_search: WebSearch | None = None
+    web_searches: TenantWebSearch | None = None  # a tenant's default provider (/web-search-providers)
     graph_store: GraphStore | None = None
     blobs: BlobStore | None = None  # for data tools reading the original CSV/XLSX
     conversations: Conversations | None = None

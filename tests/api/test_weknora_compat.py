@@ -55,6 +55,10 @@ def fe_error_text(body: Any) -> str:
     return str(body.get("message") or "")
 
 
+# what the web UI sends once signed in: its token as a bearer, no X-API-Key
+BROWSER = {"X-API-Key": "", "Authorization": f"Bearer {TEST_API_KEY}"}
+
+
 def anonymous(http: httpx.AsyncClient) -> httpx.AsyncClient:
     """A client on the same app with no credentials at all."""
     return httpx.AsyncClient(transport=http._transport, base_url=str(http.base_url), timeout=60)
@@ -69,10 +73,9 @@ class TestTransport:
 
     @pytest.mark.parametrize("path", [
         "/api/v1/no-such-endpoint",
-        "/api/v1/user/favorites",  # FE start-up, tolerates 404 (P2)
-        "/api/v1/me/invitations/pending-count",  # FE polls it (P2)
-        "/api/v1/organizations",
         "/api/v1/skills",
+        # /user/favorites, /me/invitations/pending-count and /organizations are served (empty, as WeKnora
+        # answers a workspace without them): tests/api/test_weknora_ui_routes.py
     ])
     async def test_unknown_routes_are_404_never_401_even_without_credentials(
             self, sqlite_client: httpx.AsyncClient, path: str) -> None:
@@ -377,7 +380,8 @@ WEKNORA_TYPES = {"agent_query", "tool_call", "tool_result", "references", "memor
 
 class TestFrontendChatPage:
     async def test_new_chat_send_and_history(self, sqlite_client: httpx.AsyncClient) -> None:
-        r = await sqlite_client.post("/api/v1/sessions", json={
+        # the UI signs in and sends its token as a bearer: its sessions are the sidebar's ``source=web``
+        r = await sqlite_client.post("/api/v1/sessions", headers=BROWSER, json={
             "agent_config": {"agent_id": "builtin-quick-answer", "enabled": True}})
         assert r.status_code == 201, r.text
         s = r.json()["data"]

@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from knora.adapters.tools._base import BaseTool, need
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
+from knora.ports.websearch import resolve_web_search
 
 
 class WebSearchTool(BaseTool):
@@ -18,7 +19,8 @@ class WebSearchTool(BaseTool):
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         query = str(args["query"]).strip()
-        web = need(self.deps.web_search, "web search")
+        web = need(await resolve_web_search(ctx.tenant_id, self.deps.web_search, self.deps.web_searches),
+                   "web search")
         results = await web.search(query, max_results=ctx.web_search_max_results or 5)
         if not results:
             return ToolResult(output=f"No web search results found for query: {query}",
@@ -37,4 +39,4 @@ class WebSearchTool(BaseTool):
 
 
 def make(deps: ToolDeps) -> WebSearchTool | None:
-    return WebSearchTool(deps) if deps.web_search is not None else None
+    return WebSearchTool(deps) if deps.web_search is not None or deps.web_searches is not None else None

@@ -6,12 +6,20 @@ and settings can check ``web_search_provider`` against ``PROVIDERS.names()`` wit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
+
+import httpx
 
 from knora.domain.registry import Registry
 from knora.ports.websearch import WebSearch
 
-Factory = Callable[[str | None, str | None], WebSearch]
+
+class Factory(Protocol):
+    """(base URL, API key) → provider; ``transport`` carries a tenant's outbound policy for a URL stored
+    through the API (None: the operator's, for settings)."""
+
+    def __call__(self, base_url: str | None, api_key: str | None, *,
+                 transport: httpx.AsyncBaseTransport | None = None) -> WebSearch: ...
 
 
 def _need(value: str | None, what: str, provider: str) -> str:
@@ -20,28 +28,32 @@ def _need(value: str | None, what: str, provider: str) -> str:
     return value
 
 
-def _searxng(base_url: str | None, api_key: str | None) -> WebSearch:
+def _searxng(base_url: str | None, api_key: str | None, *,
+             transport: httpx.AsyncBaseTransport | None = None) -> WebSearch:
     from knora.adapters.websearch.searxng import SearxngSearch
 
-    return SearxngSearch(_need(base_url, "a base URL", "searxng"))
+    return SearxngSearch(_need(base_url, "a base URL", "searxng"), transport=transport)
 
 
-def _tavily(base_url: str | None, api_key: str | None) -> WebSearch:
+def _tavily(base_url: str | None, api_key: str | None, *,
+            transport: httpx.AsyncBaseTransport | None = None) -> WebSearch:
     from knora.adapters.websearch.tavily import TavilySearch
 
-    return TavilySearch(_need(api_key, "an API key", "tavily"), base_url=base_url)
+    return TavilySearch(_need(api_key, "an API key", "tavily"), base_url=base_url, transport=transport)
 
 
-def _bing(base_url: str | None, api_key: str | None) -> WebSearch:
+def _bing(base_url: str | None, api_key: str | None, *,
+          transport: httpx.AsyncBaseTransport | None = None) -> WebSearch:
     from knora.adapters.websearch.bing import BingSearch
 
-    return BingSearch(_need(api_key, "an API key", "bing"), base_url=base_url)
+    return BingSearch(_need(api_key, "an API key", "bing"), base_url=base_url, transport=transport)
 
 
-def _duckduckgo(base_url: str | None, api_key: str | None) -> WebSearch:
+def _duckduckgo(base_url: str | None, api_key: str | None, *,
+                transport: httpx.AsyncBaseTransport | None = None) -> WebSearch:
     from knora.adapters.websearch.duckduckgo import DuckDuckGoSearch
 
-    return DuckDuckGoSearch(base_url=base_url)
+    return DuckDuckGoSearch(base_url=base_url, transport=transport)
 
 
 PROVIDERS: Registry[Factory] = Registry("web search provider", {
@@ -54,10 +66,10 @@ def normalise(provider: str) -> str:
     return provider.strip().lower()
 
 
-def build_web_search(provider: str | None, base_url: str | None = None, api_key: str | None = None
-                     ) -> WebSearch | None:
+def build_web_search(provider: str | None, base_url: str | None = None, api_key: str | None = None, *,
+                     transport: httpx.AsyncBaseTransport | None = None) -> WebSearch | None:
     """The configured provider, or None when web search is off (no provider); ValueError for an unknown
     one."""
     if not provider:
         return None
-    return PROVIDERS.get(normalise(provider))(base_url, api_key)
+    return PROVIDERS.get(normalise(provider))(base_url, api_key, transport=transport)

@@ -31,6 +31,15 @@ def session_id_or_404(session_id: str) -> str:
     return session_id
 
 
+def source_of(request: Request) -> str:
+    """The session's ``source`` bucket, set by the server from who asks, as WeKnora does
+    (``internal/application/repository/session.go``): the web UI signs in and sends its token as a bearer, and
+    its sessions are ``web`` (its sidebar lists ``source=web``); a caller with an API key (``X-API-Key``: the
+    Go SDK, WeKnora's MCP server, scripts) makes ``api`` sessions, which the sidebar leaves out. A ``source``
+    in the body is not read: WeKnora's handler does not read one either."""
+    return "api" if request.headers.get("x-api-key", "").strip() else "web"
+
+
 def _str(body: dict[str, object], key: str) -> str | None:
     value = body.get(key)
     if value is None:
@@ -49,7 +58,7 @@ async def create_session(request: Request, session_service: SessionServiceDep,
     agent_cfg = sent.agent_config if isinstance(sent.agent_config, dict) else {}
     session = await session_service.create(
         tenant_id, title=_str(body, "title") or "", description=_str(body, "description") or "",
-        source=_str(body, "source") or "web", agent_id=str(agent_cfg.get("agent_id") or ""))
+        source=source_of(request), agent_id=str(agent_cfg.get("agent_id") or ""))
     return ok(session_json(session), status=201)
 
 

@@ -34,8 +34,11 @@ from knora.services.tenants.service import TenantService
 
 router = APIRouter(tags=["system"])
 
+# Every key of WeKnora's DeploymentCapabilityKeys is answered: the UI shows a menu whose key is missing. A
+# feature is "supported" only when its routes answer for real (``settings.websearch``:
+# knora.api.routes.web_search); the unsupported ones answer their reads empty (knora.api.routes.unsupported).
 _UNSUPPORTED = ("organizations", "integrations.im", "integrations.embed", "settings.vectorstore",
-                "settings.sandbox")
+                "settings.sandbox", "settings.sandbox.docker", "sandbox.workbench")
 _SUPPORTED = ("agents", "integrations.api", "settings.mcp", "settings.websearch",
               "settings.storage")  # one backend, local files (knora.api.routes.storage)
 

@@ -54,7 +54,8 @@ class MessageOut(BaseModel):
 class CreateSessionRequest(RequestBody):
     title: Str = None
     description: Str = None
-    source: Str = None
+    source: Str = Field(None, description="ignored: the server sets it (web for the UI's bearer token, "
+                                             "api for an X-API-Key caller)")
     agent_config: Obj = Field(None, description="only agent_config.agent_id is read")
 
 

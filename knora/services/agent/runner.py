@@ -23,6 +23,7 @@ from knora.domain.think import drop_closed_think
 from knora.ports.chat import ChatMessage, ChatModels, ToolCall
 from knora.ports.tool import Tool, ToolContext, ToolDeps
 from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest
+from knora.ports.websearch import resolve_web_search
 from knora.services.agent import prompts
 from knora.services.agent.assembly import Capabilities, Catalog, build_registry, select_tools
 from knora.services.agent.config import EngineConfig
@@ -106,7 +107,8 @@ class SmartReasoningRunner:
         except Exception as exc:  # noqa: BLE001 - a clear error event, never a hang
             return await self._fail(ctx, f"chat model unavailable: {exc}", str(exc))
         web = bool(req.web_search_enabled and agent.web_search_enabled
-                   and self.d.tool_deps.web_search is not None)
+                   and await resolve_web_search(req.tenant_id, self.d.tool_deps.web_search,
+                                                self.d.tool_deps.web_searches) is not None)
         skills = skill_scope(agent, list(req.skill_names),
                              bool(getattr(self.d.tool_deps.settings, "skills_enabled", False)))
         caps = Capabilities(knowledge=bool(req.knowledge_base_ids or req.knowledge_ids), web=web,

@@ -16,7 +16,7 @@ from knora.ports.graph import GraphStore
 from knora.ports.reranker import Rerankers
 from knora.ports.search_store import SearchService
 from knora.ports.sql_sandbox import SqlSandbox
-from knora.ports.websearch import WebSearch
+from knora.ports.websearch import TenantWebSearch, WebSearch
 
 
 class Reads(Protocol):
@@ -44,6 +44,7 @@ class PipelineDeps:
     search: SearchService | None = None
     reads: Reads | None = None
     web_search: WebSearch | None = None
+    web_searches: TenantWebSearch | None = None  # a tenant's default provider (/web-search-providers)
     graph_store: GraphStore | None = None
     fetch_page: Fetcher | None = None
     read_blob: BlobReader | None = None

@@ -9,6 +9,7 @@ waiting. Each caller still awaits its own write being committed, and reads what 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any, cast
@@ -21,6 +22,7 @@ from knora.adapters.db.repos._batch import BatchLoader, GroupCommit, Write
 from knora.adapters.db.repos._mapping import (
     apply,
     aware,
+    contains_ci,
     row_to,
     row_values,
     select_columns,
@@ -193,6 +195,20 @@ class SqlMessageRepo:
     async def history(self, session_id: str, limit: int,
                       exclude_request_id: str = "") -> list[HistoryMessage]:
         return list(await self._history.load((session_id, max(limit, 0), exclude_request_id)) or [])
+
+    async def search(self, tenant_id: int, terms: Sequence[str], *, session_ids: Sequence[str] = (),
+                     limit: int = 200) -> list[tuple[Message, str]]:
+        """The tenant's completed messages containing every term (as literal text, case-insensitively), newest
+        first, each with its session's title."""
+        cond = [MessageRow.tenant_id == tenant_id, MessageRow.is_completed.is_(True),
+                *(contains_ci(MessageRow.content, t) for t in terms)]
+        if session_ids:
+            cond.append(MessageRow.session_id.in_(list(session_ids)))
+        async with self._sessions() as s:
+            rows = (await s.execute(select(MessageRow, SessionRow.title)
+                                    .join(SessionRow, SessionRow.id == MessageRow.session_id)
+                                    .where(*cond).order_by(MessageRow.created_at.desc()).limit(limit))).all()
+            return [(row_to(Message, m), title or "") for m, title in rows]
 
     async def by_request(self, session_id: str, request_id: str) -> list[Message]:
         async with self._sessions() as s:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from knora.domain.search import SearchResult
 from knora.ports.turn import TurnContext
+from knora.ports.websearch import resolve_web_search
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import ERR_SEARCH, ERR_SEARCH_NOTHING, PluginError
 from knora.services.pipeline.framework import Next
@@ -33,12 +34,14 @@ async def _kb_search(deps: PipelineDeps, cm: ChatManage) -> tuple[list[SearchRes
 
 
 async def _web_search(deps: PipelineDeps, cm: ChatManage) -> list[SearchResult]:
-    if not cm.request.web_search_enabled or deps.web_search is None:
+    web = (await resolve_web_search(cm.request.tenant_id, deps.web_search, deps.web_searches)
+           if cm.request.web_search_enabled else None)
+    if web is None:
         if cm.request.web_search_enabled:
             log.warning("web_config_missing: web search requested but no provider is configured")
         return []
     try:
-        found = await deps.web_search.search(cm.search_query,
+        found = await web.search(cm.search_query,
                                              max_results=cm.request.web_search_max_results or 10)
     except Exception as exc:  # noqa: BLE001 - spec: web errors mean no web results
         log.warning("web search failed: %s", exc)
