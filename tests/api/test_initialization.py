@@ -60,7 +60,8 @@ class TestPutConfig:
             llmModelId=chat,
             documentSplitting={"chunkSize": 700, "chunkOverlap": 0, "separators": ["\n", "."],
                                "enableParentChild": True, "parentChunkSize": 2048, "childChunkSize": 256,
-                               "parserEngineRules": [{"file_types": ["pdf"], "engine": "builtin"}]},
+                               "parserEngineRules": [{"file_types": ["pdf"], "engine": "builtin"},
+                                                     {"file_types": ["md"], "engine": "md"}]},
             nodeExtract={"enabled": True, "text": "Ada wrote notes.", "tags": ["person"],
                          "nodes": [{"name": "Ada", "attributes": []}], "relations": []},
             questionGeneration={"enabled": True, "questionCount": 40}))
@@ -73,7 +74,11 @@ class TestPutConfig:
         assert (cfg["chunk_size"], cfg["chunk_overlap"], cfg["separators"]) == (700, 0, ["\n", "."])
         assert (cfg["enable_parent_child"], cfg["parent_chunk_size"], cfg["child_chunk_size"]) == (True, 2048,
                                                                                                    256)
-        assert cfg["parser_engine_rules"] == [{"file_types": ["pdf"], "engine": "builtin"}]
+        assert cfg["parser_engine_rules"] == [{"file_types": ["pdf"], "engine": "builtin"},
+                                              {"file_types": ["md"], "engine": "md"}]
+        # the engine names GET /system/parser-engines lists are the ones a rule may name
+        engines = (await http.get(f"{API}/system/parser-engines")).json()["data"]
+        assert any(e["Name"] == "md" and "md" in e["FileTypes"] for e in engines)
         assert kb["config"]["chunking_config"]["chunk_size"] == 700
         assert kb["extract_config"]["enabled"] is True
         assert kb["extract_config"]["tags"] == ["person"]
@@ -113,6 +118,8 @@ class TestPutConfig:
         {"documentSplitting": {"chunkOverlap": -1}},
         {"documentSplitting": {"separators": "\n"}},
         {"documentSplitting": {"parserEngineRules": [{"file_types": ["pdf"], "engine": "mineru"}]}},
+        {"documentSplitting": {"parserEngineRules": [{"file_types": ["md"], "engine": "pdf"}]}},
+        {"documentSplitting": {"parserEngineRules": [{"file_types": ["pptx"], "engine": "pptx"}]}},
         {"documentSplitting": []},
         {"multimodal": {"enabled": True}, "vlm_config": {"enabled": True, "model_id": "x"}},
         {"asr_config": {"enabled": True, "model_id": "x"}},

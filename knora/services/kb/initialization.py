@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from knora.adapters.parsers.registry import PARSERS, get_parser
 from knora.domain.errors import ValidationFailed
 from knora.domain.knowledge import KnowledgeBase
 from knora.domain.models import ModelConfig
@@ -24,7 +25,7 @@ from knora.services.kb.service import KnowledgeBaseService
 # "unset"): WeKnora keeps the stored size when a size is 0, but an overlap of 0 is an overlap
 _SPLITTING = (("chunkSize", "chunk_size", False), ("chunkOverlap", "chunk_overlap", True),
               ("parentChunkSize", "parent_chunk_size", False), ("childChunkSize", "child_chunk_size", False))
-PARSER_ENGINES = ("builtin",)  # Knora parses every type with its own parsers; "" means the default
+DEFAULT_ENGINES = ("", "builtin")  # "the parser Knora has for the type"
 QUESTION_COUNT_DEFAULT, QUESTION_COUNT_MAX = 3, 10
 
 ModelLookup = Callable[[str], Awaitable[ModelConfig | None]]
@@ -75,15 +76,32 @@ def _chunking(splitting: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def engine_of(file_type: str) -> str | None:
+    """The parser engine Knora parses ``file_type`` with, named as ``GET /system/parser-engines`` names it
+    (its parser module), or None when Knora has no parser for the type."""
+    key = file_type.lower().lstrip(".")
+    return type(get_parser(key)).__module__.rsplit(".", 1)[-1] if key in PARSERS else None
+
+
 def _parser_rules(rules: object) -> list[dict[str, Any]]:
+    """Knora has one parser per file type, so a rule may name that parser (or none: the default); a rule
+    naming another engine is refused rather than stored as if uploads were parsed by it."""
     if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
         raise ValidationFailed("documentSplitting.parserEngineRules must be a list of objects")
+    out = []
     for rule in rules:
-        engine = rule.get("engine") or ""
-        if engine and engine not in PARSER_ENGINES:
-            raise ValidationFailed(f"documentSplitting.parserEngineRules: parser engine {engine!r} is not "
-                                   f"available in Knora (available: {', '.join(PARSER_ENGINES)})")
-    return [{"file_types": r.get("file_types") or [], "engine": r.get("engine") or ""} for r in rules]
+        types, engine = rule.get("file_types") or [], rule.get("engine") or ""
+        if not isinstance(types, list) or not all(isinstance(t, str) for t in types) \
+                or not isinstance(engine, str):
+            raise ValidationFailed("documentSplitting.parserEngineRules: file_types must be strings, engine "
+                                   "a string")
+        for file_type in types:
+            if engine not in DEFAULT_ENGINES and engine != engine_of(file_type):
+                has = engine_of(file_type)
+                raise ValidationFailed(f"documentSplitting.parserEngineRules: Knora parses .{file_type} "
+                                       + (f"with {has!r}, not {engine!r}" if has else "with no parser"))
+        out.append({"file_types": types, "engine": engine})
+    return out
 
 
 def _extract(node: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
