@@ -226,3 +226,20 @@ async def test_tags(world: World) -> None:
     items = body["data"] if isinstance(body, dict) else body  # WeKnora pages tags: {data, total, …}
     found += _check(items, Slice(T.TAG), "GET /knowledge-bases/:id/tags")
     assert not found, "\n".join(found)
+
+
+async def test_knowledge_page_views(world: World) -> None:
+    h = world.http
+    found = _envelope(await h.get(f"/api/v1/knowledge/{world.upload}/spans"), T.KNOWLEDGE_PROCESSING_TRACE,
+                      "GET /knowledge/:id/spans")
+    found += _envelope(await h.get(f"/api/v1/knowledge-bases/{world.kb}/knowledge/folders"),
+                       T.KNOWLEDGE_FOLDER_TREE, "GET /knowledge-bases/:id/knowledge/folders")
+    assert not found, "\n".join(found)
+
+
+async def test_message_search(world: World) -> None:
+    r = await world.http.post("/api/v1/messages/search", json={"query": "oolong", "mode": "", "limit": 0,
+                                                               "session_ids": None})
+    found = _envelope(r, T.MESSAGE_SEARCH_RESULT, "POST /messages/search")
+    assert not found, "\n".join(found)
+    assert r.json()["data"]["items"], "the seeded turns mention oolong"

@@ -113,3 +113,31 @@ TAG = Struct("KnowledgeTag", {
     "seq_id": F(INT),
     "id": F(STR), "tenant_id": F(UINT), "knowledge_base_id": F(STR), "name": F(STR), "color": F(STR),
     "sort_order": F(INT), "created_at": F(TIME), "updated_at": F(TIME)})
+
+MESSAGE_SEARCH_RESULT = Struct("MessageSearchResult", {
+    "items": F(Slice(Ptr(Struct("MessageSearchGroupItem", {
+        "request_id": F(STR), "session_id": F(STR), "session_title": F(STR), "query_content": F(STR),
+        "answer_content": F(STR), "score": F(FLOAT), "match_type": F(STR), "created_at": F(TIME)})))),
+    "total": F(INT)})
+
+_SPAN_FIELDS: dict[str, F] = {
+    "knowledge_id": F(STR), "attempt": F(INT), "span_id": F(STR), "parent_span_id": F(STR, True),
+    "name": F(STR), "kind": F(STR), "status": F(STR), "input": F(Map(ANY), True), "output": F(Map(ANY), True),
+    "metadata": F(Map(ANY), True), "error_code": F(STR, True), "error_message": F(STR, True),
+    "started_at": F(Ptr(TIME), True), "finished_at": F(Ptr(TIME), True), "duration_ms": F(INT, True),
+    "created_at": F(TIME), "updated_at": F(TIME)}
+# One level of children is checked (the trace is root → stage → subspan).
+_CHILD_SPAN = Struct("KnowledgeSpanNode", _SPAN_FIELDS)
+KNOWLEDGE_SPAN = Struct("KnowledgeSpanNode", _SPAN_FIELDS | {"children": F(Slice(Ptr(Struct(
+    "KnowledgeSpanNode", _SPAN_FIELDS | {"children": F(Slice(Ptr(_CHILD_SPAN)), True)}))), True)})
+KNOWLEDGE_PROCESSING_TRACE = Struct("KnowledgeProcessingTrace", {
+    "knowledge_id": F(STR), "parse_status": F(STR), "current_attempt": F(INT), "current_stage": F(STR),
+    "trace": F(Ptr(KNOWLEDGE_SPAN)), "last_error": F(Ptr(Struct("KnowledgeSpanError", {
+        "stage": F(STR), "code": F(STR), "message": F(STR), "finished_at": F(Ptr(TIME), True)})), True)})
+
+_FOLDER_FIELDS: dict[str, F] = {"path": F(STR), "name": F(STR), "document_count": F(INT),
+                                "total_count": F(INT)}
+KNOWLEDGE_FOLDER_TREE = Struct("KnowledgeFolderTree", {
+    "root_document_count": F(INT), "total_document_count": F(INT),
+    "folders": F(Slice(Ptr(Struct("KnowledgeFolderNode", _FOLDER_FIELDS | {
+        "children": F(Slice(Ptr(Struct("KnowledgeFolderNode", _FOLDER_FIELDS))), True)}))))})
