@@ -27,6 +27,7 @@ from knora.api.routes import (
     faq,
     knowledge,
     knowledge_bases,
+    knowledge_batch,
     mcp_services,
     messages,
     metrics,
@@ -44,7 +45,9 @@ from knora.web.mount import mount as mount_web
 # Mounted under /api/v1, in this order: FastAPI tries routers in order, so the chat router comes first (a chat
 # request is matched before the other routers' routes are tried).
 ROUTERS: tuple[APIRouter, ...] = (
-    chat.router, system.router, knowledge_bases.router, knowledge.router, chunks.router, tags.router,
+    chat.router, system.router, knowledge_bases.router,
+    knowledge_batch.router,  # before knowledge.router: /knowledge/search, /knowledge/tags
+    knowledge.router, chunks.router, tags.router,
     models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
     mcp_services.router, evaluation.router,
 )
