@@ -31,6 +31,7 @@ from knora.api.routes import (
     mcp_services,
     messages,
     metrics,
+    model_checks,
     models,
     search,
     sessions,
@@ -48,6 +49,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     chat.router, system.router, knowledge_bases.router,
     knowledge_batch.router,  # before knowledge.router: /knowledge/search, /knowledge/tags
     knowledge.router, chunks.router, tags.router,
+    model_checks.router,  # before models.router: /models/providers
     models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
     mcp_services.router, evaluation.router,
 )
