@@ -37,6 +37,7 @@ from knora.api.routes import (
     sessions,
     system,
     tags,
+    tenant_settings,
 )
 from knora.ports.telemetry import Metrics, NullMetrics
 from knora.root import Services, build_services
@@ -52,6 +53,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     model_checks.router,  # before models.router: /models/providers
     models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
     mcp_services.router, evaluation.router,
+    tenant_settings.router,
 )
 
 API_PREFIX = "/api/v1"
