@@ -25,6 +25,7 @@ from knora.api.routes import (
     chunks,
     evaluation,
     faq,
+    kb_pins,
     knowledge,
     knowledge_bases,
     knowledge_batch,
@@ -53,7 +54,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     model_checks.router,  # before models.router: /models/providers
     models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
     mcp_services.router, evaluation.router,
-    tenant_settings.router,
+    tenant_settings.router, kb_pins.router,
 )
 
 API_PREFIX = "/api/v1"

@@ -154,6 +154,18 @@ class ChunkRepo(Protocol):
 
 
 @runtime_checkable
+class KnowledgeBasePinRepo(Protocol):
+    async def toggle(self, tenant_id: int, kb_id: str) -> tuple[bool, datetime | None] | None:
+        """Pins the tenant's knowledge base, or unpins it if pinned: (pinned, pinned_at); None if the tenant
+        has no such knowledge base."""
+        ...
+
+    async def pinned(self, tenant_id: int, kb_ids: Sequence[str] | None = None) -> dict[str, datetime]:
+        """Knowledge base id → when it was pinned, for the tenant's pinned ones (among ``kb_ids``)."""
+        ...
+
+
+@runtime_checkable
 class TagRepo(Protocol):
     async def create(self, tag: Tag) -> Tag: ...
 
@@ -235,3 +247,4 @@ class Repositories:
     tags: TagRepo
     models: ModelRepo
     jobs: JobRepo
+    pins: KnowledgeBasePinRepo
