@@ -4,6 +4,7 @@ search across knowledge bases, batch delete / re-parse / tags, PUT /knowledge/ma
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -11,7 +12,8 @@ import pytest
 
 from knora.domain.knowledge import ParseStatus
 from knora.root import Services
-from tests.conftest import client_for
+from knora.settings import Settings
+from tests.conftest import client_for, started
 
 pytestmark = pytest.mark.integration
 
@@ -211,6 +213,16 @@ class TestManualEdit:
         _, key = await sqlite_container.tenants.create("other")
         async with client_for(sqlite_container, **{"X-API-Key": key}) as other:
             _err(await other.put(f"/api/v1/knowledge/manual/{k['id']}", json={"content": "mine now"}), 404)
+
+
+    async def test_the_storage_quota_counts_the_new_content(self,
+                                                            make_settings: Callable[..., Settings]) -> None:
+        async with started(make_settings(tenant_storage_quota_bytes=2000)) as c, client_for(c) as http:
+            kb = await _kb(http)
+            k = await _manual(http, kb, "Small", "# Small\n\n" + "word " * 100)
+            _err(await http.put(f"/api/v1/knowledge/manual/{k['id']}", json={"content": "word " * 1000}), 403)
+            ok = await http.put(f"/api/v1/knowledge/manual/{k['id']}", json={"content": "word " * 300})
+            assert ok.status_code == 200, ok.text
 
 
 class TestCancelParse:

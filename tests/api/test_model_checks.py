@@ -123,6 +123,9 @@ class TestChatCheck:
             unknown = _data(await http.post(REMOTE, json={"modelName": "m", "provider": "nosuch"}))
             assert unknown["available"] is False
             assert "nosuch" in unknown["message"]
+            local = _data(await http.post(EMBED, json={"modelName": "no-such-local", "source": "local"}))
+            assert local["available"] is False
+            assert "no-such-local" in local["message"]
 
 
 class TestEmbeddingAndRerankChecks:

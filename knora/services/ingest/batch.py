@@ -127,6 +127,7 @@ class KnowledgeBatchService:
         limit = self.ingest.d.settings.max_upload_bytes
         if len(data) > limit:
             raise BadRequest(f"content is {len(data)} bytes; the limit is {limit} bytes")
+        await self.ingest.quota.check(tenant_id, len(data), counted=k.file_size, what="the edited entry")
         new_title = k.title if title is None else title.strip()
         name = (safe_name(new_title) or "manual")[:120] + ".md"
         path = await self.ingest.d.blobs.put(f"{k.tenant_id}/{k.knowledge_base_id}/{k.id}/{name}", data)
