@@ -107,7 +107,8 @@ class KnowledgeRepo(Protocol):
     async def search(self, tenant_id: int, *, keyword: str, file_types: Sequence[str], offset: int,
                      limit: int) -> Page:
         """The tenant's documents in every knowledge base whose title or file name holds ``keyword`` (all
-        when empty), of one of ``file_types`` (any when empty), newest first."""
+        when empty), of one of ``file_types`` (any when empty), newest first; FAQ containers are not
+        documents and are left out."""
         ...
 
     async def ids_with_status(self, statuses: Sequence[ParseStatus]) -> builtins.list[str]: ...

@@ -112,7 +112,8 @@ class SqlKnowledgeRepo:
 
     async def search(self, tenant_id: int, *, keyword: str, file_types: Sequence[str], offset: int,
                      limit: int) -> Page:
-        conds: list[Any] = [KnowledgeRow.tenant_id == tenant_id]
+        # an FAQ knowledge base's entries hang off one container row (type "faq"), which is not a file
+        conds: list[Any] = [KnowledgeRow.tenant_id == tenant_id, KnowledgeRow.type != "faq"]
         if keyword:
             conds.append(or_(contains_ci(KnowledgeRow.title, keyword),
                              contains_ci(KnowledgeRow.file_name, keyword)))
