@@ -1,5 +1,5 @@
-"""PUT /knowledge-bases/:id/pin through the real app (knora.api.routes.kb_pins): a persisted toggle that the
-knowledge-base answers report as ``is_pinned``/``pinned_at``."""
+"""PUT /knowledge-bases/:id/pin through the real app (knora.api.routes.kb_pins), on SQLite and PostgreSQL: a
+persisted toggle that the knowledge-base answers report as ``is_pinned``/``pinned_at``."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def _err(r: httpx.Response, status: int) -> None:
 
 
 class TestPin:
-    async def test_toggle_is_kept_and_listed(self, sqlite_container: Services) -> None:
-        async with client_for(sqlite_container) as http:
+    async def test_toggle_is_kept_and_listed(self, store_container: Services) -> None:
+        async with client_for(store_container) as http:
             kb = (await http.post("/api/v1/knowledge-bases", json={"name": "Docs"})).json()["data"]["id"]
             other = (await http.post("/api/v1/knowledge-bases", json={"name": "Other"})).json()["data"]["id"]
             r = await http.put(f"/api/v1/knowledge-bases/{kb}/pin")
@@ -43,20 +43,20 @@ class TestPin:
             assert again["pinned_at"] is None
             assert (await http.get(f"/api/v1/knowledge-bases/{kb}")).json()["data"]["is_pinned"] is False
 
-    async def test_unknown_and_other_tenants_ids_are_404(self, sqlite_container: Services) -> None:
-        async with client_for(sqlite_container) as http:
+    async def test_unknown_and_other_tenants_ids_are_404(self, store_container: Services) -> None:
+        async with client_for(store_container) as http:
             kb = (await http.post("/api/v1/knowledge-bases", json={"name": "Docs"})).json()["data"]["id"]
             _err(await http.put(f"/api/v1/knowledge-bases/{MISSING}/pin"), 404)
             _err(await http.put("/api/v1/knowledge-bases/not-an-id/pin"), 404)
-        _, key = await sqlite_container.tenants.create("other")
-        async with client_for(sqlite_container, **{"X-API-Key": key}) as intruder:
+        _, key = await store_container.tenants.create("other")
+        async with client_for(store_container, **{"X-API-Key": key}) as intruder:
             _err(await intruder.put(f"/api/v1/knowledge-bases/{kb}/pin"), 404)
-        async with client_for(sqlite_container) as http:
+        async with client_for(store_container) as http:
             assert (await http.get(f"/api/v1/knowledge-bases/{kb}")).json()["data"]["is_pinned"] is False
 
-    async def test_a_deleted_knowledge_base_takes_its_pin_along(self, sqlite_container: Services) -> None:
-        async with client_for(sqlite_container) as http:
+    async def test_a_deleted_knowledge_base_takes_its_pin_along(self, store_container: Services) -> None:
+        async with client_for(store_container) as http:
             kb = (await http.post("/api/v1/knowledge-bases", json={"name": "Docs"})).json()["data"]["id"]
             assert (await http.put(f"/api/v1/knowledge-bases/{kb}/pin")).status_code == 200
             assert (await http.delete(f"/api/v1/knowledge-bases/{kb}")).status_code == 200
-            assert await sqlite_container.repos.pins.pinned(sqlite_container.default_tenant_id) == {}
+            assert await store_container.repos.pins.pinned(store_container.default_tenant_id) == {}

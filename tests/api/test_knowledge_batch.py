@@ -52,8 +52,8 @@ async def _get(http: httpx.AsyncClient, kid: str) -> dict[str, Any]:
 
 
 class TestSearch:
-    async def test_search_spans_knowledge_bases_pages_and_filters(self, sqlite_container: Services) -> None:
-        async with client_for(sqlite_container) as http:
+    async def test_search_spans_knowledge_bases_pages_and_filters(self, store_container: Services) -> None:
+        async with client_for(store_container) as http:
             kb1, kb2 = await _kb(http, "One"), await _kb(http, "Two")
             for i in range(3):
                 await _manual(http, kb1, f"Alpha note {i}")
@@ -84,17 +84,17 @@ class TestSearch:
                 "standard_question": "Alpha?", "answers": ["Yes"]})
             assert entry.status_code == 200, entry.text
             recent = (await http.get("/api/v1/knowledge/search", params={"recent": "true"})).json()
-            assert recent["total"] == 5  # the FAQ's container row is not a document
+            assert recent["total"] == 5  # the FAQ's store_container row is not a document
 
-    async def test_bad_input_and_other_tenants(self, sqlite_container: Services) -> None:
-        async with client_for(sqlite_container) as http:
+    async def test_bad_input_and_other_tenants(self, store_container: Services) -> None:
+        async with client_for(store_container) as http:
             await _manual(http, await _kb(http), "Alpha private")
             _err(await http.get("/api/v1/knowledge/search"), 400)
             _err(await http.get("/api/v1/knowledge/search", params={"keyword": "a", "limit": 0}), 400)
             _err(await http.get("/api/v1/knowledge/search", params={"keyword": "a", "offset": -1}), 400)
             _err(await http.get("/api/v1/knowledge/search", params={"keyword": "a", "limit": "x"}), 400)
-        _, key = await sqlite_container.tenants.create("other")
-        async with client_for(sqlite_container, **{"X-API-Key": key}) as other:
+        _, key = await store_container.tenants.create("other")
+        async with client_for(store_container, **{"X-API-Key": key}) as other:
             found = await other.get("/api/v1/knowledge/search", params={"keyword": "alpha"})
             assert found.json()["total"] == 0
 
