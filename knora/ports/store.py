@@ -122,6 +122,11 @@ class KnowledgeRepo(Protocol):
 
     async def delete(self, tenant_id: int, knowledge_id: str) -> bool: ...
 
+    async def cancel(self, knowledge_id: str, error_message: str) -> bool:
+        """Marks a ``pending`` or ``processing`` document ``cancelled``, in one conditional update; False if
+        it was in no such state (a parse that committed first stands)."""
+        ...
+
     async def mark_processing(self, knowledge_ids: Sequence[str]) -> None:
         """pending → processing for many documents in one statement."""
         ...

@@ -23,7 +23,6 @@ from knora.services.ingest.service import IngestService
 # The most ids one batch request may name (WeKnora chunks its batches at 1,000 too).
 MAX_BATCH = 1000
 MAX_SEARCH_LIMIT = 100
-_CANCELLABLE = (ParseStatus.PENDING, ParseStatus.PROCESSING)
 
 
 @dataclass(frozen=True)
@@ -153,9 +152,9 @@ class KnowledgeBatchService:
         """Stops a pending or running parse: the document ends ``cancelled`` (its queued job then does
         nothing) and a running parse is stopped. Chunks already committed stay; a re-parse starts over."""
         k = await self.ingest.get(tenant_id, knowledge_id)
-        if k.parse_status not in _CANCELLABLE:
+        if not await self.repos.knowledge.cancel(k.id, "Parse cancelled"):
+            now = await self.ingest.get(tenant_id, knowledge_id)
             raise BadRequest(f"Only a pending or processing parse can be cancelled (this one is "
-                             f"{k.parse_status})")
-        await self.repos.knowledge.set_status(k.id, ParseStatus.CANCELLED, "Parse cancelled")
-        await self.ingest.stop_parse(k.id)
+                             f"{now.parse_status})")
+        await self.ingest.stop_parse(k.id)  # here; on another replica its commit is refused instead
         return await self.ingest.get(tenant_id, k.id)

@@ -153,6 +153,15 @@ class SqlKnowledgeRepo:
                                   .values(**values))
             return bool(res.rowcount)
 
+    async def cancel(self, knowledge_id: str, error_message: str) -> bool:
+        async with self._sessions.begin() as s:
+            res = await s.execute(update(KnowledgeRow).where(
+                KnowledgeRow.id == knowledge_id,
+                KnowledgeRow.parse_status.in_([str(ParseStatus.PENDING), str(ParseStatus.PROCESSING)]))
+                .values(parse_status=str(ParseStatus.CANCELLED), error_message=error_message,
+                        updated_at=utcnow()))
+            return bool(res.rowcount)
+
     async def mark_processing(self, knowledge_ids: Sequence[str]) -> None:
         if not knowledge_ids:
             return
