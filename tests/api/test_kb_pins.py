@@ -46,13 +46,14 @@ class TestPin:
     async def test_unknown_and_other_tenants_ids_are_404(self, store_container: Services) -> None:
         async with client_for(store_container) as http:
             kb = (await http.post("/api/v1/knowledge-bases", json={"name": "Docs"})).json()["data"]["id"]
+            assert (await http.put(f"/api/v1/knowledge-bases/{kb}/pin")).status_code == 200
             _err(await http.put(f"/api/v1/knowledge-bases/{MISSING}/pin"), 404)
             _err(await http.put("/api/v1/knowledge-bases/not-an-id/pin"), 404)
         _, key = await store_container.tenants.create("other")
         async with client_for(store_container, **{"X-API-Key": key}) as intruder:
             _err(await intruder.put(f"/api/v1/knowledge-bases/{kb}/pin"), 404)
-        async with client_for(store_container) as http:
-            assert (await http.get(f"/api/v1/knowledge-bases/{kb}")).json()["data"]["is_pinned"] is False
+        async with client_for(store_container) as http:  # the intruder's request toggled nothing
+            assert (await http.get(f"/api/v1/knowledge-bases/{kb}")).json()["data"]["is_pinned"] is True
 
     async def test_a_deleted_knowledge_base_takes_its_pin_along(self, store_container: Services) -> None:
         async with client_for(store_container) as http:
