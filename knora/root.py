@@ -26,6 +26,7 @@ from knora.adapters.db.repos.agents import SqlAgentRepo
 from knora.adapters.db.repos.chunks import SqlChunkRepo
 from knora.adapters.db.repos.faq import SqlFaqRepo
 from knora.adapters.db.repos.jobs import SqlJobRepo
+from knora.adapters.db.repos.kb_pins import SqlKnowledgeBasePinRepo
 from knora.adapters.db.repos.kbs import SqlKnowledgeBaseRepo
 from knora.adapters.db.repos.knowledge import SqlKnowledgeRepo
 from knora.adapters.db.repos.mcp_services import SqlMCPServiceRepo
@@ -203,7 +204,7 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
     gated = GatedSessions(sessions, asyncio.Lock() if s.is_sqlite else None)
     repos = Repositories(kbs=SqlKnowledgeBaseRepo(gated), knowledge=SqlKnowledgeRepo(gated),
                          chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated),
-                         jobs=SqlJobRepo(gated))
+                         jobs=SqlJobRepo(gated), pins=SqlKnowledgeBasePinRepo(gated))
     embedders = EmbedderRegistry(s, build_embedder, _outbound(s))
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)

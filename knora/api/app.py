@@ -26,13 +26,16 @@ from knora.api.routes import (
     evaluation,
     faq,
     initialization,
+    kb_pins,
     knowledge,
     knowledge_bases,
+    knowledge_batch,
     knowledge_views,
     mcp_services,
     message_search,
     messages,
     metrics,
+    model_checks,
     models,
     parser_engines,
     search,
@@ -41,6 +44,7 @@ from knora.api.routes import (
     suggestions,
     system,
     tags,
+    tenant_settings,
     unsupported,
     web_search,
 )
@@ -54,8 +58,11 @@ from knora.web.mount import mount as mount_web
 # ``/tenants/kv/{key}`` would otherwise answer ``storage-engine-config``.
 ROUTERS: tuple[APIRouter, ...] = (
     chat.router, storage.router, system.router, initialization.router, knowledge_bases.router,
-    knowledge.router, chunks.router, tags.router, models.router, search.router, faq.router, sessions.router,
-    messages.router, agents.router, mcp_services.router, evaluation.router,
+    knowledge_batch.router,  # before knowledge.router: /knowledge/search, /knowledge/tags
+    knowledge.router, chunks.router, tags.router,
+    model_checks.router,  # before models.router: /models/providers
+    models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
+    mcp_services.router, evaluation.router, tenant_settings.router, kb_pins.router,
     # issue 13 item 9: the routes WeKnora's web UI reads on its main pages
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,

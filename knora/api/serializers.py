@@ -6,9 +6,10 @@ fields WeKnora clients read beyond the domain record (see the response models in
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from knora.domain.common import is_uuid
+from knora.domain.common import is_uuid, rfc3339
 from knora.domain.errors import NotFound
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
 from knora.domain.models import ModelConfig
@@ -32,7 +33,8 @@ _LEGACY_STORAGE = dict.fromkeys(("secret_id", "secret_key", "region", "bucket_na
                                  "path_prefix"), "")
 
 
-def kb_json(kb: KnowledgeBase, stats: KBStats | None = None) -> dict[str, Any]:
+def kb_json(kb: KnowledgeBase, stats: KBStats | None = None, pinned_at: datetime | None = None
+            ) -> dict[str, Any]:
     out = kb.model_dump(mode="json")
     out["config"] = {"chunking_config": out["chunking_config"], "indexing_strategy": out["indexing_strategy"],
                      "faq_config": out["faq_config"]}
@@ -45,7 +47,8 @@ def kb_json(kb: KnowledgeBase, stats: KBStats | None = None) -> dict[str, Any]:
     out["is_processing"] = bool(stats and kb.type == "faq" and stats.processing_count)
     if stats is not None:
         out.update(stats.model_dump())
-        out.update({"share_count": 0, "is_pinned": False, "pinned_at": None, "creator_name": ""})
+        out.update({"share_count": 0, "is_pinned": pinned_at is not None, "pinned_at": rfc3339(pinned_at),
+                    "creator_name": ""})
     return out
 
 

@@ -22,6 +22,7 @@ class ParseStatus(StrEnum):
     PROCESSING = "processing"
     COMPLETED = "completed"
     FAILED = "failed"
+    CANCELLED = "cancelled"  # stopped by the user (POST /knowledge/:id/cancel-parse); re-parse restarts it
 
 
 class ChunkType(StrEnum):

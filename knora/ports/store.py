@@ -104,6 +104,13 @@ class KnowledgeRepo(Protocol):
     async def list(self, tenant_id: int, kb_id: str, *, page: int, page_size: int,
                    filters: KnowledgeFilter | None = None) -> Page: ...
 
+    async def search(self, tenant_id: int, *, keyword: str, file_types: Sequence[str], offset: int,
+                     limit: int) -> Page:
+        """The tenant's documents in every knowledge base whose title or file name holds ``keyword`` (all
+        when empty), of one of ``file_types`` (any when empty), newest first; FAQ containers are not
+        documents and are left out."""
+        ...
+
     async def ids_with_status(self, statuses: Sequence[ParseStatus]) -> builtins.list[str]: ...
 
     async def update(self, k: Knowledge) -> Knowledge: ...
@@ -114,6 +121,11 @@ class KnowledgeRepo(Protocol):
         ...
 
     async def delete(self, tenant_id: int, knowledge_id: str) -> bool: ...
+
+    async def cancel(self, knowledge_id: str, error_message: str) -> bool:
+        """Marks a ``pending`` or ``processing`` document ``cancelled``, in one conditional update; False if
+        it was in no such state (a parse that committed first stands)."""
+        ...
 
     async def mark_processing(self, knowledge_ids: Sequence[str]) -> None:
         """pending → processing for many documents in one statement."""
@@ -145,6 +157,18 @@ class ChunkRepo(Protocol):
     async def delete(self, tenant_id: int, chunk_id: str) -> bool: ...
 
     async def ids_for_knowledge(self, knowledge_id: str) -> builtins.list[str]: ...
+
+
+@runtime_checkable
+class KnowledgeBasePinRepo(Protocol):
+    async def toggle(self, tenant_id: int, kb_id: str) -> tuple[bool, datetime | None] | None:
+        """Pins the tenant's knowledge base, or unpins it if pinned: (pinned, pinned_at); None if the tenant
+        has no such knowledge base."""
+        ...
+
+    async def pinned(self, tenant_id: int, kb_ids: Sequence[str] | None = None) -> dict[str, datetime]:
+        """Knowledge base id → when it was pinned, for the tenant's pinned ones (among ``kb_ids``)."""
+        ...
 
 
 @runtime_checkable
@@ -229,3 +253,4 @@ class Repositories:
     tags: TagRepo
     models: ModelRepo
     jobs: JobRepo
+    pins: KnowledgeBasePinRepo

@@ -29,6 +29,11 @@ class TenantRepo(Protocol):
 
     async def get(self, tenant_id: int) -> Tenant | None: ...
 
+    async def set_retrieval_config(self, tenant_id: int, config: dict[str, object]) -> bool:
+        """Replaces the tenant's retrieval settings (``/tenants/kv/retrieval-config``); False if there is no
+        such tenant."""
+        ...
+
     async def create(self, name: str, key_hash: str, key_prefix: str) -> int:
         """A new tenant with one API key, in one transaction; returns its id."""
         ...

@@ -316,4 +316,16 @@ class GraphRelationRow(Base):
     created_at: Mapped[datetime] = _created()
 
 
+
+class KnowledgeBasePinRow(Base):
+    """A pinned knowledge base (``PUT /knowledge-bases/:id/pin``): one row while pinned. Per tenant, since
+    Knora has tenants, not users (WeKnora pins per user)."""
+
+    __tablename__ = "knowledge_base_pins"
+    knowledge_base_id: Mapped[str] = mapped_column(ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
+                                                   primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    pinned_at: Mapped[datetime] = _created()
+
+
 metadata = Base.metadata

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from knora.api.body import read_body, request_body
-from knora.api.deps import KBServiceDep, TenantDep
+from knora.api.deps import KBServiceDep, ServicesDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.schemas.envelope import Done, Envelope
 from knora.api.schemas.knowledge_bases import (
@@ -30,10 +30,11 @@ async def create_kb(request: Request, kb_service: KBServiceDep, tenant_id: Tenan
 
 
 @router.get("/knowledge-bases", response_model=Envelope[list[KnowledgeBaseOut]])
-async def list_kbs(kb_service: KBServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def list_kbs(kb_service: KBServiceDep, s: ServicesDep, tenant_id: TenantDep) -> JSONResponse:
     kbs = await kb_service.list(tenant_id)
     stats = await kb_service.stats(tenant_id, [kb.id for kb in kbs])
-    return ok([kb_json(kb, stats.get(kb.id)) for kb in kbs])
+    pins = await s.repos.pins.pinned(tenant_id)
+    return ok([kb_json(kb, stats.get(kb.id), pins.get(kb.id)) for kb in kbs])
 
 
 @router.get("/shared-knowledge-bases", response_model=Envelope[list[KnowledgeBaseOut]])
@@ -43,10 +44,11 @@ async def list_shared(__tenant_id: TenantDep) -> JSONResponse:
 
 
 @router.get("/knowledge-bases/{kb_id}", response_model=Envelope[KnowledgeBaseOut])
-async def get_kb(kb_id: str, kb_service: KBServiceDep, tenant_id: TenantDep) -> JSONResponse:
+async def get_kb(kb_id: str, kb_service: KBServiceDep, s: ServicesDep, tenant_id: TenantDep) -> JSONResponse:
     kb = await kb_service.get(tenant_id, require_id(kb_id, "Knowledge base"))
     stats = await kb_service.stats(tenant_id, [kb.id])
-    return ok(kb_json(kb, stats.get(kb.id)) | {"my_permission": "owner"})
+    pins = await s.repos.pins.pinned(tenant_id, [kb.id])
+    return ok(kb_json(kb, stats.get(kb.id), pins.get(kb.id)) | {"my_permission": "owner"})
 
 
 @router.put("/knowledge-bases/{kb_id}", response_model=Envelope[KnowledgeBaseOut],

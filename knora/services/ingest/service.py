@@ -292,8 +292,8 @@ class IngestService:
         knowledge_id = str(payload.get("knowledge_id", ""))
         async with self._locks[knowledge_id]:
             k = await self.d.repos.knowledge.get(None, knowledge_id)
-            if k is None:
-                return  # deleted before its turn came
+            if k is None or k.parse_status == ParseStatus.CANCELLED:
+                return  # deleted or cancelled before its turn came
             kb = await self.d.repos.kbs.get(k.tenant_id, k.knowledge_base_id)
             if kb is None:
                 return
@@ -301,6 +301,10 @@ class IngestService:
             work = asyncio.create_task(self._process_or_fail(k, kb), name=f"knora-ingest-{k.id}")
             # False when a delete or a re-parse stopped it: nothing to record then, the job is done either way
             await self._running.run(k.id, kb.id, work)
+
+    async def stop_parse(self, knowledge_id: str) -> None:
+        """Stops the document's running job, if any (its parser process is killed); a cancel-parse."""
+        await self._running.stop(knowledge_id)
 
     async def stop_knowledge_base(self, kb_id: str) -> None:
         """Stops the running jobs of a deleted knowledge base's documents (their workers are killed)."""

@@ -73,6 +73,10 @@ class TenantService:
     async def get(self, tenant_id: int) -> Tenant | None:
         return await self._repo.get(tenant_id)
 
+    async def set_retrieval_config(self, tenant_id: int, config: dict[str, object]) -> bool:
+        """Stores already validated settings (``knora.services.tenants.retrieval_settings``)."""
+        return await self._repo.set_retrieval_config(tenant_id, config)
+
     async def create(self, name: str, api_key: str | None = None) -> tuple[Tenant, str]:
         key = api_key or generate_key()
         tenant = await self._repo.get(await self._repo.create(name, hash_key(key),

@@ -11,7 +11,7 @@ from sqlalchemy import delete, func, insert, select, update
 from knora.adapters.db.repos._mapping import SessionFactory, apply, clamp_page, row_to, row_values
 from knora.adapters.db.tables import ChunkRow, KnowledgeRow
 from knora.domain.common import utcnow
-from knora.domain.knowledge import Chunk
+from knora.domain.knowledge import Chunk, ParseStatus
 from knora.ports.store import Page
 
 _INSERT_BATCH = 500
@@ -34,8 +34,13 @@ class SqlChunkRepo:
             ids = [kid for kid, _, _ in items]
             # Lock the document rows first (FOR UPDATE is a no-op on SQLite, whose writers are serialised
             # anyway), so a concurrent delete either happens before (we see it gone) or waits for this commit.
-            present = {r[0] for r in await s.execute(select(KnowledgeRow.id).where(KnowledgeRow.id.in_(ids))
-                                                     .with_for_update())}
+            locked = await s.execute(select(KnowledgeRow.id, KnowledgeRow.parse_status)
+                                     .where(KnowledgeRow.id.in_(ids)).with_for_update())
+            # A parse that completes a document cancelled meanwhile (cancel-parse, maybe on another replica)
+            # is dropped as if the document were gone: the cancel stands.
+            completing = {kid for kid, _, complete in items if complete is not None}
+            present = {kid for kid, status in locked
+                       if not (kid in completing and status == str(ParseStatus.CANCELLED))}
             live = [kid for kid in ids if kid in present]
             old: dict[str, list[str]] = {kid: [] for kid in live}
             if live:

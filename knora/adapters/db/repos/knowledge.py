@@ -110,6 +110,23 @@ class SqlKnowledgeRepo:
                                     .offset((page - 1) * page_size).limit(page_size))).scalars().all()
             return Page(items=[row_to(Knowledge, r) for r in rows], total=int(total))
 
+    async def search(self, tenant_id: int, *, keyword: str, file_types: Sequence[str], offset: int,
+                     limit: int) -> Page:
+        # an FAQ knowledge base's entries hang off one container row (type "faq"), which is not a file
+        conds: list[Any] = [KnowledgeRow.tenant_id == tenant_id, KnowledgeRow.type != "faq"]
+        if keyword:
+            conds.append(or_(contains_ci(KnowledgeRow.title, keyword),
+                             contains_ci(KnowledgeRow.file_name, keyword)))
+        if file_types:
+            conds.append(KnowledgeRow.file_type.in_([t.lower().lstrip(".") for t in file_types]))
+        async with self._sessions() as s:
+            total = (await s.execute(select(func.count()).select_from(KnowledgeRow)
+                                     .where(*conds))).scalar_one()
+            rows = (await s.execute(select(KnowledgeRow).where(*conds)
+                                    .order_by(KnowledgeRow.created_at.desc(), KnowledgeRow.id)
+                                    .offset(offset).limit(limit))).scalars().all()
+            return Page(items=[row_to(Knowledge, r) for r in rows], total=int(total))
+
     async def ids_with_status(self, statuses: Sequence[ParseStatus]) -> builtins.list[str]:
         async with self._sessions() as s:
             rows = await s.execute(select(KnowledgeRow.id).where(
@@ -134,6 +151,15 @@ class SqlKnowledgeRepo:
         async with self._sessions.begin() as s:
             res = await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id)
                                   .values(**values))
+            return bool(res.rowcount)
+
+    async def cancel(self, knowledge_id: str, error_message: str) -> bool:
+        async with self._sessions.begin() as s:
+            res = await s.execute(update(KnowledgeRow).where(
+                KnowledgeRow.id == knowledge_id,
+                KnowledgeRow.parse_status.in_([str(ParseStatus.PENDING), str(ParseStatus.PROCESSING)]))
+                .values(parse_status=str(ParseStatus.CANCELLED), error_message=error_message,
+                        updated_at=utcnow()))
             return bool(res.rowcount)
 
     async def mark_processing(self, knowledge_ids: Sequence[str]) -> None:

@@ -22,6 +22,14 @@ class SqlTenantRepo:
             row = (await s.execute(select(ApiKeyRow.tenant_id).where(ApiKeyRow.key_hash == key_hash))).first()
         return None if row is None else int(row[0])
 
+    async def set_retrieval_config(self, tenant_id: int, config: dict[str, object]) -> bool:
+        async with self._sessions.begin() as s:
+            row = await s.get(TenantRow, tenant_id)
+            if row is None:
+                return False
+            row.retrieval_config = dict(config)
+        return True
+
     async def get(self, tenant_id: int) -> Tenant | None:
         async with self._sessions() as s:
             row = await s.get(TenantRow, tenant_id)

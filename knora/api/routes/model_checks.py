@@ -1,0 +1,89 @@
+"""The model settings page: ``GET /models/providers`` and the editor's "test connection" checks
+(``POST /initialization/remote/check``, ``/initialization/embedding/test``, ``/initialization/rerank/check``).
+
+Mounted before ``knora.api.routes.models``, whose ``/models/{model_id}`` would take ``/models/providers``.
+A model that does not answer is ``200`` with ``available: false`` and the reason (WeKnora's shape, which the
+editor shows); a body that names no model is a 400 with the envelope. The checks live in
+``knora.services.kb.model_checks``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from knora.api.body import read_body, request_body
+from knora.api.deps import ServicesDep, TenantDep
+from knora.api.envelope import ok
+from knora.api.schemas.envelope import Envelope
+from knora.api.schemas.model_checks import CheckOut, ModelCheckRequest, ProviderOut
+from knora.domain.errors import BadRequest
+from knora.services.kb.model_checks import MODEL_TYPES, CheckResult, CheckTarget, ModelChecks, providers
+
+router = APIRouter(tags=["models"])
+
+
+async def _checks(s: ServicesDep) -> ModelChecks:
+    return ModelChecks(s.settings, s.repos.models)
+
+
+ChecksDep = Annotated[ModelChecks, Depends(_checks)]
+
+
+@router.get("/models/providers", response_model=Envelope[list[ProviderOut]])
+async def list_providers(_tenant_id: TenantDep, model_type: str = "") -> JSONResponse:
+    if model_type and model_type not in MODEL_TYPES:
+        raise BadRequest(f"unknown model_type {model_type!r}; one of {', '.join(MODEL_TYPES)}")
+    return ok([{"value": p.value, "label": p.label, "description": p.description,
+                "defaultUrls": p.default_urls, "modelTypes": list(p.model_types)}
+               for p in providers(model_type)])
+
+
+def _text(value: object, name: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BadRequest(f"{name} must be a string")
+    return value.strip()
+
+
+async def _target(request: Request) -> CheckTarget:
+    b = await read_body(request, ModelCheckRequest)
+    name = _text(b.modelName, "modelName")
+    if not name:
+        raise BadRequest("modelName is required")
+    dimension = b.dimension
+    if dimension is not None and (isinstance(dimension, bool) or not isinstance(dimension, int)
+                                  or not 0 <= dimension <= 65536):
+        raise BadRequest("dimension must be a whole number between 0 and 65536")
+    return CheckTarget(name=name, base_url=_text(b.baseUrl, "baseUrl"), api_key=_text(b.apiKey, "apiKey"),
+                       provider=_text(b.provider, "provider") or _text(b.interfaceType, "interfaceType"),
+                       source=_text(b.source, "source") or "remote", dimension=dimension or None,
+                       model_id=_text(b.modelId, "modelId"))
+
+
+def _answer(result: CheckResult) -> JSONResponse:
+    data: dict[str, object] = {"available": result.available, "message": result.message}
+    if result.dimension is not None:
+        data["dimension"] = result.dimension
+    return ok(data)
+
+
+@router.post("/initialization/remote/check", response_model=Envelope[CheckOut],
+             openapi_extra=request_body(ModelCheckRequest))
+async def check_chat(request: Request, checks: ChecksDep, tenant_id: TenantDep) -> JSONResponse:
+    return _answer(await checks.chat(tenant_id, await _target(request)))
+
+
+@router.post("/initialization/embedding/test", response_model=Envelope[CheckOut],
+             openapi_extra=request_body(ModelCheckRequest))
+async def check_embedding(request: Request, checks: ChecksDep, tenant_id: TenantDep) -> JSONResponse:
+    return _answer(await checks.embedding(tenant_id, await _target(request)))
+
+
+@router.post("/initialization/rerank/check", response_model=Envelope[CheckOut],
+             openapi_extra=request_body(ModelCheckRequest))
+async def check_rerank(request: Request, checks: ChecksDep, tenant_id: TenantDep) -> JSONResponse:
+    return _answer(await checks.rerank(tenant_id, await _target(request)))
