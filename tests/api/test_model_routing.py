@@ -160,3 +160,36 @@ class TestDefault:
         r = await http.put("/api/v1/models/00000000-0000-0000-0000-000000000000/default")
         assert r.status_code == 404
         assert r.json()["success"] is False
+
+
+class TestBuiltinRerank:
+    """``builtin-rerank`` (item 7): listed as a Rerank model, accepted where a Rerank model is, used where named,
+    and never applied to a turn that names no rerank model."""
+
+    async def test_listed_and_accepted_only_as_a_rerank_model(self, http: httpx.AsyncClient) -> None:
+        models = {m["id"]: m for m in (await http.get("/api/v1/models")).json()["data"]}
+        assert models["builtin-rerank"]["type"] == "Rerank"
+        assert models["builtin-rerank"]["is_default"] is False
+        assert (await http.get("/api/v1/models/builtin-rerank")).json()["data"]["type"] == "Rerank"
+        ok = await http.post("/api/v1/agents", json={"name": "r", "config": {"rerank_model_id": "builtin-rerank"}})
+        assert ok.status_code == 201, ok.text
+        bad = await http.post("/api/v1/agents", json={"name": "c", "config": {"model_id": "builtin-rerank"}})
+        assert bad.status_code == 400
+        assert (await http.delete("/api/v1/models/builtin-rerank")).status_code == 400
+
+    async def test_quick_answer_reranks_with_it_only_when_named(self, make_settings: Callable[..., Settings]
+                                                                ) -> None:
+        from tests.services.pipeline.conftest import DOCS, add_kb
+
+        async with started(make_settings()) as c, client_for(c) as client:
+            kb = await add_kb(c, DOCS)
+            named = await client.post("/api/v1/agents", json={"name": "reranked", "config": {
+                "agent_mode": "quick-answer", "rerank_model_id": "builtin-rerank"}})
+            plain = await client.post("/api/v1/agents", json={"name": "plain", "config": {
+                "agent_mode": "quick-answer", "rerank_model_id": ""}})
+            for agent, expected in ((named, "builtin-rerank"), (plain, None)):
+                s, bot = await chat(client, "agent-chat", agent_id=agent.json()["data"]["id"],
+                                    query="How is oolong tea processed?", knowledge_base_ids=[kb])
+                assert "error" not in s.types
+                stage = bot["debug"]["pipeline"]["stages"].get("chunk_rerank", {})
+                assert stage.get("model") == expected, stage

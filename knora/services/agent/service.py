@@ -52,10 +52,12 @@ class AgentService:
                 known = prior if isinstance(prior, list) else []
                 await check(tenant_id, [i for i in ids if i not in known], field=f"config.{field}")
 
-    async def _default_models(self, tenant_id: int) -> tuple[str, str]:
+    async def _default_models(self, tenant_id: int, smart: bool) -> tuple[str, str]:
         """(chat, rerank) for an agent that names none: the tenant's ``is_default`` row of each type, else the
-        built-in (``builtin-chat``, ``builtin-rerank``). A row not marked default is never picked."""
-        chat, rerank = BUILTIN_CHAT_MODEL_ID, BUILTIN_RERANK_MODEL_ID
+        built-in — ``builtin-chat``, and ``builtin-rerank`` for smart reasoning only (WeKnora's UI needs a
+        Rerank model to start it; quick answer reranks only with a model someone chose: the built-in reranker
+        is no default, docs/retrieval.md). A row not marked default is never picked."""
+        chat, rerank = BUILTIN_CHAT_MODEL_ID, BUILTIN_RERANK_MODEL_ID if smart else ""
         if self.models is not None:
             for row in sorted(await self.models.list(tenant_id), key=lambda r: r.updated_at):
                 if row.is_default and row.status == "active":
@@ -69,7 +71,7 @@ class AgentService:
         typed = agent.settings()
         if typed.model_id and typed.rerank_model_id:
             return agent
-        chat, rerank = await self._default_models(agent.tenant_id)
+        chat, rerank = await self._default_models(agent.tenant_id, typed.agent_mode == "smart-reasoning")
         cfg = {**agent.config, "model_id": typed.model_id or chat,
                "rerank_model_id": typed.rerank_model_id or rerank}
         return agent.model_copy(update={"config": cfg})
