@@ -9,9 +9,9 @@ candidates with two signals that need nothing from outside:
 - lexical: BM25 (k1 1.2, b 0.75) over the candidate list itself, with Knora's tokeniser (jieba for Chinese,
   Snowball stems for English).
 
-Each signal is min-max normalised over the list and the two are mixed (``dense_weight``); scores are in
-[0, 1] and relative to the list (the best candidate scores highest, not necessarily 1 when the signals
-disagree). Measured against no rerank in ``benchmarks/rerank.py`` (figures in docs/retrieval.md): it is not
+Each signal is min-max normalised over the list and the two are mixed (``dense_weight``), optionally with the
+order the candidates came in (``prior_weight``); scores are relative to the list and kept in [0.5, 1], so this
+reranker reorders and never filters (it cannot tell relevant from irrelevant in absolute terms). Measured against no rerank in ``benchmarks/rerank.py`` (figures in docs/retrieval.md): it is not
 applied anywhere unless a request, agent or knowledge base names it.
 """
 
@@ -33,6 +33,9 @@ from knora.ports.reranker import RerankScore
 K1, B = 1.2, 0.75
 CACHE_SIZE = 20_000
 DENSE_WEIGHT = 0.5
+# Scores are relative to the list, not a judgement of relevance, so they are kept in [0.5, 1]: a rerank
+# threshold (0.3 in quick answer and knowledge_search) never drops a candidate only for being last.
+SCORE_FLOOR = 0.5
 PRIOR_WEIGHT = 0.0
 
 
@@ -128,7 +131,8 @@ class LocalReranker:
             return []
         dense, lexical = await self.signals(query, documents)
         mixed = mix(dense, lexical, self._dense_weight, self._prior_weight)
-        scores = sorted((RerankScore(index=i, score=round(v, 6)) for i, v in enumerate(mixed)),
+        scores = sorted((RerankScore(index=i, score=round(SCORE_FLOOR + (1 - SCORE_FLOOR) * v, 6))
+                         for i, v in enumerate(mixed)),
                         key=lambda s: (-s.score, s.index))
         return scores[:top_n] if top_n else scores
 

@@ -188,7 +188,8 @@ class ModelService:
 
     async def default_types(self, tenant_id: int) -> set[str]:
         """The model types for which the tenant marked a row default (the built-in is then not)."""
-        return {m.type for m in await self.repos.models.list(tenant_id) if m.is_default}
+        rows = await self.repos.models.list(tenant_id)
+        return {m.type for m in rows if m.is_default and m.status == "active"}
 
     async def delete(self, tenant_id: int, model_id: str) -> None:
         await self.get(tenant_id, model_id)

@@ -59,7 +59,7 @@ class TestLocalReranker:
         scores = await r.rerank("annual leave days", DOCS)
         assert [s.index for s in scores][0] == 1
         assert sorted(s.index for s in scores) == [0, 1, 2, 3]
-        assert all(0.0 <= s.score <= 1.0 for s in scores)
+        assert all(0.5 <= s.score <= 1.0 for s in scores)  # reorders; a 0.3 threshold never drops one
         assert scores == sorted(scores, key=lambda s: -s.score)
         assert r.model_id == "builtin-rerank"
         assert (await r.rerank("parking", DOCS, top_n=2))[0].index == 2
