@@ -85,7 +85,7 @@ class TestNamedModel:
         assert len(errors) == 1
         assert errors[0]["done"] is True
         assert errors[0]["data"]["stage"] == "knowledge_qa_execution"
-        assert errors[0]["content"]
+        assert dead in errors[0]["content"]  # the frame says which model failed
         assert not s.answer()
         assert bot["is_completed"]
         s, _ = await chat(http, summary_model_id=good)  # the next turn, on another model, is unharmed
@@ -113,6 +113,7 @@ class TestNamedModel:
         errors = s.of("error")
         assert errors
         assert errors[-1]["done"] is True
+        assert dead in errors[-1]["content"]
 
 
 class TestDefault:
