@@ -44,7 +44,8 @@ async def add_model(http: httpx.AsyncClient, name: str, base_url: str, **extra: 
     return str(r.json()["data"]["id"])
 
 
-async def chat(http: httpx.AsyncClient, path: str = "knowledge-chat", **body: Any) -> tuple[Stream, dict[str, Any]]:
+async def chat(http: httpx.AsyncClient, path: str = "knowledge-chat",
+               **body: Any) -> tuple[Stream, dict[str, Any]]:
     sid = (await http.post("/api/v1/sessions", json={"title": "t"})).json()["data"]["id"]
     r = await http.post(f"/api/v1/{path}/{sid}", json={"query": "Say hello", **body})
     assert r.status_code == 200, r.text
@@ -60,7 +61,7 @@ async def defaults(http: httpx.AsyncClient) -> set[str]:
 
 @pytest.fixture
 async def two_models(http: httpx.AsyncClient, fake: FakeModelServer) -> tuple[str, str]:
-    """(good, dead); the dead one is stored first, as the first stored row used to answer every unnamed turn."""
+    """(good, dead); the dead one is stored first: the first stored row used to answer every unnamed turn."""
     fake.handler = lambda body: Reply(content="Hello from the good model.")
     dead = await add_model(http, "dead-chat", dead_url())
     good = await add_model(http, "good-chat", fake.base_url)
@@ -137,7 +138,7 @@ class TestDefault:
         smart = (await http.get("/api/v1/agents/builtin-smart-reasoning")).json()["data"]
         assert smart["config"]["model_id"] == dead  # an agent naming no model shows (and uses) the default
 
-        r = await http.put(f"/api/v1/models/{good}", json={"is_default": True})  # marking one clears the other
+        r = await http.put(f"/api/v1/models/{good}", json={"is_default": True})  # clears the other
         assert r.status_code == 200, r.text
         assert await defaults(http) == {good}
         s, bot = await chat(http)
@@ -164,7 +165,8 @@ class TestDefault:
 
 
 class TestBuiltinRerank:
-    """``builtin-rerank`` (item 7): listed as a Rerank model, accepted where a Rerank model is, used where named,
+    """``builtin-rerank`` (item 7): listed as a Rerank model, accepted where a Rerank model is, used where
+    named,
     and never applied to a turn that names no rerank model."""
 
     async def test_listed_and_accepted_only_as_a_rerank_model(self, http: httpx.AsyncClient) -> None:
@@ -172,7 +174,8 @@ class TestBuiltinRerank:
         assert models["builtin-rerank"]["type"] == "Rerank"
         assert models["builtin-rerank"]["is_default"] is False
         assert (await http.get("/api/v1/models/builtin-rerank")).json()["data"]["type"] == "Rerank"
-        ok = await http.post("/api/v1/agents", json={"name": "r", "config": {"rerank_model_id": "builtin-rerank"}})
+        ok = await http.post("/api/v1/agents", json={"name": "r",
+                                                      "config": {"rerank_model_id": "builtin-rerank"}})
         assert ok.status_code == 201, ok.text
         bad = await http.post("/api/v1/agents", json={"name": "c", "config": {"model_id": "builtin-rerank"}})
         assert bad.status_code == 400

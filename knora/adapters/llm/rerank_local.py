@@ -11,8 +11,10 @@ candidates with two signals that need nothing from outside:
 
 Each signal is min-max normalised over the list and the two are mixed (``dense_weight``), optionally with the
 order the candidates came in (``prior_weight``); scores are relative to the list and kept in [0.5, 1], so this
-reranker reorders and never filters (it cannot tell relevant from irrelevant in absolute terms). Measured against no rerank in ``benchmarks/rerank.py`` (figures in docs/retrieval.md): it is not
-applied anywhere unless a request, agent or knowledge base names it.
+reranker reorders and never filters (it cannot tell relevant from irrelevant in absolute terms).
+
+Measured against no rerank in ``benchmarks/rerank.py`` (figures in docs/retrieval.md): it is not applied
+anywhere unless a request, agent or knowledge base names it.
 """
 
 from __future__ import annotations
