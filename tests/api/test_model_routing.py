@@ -166,8 +166,7 @@ class TestDefault:
 
 class TestBuiltinRerank:
     """``builtin-rerank`` (item 7): listed as a Rerank model, accepted where a Rerank model is, used where
-    named,
-    and never applied to a turn that names no rerank model."""
+    named, and never applied to a turn that names no rerank model."""
 
     async def test_listed_and_accepted_only_as_a_rerank_model(self, http: httpx.AsyncClient) -> None:
         models = {m["id"]: m for m in (await http.get("/api/v1/models")).json()["data"]}
