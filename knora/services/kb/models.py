@@ -227,10 +227,10 @@ def builtin_models(settings: Settings, tenant_id: int,
                     parameters={"provider": settings.embedder.split(":")[0]},
                     is_builtin=True, is_default="Embedding" not in tenant_defaults,
                     created_at=BUILTIN_CREATED_AT, updated_at=BUILTIN_CREATED_AT),
-        ModelConfig(id=BUILTIN_RERANK_MODEL_ID, tenant_id=tenant_id, name="local-hybrid-rerank",
-                    display_name="Built-in: local rerank (e5-small + BM25)", type="Rerank", source="local",
-                    description="Local reranker, no cross-encoder: re-scores the candidates with the bundled "
-                                "multilingual-e5-small and BM25 over the candidate list (docs/retrieval.md)",
+        ModelConfig(id=BUILTIN_RERANK_MODEL_ID, tenant_id=tenant_id, name="search-order",
+                    display_name="Built-in: keep the search order", type="Rerank", source="local",
+                    description="Local rerank model that keeps Knora's hybrid search order: no local "
+                                "re-scoring beat it (docs/retrieval.md); local:e5-bm25 is the re-scoring",
                     parameters={"provider": "local"}, is_builtin=True, is_default=False,
                     created_at=BUILTIN_CREATED_AT, updated_at=BUILTIN_CREATED_AT),
     ]
