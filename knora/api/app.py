@@ -23,8 +23,10 @@ from knora.api.routes import (
     agents,
     chat,
     chunks,
+    credentials,
     evaluation,
     faq,
+    feedback,
     initialization,
     kb_pins,
     knowledge,
@@ -37,9 +39,11 @@ from knora.api.routes import (
     metrics,
     model_checks,
     models,
+    ollama,
     parser_engines,
     search,
     sessions,
+    settings_checks,
     storage,
     suggestions,
     system,
@@ -57,7 +61,9 @@ from knora.web.mount import mount as mount_web
 # request is matched before the other routers' routes are tried); storage before system, whose
 # ``/tenants/kv/{key}`` would otherwise answer ``storage-engine-config``.
 ROUTERS: tuple[APIRouter, ...] = (
-    chat.router, storage.router, system.router, initialization.router, knowledge_bases.router,
+    chat.router, storage.router,
+    settings_checks.router,  # before system.router: /tenants/kv/parser-engine-config
+    system.router, initialization.router, knowledge_bases.router,
     knowledge_batch.router,  # before knowledge.router: /knowledge/search, /knowledge/tags
     knowledge.router, chunks.router, tags.router,
     model_checks.router,  # before models.router: /models/providers
@@ -66,6 +72,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     # issue 13 item 9: the routes WeKnora's web UI reads on its main pages
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,
+    feedback.router, credentials.router, ollama.router,  # issue 13: chat and settings pages
 )
 
 API_PREFIX = "/api/v1"

@@ -1,0 +1,7 @@
+"""Placeholder (filled below)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["system"])
