@@ -21,6 +21,7 @@ from knora.api.rate_limit import RateLimitMiddleware
 from knora.api.request_id import RequestIdMiddleware
 from knora.api.routes import (
     agents,
+    auth_session,
     chat,
     chunks,
     credentials,
@@ -72,7 +73,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     # issue 13 item 9: the routes WeKnora's web UI reads on its main pages
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,
-    feedback.router, credentials.router, ollama.router,  # issue 13: chat and settings pages
+    feedback.router, credentials.router, ollama.router, auth_session.router,  # issue 13: more UI routes
 )
 
 API_PREFIX = "/api/v1"
