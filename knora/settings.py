@@ -104,6 +104,10 @@ class Settings(BaseSettings):
         default=20.0, ge=0,
         description="Longest gap between two streamed tokens once a chat model's answer has begun; then the "
         "turn ends with an error. 0 = no bound")
+    ollama_base_url: str | None = Field(
+        default=None, description="The Ollama server the model settings page checks and lists models of "
+        "(WeKnora's OLLAMA_BASE_URL); unset = chat_base_url or embedder_base_url when that model is an "
+        "ollama: one, else http://127.0.0.1:11434")
     rerank_model: str | None = Field(default=None, description="provider:model for an HTTP /rerank service")
     rerank_base_url: str | None = None
     rerank_api_key: str | None = None

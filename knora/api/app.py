@@ -21,10 +21,13 @@ from knora.api.rate_limit import RateLimitMiddleware
 from knora.api.request_id import RequestIdMiddleware
 from knora.api.routes import (
     agents,
+    auth_session,
     chat,
     chunks,
+    credentials,
     evaluation,
     faq,
+    feedback,
     initialization,
     kb_pins,
     knowledge,
@@ -37,9 +40,11 @@ from knora.api.routes import (
     metrics,
     model_checks,
     models,
+    ollama,
     parser_engines,
     search,
     sessions,
+    settings_checks,
     storage,
     suggestions,
     system,
@@ -57,7 +62,9 @@ from knora.web.mount import mount as mount_web
 # request is matched before the other routers' routes are tried); storage before system, whose
 # ``/tenants/kv/{key}`` would otherwise answer ``storage-engine-config``.
 ROUTERS: tuple[APIRouter, ...] = (
-    chat.router, storage.router, system.router, initialization.router, knowledge_bases.router,
+    chat.router, storage.router,
+    settings_checks.router,  # before system.router: /tenants/kv/parser-engine-config
+    system.router, initialization.router, knowledge_bases.router,
     knowledge_batch.router,  # before knowledge.router: /knowledge/search, /knowledge/tags
     knowledge.router, chunks.router, tags.router,
     model_checks.router,  # before models.router: /models/providers
@@ -66,6 +73,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     # issue 13 item 9: the routes WeKnora's web UI reads on its main pages
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,
+    feedback.router, credentials.router, ollama.router, auth_session.router,  # issue 13: more UI routes
 )
 
 API_PREFIX = "/api/v1"

@@ -44,6 +44,9 @@ class Message(BaseModel):
     agent_id: str = ""
     model_id: str = ""
     debug: dict[str, Any] = Field(default_factory=dict)  # Knora: stage timings and what each stage kept
+    # the user's like/dislike of an answer (``POST /messages/:sid/:mid/feedback``): "" (none), like, dislike
+    feedback_rating: str = ""
+    feedback_reason: str = ""
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

@@ -8,6 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
+from knora.root import Services
+from tests.conftest import client_for
 from tests.fakes.model_server import FakeModelServer
 
 pytestmark = pytest.mark.integration
@@ -174,3 +176,74 @@ class TestPutConfig:
             assert (await other.get(f"{API}/initialization/config/{kb_id}")).status_code == 404
             r = await other.put(f"{API}/initialization/config/{kb_id}", json=ui_body())
             assert r.status_code == 404
+
+
+def legacy_body(llm: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    """What WeKnora's older save (``initializeSystemByKB``) sends: models by name and address."""
+    body: dict[str, Any] = {
+        "llm": llm, "embedding": {"source": "local", "modelName": ""},
+        "rerank": {"enabled": False, "modelName": "", "baseUrl": ""},
+        "multimodal": {"enabled": False},
+        "documentSplitting": {"chunkSize": 600, "chunkOverlap": 60, "separators": ["\n\n", "\n"]},
+        "nodeExtract": {"enabled": False, "text": "", "tags": [], "nodes": [], "relations": []},
+    }
+    body.update(overrides)
+    return body
+
+
+class TestLegacyInitialize:
+    async def test_the_older_save_changes_the_kb_as_the_put_does(self, store_client: httpx.AsyncClient,
+                                                                 fake: FakeModelServer) -> None:
+        http = store_client
+        kb_id = await _kb(http)
+        remote = {"source": "remote", "modelName": "fake-chat", "baseUrl": fake.base_url, "apiKey": "k"}
+        r = await http.post(f"{API}/initialization/initialize/{kb_id}", json=legacy_body(remote))
+        assert r.status_code == 200, r.text
+        data = r.json()["data"]
+        added = data["models"][0]
+        assert (added["name"], added["type"], added["credentials"]) == ("fake-chat", "KnowledgeQA",
+                                                                         {"api_key": {"configured": True}})
+        assert data["knowledge_base"]["summary_model_id"] == added["id"]
+        cfg = (await http.get(f"{API}/initialization/config/{kb_id}")).json()["data"]
+        assert cfg["llm"]["modelName"] == "fake-chat"
+        assert cfg["documentSplitting"]["chunkSize"] == 600
+        # saving again names the same model: it is found, not added twice
+        again = await http.post(f"{API}/initialization/initialize/{kb_id}", json=legacy_body(remote))
+        assert again.json()["data"]["models"][0]["id"] == added["id"]
+        chats = [m for m in (await http.get(f"{API}/models")).json()["data"] if m["name"] == "fake-chat"]
+        assert len(chats) == 1
+
+    async def test_the_builtin_model_is_found_by_name(self, store_client: httpx.AsyncClient) -> None:
+        http = store_client
+        kb_id = await _kb(http)
+        builtin = next(m for m in (await http.get(f"{API}/models")).json()["data"]
+                       if m["id"] == "builtin-chat")
+        r = await http.post(f"{API}/initialization/initialize/{kb_id}",
+                            json=legacy_body({"source": builtin["source"], "modelName": builtin["name"]}))
+        assert r.status_code == 200, r.text
+        assert r.json()["data"]["knowledge_base"]["summary_model_id"] == "builtin-chat"
+
+    async def test_refusals_add_no_model(self, store_client: httpx.AsyncClient,
+                                         fake: FakeModelServer) -> None:
+        http = store_client
+        kb_id = await _kb(http)
+        remote = {"source": "remote", "modelName": "fake-chat", "baseUrl": fake.base_url}
+        for body in (legacy_body(remote, multimodal={"enabled": True}),
+                     legacy_body(remote, documentSplitting={"chunkSize": "big"}),
+                     legacy_body({"source": "remote", "modelName": ""}), {"llm": "fake-chat"}):
+            r = await http.post(f"{API}/initialization/initialize/{kb_id}", json=body)
+            assert r.status_code == 400, (body, r.text)
+        assert not [m for m in (await http.get(f"{API}/models")).json()["data"] if m["name"] == "fake-chat"]
+        missing = "00000000-0000-4000-8000-000000000000"
+        assert (await http.post(f"{API}/initialization/initialize/{missing}",
+                                json=legacy_body(remote))).status_code == 404
+
+    async def test_another_tenants_kb_is_not_found(self, store_client: httpx.AsyncClient,
+                                                   store_container: Services) -> None:
+        kb_id = await _kb(store_client)
+        _, key = await store_container.tenants.create("other")
+        async with client_for(store_container, **{"X-API-Key": key}) as other:
+            r = await other.post(f"{API}/initialization/initialize/{kb_id}",
+                                 json=legacy_body({"source": "local", "modelName": "x"}))
+            assert r.status_code == 404
+            assert not [m for m in (await other.get(f"{API}/models")).json()["data"] if m["name"] == "x"]

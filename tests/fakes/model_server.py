@@ -160,6 +160,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": [
                 {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in fake.models]})
             return
+        if self.path.rstrip("/").endswith("/api/version"):  # Ollama's version
+            self._json(200, {"version": "0.0.0-fake"})
+            return
         if self.path.rstrip("/").endswith("/api/tags"):  # Ollama's model list
             self._json(200, {"models": [{"name": m} for m in fake.models]})
             return

@@ -214,6 +214,8 @@ class MessageRow(Base):
     agent_id: Mapped[str] = mapped_column(String(64), default="")
     model_id: Mapped[str] = mapped_column(String(255), default="")
     debug: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # stage timings, per-path scores
+    feedback_rating: Mapped[str] = mapped_column(String(16), default="")
+    feedback_reason: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 

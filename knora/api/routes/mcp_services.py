@@ -24,13 +24,13 @@ from knora.api.schemas.mcp_services import (
 )
 from knora.domain.errors import BadRequest, Unavailable
 from knora.domain.mcp import MCPService
-from knora.services.agent.mcp_services import masked
+from knora.services.agent.mcp_services import credentials, masked
 
 router = APIRouter(tags=["mcp-services"])
 
 
 def service_json(s: MCPService) -> dict[str, Any]:
-    return masked(s).model_dump(mode="json")
+    return {**masked(s).model_dump(mode="json"), "credentials": credentials(s)}
 
 
 @router.get("/mcp-services", response_model=Envelope[list[MCPServiceOut]])

@@ -46,6 +46,8 @@ class MessageOut(BaseModel):
     knowledge_id: str
     used_memories: list[Any]
     debug: dict[str, Any]
+    feedback_rating: str = Field(description="the user's rating of an answer: '', 'like' or 'dislike'")
+    feedback_reason: str = Field(description="the reason given with a dislike, else ''")
     created_at: str | None
     updated_at: str | None
     deleted_at: None

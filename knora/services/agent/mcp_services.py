@@ -20,8 +20,16 @@ FIELDS = ("name", "description", "transport_type", "url", "headers", "auth_confi
           "stdio_config", "env_vars", "enabled")
 _OBJECT_FIELDS = ("headers", "auth_config", "advanced_config", "stdio_config", "env_vars")
 _SECRET_FIELDS = ("auth_config", "env_vars")
+# The write-only secrets of ``auth_config`` (``/mcp-services/:id/credentials``): what ``auth_headers`` sends.
+CREDENTIAL_FIELDS = ("api_key", "token")
 
 Body = Mapping[str, object]
+
+
+def credentials(service: MCPService) -> dict[str, dict[str, bool]]:
+    """Whether each write-only secret is set (WeKnora's ``MCPService.credentials``)."""
+    auth = service.auth_config or {}
+    return {field: {"configured": bool(auth.get(field))} for field in CREDENTIAL_FIELDS}
 
 
 def masked(service: MCPService) -> MCPService:
@@ -73,6 +81,17 @@ class MCPServiceService:
     async def delete(self, tenant_id: int, service_id: str) -> None:
         if not await self._repo.delete(tenant_id, service_id):
             raise NotFound("MCP service not found")
+
+    async def set_credential(self, tenant_id: int, service_id: str, field: str,
+                             value: str | None) -> MCPService:
+        """Sets (or, with ``None``, clears) one secret of ``auth_config`` without touching the rest."""
+        if field not in CREDENTIAL_FIELDS:
+            raise NotFound(f"Unknown credential field {field!r}")
+        service = await self.get(tenant_id, service_id)
+        auth = {k: v for k, v in (service.auth_config or {}).items() if k != field}
+        if value is not None:
+            auth[field] = value
+        return await self._repo.update(service.model_copy(update={"auth_config": auth}))
 
     async def tool_approvals(self, tenant_id: int, service_id: str) -> dict[str, bool]:
         service = await self.get(tenant_id, service_id)

@@ -197,3 +197,62 @@ async def view(kb: KnowledgeBase, *, has_files: bool, lookup: ModelLookup) -> di
                                   "customInstructions": questions.get("custom_instructions", "")}
                                  if questions else {"enabled": False})
     return out
+
+
+# ``POST /initialization/initialize/:kbId`` (WeKnora's older save of the same modal): models are named by
+# source, name and address instead of by id. Each section's model type.
+LEGACY_MODEL_SECTIONS = (("llm", "KnowledgeQA", "llmModelId"), ("embedding", "Embedding", "embeddingModelId"))
+
+ModelResolver = Callable[[str, dict[str, Any]], Awaitable[str]]
+
+
+async def legacy_body(body: dict[str, Any], resolve: ModelResolver) -> dict[str, Any]:
+    """The older body as the ``PUT /initialization/config`` body it means: ``llm`` and ``embedding`` become
+    model ids (``resolve(type, section)``: an existing model of that name and address, else one it adds);
+    ``documentSplitting``, ``multimodal`` and ``nodeExtract`` are the same sections. ``rerank`` is not read:
+    a Knora knowledge base names no rerank model (retrieval settings choose it)."""
+    # what would be refused is refused before any model is added for it
+    _refuse_unavailable({k: body[k] for k in ("multimodal",) if body.get(k) is not None})
+    _chunking(_obj(body, "documentSplitting"))
+    out: dict[str, Any] = {}
+    for section, model_type, field in LEGACY_MODEL_SECTIONS:
+        given = body.get(section)
+        if given is None:
+            continue
+        if not isinstance(given, dict):
+            raise ValidationFailed(f"{section} must be an object")
+        name = given.get("modelName")
+        if not isinstance(name, str) or not name.strip():
+            if section == "llm":
+                raise ValidationFailed("llm.modelName is required")
+            continue
+        out[field] = await resolve(model_type, given)
+    if "llmModelId" not in out:
+        raise ValidationFailed("llm.modelName is required")
+    for section in ("documentSplitting", "multimodal", "nodeExtract"):
+        if body.get(section) is not None:
+            out[section] = body[section]
+    return out
+
+
+def legacy_model_body(model_type: str, section: dict[str, Any]) -> dict[str, Any]:
+    """The ``POST /models`` body of a model an older save names but the tenant does not have."""
+    params: dict[str, Any] = {}
+    for key, param in (("baseUrl", "base_url"), ("apiKey", "api_key"), ("provider", "provider")):
+        value = section.get(key)
+        if isinstance(value, str) and value.strip():
+            params[param] = value.strip()
+    dimension = section.get("dimension")
+    if model_type == "Embedding" and isinstance(dimension, int) and not isinstance(dimension, bool) \
+            and dimension > 0:
+        params["dimension"] = dimension
+    return {"name": str(section["modelName"]).strip(), "type": model_type,
+            "source": str(section.get("source") or "remote"), "parameters": params}
+
+
+def same_model(m: ModelConfig, model_type: str, section: dict[str, Any]) -> bool:
+    """Whether ``m`` is the model an older save names: its type and name, and its address if one is given."""
+    url = str(section.get("baseUrl") or "").strip().rstrip("/")
+    own = str((m.parameters or {}).get("base_url") or "").strip().rstrip("/")
+    return m.type == model_type and m.name == str(section.get("modelName") or "").strip() \
+        and (not url or url == own)

@@ -9,6 +9,7 @@ an object store that Knora does not have.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -16,6 +17,7 @@ from pydantic import BaseModel, Field
 from knora.domain.errors import ValidationFailed
 from knora.domain.knowledge import StorageProviderConfig
 from knora.domain.models import BUILTIN_CREATED_AT
+from knora.ports.blobs import BlobStore
 
 LOCAL_PROVIDER = "local"
 LOCAL_BACKEND_ID = "builtin-local"
@@ -100,3 +102,27 @@ def binding(provider_config: object = None, backend_id: object = None, *,
         named = _provider(cfg.get("provider"), f"{field}.provider")  # both are checked: neither may lie
         provider = provider or named
     return StorageProviderConfig(provider=provider or LOCAL_PROVIDER), LOCAL_BACKEND_ID
+
+
+async def check_local(blobs: BlobStore) -> dict[str, Any]:
+    """WeKnora's storage check (``CheckStorageEngineResult``) for Knora's one store: a probe blob is written,
+    read back and removed through the store every upload uses; a store that cannot do so is ``ok: false``
+    with the reason."""
+    key = f"storage-check/{uuid.uuid4().hex}"
+    probe = b"knora storage check"
+    try:
+        await blobs.put(key, probe)
+        try:
+            if await blobs.get(key) != probe:
+                return {"ok": False, "message": "local storage returned other bytes than were written"}
+        finally:
+            await blobs.delete(key)
+    except (OSError, KeyError) as exc:
+        return {"ok": False, "message": f"local storage is not writable: {exc}"}
+    return {"ok": True, "message": "Local storage under Knora's data directory is writable"}
+
+
+def check_provider(body: dict[str, Any]) -> None:
+    """A storage check names a provider (``provider``, WeKnora's ``POST /system/storage-engine-check``) that
+    must be one Knora has; an absent one means the default."""
+    _provider(body.get("provider"), "provider")

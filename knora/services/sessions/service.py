@@ -13,7 +13,7 @@ from typing import Any
 
 from knora.domain.common import utcnow
 from knora.domain.conversation import Message, Session
-from knora.domain.errors import BadRequest, NotFound
+from knora.domain.errors import BadRequest, NotFound, ValidationFailed
 from knora.domain.think import drop_closed_think
 from knora.ports.chat import ChatMessage, ChatModel, ChatOptions
 from knora.ports.conversation_store import MessageRepo, SessionRepo
@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 MAX_TITLE_RUNES = 100
 FALLBACK_TITLE_RUNES = 30
 DEFAULT_HISTORY_ROUNDS = 5
+FEEDBACK_RATINGS = ("like", "dislike", "")
+FEEDBACK_REASON_MAX = 2000
 
 TITLE_PROMPT = (
     "Write a short title for a conversation that starts with the user's message below. Reply with the title "
@@ -118,6 +120,25 @@ class SessionService:
         await self.get(tenant_id, session_id)
         if not await self.messages.delete(session_id, message_id):
             raise NotFound("Message not found")
+
+    async def set_feedback(self, tenant_id: int, session_id: str, message_id: str, rating: str,
+                           reason: str = "") -> Message:
+        """Records the user's like or dislike of an answer (``rating`` "" clears it): on the assistant message
+        of ``session_id``, which must be the caller's tenant's (another's looks unknown). Sending again
+        replaces the rating and reason."""
+        if rating not in FEEDBACK_RATINGS:
+            raise ValidationFailed("rating must be 'like' or 'dislike'")
+        await self.get(tenant_id, session_id)
+        message = await self.messages.get(tenant_id, message_id)
+        if message is None or message.session_id != session_id:
+            raise NotFound("Message not found")
+        if message.role != "assistant":
+            raise BadRequest("feedback is given on an answer (an assistant message)")
+        reason = reason.strip() if rating == "dislike" else ""
+        if len(reason) > FEEDBACK_REASON_MAX:
+            raise ValidationFailed(f"reason: at most {FEEDBACK_REASON_MAX} characters")
+        await self.messages.update_fields(message.id, feedback_rating=rating, feedback_reason=reason)
+        return message.model_copy(update={"feedback_rating": rating, "feedback_reason": reason})
 
     async def clear_messages(self, tenant_id: int, session_id: str) -> int:
         await self.get(tenant_id, session_id)

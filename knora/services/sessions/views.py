@@ -45,5 +45,6 @@ def message_json(m: Message) -> dict[str, Any]:
         "agent_duration_ms": m.agent_duration_ms,
         "channel": m.channel, "agent_id": m.agent_id, "model_id": m.model_id, "knowledge_id": "",
         "used_memories": [], "debug": m.debug or {},
+        "feedback_rating": m.feedback_rating, "feedback_reason": m.feedback_reason,
         "created_at": rfc3339(m.created_at), "updated_at": rfc3339(m.updated_at), "deleted_at": None,
     }
