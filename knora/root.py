@@ -82,6 +82,8 @@ from knora.services.ingest.chunk_edit import ChunkService
 from knora.services.ingest.chunker import split_document
 from knora.services.ingest.embedders import EmbedderRegistry
 from knora.services.ingest.service import JOB_KIND, IngestDeps, IngestService
+from knora.services.kb.copy import JOB_KIND as KB_COPY_JOB
+from knora.services.kb.copy import KBCopyService
 from knora.services.kb.models import ModelService
 from knora.services.kb.service import KnowledgeBaseService
 from knora.services.pipeline.deps import PipelineDeps
@@ -162,6 +164,7 @@ class Services:
     rate_limiter: RateLimiter  # per-caller request budgets (knora/api/rate_limit.py)
     telemetry: Telemetry  # metrics (/metrics) and traces (OTLP when configured)
     evaluation: EvaluationService  # knora eval and /evaluation (docs/evaluation.md)
+    kb_copy: KBCopyService  # knowledge-base copies as jobs (knora/services/kb/copy.py)
     _closers: list[Closer] = field(default_factory=list, repr=False)
 
     async def aclose(self) -> None:
@@ -313,6 +316,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     model_service = ModelService(store.repos, store.embedders, tenant_urls, s.embedder_base_url)
     await model_service.load_cache()
     store.jobs.register(JOB_KIND, ingest.process, give_up=ingest.give_up)
+    kb_copy = KBCopyService(store.repos, store.blobs, store.embedders, store.jobs, lambda: engine)
+    store.jobs.register(KB_COPY_JOB, kb_copy.run, give_up=kb_copy.give_up)
 
     models = _models(s, sessions, store.repos, closers, telemetry)
     pipeline_deps = _pipeline_deps(settings, models, search, store, kbs)
@@ -387,7 +392,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         mcp_services=MCPServiceService(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, policy=tenant_urls),
         approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
-        rate_limiter=rate_limiter, telemetry=telemetry, evaluation=evaluation, _closers=closers)
+        rate_limiter=rate_limiter, telemetry=telemetry, evaluation=evaluation, kb_copy=kb_copy,
+        _closers=closers)
     jobs_repo = store.repos.jobs
 
     async def queue_depth() -> None:

@@ -26,6 +26,7 @@ from knora.api.routes import (
     evaluation,
     faq,
     initialization,
+    kb_copy,
     kb_pins,
     knowledge,
     knowledge_bases,
@@ -57,7 +58,9 @@ from knora.web.mount import mount as mount_web
 # request is matched before the other routers' routes are tried); storage before system, whose
 # ``/tenants/kv/{key}`` would otherwise answer ``storage-engine-config``.
 ROUTERS: tuple[APIRouter, ...] = (
-    chat.router, storage.router, system.router, initialization.router, knowledge_bases.router,
+    chat.router, storage.router, system.router, initialization.router,
+    kb_copy.router,  # before knowledge_bases.router: /knowledge-bases/copy
+    knowledge_bases.router,
     knowledge_batch.router,  # before knowledge.router: /knowledge/search, /knowledge/tags
     knowledge.router, chunks.router, tags.router,
     model_checks.router,  # before models.router: /models/providers

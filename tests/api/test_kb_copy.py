@@ -1,0 +1,178 @@
+"""Copying a knowledge base through the real app (knora.api.routes.kb_copy over knora.services.kb.copy), on
+SQLite and PostgreSQL: the copy runs as a job, its progress is WeKnora's ``KBCloneProgress``, the target's
+searches find the copied text through the real search route, and stored vectors are re-used."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from knora.adapters.retrieval.sqlite import SqliteEngine
+from knora.ports.retrieval import StoredRows
+from knora.root import Overrides, Services
+from knora.settings import Settings
+from tests.conftest import client_for, started
+
+pytestmark = pytest.mark.integration
+
+MISSING = "00000000-0000-4000-8000-000000000000"
+TEXT = "The quokka is a small marsupial that lives on Rottnest Island near Perth."
+
+
+@pytest.fixture
+async def container(make_settings: Callable[..., Settings], db_url: str, db_backend: str,
+                    tmp_path: Path) -> AsyncIterator[Services]:
+    """Services on each metadata store, with a real retrieval engine: the embedded one on SQLite, and on
+    PostgreSQL (whose server here may lack pgvector) the SQLite engine in a file of its own (the PostgreSQL
+    engine's ``StoredRows`` is tested in tests/adapters/retrieval/test_stored_rows.py)."""
+    overrides = (Overrides(engine=lambda _s: SqliteEngine(tmp_path / "retrieval.db"))
+                 if db_backend != "sqlite" else None)
+    async with started(make_settings(database_url=db_url), overrides) as c:
+        yield c
+
+
+def _err(r: httpx.Response, status: int) -> None:
+    assert r.status_code == status, r.text
+    assert r.json()["success"] is False
+    assert r.json()["error"]["message"]
+
+
+async def _kb(http: httpx.AsyncClient, name: str) -> str:
+    r = await http.post("/api/v1/knowledge-bases", json={"name": name})
+    assert r.status_code in (200, 201), r.text
+    return str(r.json()["data"]["id"])
+
+
+async def _manual(http: httpx.AsyncClient, kb: str, title: str, content: str) -> dict[str, Any]:
+    r = await http.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual",
+                        json={"title": title, "content": content, "status": "publish"})
+    assert r.status_code == 200, r.text
+    return r.json()["data"]  # type: ignore[no-any-return]
+
+
+async def _hits(http: httpx.AsyncClient, kb: str, query: str) -> list[dict[str, Any]]:
+    r = await http.post(f"/api/v1/knowledge-bases/{kb}/hybrid-search", json={"query_text": query,
+                                                                            "match_count": 5})
+    assert r.status_code == 200, r.text
+    return r.json()["data"]  # type: ignore[no-any-return]
+
+
+async def _documents(http: httpx.AsyncClient, kb: str) -> list[dict[str, Any]]:
+    r = await http.get(f"/api/v1/knowledge-bases/{kb}/knowledge", params={"page": 1, "page_size": 50})
+    assert r.status_code == 200, r.text
+    return r.json()["data"]  # type: ignore[no-any-return]
+
+
+class TestCopy:
+    async def test_copy_into_a_new_knowledge_base(self, container: Services) -> None:
+        async with client_for(container) as http:
+            src = await _kb(http, "Fauna")
+            await _manual(http, src, "Quokka", TEXT)
+            await _manual(http, src, "Wombat", "Wombats dig burrows and leave cube-shaped droppings.")
+            await container.jobs.wait_idle(30)
+            r = await http.post("/api/v1/knowledge-bases/copy", json={"source_id": src, "target_id": None})
+            assert r.status_code == 200, r.text
+            started = r.json()["data"]
+            assert set(started) == {"task_id", "source_id", "target_id", "message"}
+            assert started["source_id"] == src
+            assert started["target_id"] not in ("", src)
+            dst = started["target_id"]
+            await container.jobs.wait_idle(30)
+            p = await http.get(f"/api/v1/knowledge-bases/copy/progress/{started['task_id']}")
+            assert p.status_code == 200, p.text
+            prog = p.json()["data"]
+            assert prog["status"] == "completed", prog
+            assert (prog["progress"], prog["total"], prog["processed"]) == (100, 2, 2)
+            assert isinstance(prog["created_at"], int)
+            assert isinstance(prog["updated_at"], int)
+            assert "copied" not in prog
+            assert "error" not in prog
+
+            target = (await http.get(f"/api/v1/knowledge-bases/{dst}")).json()["data"]
+            assert target["name"] == "Fauna (copy)"
+            assert target["knowledge_count"] == 2
+            copies = await _documents(http, dst)
+            assert sorted(d["title"] for d in copies) == ["Quokka", "Wombat"]
+            assert all(d["parse_status"] == "completed" for d in copies)
+            hits = await _hits(http, dst, "quokka Rottnest Island")
+            assert hits
+            assert "quokka" in hits[0]["content"].lower()
+            assert {h["knowledge_id"] for h in hits} <= {d["id"] for d in copies}
+            assert await _hits(http, src, "quokka Rottnest Island")  # the source keeps its text
+
+            # chunks are new records of the copy, with the same text
+            quokka = next(d for d in copies if d["title"] == "Quokka")
+            chunks = (await http.get(f"/api/v1/chunks/{quokka['id']}")).json()["data"]
+            assert chunks
+            assert all(c["knowledge_id"] == quokka["id"] for c in chunks)
+            assert "Rottnest" in " ".join(c["content"] for c in chunks)
+
+    async def test_same_embedder_reuses_stored_vectors(self, container: Services) -> None:
+        engine = container.retrieval
+        assert isinstance(engine, StoredRows)
+        async with client_for(container) as http:
+            src, dst = await _kb(http, "A"), await _kb(http, "B")
+            k = await _manual(http, src, "Quokka", TEXT)
+            await container.jobs.wait_idle(30)
+            r = await http.post("/api/v1/knowledge-bases/copy", json={"source_id": src, "target_id": dst})
+            assert r.status_code == 200, r.text
+            assert r.json()["data"]["target_id"] == dst
+            await container.jobs.wait_idle(30)
+            copy = (await _documents(http, dst))[0]
+        before = await engine.rows_for_knowledge([k["id"]])
+        after = await engine.rows_for_knowledge([copy["id"]])
+        assert len(after) == len(before) > 0
+        assert {r.knowledge_base_id for r in after} == {dst}
+        assert {r.chunk_id for r in after}.isdisjoint({r.chunk_id for r in before})
+        by_text = {r.content: r.embedding for r in before}
+        for row in after:
+            assert row.embedding is not None
+            assert row.embedding == pytest.approx(by_text[row.content], abs=1e-6)
+
+    async def test_duplicate(self, sqlite_container: Services) -> None:
+        async with client_for(sqlite_container) as http:
+            src = await _kb(http, "Notes")
+            await _manual(http, src, "Quokka", TEXT)
+            await sqlite_container.jobs.wait_idle(30)
+            r = await http.post(f"/api/v1/knowledge-bases/{src}/duplicate")
+            assert r.status_code == 200, r.text
+            data = r.json()["data"]
+            assert data["source_id"] == src
+            assert data["knowledge_base"]["id"] == data["target_id"]
+            assert data["knowledge_base"]["name"] == "Notes (copy)"
+            await sqlite_container.jobs.wait_idle(30)
+            assert await _hits(http, data["target_id"], "quokka marsupial")
+            again = (await http.post(f"/api/v1/knowledge-bases/{src}/duplicate")).json()["data"]
+            assert again["knowledge_base"]["name"] == "Notes (copy 2)"
+
+    async def test_bad_input_and_other_tenants(self, sqlite_container: Services) -> None:
+        async with client_for(sqlite_container) as http:
+            src, dst = await _kb(http, "Mine"), await _kb(http, "Also mine")
+            _err(await http.post("/api/v1/knowledge-bases/copy", json={}), 400)
+            _err(await http.post("/api/v1/knowledge-bases/copy", json={"source_id": 5}), 400)
+            _err(await http.post("/api/v1/knowledge-bases/copy", content=b"{nope"), 400)
+            _err(await http.post("/api/v1/knowledge-bases/copy", json={"source_id": "nope"}), 404)
+            _err(await http.post("/api/v1/knowledge-bases/copy", json={"source_id": MISSING}), 404)
+            _err(await http.post("/api/v1/knowledge-bases/copy",
+                                 json={"source_id": src, "target_id": src}), 400)
+            _err(await http.post("/api/v1/knowledge-bases/copy",
+                                 json={"source_id": src, "task_id": "../x"}), 400)
+            _err(await http.get("/api/v1/knowledge-bases/copy/progress/unknown"), 404)
+            _err(await http.post(f"/api/v1/knowledge-bases/{MISSING}/duplicate"), 404)
+            mine = (await http.post("/api/v1/knowledge-bases/copy",
+                                    json={"source_id": src, "target_id": dst, "task_id": "t-1"})).json()
+            assert mine["data"]["task_id"] == "t-1"
+            _err(await http.post("/api/v1/knowledge-bases/copy",
+                                 json={"source_id": src, "target_id": dst, "task_id": "t-1"}), 400)
+        _, key = await sqlite_container.tenants.create("other")
+        async with client_for(sqlite_container, **{"X-API-Key": key}) as other:
+            theirs = await _kb(other, "Theirs")
+            _err(await other.post("/api/v1/knowledge-bases/copy", json={"source_id": src}), 404)
+            _err(await other.post("/api/v1/knowledge-bases/copy",
+                                  json={"source_id": theirs, "target_id": dst}), 404)
+            _err(await other.post(f"/api/v1/knowledge-bases/{src}/duplicate"), 404)
+            _err(await other.get("/api/v1/knowledge-bases/copy/progress/t-1"), 404)
