@@ -85,6 +85,8 @@ from knora.services.ingest.service import JOB_KIND, IngestDeps, IngestService
 from knora.services.kb.copy import JOB_KIND as KB_COPY_JOB
 from knora.services.kb.copy import KBCopyService
 from knora.services.kb.models import ModelService
+from knora.services.kb.move import JOB_KIND as KB_MOVE_JOB
+from knora.services.kb.move import KnowledgeMoveService
 from knora.services.kb.service import KnowledgeBaseService
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.runner import QuickAnswerRunner
@@ -165,6 +167,7 @@ class Services:
     telemetry: Telemetry  # metrics (/metrics) and traces (OTLP when configured)
     evaluation: EvaluationService  # knora eval and /evaluation (docs/evaluation.md)
     kb_copy: KBCopyService  # knowledge-base copies as jobs (knora/services/kb/copy.py)
+    kb_move: KnowledgeMoveService  # documents moved between knowledge bases, as jobs
     _closers: list[Closer] = field(default_factory=list, repr=False)
 
     async def aclose(self) -> None:
@@ -318,6 +321,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     store.jobs.register(JOB_KIND, ingest.process, give_up=ingest.give_up)
     kb_copy = KBCopyService(store.repos, store.blobs, store.embedders, store.jobs, lambda: engine)
     store.jobs.register(KB_COPY_JOB, kb_copy.run, give_up=kb_copy.give_up)
+    kb_move = KnowledgeMoveService(kb_copy, ingest.reparse)
+    store.jobs.register(KB_MOVE_JOB, kb_move.run, give_up=kb_move.give_up)
 
     models = _models(s, sessions, store.repos, closers, telemetry)
     pipeline_deps = _pipeline_deps(settings, models, search, store, kbs)
@@ -393,6 +398,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
         rate_limiter=rate_limiter, telemetry=telemetry, evaluation=evaluation, kb_copy=kb_copy,
+        kb_move=kb_move,
         _closers=closers)
     jobs_repo = store.repos.jobs
 

@@ -31,6 +31,7 @@ from knora.api.routes import (
     knowledge,
     knowledge_bases,
     knowledge_batch,
+    knowledge_move,
     knowledge_views,
     mcp_services,
     message_search,
@@ -62,6 +63,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     kb_copy.router,  # before knowledge_bases.router: /knowledge-bases/copy
     knowledge_bases.router,
     knowledge_batch.router,  # before knowledge.router: /knowledge/search, /knowledge/tags
+    knowledge_move.router,  # before knowledge.router: /knowledge/move
     knowledge.router, chunks.router, tags.router,
     model_checks.router,  # before models.router: /models/providers
     models.router, search.router, faq.router, sessions.router, messages.router, agents.router,

@@ -50,7 +50,7 @@ class KBCopyService:
         self.progress = TaskProgressStore(blobs, JOB_KIND)
 
     # --- requests -------------------------------------------------------------------------------------------
-    async def _kb(self, tenant_id: int, kb_id: str, what: str) -> KnowledgeBase:
+    async def knowledge_base(self, tenant_id: int, kb_id: str, what: str) -> KnowledgeBase:
         kb = await self.repos.kbs.get(tenant_id, kb_id) if kb_id else None
         if kb is None:
             raise NotFound(f"{what} knowledge base not found")
@@ -59,11 +59,11 @@ class KBCopyService:
     async def start(self, tenant_id: int, source_id: str, target_id: str = "", *,
                     task_id: str = "") -> KBTaskProgress:
         """Checks both knowledge bases, creates the target when none is named, and queues the copy."""
-        src = await self._kb(tenant_id, source_id, "Source")
+        src = await self.knowledge_base(tenant_id, source_id, "Source")
         if src.type != KBType.DOCUMENT:
             raise BadRequest("Only document knowledge bases can be copied")
         if target_id:
-            dst = await self._kb(tenant_id, target_id, "Target")
+            dst = await self.knowledge_base(tenant_id, target_id, "Target")
             if dst.id == src.id:
                 raise BadRequest("source_id and target_id must differ")
             if dst.type != src.type:
@@ -121,8 +121,8 @@ class KBCopyService:
             page += 1
 
     async def _copy(self, tenant_id: int, p: KBTaskProgress) -> None:
-        src = await self._kb(tenant_id, p.source_id, "Source")
-        dst = await self._kb(tenant_id, p.target_id, "Target")
+        src = await self.knowledge_base(tenant_id, p.source_id, "Source")
+        dst = await self.knowledge_base(tenant_id, p.target_id, "Target")
         docs = [k for k in await self._documents(tenant_id, src.id)
                 if k.parse_status == ParseStatus.COMPLETED]
         p.status, p.total, p.message = "processing", len(docs), "Copying documents"
@@ -155,7 +155,7 @@ class KBCopyService:
             if k.file_path:
                 await self.blobs.delete(k.file_path)
 
-    async def _chunks(self, tenant_id: int, knowledge_id: str) -> list[Chunk]:
+    async def chunks(self, tenant_id: int, knowledge_id: str) -> list[Chunk]:
         out: list[Chunk] = []
         page = 1
         while True:
@@ -176,7 +176,7 @@ class KBCopyService:
             copy.file_path = await self.blobs.put(
                 f"{k.tenant_id}/{dst.id}/{new_kid}/{k.file_name or 'original'}", data)
         await self.repos.knowledge.create(copy)
-        chunks = await self._chunks(k.tenant_id, k.id)
+        chunks = await self.chunks(k.tenant_id, k.id)
         ids = {c.id: new_id() for c in chunks}
 
         def remap(cid: str | None) -> str | None:
@@ -231,7 +231,7 @@ class KBCopyService:
             k = await self.repos.knowledge.get(tenant_id, kid)
             if k is None:
                 continue
-            for c in await self._chunks(tenant_id, kid):
+            for c in await self.chunks(tenant_id, kid):
                 if c.chunk_type in SEARCHABLE_CHUNK_TYPES:
                     rows.append(IndexRow(source_id=c.id, chunk_id=c.id, knowledge_id=kid,
                                          knowledge_base_id=kb.id, tenant_id=tenant_id,

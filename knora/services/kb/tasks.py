@@ -33,14 +33,24 @@ class KBTaskProgress(BaseModel):
     error: str = ""
     created_at: int = Field(default_factory=lambda: int(time.time()))
     updated_at: int = Field(default_factory=lambda: int(time.time()))
+    failed: int = 0
+    mode: str = ""  # a move's: reuse_vectors | reparse
+    knowledge_ids: list[str] = Field(default_factory=list)  # a move's documents
     copied: dict[str, str] = Field(default_factory=dict)  # source knowledge id → its copy (done)
     started: dict[str, str] = Field(default_factory=dict)  # source knowledge id → copy being written
 
     def public(self) -> dict[str, object]:
-        out = self.model_dump(exclude={"copied", "started"})
+        """As ``KBCloneProgress``."""
+        out = self.model_dump(exclude={"copied", "started", "failed", "mode", "knowledge_ids"})
         if not self.error:
             out.pop("error")  # ``omitempty`` in WeKnora
         return out
+
+    def public_move(self) -> dict[str, object]:
+        """As ``KnowledgeMoveProgress`` (its knowledge bases are ``source_kb_id``/``target_kb_id``)."""
+        out = self.model_dump(exclude={"copied", "started", "knowledge_ids", "source_id", "target_id"})
+        return {"task_id": self.task_id, "source_kb_id": self.source_id, "target_kb_id": self.target_id,
+                **{k: v for k, v in out.items() if k != "task_id"}}
 
 
 class TaskProgressStore:
