@@ -87,6 +87,8 @@ from knora.services.kb.copy import KBCopyService
 from knora.services.kb.models import ModelService
 from knora.services.kb.move import JOB_KIND as KB_MOVE_JOB
 from knora.services.kb.move import KnowledgeMoveService
+from knora.services.kb.rebuild import JOB_KIND as KB_REBUILD_JOB
+from knora.services.kb.rebuild import IndexRebuildService
 from knora.services.kb.service import KnowledgeBaseService
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.runner import QuickAnswerRunner
@@ -168,6 +170,7 @@ class Services:
     evaluation: EvaluationService  # knora eval and /evaluation (docs/evaluation.md)
     kb_copy: KBCopyService  # knowledge-base copies as jobs (knora/services/kb/copy.py)
     kb_move: KnowledgeMoveService  # documents moved between knowledge bases, as jobs
+    kb_rebuild: IndexRebuildService  # a knowledge base's index rebuilt from its chunks, as a job
     _closers: list[Closer] = field(default_factory=list, repr=False)
 
     async def aclose(self) -> None:
@@ -323,6 +326,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     store.jobs.register(KB_COPY_JOB, kb_copy.run, give_up=kb_copy.give_up)
     kb_move = KnowledgeMoveService(kb_copy, ingest.reparse)
     store.jobs.register(KB_MOVE_JOB, kb_move.run, give_up=kb_move.give_up)
+    kb_rebuild = IndexRebuildService(kb_copy)
+    store.jobs.register(KB_REBUILD_JOB, kb_rebuild.run, give_up=kb_rebuild.give_up)
 
     models = _models(s, sessions, store.repos, closers, telemetry)
     pipeline_deps = _pipeline_deps(settings, models, search, store, kbs)
@@ -398,7 +403,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
         rate_limiter=rate_limiter, telemetry=telemetry, evaluation=evaluation, kb_copy=kb_copy,
-        kb_move=kb_move,
+        kb_move=kb_move, kb_rebuild=kb_rebuild,
         _closers=closers)
     jobs_repo = store.repos.jobs
 

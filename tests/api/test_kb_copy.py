@@ -4,35 +4,19 @@ searches find the copied text through the real search route, and stored vectors 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from knora.adapters.retrieval.sqlite import SqliteEngine
 from knora.ports.retrieval import StoredRows
-from knora.root import Overrides, Services
-from knora.settings import Settings
-from tests.conftest import client_for, started
+from knora.root import Services
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.integration
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 TEXT = "The quokka is a small marsupial that lives on Rottnest Island near Perth."
-
-
-@pytest.fixture
-async def container(make_settings: Callable[..., Settings], db_url: str, db_backend: str,
-                    tmp_path: Path) -> AsyncIterator[Services]:
-    """Services on each metadata store, with a real retrieval engine: the embedded one on SQLite, and on
-    PostgreSQL (whose server here may lack pgvector) the SQLite engine in a file of its own (the PostgreSQL
-    engine's ``StoredRows`` is tested in tests/adapters/retrieval/test_stored_rows.py)."""
-    overrides = (Overrides(engine=lambda _s: SqliteEngine(tmp_path / "retrieval.db"))
-                 if db_backend != "sqlite" else None)
-    async with started(make_settings(database_url=db_url), overrides) as c:
-        yield c
 
 
 def _err(r: httpx.Response, status: int) -> None:
@@ -68,12 +52,12 @@ async def _documents(http: httpx.AsyncClient, kb: str) -> list[dict[str, Any]]:
 
 
 class TestCopy:
-    async def test_copy_into_a_new_knowledge_base(self, container: Services) -> None:
-        async with client_for(container) as http:
+    async def test_copy_into_a_new_knowledge_base(self, search_container: Services) -> None:
+        async with client_for(search_container) as http:
             src = await _kb(http, "Fauna")
             await _manual(http, src, "Quokka", TEXT)
             await _manual(http, src, "Wombat", "Wombats dig burrows and leave cube-shaped droppings.")
-            await container.jobs.wait_idle(30)
+            await search_container.jobs.wait_idle(30)
             r = await http.post("/api/v1/knowledge-bases/copy", json={"source_id": src, "target_id": None})
             assert r.status_code == 200, r.text
             started = r.json()["data"]
@@ -81,7 +65,7 @@ class TestCopy:
             assert started["source_id"] == src
             assert started["target_id"] not in ("", src)
             dst = started["target_id"]
-            await container.jobs.wait_idle(30)
+            await search_container.jobs.wait_idle(30)
             p = await http.get(f"/api/v1/knowledge-bases/copy/progress/{started['task_id']}")
             assert p.status_code == 200, p.text
             prog = p.json()["data"]
@@ -111,17 +95,17 @@ class TestCopy:
             assert all(c["knowledge_id"] == quokka["id"] for c in chunks)
             assert "Rottnest" in " ".join(c["content"] for c in chunks)
 
-    async def test_same_embedder_reuses_stored_vectors(self, container: Services) -> None:
-        engine = container.retrieval
+    async def test_same_embedder_reuses_stored_vectors(self, search_container: Services) -> None:
+        engine = search_container.retrieval
         assert isinstance(engine, StoredRows)
-        async with client_for(container) as http:
+        async with client_for(search_container) as http:
             src, dst = await _kb(http, "A"), await _kb(http, "B")
             k = await _manual(http, src, "Quokka", TEXT)
-            await container.jobs.wait_idle(30)
+            await search_container.jobs.wait_idle(30)
             r = await http.post("/api/v1/knowledge-bases/copy", json={"source_id": src, "target_id": dst})
             assert r.status_code == 200, r.text
             assert r.json()["data"]["target_id"] == dst
-            await container.jobs.wait_idle(30)
+            await search_container.jobs.wait_idle(30)
             copy = (await _documents(http, dst))[0]
         before = await engine.rows_for_knowledge([k["id"]])
         after = await engine.rows_for_knowledge([copy["id"]])

@@ -10,12 +10,11 @@ import httpx
 import pytest
 
 from knora.root import Services
-from tests.api.test_kb_copy import MISSING, TEXT, _documents, _err, _hits, _kb, _manual, container
+from tests.api.test_kb_copy import MISSING, TEXT, _documents, _err, _hits, _kb, _manual
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.integration
 
-__all__ = ["container"]  # the fixture, on each metadata store
 QUERY = "quokka Rottnest Island"
 
 
@@ -27,12 +26,12 @@ async def _move(http: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]
 
 class TestMove:
     @pytest.mark.parametrize("mode", ["reuse_vectors", "reparse"])
-    async def test_move_between_knowledge_bases(self, container: Services, mode: str) -> None:
-        async with client_for(container) as http:
+    async def test_move_between_knowledge_bases(self, search_container: Services, mode: str) -> None:
+        async with client_for(search_container) as http:
             src, dst = await _kb(http, "From"), await _kb(http, "To")
             k = await _manual(http, src, "Quokka", TEXT)
             stay = await _manual(http, src, "Wombat", "Wombats dig burrows and leave cube-shaped droppings.")
-            await container.jobs.wait_idle(30)
+            await search_container.jobs.wait_idle(30)
             assert await _hits(http, src, QUERY)
             assert not await _hits(http, dst, QUERY)
 
@@ -43,7 +42,7 @@ class TestMove:
                                          "target_kb_id": dst, "mode": mode})
             assert set(started) == {"task_id", "source_kb_id", "target_kb_id", "knowledge_count", "message"}
             assert started["knowledge_count"] == 1
-            await container.jobs.wait_idle(30)
+            await search_container.jobs.wait_idle(30)
             p = (await http.get(f"/api/v1/knowledge/move/progress/{started['task_id']}")).json()["data"]
             assert p["status"] == "completed", p
             assert (p["progress"], p["total"], p["processed"], p["failed"]) == (100, 1, 1, 0)
@@ -64,11 +63,11 @@ class TestMove:
             assert await _hits(http, dst, QUERY)
             assert (await http.get(f"/api/v1/knowledge/{k['id']}/preview")).status_code == 200
 
-    async def test_bad_input_and_other_tenants(self, container: Services) -> None:
-        async with client_for(container) as http:
+    async def test_bad_input_and_other_tenants(self, search_container: Services) -> None:
+        async with client_for(search_container) as http:
             src, dst = await _kb(http, "From"), await _kb(http, "To")
             k = await _manual(http, src, "Quokka", TEXT)
-            await container.jobs.wait_idle(30)
+            await search_container.jobs.wait_idle(30)
             ok = {"knowledge_ids": [k["id"]], "source_kb_id": src, "target_kb_id": dst, "mode": "reparse"}
             _err(await http.post("/api/v1/knowledge/move", json={**ok, "knowledge_ids": []}), 400)
             _err(await http.post("/api/v1/knowledge/move", json={**ok, "knowledge_ids": None}), 400)
@@ -84,8 +83,8 @@ class TestMove:
             _err(await http.get("/api/v1/knowledge/move/progress/unknown"), 404)
             _err(await http.get(f"/api/v1/knowledge-bases/{MISSING}/move-targets"), 404)
             task = await _move(http, ok)
-        _, key = await container.tenants.create("other")
-        async with client_for(container, **{"X-API-Key": key}) as other:
+        _, key = await search_container.tenants.create("other")
+        async with client_for(search_container, **{"X-API-Key": key}) as other:
             theirs = await _kb(other, "Theirs")
             _err(await other.post("/api/v1/knowledge/move", json=ok), 404)
             _err(await other.post("/api/v1/knowledge/move", json={**ok, "target_kb_id": theirs}), 404)

@@ -1,6 +1,7 @@
 """Copying a knowledge base: ``POST /knowledge-bases/copy`` (into a named target, or a new one),
-``GET /knowledge-bases/copy/progress/:task_id`` and ``POST /knowledge-bases/:id/duplicate`` (a new
-knowledge base with the source's settings and a copy of its documents).
+``GET /knowledge-bases/copy/progress/:task_id``, ``POST /knowledge-bases/:id/duplicate`` (a new
+knowledge base with the source's settings and a copy of its documents), and
+``POST /knowledge-bases/:id/rebuild-index`` (its index rebuilt from its chunks, as a job).
 
 Mounted before ``knora.api.routes.knowledge_bases``, whose ``/knowledge-bases/{id}`` would take
 ``/knowledge-bases/copy``. The copy itself is a job (``knora.services.kb.copy``).
@@ -20,6 +21,7 @@ from knora.api.schemas.kb_copy import (
     CopyKnowledgeBaseRequest,
     DuplicateKnowledgeBaseOut,
     KBCloneProgressOut,
+    RebuildIndexOut,
 )
 from knora.api.serializers import kb_json, require_id
 from knora.domain.errors import BadRequest, NotFound
@@ -69,3 +71,11 @@ async def duplicate_knowledge_base(kb_id: str, s: ServicesDep, kb_service: KBSer
     return ok({"task_id": p.task_id, "source_id": p.source_id, "target_id": p.target_id,
                "message": "Knowledge base duplicated; its documents are being copied",
                "knowledge_base": kb_json(kb, stats.get(kb.id))})
+
+
+@router.post("/knowledge-bases/{kb_id}/rebuild-index", response_model=Envelope[RebuildIndexOut])
+async def rebuild_index(kb_id: str, s: ServicesDep, tenant_id: TenantDep) -> JSONResponse:
+    p = await s.kb_rebuild.start(tenant_id, require_id(kb_id, "Knowledge base"))
+    # WeKnora's UI reads ``documentCount`` off the answer itself for its toast
+    return ok({"task_id": p.task_id, "knowledge_base_id": p.source_id, "document_count": p.total},
+              message="Index rebuild started", documentCount=p.total)

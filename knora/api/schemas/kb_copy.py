@@ -38,3 +38,9 @@ class KBCloneProgressOut(BaseModel):
     error: str | None = None
     created_at: int = Field(description="Unix seconds")
     updated_at: int = Field(description="Unix seconds")
+
+
+class RebuildIndexOut(BaseModel):
+    task_id: str
+    knowledge_base_id: str
+    document_count: int = Field(description="the completed documents the job re-indexes")

@@ -110,7 +110,7 @@ class KBCopyService:
             p.status, p.error, p.message = "failed", reason, "Copy failed"
             await self.progress.save(tenant_id, p)
 
-    async def _documents(self, tenant_id: int, kb_id: str) -> list[Knowledge]:
+    async def documents(self, tenant_id: int, kb_id: str) -> list[Knowledge]:
         out: list[Knowledge] = []
         page = 1
         while True:
@@ -120,11 +120,13 @@ class KBCopyService:
                 return out
             page += 1
 
+    async def completed_documents(self, tenant_id: int, kb_id: str) -> list[Knowledge]:
+        return [k for k in await self.documents(tenant_id, kb_id) if k.parse_status == ParseStatus.COMPLETED]
+
     async def _copy(self, tenant_id: int, p: KBTaskProgress) -> None:
         src = await self.knowledge_base(tenant_id, p.source_id, "Source")
         dst = await self.knowledge_base(tenant_id, p.target_id, "Target")
-        docs = [k for k in await self._documents(tenant_id, src.id)
-                if k.parse_status == ParseStatus.COMPLETED]
+        docs = await self.completed_documents(tenant_id, src.id)
         p.status, p.total, p.message = "processing", len(docs), "Copying documents"
         p.processed = len(p.copied)
         await self.progress.save(tenant_id, p)
