@@ -23,6 +23,7 @@ from knora.adapters.db.engine import make_engine, make_sessionmaker, migrate
 from knora.adapters.db.repos._batch import GroupCommit
 from knora.adapters.db.repos._mapping import GatedSessions
 from knora.adapters.db.repos.agents import SqlAgentRepo
+from knora.adapters.db.repos.chunk_revisions import SqlChunkRevisionRepo
 from knora.adapters.db.repos.chunks import SqlChunkRepo
 from knora.adapters.db.repos.faq import SqlFaqRepo
 from knora.adapters.db.repos.jobs import SqlJobRepo
@@ -213,7 +214,8 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
     gated = GatedSessions(sessions, asyncio.Lock() if s.is_sqlite else None)
     repos = Repositories(kbs=SqlKnowledgeBaseRepo(gated), knowledge=SqlKnowledgeRepo(gated),
                          chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated),
-                         jobs=SqlJobRepo(gated), pins=SqlKnowledgeBasePinRepo(gated))
+                         jobs=SqlJobRepo(gated), pins=SqlKnowledgeBasePinRepo(gated),
+                         chunk_revisions=SqlChunkRevisionRepo(gated))
     embedders = EmbedderRegistry(s, build_embedder, _outbound(s))
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)

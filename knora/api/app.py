@@ -22,6 +22,7 @@ from knora.api.request_id import RequestIdMiddleware
 from knora.api.routes import (
     agents,
     chat,
+    chunk_revisions,
     chunks,
     evaluation,
     faq,
@@ -64,7 +65,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     knowledge_bases.router,
     knowledge_batch.router,  # before knowledge.router: /knowledge/search, /knowledge/tags
     knowledge_move.router,  # before knowledge.router: /knowledge/move
-    knowledge.router, chunks.router, tags.router,
+    knowledge.router, chunks.router, chunk_revisions.router, tags.router,
     model_checks.router,  # before models.router: /models/providers
     models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
     mcp_services.router, evaluation.router, tenant_settings.router, kb_pins.router,
