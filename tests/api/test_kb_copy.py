@@ -9,8 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
+from knora.domain.knowledge import Knowledge, ParseStatus
 from knora.ports.retrieval import StoredRows
 from knora.root import Services
+from knora.services.kb.tasks import KBTaskProgress
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.integration
@@ -160,3 +162,80 @@ class TestCopy:
                                   json={"source_id": theirs, "target_id": dst}), 404)
             _err(await other.post(f"/api/v1/knowledge-bases/{src}/duplicate"), 404)
             _err(await other.get("/api/v1/knowledge-bases/copy/progress/t-1"), 404)
+
+
+class TestVectors:
+    """Which vectors a copy writes: the source's stored ones when both knowledge bases embed with the same
+    model, else the target's model's. The source's stored vectors are replaced by a marker first, so the
+    two cannot be confused."""
+
+    async def test_stored_vectors_or_the_targets_model(self, sqlite_container: Services) -> None:
+        engine = sqlite_container.retrieval
+        assert isinstance(engine, StoredRows)
+        repos = sqlite_container.repos
+        async with client_for(sqlite_container) as http:
+            src = await _kb(http, "Source")
+            same, other = await _kb(http, "Same model"), await _kb(http, "Other model")
+            kb = await repos.kbs.get(sqlite_container.default_tenant_id, other)
+            assert kb is not None
+            await repos.kbs.update(kb.model_copy(update={"embedding_model_id": "local:hash"}))
+            k = await _manual(http, src, "Quokka", TEXT)
+            await sqlite_container.jobs.wait_idle(30)
+            stored = await engine.rows_for_knowledge([k["id"]])
+            dim = len(stored[0].embedding or [])
+            marker = [1.0] + [0.0] * (dim - 1)
+            await engine.index([r.model_copy(update={"embedding": marker}) for r in stored])
+            for target in (same, other):
+                r = await http.post("/api/v1/knowledge-bases/copy",
+                                    json={"source_id": src, "target_id": target})
+                assert r.status_code == 200, r.text
+            await sqlite_container.jobs.wait_idle(30)
+            reused = await engine.rows_for_knowledge([(await _documents(http, same))[0]["id"]])
+            fresh = await engine.rows_for_knowledge([(await _documents(http, other))[0]["id"]])
+        assert [r.embedding for r in reused] == [pytest.approx(marker)] * len(stored)
+        expected = await sqlite_container.embedders.batcher("local:hash", tenant_id=None).embed(
+            [r.content for r in fresh])
+        for row, vec in zip(fresh, expected, strict=True):
+            assert row.embedding != pytest.approx(marker)
+            assert row.embedding == pytest.approx(vec.tolist(), abs=1e-5)
+
+
+class TestResume:
+    async def test_a_run_cut_short_goes_on_where_it_stopped(self, sqlite_container: Services) -> None:
+        """A copy job that ran again after a restart (the queue runs an unfinished job again): documents
+        recorded as copied are left alone, a copy left half-written is replaced, the rest are copied."""
+        copies = sqlite_container.kb_copy
+        tenant = sqlite_container.default_tenant_id
+        async with client_for(sqlite_container) as http:
+            src, dst = await _kb(http, "Source"), await _kb(http, "Target")
+            done = await _manual(http, src, "Quokka", TEXT)
+            cut = await _manual(http, src, "Wombat", "Wombats dig burrows and leave cube-shaped droppings.")
+            rest = await _manual(http, src, "Numbat", "The numbat eats termites in Western Australia.")
+            await sqlite_container.jobs.wait_idle(30)
+            src_kb = await copies.knowledge_base(tenant, src, "Source")
+            dst_kb = await copies.knowledge_base(tenant, dst, "Target")
+            k_done = await sqlite_container.repos.knowledge.get(tenant, done["id"])
+            assert k_done is not None
+            await copies.copy_document(k_done, src_kb, dst_kb, "11111111-1111-4111-8111-111111111111")
+            half = Knowledge(id="22222222-2222-4222-8222-222222222222", tenant_id=tenant,
+                             knowledge_base_id=dst, title="Wombat", type="manual",
+                             parse_status=ParseStatus.PROCESSING)
+            await sqlite_container.repos.knowledge.create(half)
+            p = KBTaskProgress(task_id="resume-1", source_id=src, target_id=dst, status="processing",
+                               copied={done["id"]: "11111111-1111-4111-8111-111111111111"},
+                               started={cut["id"]: half.id})
+            await copies.progress.save(tenant, p)
+            await copies.run({"tenant_id": tenant, "task_id": "resume-1"})
+
+            prog = (await http.get("/api/v1/knowledge-bases/copy/progress/resume-1")).json()["data"]
+            assert prog["status"] == "completed", prog
+            assert (prog["total"], prog["processed"]) == (3, 3)
+            docs = await _documents(http, dst)
+            assert sorted(d["title"] for d in docs) == ["Numbat", "Quokka", "Wombat"]
+            ids = {d["title"]: d["id"] for d in docs}
+            assert ids["Quokka"] == "11111111-1111-4111-8111-111111111111"
+            assert ids["Wombat"] != half.id
+            assert await sqlite_container.repos.knowledge.get(tenant, half.id) is None
+            assert all(d["parse_status"] == "completed" for d in docs)
+            assert {h["knowledge_id"] for h in await _hits(http, dst, "numbat termites")} == {ids["Numbat"]}
+            assert rest["id"] not in ids.values()
