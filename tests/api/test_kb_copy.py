@@ -13,7 +13,7 @@ from knora.domain.knowledge import Knowledge, ParseStatus
 from knora.ports.retrieval import StoredRows
 from knora.root import Services
 from knora.services.kb.tasks import KBTaskProgress
-from tests.conftest import client_for
+from tests.conftest import client_for, started
 
 pytestmark = pytest.mark.integration
 
@@ -239,3 +239,18 @@ class TestResume:
             assert all(d["parse_status"] == "completed" for d in docs)
             assert {h["knowledge_id"] for h in await _hits(http, dst, "numbat termites")} == {ids["Numbat"]}
             assert rest["id"] not in ids.values()
+
+
+class TestQuota:
+    async def test_a_copy_counts_against_the_storage_quota(self, make_settings: Any) -> None:
+        async with started(make_settings(tenant_storage_quota_bytes=len(TEXT.encode()) * 3 // 2)) as c, \
+                client_for(c) as http:
+            src = await _kb(http, "Source")
+            k = await _manual(http, src, "Quokka", TEXT)
+            await c.jobs.wait_idle(30)
+            assert k["file_size"] > 0
+            r = await http.post("/api/v1/knowledge-bases/copy", json={"source_id": src})
+            _err(r, 403)
+            assert "quota" in r.json()["error"]["message"].lower()
+            assert [kb["name"] for kb in (await http.get("/api/v1/knowledge-bases")).json()["data"]] == [
+                "Source"]

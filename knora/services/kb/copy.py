@@ -11,6 +11,7 @@ target's model. A copied document becomes searchable in the target in one step: 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,6 +32,7 @@ from knora.ports.jobs import JobQueue
 from knora.ports.retrieval import RetrievalEngine, StoredRows
 from knora.ports.store import Repositories
 from knora.services.ingest.embedders import EmbedderRegistry
+from knora.services.ingest.quota import StorageQuota
 from knora.services.kb.tasks import KBTaskProgress, TaskProgressStore
 
 log = logging.getLogger(__name__)
@@ -41,7 +43,9 @@ _PAGE = 500
 
 class KBCopyService:
     def __init__(self, repos: Repositories, blobs: BlobStore, embedders: EmbedderRegistry, jobs: JobQueue,
-                 retrieval: Callable[[], RetrievalEngine | None]) -> None:
+                 retrieval: Callable[[], RetrievalEngine | None], quota: StorageQuota | None = None) -> None:
+        """``quota``: the tenant storage quota copies count against, as uploads do."""
+        self.quota = quota
         self.repos = repos
         self.blobs = blobs
         self.embedders = embedders
@@ -62,17 +66,21 @@ class KBCopyService:
         src = await self.knowledge_base(tenant_id, source_id, "Source")
         if src.type != KBType.DOCUMENT:
             raise BadRequest("Only document knowledge bases can be copied")
+        dst: KnowledgeBase | None = None
         if target_id:
             dst = await self.knowledge_base(tenant_id, target_id, "Target")
             if dst.id == src.id:
                 raise BadRequest("source_id and target_id must differ")
             if dst.type != src.type:
                 raise BadRequest("The target knowledge base must be of the source's type")
-        else:
-            dst = await self.create_copy_of(src)
         task_id = task_id or new_id()
         if await self.progress.get(tenant_id, task_id) is not None:
             raise BadRequest("task_id is already in use")
+        if self.quota is not None:  # refused up front when it cannot fit; each document is admitted again
+            size = sum(k.file_size for k in await self.completed_documents(tenant_id, src.id))
+            await self.quota.check(tenant_id, size, what="a copy of this knowledge base")
+        if dst is None:  # only once every check passed: a refused copy leaves no empty knowledge base
+            dst = await self.create_copy_of(src)
         p = KBTaskProgress(task_id=task_id, source_id=src.id, target_id=dst.id,
                            message="Task queued, waiting to start")
         await self.progress.save(tenant_id, p)
@@ -173,11 +181,13 @@ class KBCopyService:
             "id": new_kid, "knowledge_base_id": dst.id, "parse_status": ParseStatus.PROCESSING,
             "tag_id": None, "file_path": "", "created_at": now, "updated_at": now,
             "embedding_model_id": dst.embedding_model_id}, deep=True)
-        if k.file_path:
-            data = await self.blobs.get(k.file_path)
-            copy.file_path = await self.blobs.put(
-                f"{k.tenant_id}/{dst.id}/{new_kid}/{k.file_name or 'original'}", data)
-        await self.repos.knowledge.create(copy)
+        async with (self.quota.admitting(k.tenant_id, k.file_size, repr(k.file_name or k.title))
+                    if self.quota is not None else contextlib.nullcontext()):
+            if k.file_path:
+                data = await self.blobs.get(k.file_path)
+                copy.file_path = await self.blobs.put(
+                    f"{k.tenant_id}/{dst.id}/{new_kid}/{k.file_name or 'original'}", data)
+            await self.repos.knowledge.create(copy)
         chunks = await self.chunks(k.tenant_id, k.id)
         ids = {c.id: new_id() for c in chunks}
 
