@@ -77,6 +77,11 @@ class TestMove:
             _err(await http.post("/api/v1/knowledge/move", json={**ok, "target_kb_id": src}), 400)
             _err(await http.post("/api/v1/knowledge/move", json={**ok, "target_kb_id": MISSING}), 404)
             _err(await http.post("/api/v1/knowledge/move", json={**ok, "knowledge_ids": [MISSING]}), 404)
+            r = await http.post("/api/v1/knowledge-bases", json={"name": "FAQ", "type": "faq"})
+            faq = r.json()["data"]["id"]
+            _err(await http.post("/api/v1/knowledge/move", json={**ok, "target_kb_id": faq}), 400)
+            faq_targets = await http.get(f"/api/v1/knowledge-bases/{faq}/move-targets")
+            assert faq_targets.json()["data"] == []
             third = await _kb(http, "Third")
             _err(await http.post("/api/v1/knowledge/move", json={**ok, "source_kb_id": third}), 404)
             _err(await http.post("/api/v1/knowledge/move", content=b"{nope"), 400)

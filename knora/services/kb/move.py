@@ -18,7 +18,7 @@ from typing import Any
 
 from knora.domain.common import new_id, utcnow
 from knora.domain.errors import BadRequest, NotFound
-from knora.domain.knowledge import Knowledge, KnowledgeBase, ParseStatus
+from knora.domain.knowledge import KBType, Knowledge, KnowledgeBase, ParseStatus
 from knora.services.kb.copy import KBCopyService
 from knora.services.kb.tasks import KBTaskProgress, TaskProgressStore
 
@@ -41,8 +41,10 @@ class KnowledgeMoveService:
         return a.embedding_model_id == b.embedding_model_id
 
     async def targets(self, tenant_id: int, kb_id: str) -> list[KnowledgeBase]:
-        """The tenant's other knowledge bases of the source's type."""
+        """The tenant's other document knowledge bases (none for an FAQ one: FAQ entries do not move)."""
         src = await self.c.knowledge_base(tenant_id, kb_id, "The")
+        if src.type != KBType.DOCUMENT:
+            return []
         return [kb for kb in await self.c.repos.kbs.list(tenant_id)
                 if kb.id != src.id and kb.type == src.type]
 
@@ -56,8 +58,8 @@ class KnowledgeMoveService:
         dst = await self.c.knowledge_base(tenant_id, target_kb_id, "Target")
         if src.id == dst.id:
             raise BadRequest("source_kb_id and target_kb_id must differ")
-        if src.type != dst.type:
-            raise BadRequest("The target knowledge base must be of the source's type")
+        if src.type != KBType.DOCUMENT or dst.type != KBType.DOCUMENT:
+            raise BadRequest("Only documents of document knowledge bases can be moved")
         if mode == "reuse_vectors" and not (self.same_embedder(src, dst)
                                             and dst.indexing_strategy.vector_enabled
                                             == src.indexing_strategy.vector_enabled):
