@@ -254,3 +254,25 @@ class TestQuota:
             assert "quota" in r.json()["error"]["message"].lower()
             assert [kb["name"] for kb in (await http.get("/api/v1/knowledge-bases")).json()["data"]] == [
                 "Source"]
+
+
+class TestRestart:
+    async def test_a_queued_copy_runs_after_a_restart(self, make_settings: Any) -> None:
+        """The copy is a job of the durable queue: queued by one process that stops before running it, it
+        is run by the next process on the same data, and its progress is read there."""
+        settings = make_settings()
+        async with started(settings) as first, client_for(first) as http:
+            src = await _kb(http, "Source")
+            await _manual(http, src, "Quokka", TEXT)
+            await first.jobs.wait_idle(30)
+            await first.jobs.stop()  # the workers are gone: the copy stays queued
+            r = await http.post("/api/v1/knowledge-bases/copy", json={"source_id": src})
+            assert r.status_code == 200, r.text
+            task, dst = r.json()["data"]["task_id"], r.json()["data"]["target_id"]
+            p = (await http.get(f"/api/v1/knowledge-bases/copy/progress/{task}")).json()["data"]
+            assert p["status"] == "pending"
+        async with started(settings) as second, client_for(second) as http:
+            await second.jobs.wait_idle(30)
+            p = (await http.get(f"/api/v1/knowledge-bases/copy/progress/{task}")).json()["data"]
+            assert p["status"] == "completed", p
+            assert await _hits(http, dst, "quokka Rottnest Island")
