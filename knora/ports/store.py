@@ -171,6 +171,10 @@ class ChunkRevisionRepo(Protocol):
 
     async def get(self, tenant_id: int, chunk_id: str, revision: int) -> ChunkRevision | None: ...
 
+    async def for_knowledge(self, tenant_id: int, knowledge_id: str) -> builtins.list[ChunkRevision]:
+        """Every revision of a document's chunks (kept across a move, which rewrites the chunk rows)."""
+        ...
+
 
 @runtime_checkable
 class KnowledgeBasePinRepo(Protocol):

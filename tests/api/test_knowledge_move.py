@@ -35,6 +35,10 @@ class TestMove:
             assert await _hits(http, src, QUERY)
             assert not await _hits(http, dst, QUERY)
 
+            chunk = (await http.get(f"/api/v1/chunks/{k['id']}")).json()["data"][0]
+            edited = await http.put(f"/api/v1/chunks/{k['id']}/{chunk['id']}",
+                                    json={"content": TEXT + " Edited."})
+            assert edited.status_code == 200, edited.text
             targets = (await http.get(f"/api/v1/knowledge-bases/{src}/move-targets")).json()["data"]
             assert [t["id"] for t in targets] == [dst]
 
@@ -58,6 +62,9 @@ class TestMove:
             assert hits
             assert {h["knowledge_id"] for h in hits} == {k["id"]}
             assert all(h["knowledge_id"] != k["id"] for h in await _hits(http, src, QUERY))
+            if mode == "reuse_vectors":  # the same chunks, with their edit history
+                revs = (await http.get(f"/api/v1/chunks/{k['id']}/{chunk['id']}/revisions")).json()["data"]
+                assert [(r["content"], r["knowledge_base_id"]) for r in revs] == [(chunk["content"], dst)]
             # deleting the source knowledge base leaves the moved document whole
             assert (await http.delete(f"/api/v1/knowledge-bases/{src}")).status_code == 200
             assert await _hits(http, dst, QUERY)

@@ -135,8 +135,12 @@ class KnowledgeMoveService:
                 await engine.index([r.model_copy(update={"knowledge_base_id": dst.id, "tag_id": None})
                                     for r in rows])
             chunks = await self.c.chunks(tenant_id, kid)
+            # rewriting the chunk rows (same ids) takes their revisions with them: kept and put back
+            revisions = await self.c.repos.chunk_revisions.for_knowledge(tenant_id, kid)
             await self.c.repos.chunks.replace_for_knowledge(kid, [
                 ch.model_copy(update={"knowledge_base_id": dst.id, "tag_id": None}) for ch in chunks])
+            for rev in revisions:
+                await self.c.repos.chunk_revisions.add(rev.model_copy(update={"knowledge_base_id": dst.id}))
         elif engine is not None:
             await engine.delete_knowledge([kid])
         moved = k.model_copy(update={"knowledge_base_id": dst.id, "tag_id": None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 from sqlalchemy import delete, select
 
 from knora.adapters.db.repos._mapping import SessionFactory, row_to, to_row
@@ -33,3 +35,9 @@ class SqlChunkRevisionRepo:
         async with self._sessions() as s:
             row = (await s.execute(q)).scalars().first()
             return row_to(ChunkRevision, row) if row is not None else None
+
+    async def for_knowledge(self, tenant_id: int, knowledge_id: str) -> builtins.list[ChunkRevision]:
+        q = select(ChunkRevisionRow).where(ChunkRevisionRow.tenant_id == tenant_id,
+                                           ChunkRevisionRow.knowledge_id == knowledge_id)
+        async with self._sessions() as s:
+            return [row_to(ChunkRevision, r) for r in (await s.execute(q)).scalars().all()]
