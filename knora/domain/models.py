@@ -21,6 +21,9 @@ MODEL_TYPE_ALIASES = {
 # The chat model chosen by settings (or the extractive answerer), as GET /models and the built-in agents
 # name it.
 BUILTIN_CHAT_MODEL_ID = "builtin-chat"
+# Knora's local reranker (``knora/adapters/llm/rerank_local.py``), listed so WeKnora's UI can start smart
+# reasoning; used only where a request, agent or knowledge base names it.
+BUILTIN_RERANK_MODEL_ID = "builtin-rerank"
 
 # The ``created_at``/``updated_at`` of built-in models and agents. They are made from code on every request,
 # so a default of "now" changed on each read, and clients that sort or cache by it saw a new record each time.

@@ -7,8 +7,8 @@ found", the same answer for both so that ids of other tenants cannot be probed);
 again on use, so a row stored before this check still never serves another tenant.
 
 Allowed to everyone: the built-in ids (the settings' chat model and embedder as ``GET /models`` lists them,
-the extractive answerer) and ``provider:model`` specs, which name no row and are served with the operator's
-settings, never with a tenant's endpoint or key.
+the extractive answerer, and the local reranker where a Rerank model is asked for) and ``provider:model``
+specs, which name no row and are served with the operator's settings, never with a tenant's endpoint or key.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from knora.domain.errors import ValidationFailed
-from knora.domain.models import BUILTIN_CHAT_MODEL_ID, ModelConfig
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID, BUILTIN_RERANK_MODEL_ID, ModelConfig
 from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID
 
 CHAT_TYPES = ("KnowledgeQA", "VLLM")
@@ -29,7 +29,9 @@ BUILTIN_MODEL_IDS = frozenset({BUILTIN_CHAT_MODEL_ID, BUILTIN_EMBEDDING_MODEL_ID
                                "local:extractive"})
 # the type ``GET /models`` gives each built-in id: one is not accepted in another's role
 _BUILTIN_TYPES = {BUILTIN_CHAT_MODEL_ID: "KnowledgeQA", "extractive": "KnowledgeQA",
-                  "local:extractive": "KnowledgeQA", BUILTIN_EMBEDDING_MODEL_ID: "Embedding"}
+                  "local:extractive": "KnowledgeQA", BUILTIN_EMBEDDING_MODEL_ID: "Embedding",
+                  BUILTIN_RERANK_MODEL_ID: "Rerank"}
+BUILTIN_RERANK_IDS = frozenset({BUILTIN_RERANK_MODEL_ID})  # allowed where a Rerank model is
 
 
 class _Models(Protocol):
@@ -70,6 +72,10 @@ class TenantRefs:
             raise ValidationFailed(f"{field}: model {value} is a {builtin_type} model, "
                                    f"not {' or '.join(types)}")
         if value in BUILTIN_MODEL_IDS or value == self._default_embedder() or is_spec(value):
+            return value
+        if value in BUILTIN_RERANK_IDS:
+            if not set(types) & set(RERANK_TYPES):
+                raise ValidationFailed(f"{field}: model {value} is a Rerank model, not {' or '.join(types)}")
             return value
         row = await self._models.get(tenant_id, value)
         if row is None or row.tenant_id != tenant_id:

@@ -312,8 +312,18 @@ class TestFrontendStartup:
         assert isinstance(smart["config"]["allowed_tools"], list)
         assert smart["config"]["allowed_tools"]
 
-    async def test_a_configured_rerank_model_is_offered_to_smart_reasoning(
+    async def test_smart_reasoning_gets_the_builtin_rerank_model_until_a_default_is_marked(
             self, sqlite_client: httpx.AsyncClient) -> None:
+        """The FE needs a Rerank model for smart reasoning: the built-in one is listed and offered; a stored
+        row is offered once the tenant marks it default (a row not marked never is: a dead one would
+        otherwise rerank every turn)."""
+        models = (await sqlite_client.get("/api/v1/models")).json()["data"]
+        builtin = next(m for m in models if m["id"] == "builtin-rerank")
+        _model_fields(builtin)
+        assert builtin["type"] == "Rerank"
+        assert builtin["is_builtin"] is True
+        smart = (await sqlite_client.get("/api/v1/agents/builtin-smart-reasoning")).json()["data"]
+        assert smart["config"]["rerank_model_id"] == "builtin-rerank"
         r = await sqlite_client.post("/api/v1/models", json={
             "name": "bge-reranker", "type": "Rerank", "source": "remote",
             "parameters": {"base_url": "http://127.0.0.1:9/v1", "api_key": "secret"}})
@@ -322,6 +332,9 @@ class TestFrontendStartup:
         _model_fields(rerank)
         assert rerank["type"] == "Rerank"
         assert "secret" not in r.text
+        smart = (await sqlite_client.get("/api/v1/agents/builtin-smart-reasoning")).json()["data"]
+        assert smart["config"]["rerank_model_id"] == "builtin-rerank"
+        assert (await sqlite_client.put(f"/api/v1/models/{rerank['id']}/default")).status_code == 200
         smart = (await sqlite_client.get("/api/v1/agents/builtin-smart-reasoning")).json()["data"]
         assert smart["config"]["rerank_model_id"] == rerank["id"]
         listed = (await sqlite_client.get(f"/api/v1/models/{rerank['id']}")).json()["data"]

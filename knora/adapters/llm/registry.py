@@ -4,14 +4,17 @@ One explicit registry per kind (``CHAT_PROVIDERS``, ``RERANK_PROVIDERS``, each a
 :class:`~knora.domain.registry.Registry`): a provider is one factory function; adding one is one line.
 Instances are cached per (provider, model, base URL, key) so HTTP connection pools are reused across turns.
 
-Resolution of ``await chat_models.get(model_id, tenant_id=…)``:
-1. ``None``/empty → ``settings.chat_model`` → the tenant's default KnowledgeQA model (``is_default`` first) →
-   the local extractive answerer. Knora always answers something, and says which model did.
-2. a row id of the ``models`` table of ``tenant_id`` (type KnowledgeQA/VLLM; another tenant's row is never
+Resolution of ``await chat_models.get(model_id, tenant_id=…)`` — the model named is the model used:
+1. ``None``/empty → the tenant's ``is_default`` KnowledgeQA row → else ``builtin-chat``. A stored row that is
+   not marked default never answers an unnamed request (a client adding a broken model must not break the
+   other turns).
+2. ``builtin-chat`` (what ``GET /models`` lists for the settings' model) → ``settings.chat_model`` → the local
+   extractive answerer. Never a row.
+3. a row id of the ``models`` table of ``tenant_id`` (type KnowledgeQA/VLLM; another tenant's row is never
    used, and without a tenant no row is) → its ``parameters.provider`` (or
    ``interface_type``; ``source == "local"`` means Ollama), ``parameters.base_url``, ``api_key`` and ``name``.
-3. a ``provider:model`` string → that provider with the settings' base URL and key.
-4. ``extractive`` / ``local:extractive`` → the extractive answerer.
+4. a ``provider:model`` string → that provider with the settings' base URL and key.
+5. ``extractive`` / ``local:extractive`` → the extractive answerer.
 Unknown ids raise ``ModelNotConfigured`` (the pipeline maps it to ``ErrGetChatModel``).
 
 Every client connects through :class:`~knora.netguard.PinnedTransport` under one of two policies: a row's
@@ -34,7 +37,13 @@ from knora.adapters.llm.metered import MeteredChatModel
 from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
 from knora.adapters.llm.rerank_http import HttpReranker, Style
-from knora.domain.models import BUILTIN_CHAT_MODEL_ID, PROVIDER_DEFAULT_URLS, ModelConfig
+from knora.adapters.llm.rerank_local import E5_BM25_MODEL_ID, e5_bm25, search_order
+from knora.domain.models import (
+    BUILTIN_CHAT_MODEL_ID,
+    BUILTIN_RERANK_MODEL_ID,
+    PROVIDER_DEFAULT_URLS,
+    ModelConfig,
+)
 from knora.domain.registry import Registry
 from knora.netguard import PUBLIC_ONLY, AddressRefused, Outbound, OutboundPolicy
 from knora.ports.chat import ChatModel, ModelError
@@ -233,20 +242,29 @@ class ChatModelRegistry:
     def extractive(self) -> ChatModel:
         return self.from_spec("extractive")
 
-    async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> ChatModel:
+    @property
+    def builtin(self) -> ChatModel:
+        """``builtin-chat``: the settings' chat model, else the local extractive answerer — never a row."""
         s = self._settings
-        if model_id == BUILTIN_CHAT_MODEL_ID:  # the settings' model as GET /models lists it
-            model_id = None
+        if s.chat_model:
+            return self.from_spec(s.chat_model, base_url=s.chat_base_url, api_key=s.chat_api_key)
+        return self.extractive
+
+    async def default_row(self, tenant_id: int | None) -> ModelConfig | None:
+        """The tenant's ``is_default`` KnowledgeQA row (active), or None: then ``builtin-chat`` is the
+        default. A row that is not marked default is never chosen for a request that names no model."""
+        if self._rows is None or tenant_id is None:
+            return None
+        rows = [r for r in await self._rows.list(tenant_id, type="KnowledgeQA")
+                if r.is_default and r.status == "active"]
+        return max(rows, key=lambda r: r.updated_at) if rows else None  # the latest marked, if several
+
+    async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> ChatModel:
         if not model_id:
-            if s.chat_model:
-                return self.from_spec(s.chat_model, base_url=s.chat_base_url, api_key=s.chat_api_key)
-            if self._rows is not None and tenant_id is not None:
-                rows = [r for r in await self._rows.list(tenant_id,
-                                                         type="KnowledgeQA") if r.status == "active"]
-                if rows:
-                    rows.sort(key=lambda r: (not r.is_default, r.created_at))
-                    return await self._from_row(rows[0])
-            return self.extractive
+            row = await self.default_row(tenant_id)
+            return await self._from_row(row) if row is not None else self.builtin
+        if model_id == BUILTIN_CHAT_MODEL_ID:
+            return self.builtin
         if model_id.strip().lower() in ("extractive", EXTRACTIVE_MODEL_ID):
             return self.extractive
         if self._rows is not None and tenant_id is not None:  # a row only ever for its own tenant
@@ -256,6 +274,7 @@ class ChatModelRegistry:
                     raise ModelNotConfigured(f"model {model_id} is a {row.type} model, not a chat model")
                 return await self._from_row(row)
         if ":" in model_id:
+            s = self._settings
             return self.from_spec(model_id, base_url=s.chat_base_url, api_key=s.chat_api_key)
         raise ModelNotConfigured(f"configured chat model {model_id} is unavailable")
 
@@ -291,13 +310,27 @@ class RerankerRegistry:
         made_r: Reranker = self._cache.get_or_make(key, lambda: factory(model, base_url, api_key, merged))
         return made_r
 
+    @property
+    def builtin(self) -> Reranker:
+        """``builtin-rerank`` as ``GET /models`` lists it: the search order kept (``rerank_local``)."""
+        made: Reranker = self._cache.get_or_make(("builtin", BUILTIN_RERANK_MODEL_ID), search_order)
+        return made
+
     async def get(self, model_id: str | None = None, *, tenant_id: int | None = None) -> Reranker | None:
-        """``None`` when nothing is configured: reranking is then skipped (spec §2.9)."""
+        """``None`` when nothing is named and the operator set no ``rerank_model``: reranking is then
+        skipped (spec §2.9). The built-in local reranker is used only where it is named (it is not a default:
+        see ``rerank_local``); a tenant's ``is_default`` Rerank row is not applied unnamed either, because
+        WeKnora's pipeline reranks only with the model its agent or knowledge base names."""
         s = self._settings
         if not model_id:
             if s.rerank_model:
                 return self.from_spec(s.rerank_model, base_url=s.rerank_base_url, api_key=s.rerank_api_key)
             return None
+        if model_id == BUILTIN_RERANK_MODEL_ID:
+            return self.builtin
+        if model_id == E5_BM25_MODEL_ID:  # the local re-scoring (rerank_local), by name only
+            made: Reranker = self._cache.get_or_make(("builtin", E5_BM25_MODEL_ID), e5_bm25)
+            return made
         if self._rows is not None and tenant_id is not None:  # a row only ever for its own tenant
             row = await self._rows.get(tenant_id, model_id)
             if row is not None:

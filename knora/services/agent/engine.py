@@ -127,10 +127,11 @@ class AgentEngine:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            failure = f"LLM call failed ({self.model.model_id}): {exc}"  # which model: the turn names it
             if any(step["tool_calls"] for step in res.steps):
-                await self._synthesise(run, query, f"LLM call failed: {exc}")
+                await self._synthesise(run, query, failure)
                 return "break"
-            raise RuntimeError(f"LLM call failed: {exc}") from exc
+            raise RuntimeError(failure) from exc
         thought = rr.content
         if self.text_mode:
             thought, rr.tool_calls, final = react_text.parse(rr.content, res.rounds)

@@ -17,7 +17,6 @@ from typing import Any
 
 from knora.domain.agent_settings import AgentSettings
 from knora.domain.errors import AppError
-from knora.domain.models import BUILTIN_CHAT_MODEL_ID
 from knora.domain.stream import BusEvent
 from knora.domain.think import drop_closed_think
 from knora.ports.chat import ChatMessage, ChatModels, ToolCall
@@ -81,8 +80,9 @@ def mcp_selection(agent: AgentSettings, requested: list[str]) -> tuple[str | Non
 
 
 def chat_model_id(req: TurnRequest, agent: AgentSettings) -> str | None:
-    model_id = req.summary_model_id or agent.model_id or None
-    return None if model_id == BUILTIN_CHAT_MODEL_ID else model_id  # "the settings' model" (GET /models)
+    """The model the turn names (``builtin-chat`` included: the registry resolves it to the settings' model,
+    never to a stored row); None lets the tenant's default answer."""
+    return req.summary_model_id or agent.model_id or None
 
 
 def must_use_skills(pinned: list[str]) -> list[str]:

@@ -1,8 +1,9 @@
 """Agents CRUD and resolution (``c.agent_service``): built-ins merged with tenant overrides, custom agents.
 
 Built-ins ship without a model (spec §6.12); WeKnora's web UI refuses to send until the selected agent's
-``config.model_id`` names a KnowledgeQA model from ``GET /models``, so an empty model id is shown as the
-tenant's default chat model (Knora's settings model, else the first stored KnowledgeQA model).
+``config.model_id`` names a KnowledgeQA model from ``GET /models`` (and, for smart reasoning, a Rerank model),
+so an empty model id is shown — and used — as the tenant's default of that type: its ``is_default`` row, else
+the built-in (``builtin-chat``, ``builtin-rerank``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 from knora.domain.agent_settings import AgentSettings
 from knora.domain.common import new_id, utcnow
 from knora.domain.errors import BadRequest, Forbidden, NotFound
-from knora.domain.models import BUILTIN_CHAT_MODEL_ID, AgentConfig
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID, BUILTIN_RERANK_MODEL_ID, AgentConfig
 from knora.domain.nulls import absent_nulls
 from knora.ports.agent_store import AgentRepo
 from knora.ports.store import ModelRepo
@@ -52,19 +53,26 @@ class AgentService:
                 known = prior if isinstance(prior, list) else []
                 await check(tenant_id, [i for i in ids if i not in known], field=f"config.{field}")
 
-    async def _default_models(self, tenant_id: int) -> tuple[str, str]:
-        chat, rerank = BUILTIN_CHAT_MODEL_ID, ""
+    async def _default_models(self, tenant_id: int, smart: bool) -> tuple[str, str]:
+        """(chat, rerank) for an agent that names none: the tenant's ``is_default`` row of each type, else the
+        built-in — ``builtin-chat``, and ``builtin-rerank`` for smart reasoning only (WeKnora's UI needs a
+        Rerank model to start it; quick answer reranks only with a model someone chose: the built-in reranker
+        is no default, docs/retrieval.md). A row not marked default is never picked."""
+        chat, rerank = BUILTIN_CHAT_MODEL_ID, BUILTIN_RERANK_MODEL_ID if smart else ""
         if self.models is not None:
-            rows = [m for m in await self.models.list(tenant_id, type="Rerank") if m.status == "active"]
-            rows.sort(key=lambda r: (not r.is_default, r.created_at))
-            rerank = rows[0].id if rows else ""
+            for row in sorted(await self.models.list(tenant_id), key=lambda r: r.updated_at):
+                if row.is_default and row.status == "active":
+                    if row.type == "KnowledgeQA":
+                        chat = row.id
+                    elif row.type == "Rerank":
+                        rerank = row.id
         return chat, rerank
 
     async def _present(self, agent: AgentConfig) -> AgentConfig:
         typed = agent.settings()
         if typed.model_id and typed.rerank_model_id:
             return agent
-        chat, rerank = await self._default_models(agent.tenant_id)
+        chat, rerank = await self._default_models(agent.tenant_id, typed.agent_mode == "smart-reasoning")
         cfg = {**agent.config, "model_id": typed.model_id or chat,
                "rerank_model_id": typed.rerank_model_id or rerank}
         return agent.model_copy(update={"config": cfg})

@@ -13,6 +13,7 @@ from knora.domain.errors import NotFound, ValidationFailed
 from knora.domain.models import (
     BUILTIN_CHAT_MODEL_ID,
     BUILTIN_CREATED_AT,
+    BUILTIN_RERANK_MODEL_ID,
     OLLAMA_DEFAULT_URL,
     PROVIDER_DEFAULT_URLS,
     ModelConfig,
@@ -118,6 +119,8 @@ class ModelService:
                         parameters=params, api_key=api_key, is_default=bool(body.get("is_default", False)))
         await self.check_url(m)
         saved = await self.repos.models.create(m)
+        if saved.is_default:
+            await self._clear_other_defaults(saved)
         if saved.type == "Embedding":
             self.embedders.remember(saved)
         return saved
@@ -153,9 +156,40 @@ class ModelService:
         changed = m.model_copy(update=changes)
         await self.check_url(changed)
         saved = await self.repos.models.update(changed)
+        if saved.is_default:
+            await self._clear_other_defaults(saved)
         if saved.type == "Embedding":
             self.embedders.remember(saved)
         return saved
+
+    async def set_default(self, tenant_id: int, model_id: str) -> ModelConfig | None:
+        """WeKnora's ``PUT /models/:id/default``: ``model_id`` becomes the one default of its type in the
+        tenant. A built-in id clears the tenant's defaults of that type (the built-in is the default again)
+        and returns None; only an active row can be made the default."""
+        builtin_type = BUILTIN_TYPES.get(model_id)
+        if builtin_type is not None:
+            for other in await self.repos.models.list(tenant_id, type=builtin_type):
+                if other.is_default:
+                    await self.repos.models.update(other.model_copy(update={"is_default": False}))
+            return None
+        m = await self.get(tenant_id, model_id)
+        if m.status != "active":
+            raise ValidationFailed("only active models can be set as default")
+        saved = m if m.is_default else await self.repos.models.update(
+            m.model_copy(update={"is_default": True}))
+        await self._clear_other_defaults(saved)
+        return saved
+
+    async def _clear_other_defaults(self, m: ModelConfig) -> None:
+        """At most one default per type and tenant, as WeKnora's ``ClearDefaultByType``: the newest wins."""
+        for other in await self.repos.models.list(m.tenant_id, type=m.type):
+            if other.id != m.id and other.is_default:
+                await self.repos.models.update(other.model_copy(update={"is_default": False}))
+
+    async def default_types(self, tenant_id: int) -> set[str]:
+        """The model types for which the tenant marked a row default (the built-in is then not)."""
+        rows = await self.repos.models.list(tenant_id)
+        return {m.type for m in rows if m.is_default and m.status == "active"}
 
     async def delete(self, tenant_id: int, model_id: str) -> None:
         await self.get(tenant_id, model_id)
@@ -163,8 +197,19 @@ class ModelService:
         self.embedders.forget(model_id)
 
 
-def builtin_models(settings: Settings, tenant_id: int) -> list[ModelConfig]:
-    """The models chosen by settings, shown in ``/models`` (never stored; no key is ever exposed)."""
+BUILTIN_TYPES = {BUILTIN_CHAT_MODEL_ID: "KnowledgeQA", BUILTIN_EMBEDDING_MODEL_ID: "Embedding",
+                 BUILTIN_RERANK_MODEL_ID: "Rerank"}
+
+
+def builtin_models(settings: Settings, tenant_id: int,
+                   tenant_defaults: set[str] | frozenset[str] = frozenset()) -> list[ModelConfig]:
+    """The models chosen by settings, shown in ``/models`` (never stored; no key is ever exposed).
+
+    ``tenant_defaults``: the types for which the tenant marked a row default. A built-in is the default of its
+    type otherwise — what a request naming no model gets — except the built-in reranker, which is never
+    applied unnamed (``knora/adapters/llm/rerank_local.py``; it is listed so the UI can start smart
+    reasoning).
+    """
     chat = settings.chat_model or "extractive"
     return [
         ModelConfig(id=BUILTIN_CHAT_MODEL_ID, tenant_id=tenant_id, name=chat,
@@ -172,13 +217,20 @@ def builtin_models(settings: Settings, tenant_id: int) -> list[ModelConfig]:
                     type="KnowledgeQA", source="local" if not settings.chat_model else "remote",
                     description="Chat model from Knora's settings "
                                 "(extractive = local answerer that cites sentences)",
-                    parameters={"provider": chat.split(":", 1)[0]}, is_builtin=True, is_default=True,
+                    parameters={"provider": chat.split(":", 1)[0]}, is_builtin=True,
+                    is_default="KnowledgeQA" not in tenant_defaults,
                     created_at=BUILTIN_CREATED_AT, updated_at=BUILTIN_CREATED_AT),
         ModelConfig(id=BUILTIN_EMBEDDING_MODEL_ID, tenant_id=tenant_id, name=settings.embedder,
                     display_name=f"Built-in: {settings.embedder}", type="Embedding",
                     source="local" if settings.embedder.startswith("local:") else "remote",
                     description="Embedder from Knora's settings",
                     parameters={"provider": settings.embedder.split(":")[0]},
-                    is_builtin=True, is_default=True, created_at=BUILTIN_CREATED_AT,
-                    updated_at=BUILTIN_CREATED_AT),
+                    is_builtin=True, is_default="Embedding" not in tenant_defaults,
+                    created_at=BUILTIN_CREATED_AT, updated_at=BUILTIN_CREATED_AT),
+        ModelConfig(id=BUILTIN_RERANK_MODEL_ID, tenant_id=tenant_id, name="search-order",
+                    display_name="Built-in: keep the search order", type="Rerank", source="local",
+                    description="Local rerank model that keeps Knora's hybrid search order: no local "
+                                "re-scoring beat it (docs/retrieval.md); local:e5-bm25 is the re-scoring",
+                    parameters={"provider": "local"}, is_builtin=True, is_default=False,
+                    created_at=BUILTIN_CREATED_AT, updated_at=BUILTIN_CREATED_AT),
     ]

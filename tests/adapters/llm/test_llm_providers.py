@@ -166,8 +166,12 @@ class TestRegistry:
             rows = _Rows([row, rr])
             reg = ChatModelRegistry(make_settings(), rows)
             assert isinstance(await reg.get(None), ExtractiveAnswerer)  # no tenant → nothing to look up
+            # a stored row not marked default never answers an unnamed turn; builtin-chat is never a row
+            assert isinstance(await reg.get(None, tenant_id=1), ExtractiveAnswerer)
+            row.is_default = True
             by_default = await reg.get(None, tenant_id=1)
             assert by_default.model_id == row.id
+            assert isinstance(await reg.get("builtin-chat", tenant_id=1), ExtractiveAnswerer)
             assert await reg.get(row.id, tenant_id=1) is by_default  # cached client
             resp = await by_default.chat(USER)
             assert resp.content == "hello"
@@ -182,6 +186,8 @@ class TestRegistry:
             assert model.model_id == "ollama:qwen2.5:7b"
             rerankers = RerankerRegistry(make_settings(), rows)
             assert await rerankers.get(None) is None
+            rr.is_default = True
+            assert await rerankers.get(None, tenant_id=1) is None  # reranking only where a model is named
             reranker = await rerankers.get(rr.id, tenant_id=1)
             assert reranker is not None
             assert (await reranker.rerank("a", ["b", "a"]))[0].index == 1

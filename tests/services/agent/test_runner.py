@@ -69,7 +69,7 @@ async def test_answer_steps_history_and_model_choice() -> None:
         HistoryTurn(query="earlier?", answer="<think>x</think>Earlier answer.")]), ctx)
     assert out.answer == "Hi there."
     assert out.debug["tools"] == ["thinking"]
-    assert models.asked == [None]
+    assert models.asked == ["builtin-chat"]  # passed on as named: the registry resolves it, never to a row
     assert out.agent_steps[0]["tool_calls"][0]["name"] == "thinking"
     msgs = fake.requests[0].messages
     assert [m.role for m in msgs] == ["system", "user", "assistant", "user"]

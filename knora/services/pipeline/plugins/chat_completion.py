@@ -82,7 +82,7 @@ class ChatCompletion:
         try:
             resp = await model.chat(build_messages(cm, ctx), options_for(cm))
         except ModelError as exc:
-            return ERR_MODEL_CALL.with_error(exc)
+            return ERR_MODEL_CALL.with_error(f"{model.model_id}: {exc}")  # which model: the turn names it
         ctx.add_usage(resp.usage)
         cm.state.chat_response = resp.content
         cm.state.reasoning = resp.reasoning_content
@@ -138,7 +138,7 @@ class ChatCompletionStream:
                                                            "event_id": answer_id}, event_id=answer_id)
         except ModelError as exc:
             if not started:
-                return ERR_MODEL_CALL.with_error(exc)
+                return ERR_MODEL_CALL.with_error(f"{model.model_id}: {exc}")  # which model: the turn names it
             log.warning("answer stream failed mid-way: %s", exc)
             await ctx.bus.emit(BusEvent.ERROR, {"error": str(exc), "stage": "chat_completion_stream"},
                                event_id=f"{uuid8()}-error")
