@@ -23,6 +23,7 @@ from knora.adapters.db.engine import make_engine, make_sessionmaker, migrate
 from knora.adapters.db.repos._batch import GroupCommit
 from knora.adapters.db.repos._mapping import GatedSessions
 from knora.adapters.db.repos.agents import SqlAgentRepo
+from knora.adapters.db.repos.chunk_revisions import SqlChunkRevisionRepo
 from knora.adapters.db.repos.chunks import SqlChunkRepo
 from knora.adapters.db.repos.faq import SqlFaqRepo
 from knora.adapters.db.repos.jobs import SqlJobRepo
@@ -82,7 +83,13 @@ from knora.services.ingest.chunk_edit import ChunkService
 from knora.services.ingest.chunker import split_document
 from knora.services.ingest.embedders import EmbedderRegistry
 from knora.services.ingest.service import JOB_KIND, IngestDeps, IngestService
+from knora.services.kb.copy import JOB_KIND as KB_COPY_JOB
+from knora.services.kb.copy import KBCopyService
 from knora.services.kb.models import ModelService
+from knora.services.kb.move import JOB_KIND as KB_MOVE_JOB
+from knora.services.kb.move import KnowledgeMoveService
+from knora.services.kb.rebuild import JOB_KIND as KB_REBUILD_JOB
+from knora.services.kb.rebuild import IndexRebuildService
 from knora.services.kb.service import KnowledgeBaseService
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.runner import QuickAnswerRunner
@@ -162,6 +169,9 @@ class Services:
     rate_limiter: RateLimiter  # per-caller request budgets (knora/api/rate_limit.py)
     telemetry: Telemetry  # metrics (/metrics) and traces (OTLP when configured)
     evaluation: EvaluationService  # knora eval and /evaluation (docs/evaluation.md)
+    kb_copy: KBCopyService  # knowledge-base copies as jobs (knora/services/kb/copy.py)
+    kb_move: KnowledgeMoveService  # documents moved between knowledge bases, as jobs
+    kb_rebuild: IndexRebuildService  # a knowledge base's index rebuilt from its chunks, as a job
     _closers: list[Closer] = field(default_factory=list, repr=False)
 
     async def aclose(self) -> None:
@@ -204,7 +214,8 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
     gated = GatedSessions(sessions, asyncio.Lock() if s.is_sqlite else None)
     repos = Repositories(kbs=SqlKnowledgeBaseRepo(gated), knowledge=SqlKnowledgeRepo(gated),
                          chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated),
-                         jobs=SqlJobRepo(gated), pins=SqlKnowledgeBasePinRepo(gated))
+                         jobs=SqlJobRepo(gated), pins=SqlKnowledgeBasePinRepo(gated),
+                         chunk_revisions=SqlChunkRevisionRepo(gated))
     embedders = EmbedderRegistry(s, build_embedder, _outbound(s))
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
@@ -313,6 +324,13 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     model_service = ModelService(store.repos, store.embedders, tenant_urls, s.embedder_base_url)
     await model_service.load_cache()
     store.jobs.register(JOB_KIND, ingest.process, give_up=ingest.give_up)
+    kb_copy = KBCopyService(store.repos, store.blobs, store.embedders, store.jobs, lambda: engine,
+                             quota=ingest.quota)
+    store.jobs.register(KB_COPY_JOB, kb_copy.run, give_up=kb_copy.give_up)
+    kb_move = KnowledgeMoveService(kb_copy, ingest.reparse)
+    store.jobs.register(KB_MOVE_JOB, kb_move.run, give_up=kb_move.give_up)
+    kb_rebuild = IndexRebuildService(kb_copy)
+    store.jobs.register(KB_REBUILD_JOB, kb_rebuild.run, give_up=kb_rebuild.give_up)
 
     models = _models(s, sessions, store.repos, closers, telemetry)
     pipeline_deps = _pipeline_deps(settings, models, search, store, kbs)
@@ -387,7 +405,9 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         mcp_services=MCPServiceService(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, policy=tenant_urls),
         approvals=approvals,
         mcp_toolset=mcp_toolset, tool_registry_factory=tool_registry_factory, agent_service=agent_service,
-        rate_limiter=rate_limiter, telemetry=telemetry, evaluation=evaluation, _closers=closers)
+        rate_limiter=rate_limiter, telemetry=telemetry, evaluation=evaluation, kb_copy=kb_copy,
+        kb_move=kb_move, kb_rebuild=kb_rebuild,
+        _closers=closers)
     jobs_repo = store.repos.jobs
 
     async def queue_depth() -> None:

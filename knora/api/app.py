@@ -23,16 +23,19 @@ from knora.api.routes import (
     agents,
     auth_session,
     chat,
+    chunk_revisions,
     chunks,
     credentials,
     evaluation,
     faq,
     feedback,
     initialization,
+    kb_copy,
     kb_pins,
     knowledge,
     knowledge_bases,
     knowledge_batch,
+    knowledge_move,
     knowledge_views,
     mcp_services,
     message_search,
@@ -64,9 +67,12 @@ from knora.web.mount import mount as mount_web
 ROUTERS: tuple[APIRouter, ...] = (
     chat.router, storage.router,
     settings_checks.router,  # before system.router: /tenants/kv/parser-engine-config
-    system.router, initialization.router, knowledge_bases.router,
+    system.router, initialization.router,
+    kb_copy.router,  # before knowledge_bases.router: /knowledge-bases/copy
+    knowledge_bases.router,
     knowledge_batch.router,  # before knowledge.router: /knowledge/search, /knowledge/tags
-    knowledge.router, chunks.router, tags.router,
+    knowledge_move.router,  # before knowledge.router: /knowledge/move
+    knowledge.router, chunks.router, chunk_revisions.router, tags.router,
     model_checks.router,  # before models.router: /models/providers
     models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
     mcp_services.router, evaluation.router, tenant_settings.router, kb_pins.router,

@@ -215,3 +215,20 @@ class Tag(BaseModel):
     sort_order: int = 0
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class ChunkRevision(BaseModel):
+    """A chunk's content before one edit (WeKnora's ``ChunkRevision``): ``revision`` is the
+    ``content_revision`` the chunk had then; the current content stays on the chunk."""
+
+    id: str = Field(default_factory=new_id)
+    tenant_id: int
+    knowledge_base_id: str
+    knowledge_id: str
+    chunk_id: str
+    revision: int
+    content: str
+    is_enabled: bool = True
+    edit_source: str = "manual"
+    edited_at: datetime = Field(default_factory=utcnow)
+    created_at: datetime = Field(default_factory=utcnow)

@@ -54,3 +54,12 @@ class RetrievalEngine(Protocol):
     async def search(self, query: EngineQuery) -> list[EngineHit]:
         """Best first; at most top_k hits; several rows of one chunk may come back (callers de-duplicate)."""
         ...
+
+
+@runtime_checkable
+class StoredRows(Protocol):
+    """An engine that can hand back the rows it holds (with their stored vectors), so that a copy or a move
+    of documents re-indexes them elsewhere without embedding the text again. Optional: a copy falls back to
+    re-embedding on an engine without it."""
+
+    async def rows_for_knowledge(self, knowledge_ids: Sequence[str]) -> list[IndexRow]: ...

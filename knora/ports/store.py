@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus, Tag
+from knora.domain.knowledge import Chunk, ChunkRevision, Knowledge, KnowledgeBase, ParseStatus, Tag
 from knora.domain.models import ModelConfig
 from knora.ports.jobs import JobRequest
 
@@ -160,6 +160,23 @@ class ChunkRepo(Protocol):
 
 
 @runtime_checkable
+class ChunkRevisionRepo(Protocol):
+    async def add(self, rev: ChunkRevision) -> None:
+        """Keeps ``rev``, replacing one of the same chunk and revision (an edit retried after a failure)."""
+        ...
+
+    async def list(self, tenant_id: int, chunk_id: str) -> builtins.list[ChunkRevision]:
+        """The chunk's earlier contents, newest first."""
+        ...
+
+    async def get(self, tenant_id: int, chunk_id: str, revision: int) -> ChunkRevision | None: ...
+
+    async def for_knowledge(self, tenant_id: int, knowledge_id: str) -> builtins.list[ChunkRevision]:
+        """Every revision of a document's chunks (kept across a move, which rewrites the chunk rows)."""
+        ...
+
+
+@runtime_checkable
 class KnowledgeBasePinRepo(Protocol):
     async def toggle(self, tenant_id: int, kb_id: str) -> tuple[bool, datetime | None] | None:
         """Pins the tenant's knowledge base, or unpins it if pinned: (pinned, pinned_at); None if the tenant
@@ -254,3 +271,4 @@ class Repositories:
     models: ModelRepo
     jobs: JobRepo
     pins: KnowledgeBasePinRepo
+    chunk_revisions: ChunkRevisionRepo

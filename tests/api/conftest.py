@@ -4,11 +4,13 @@ PostgreSQL)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import httpx
 import pytest
 
-from knora.root import Services
+from knora.adapters.retrieval.sqlite import SqliteEngine
+from knora.root import Overrides, Services
 from knora.settings import Settings
 from tests.conftest import RECORDING, client_for, started
 
@@ -36,3 +38,15 @@ async def lite_container(make_settings: Callable[..., Settings]) -> AsyncIterato
 async def lite_client(lite_container: Services) -> AsyncIterator[httpx.AsyncClient]:
     async with client_for(lite_container) as http:
         yield http
+
+
+@pytest.fixture
+async def search_container(make_settings: Callable[..., Settings], db_url: str, db_backend: str,
+                           tmp_path: Path) -> AsyncIterator[Services]:
+    """Services on each metadata store with a real retrieval engine: the embedded one on SQLite, and on
+    PostgreSQL (whose server here may lack pgvector) the SQLite engine in a file of its own (the PostgreSQL
+    engine is tested on its own in tests/adapters/retrieval)."""
+    overrides = (Overrides(engine=lambda _s: SqliteEngine(tmp_path / "retrieval.db"))
+                 if db_backend != "sqlite" else None)
+    async with started(make_settings(database_url=db_url), overrides) as c:
+        yield c

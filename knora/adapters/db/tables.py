@@ -330,4 +330,23 @@ class KnowledgeBasePinRow(Base):
     pinned_at: Mapped[datetime] = _created()
 
 
+class ChunkRevisionRow(Base):
+    """The content a chunk had before an edit through ``PUT /chunks/:kid/:id`` (WeKnora's ``ChunkRevision``);
+    the current content stays on the chunk. Gone with the chunk (a re-parse makes new chunks)."""
+
+    __tablename__ = "chunk_revisions"
+    __table_args__ = (Index("ux_chunk_revisions_chunk_revision", "chunk_id", "revision", unique=True),)
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(Integer, index=True)
+    knowledge_base_id: Mapped[str] = mapped_column(String(36))
+    knowledge_id: Mapped[str] = mapped_column(String(36))
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id", ondelete="CASCADE"))
+    revision: Mapped[int] = mapped_column(Integer)
+    content: Mapped[str] = mapped_column(Text)
+    is_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    edit_source: Mapped[str] = mapped_column(String(16), default="manual")
+    edited_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = _created()
+
+
 metadata = Base.metadata

@@ -148,6 +148,29 @@ class PostgresEngine:
                         [(r.source_id, _vec_literal(r.embedding)) for r in rows
                          if r.embedding is not None and len(r.embedding) == d])
 
+    async def rows_for_knowledge(self, knowledge_ids: Sequence[str]) -> list[IndexRow]:
+        """The rows of these documents as indexed, vectors included (read from each dimension's table)."""
+        ids = list(knowledge_ids)
+        if not ids:
+            return []
+        async with self._pool.acquire() as conn:
+            found = await conn.fetch(
+                "SELECT source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id, is_enabled,"
+                " is_recommended, knowledge_type, content, dim FROM knora_ret_rows"
+                " WHERE knowledge_id = ANY($1::text[])", ids)
+            vectors: dict[str, list[float]] = {}
+            for d in {int(r["dim"]) for r in found if r["dim"]}:
+                for v in await conn.fetch(
+                        f"SELECT v.source_id, v.embedding::text AS e FROM knora_ret_vec_{d} v"
+                        " JOIN knora_ret_rows r ON r.source_id = v.source_id"
+                        " WHERE r.knowledge_id = ANY($1::text[])", ids):
+                    vectors[v["source_id"]] = [float(x) for x in v["e"].strip("[]").split(",")]
+        return [IndexRow(source_id=r["source_id"], chunk_id=r["chunk_id"], knowledge_id=r["knowledge_id"],
+                         knowledge_base_id=r["kb_id"], tenant_id=r["tenant_id"], tag_id=r["tag_id"],
+                         is_enabled=r["is_enabled"], is_recommended=r["is_recommended"],
+                         knowledge_type=r["knowledge_type"], content=r["content"],
+                         embedding=vectors.get(r["source_id"])) for r in found]
+
     async def _delete(self, column: str, values: Sequence[str]) -> None:
         if values:
             async with self._pool.acquire() as conn:

@@ -236,6 +236,30 @@ class SqliteStore:
         if rows:
             await asyncio.to_thread(self._write, self._index, list(rows))
 
+    async def rows_for_knowledge(self, knowledge_ids: Sequence[str]) -> list[IndexRow]:
+        """The rows of these documents as indexed, vectors included (unit length, as stored)."""
+        vals = list(knowledge_ids)
+
+        def run() -> list[IndexRow]:
+            out: list[IndexRow] = []
+            with self._db_lock:
+                conn = self._db()
+                for i in range(0, len(vals), 500):
+                    part = vals[i : i + 500]
+                    for r in conn.execute(
+                            "SELECT source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id, is_enabled,"
+                            " is_recommended, knowledge_type, content, embedding FROM knora_ret_rows"
+                            f" WHERE knowledge_id IN ({','.join('?' * len(part))})", part):
+                        out.append(IndexRow(
+                            source_id=r[0], chunk_id=r[1], knowledge_id=r[2], knowledge_base_id=r[3],
+                            tenant_id=r[4], tag_id=r[5], is_enabled=bool(r[6]), is_recommended=bool(r[7]),
+                            knowledge_type=r[8], content=r[9],
+                            embedding=(np.frombuffer(r[10], dtype=np.float32).tolist()
+                                       if r[10] is not None else None)))
+            return out
+
+        return await asyncio.to_thread(run)
+
     async def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
         await self._delete_in("chunk_id", chunk_ids)
 

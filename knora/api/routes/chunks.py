@@ -51,7 +51,7 @@ async def get_chunk(knowledge_id: str, chunk_id: str, chunk_service: ChunkServic
 
 
 _TYPES = {"content": str, "chunk_index": int, "is_enabled": bool, "start_at": int, "end_at": int,
-          "image_info": list}
+          "image_info": list, "expected_revision": int}
 _BAD_IMAGE_INFO = "image_info must be a list of objects, or that list as JSON text"
 
 
@@ -84,8 +84,9 @@ async def update_chunk(knowledge_id: str, chunk_id: str, request: Request, chunk
                                                                                                    typ):
                 raise ValidationFailed(f"{field} must be of type {typ.__name__}")
             changes[field] = value
+    expected = changes.pop("expected_revision", None)
     chunk = await chunk_service.update(tenant_id, require_id(knowledge_id, "Knowledge"),
-                                         require_id(chunk_id, "Chunk"), changes)
+                                       require_id(chunk_id, "Chunk"), changes, expected_revision=expected)
     return ok(chunk_json(chunk))
 
 

@@ -22,6 +22,7 @@ class UpdateChunkRequest(RequestBody):
     start_at: Int = None
     end_at: Int = None
     image_info: ImageInfoIn = None
+    expected_revision: Int = Field(None, description="the content_revision edited; another edit since: 409")
 
 
 class ChunkOut(Chunk):

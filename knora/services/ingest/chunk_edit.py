@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 from typing import Any
 
-from knora.domain.errors import BadRequest, NotFound
-from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES, Chunk, Knowledge
+from knora.domain.errors import BadRequest, Conflict, NotFound
+from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES, Chunk, ChunkRevision, Knowledge
 from knora.domain.search import IndexRow
 from knora.ports.store import Page
 from knora.services.ingest.service import IngestDeps
@@ -42,10 +43,14 @@ class ChunkService:
             raise NotFound("Chunk not found")
         return chunk
 
-    async def update(self, tenant_id: int, knowledge_id: str, chunk_id: str, changes: dict[str,
-                                                                                           Any]) -> Chunk:
+    async def update(self, tenant_id: int, knowledge_id: str, chunk_id: str, changes: dict[str, Any],
+                     *, expected_revision: int | None = None, edit_source: str = "manual") -> Chunk:
+        """``expected_revision``: the ``content_revision`` the editor saw; another edit since is a 409.
+        A content change keeps the previous content as a revision (``GET …/revisions``)."""
         k = await self._knowledge(tenant_id, knowledge_id)
         chunk = await self.get(tenant_id, knowledge_id, chunk_id)
+        if expected_revision is not None and expected_revision != chunk.content_revision:
+            raise Conflict("Chunk was modified by another edit; refresh and retry")
         changes = {key: v for key, v in changes.items() if key in EDITABLE and v is not None}
         if "content" in changes and (not isinstance(changes["content"],
                                                     str) or not changes["content"].strip()):
@@ -69,6 +74,12 @@ class ChunkService:
                 tenant_id=tenant_id, content=text, tag_id=updated.tag_id, is_enabled=updated.is_enabled,
                 embedding=vector.tolist() if vector is not None else None,
                 knowledge_type="faq" if kb is not None and kb.type == "faq" else "document")])
+        if content_changed:
+            await self.d.repos.chunk_revisions.add(ChunkRevision(
+                tenant_id=tenant_id, knowledge_base_id=chunk.knowledge_base_id,
+                knowledge_id=chunk.knowledge_id, chunk_id=chunk.id, revision=chunk.content_revision,
+                content=chunk.content, is_enabled=chunk.is_enabled, edit_source=edit_source,
+                edited_at=chunk.updated_at))
         saved = await self.d.repos.chunks.update(updated)
         if engine is not None and "is_enabled" in changes and changes["is_enabled"] != chunk.is_enabled:
             await engine.set_enabled([chunk.id], bool(changes["is_enabled"]))
@@ -87,3 +98,23 @@ class ChunkService:
         engine = self.d.retrieval()
         if engine is not None and ids:
             await engine.delete_chunks(ids)
+
+    async def revisions(self, tenant_id: int, knowledge_id: str,
+                        chunk_id: str) -> builtins.list[ChunkRevision]:
+        await self._knowledge(tenant_id, knowledge_id)
+        chunk = await self.get(tenant_id, knowledge_id, chunk_id)
+        return await self.d.repos.chunk_revisions.list(tenant_id, chunk.id)
+
+    async def revert(self, tenant_id: int, knowledge_id: str, chunk_id: str, revision: int, *,
+                     expected_revision: int | None = None) -> Chunk:
+        """Makes an earlier content current again, as a new edit (so the content reverted from is kept)."""
+        chunk = await self.get(tenant_id, knowledge_id, chunk_id)
+        if revision == chunk.content_revision:
+            if expected_revision is not None and expected_revision != chunk.content_revision:
+                raise Conflict("Chunk was modified by another edit; refresh and retry")
+            return chunk
+        rev = await self.d.repos.chunk_revisions.get(tenant_id, chunk.id, revision)
+        if rev is None:
+            raise NotFound(f"Revision {revision} of this chunk not found")
+        return await self.update(tenant_id, knowledge_id, chunk_id, {"content": rev.content},
+                                 expected_revision=expected_revision, edit_source="revert")
