@@ -83,10 +83,7 @@ class KBCopyService:
             dst = await self.create_copy_of(src)
         p = KBTaskProgress(task_id=task_id, source_id=src.id, target_id=dst.id,
                            message="Task queued, waiting to start")
-        await self.progress.save(tenant_id, p)
-        await self.jobs.enqueue(JOB_KIND, {"tenant_id": tenant_id, "task_id": task_id},
-                                key=f"kb_copy:{task_id}")
-        return p
+        return await self.progress.queue(self.jobs, tenant_id, p)
 
     async def create_copy_of(self, src: KnowledgeBase) -> KnowledgeBase:
         """A new knowledge base with the source's settings, named "<name> (copy)" (or "(copy 2)" …)."""
@@ -100,23 +97,17 @@ class KBCopyService:
 
     # --- the job --------------------------------------------------------------------------------------------
     async def run(self, payload: dict[str, Any]) -> None:
-        tenant_id, task_id = int(payload["tenant_id"]), str(payload["task_id"])
-        p = await self.progress.get(tenant_id, task_id)
-        if p is None or p.status in ("completed", "failed"):
+        if (opened := await self.progress.open(payload)) is None:
             return
+        tenant_id, p = opened
         try:
             await self._copy(tenant_id, p)
         except Exception as exc:  # recorded for the progress route; the job itself is done
-            log.exception("knowledge base copy %s failed", task_id)
-            p.status, p.error, p.message = "failed", str(exc) or type(exc).__name__, "Copy failed"
-            await self.progress.save(tenant_id, p)
+            log.exception("knowledge base copy %s failed", p.task_id)
+            await self.progress.fail(tenant_id, p, str(exc) or type(exc).__name__, "Copy failed")
 
     async def give_up(self, payload: dict[str, Any], reason: str) -> None:
-        tenant_id, task_id = int(payload["tenant_id"]), str(payload["task_id"])
-        p = await self.progress.get(tenant_id, task_id)
-        if p is not None and p.status not in ("completed", "failed"):
-            p.status, p.error, p.message = "failed", reason, "Copy failed"
-            await self.progress.save(tenant_id, p)
+        await self.progress.give_up(payload, reason, "Copy failed")
 
     async def documents(self, tenant_id: int, kb_id: str) -> list[Knowledge]:
         out: list[Knowledge] = []

@@ -76,23 +76,18 @@ class KnowledgeMoveService:
                 raise BadRequest(f"Knowledge {kid} has no index to reuse; use mode 'reparse'")
         p = KBTaskProgress(task_id=new_id(), source_id=src.id, target_id=dst.id, mode=mode,
                            knowledge_ids=ids, total=len(ids), message="Task queued, waiting to start")
-        await self.progress.save(tenant_id, p)
-        await self.c.jobs.enqueue(JOB_KIND, {"tenant_id": tenant_id, "task_id": p.task_id},
-                                  key=f"knowledge_move:{p.task_id}")
-        return p
+        return await self.progress.queue(self.c.jobs, tenant_id, p)
 
     # --- the job --------------------------------------------------------------------------------------------
     async def run(self, payload: dict[str, Any]) -> None:
-        tenant_id, task_id = int(payload["tenant_id"]), str(payload["task_id"])
-        p = await self.progress.get(tenant_id, task_id)
-        if p is None or p.status in ("completed", "failed"):
+        if (opened := await self.progress.open(payload)) is None:
             return
+        tenant_id, p = opened
         try:
             src = await self.c.knowledge_base(tenant_id, p.source_id, "Source")
             dst = await self.c.knowledge_base(tenant_id, p.target_id, "Target")
         except NotFound as exc:
-            p.status, p.error, p.message = "failed", str(exc), "Move failed"
-            await self.progress.save(tenant_id, p)
+            await self.progress.fail(tenant_id, p, str(exc), "Move failed")
             return
         p.status, p.message = "processing", "Moving documents"
         await self.progress.save(tenant_id, p)
@@ -115,11 +110,7 @@ class KnowledgeMoveService:
         await self.progress.save(tenant_id, p)
 
     async def give_up(self, payload: dict[str, Any], reason: str) -> None:
-        tenant_id, task_id = int(payload["tenant_id"]), str(payload["task_id"])
-        p = await self.progress.get(tenant_id, task_id)
-        if p is not None and p.status not in ("completed", "failed"):
-            p.status, p.error, p.message = "failed", reason, "Move failed"
-            await self.progress.save(tenant_id, p)
+        await self.progress.give_up(payload, reason, "Move failed")
 
     async def _move(self, tenant_id: int, kid: str, src: KnowledgeBase, dst: KnowledgeBase,
                     mode: str) -> None:

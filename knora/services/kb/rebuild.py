@@ -40,29 +40,20 @@ class IndexRebuildService:
         docs = await self.c.completed_documents(tenant_id, kb.id)
         p = KBTaskProgress(task_id=new_id(), source_id=kb.id, target_id=kb.id, total=len(docs),
                            message="Task queued, waiting to start")
-        await self.progress.save(tenant_id, p)
-        await self.c.jobs.enqueue(JOB_KIND, {"tenant_id": tenant_id, "task_id": p.task_id},
-                                  key=f"kb_rebuild:{p.task_id}")
-        return p
+        return await self.progress.queue(self.c.jobs, tenant_id, p)
 
     async def run(self, payload: dict[str, Any]) -> None:
-        tenant_id, task_id = int(payload["tenant_id"]), str(payload["task_id"])
-        p = await self.progress.get(tenant_id, task_id)
-        if p is None or p.status in ("completed", "failed"):
+        if (opened := await self.progress.open(payload)) is None:
             return
+        tenant_id, p = opened
         try:
             await self._rebuild(tenant_id, p)
         except Exception as exc:
-            log.exception("index rebuild %s failed", task_id)
-            p.status, p.error, p.message = "failed", str(exc) or type(exc).__name__, "Rebuild failed"
-            await self.progress.save(tenant_id, p)
+            log.exception("index rebuild %s failed", p.task_id)
+            await self.progress.fail(tenant_id, p, str(exc) or type(exc).__name__, "Rebuild failed")
 
     async def give_up(self, payload: dict[str, Any], reason: str) -> None:
-        tenant_id, task_id = int(payload["tenant_id"]), str(payload["task_id"])
-        p = await self.progress.get(tenant_id, task_id)
-        if p is not None and p.status not in ("completed", "failed"):
-            p.status, p.error, p.message = "failed", reason, "Rebuild failed"
-            await self.progress.save(tenant_id, p)
+        await self.progress.give_up(payload, reason, "Rebuild failed")
 
     async def _rebuild(self, tenant_id: int, p: KBTaskProgress) -> None:
         kb = await self.c.knowledge_base(tenant_id, p.source_id, "The")

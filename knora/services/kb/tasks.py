@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from knora.ports.blobs import BlobStore
+from knora.ports.jobs import JobQueue
 
 TaskStatus = Literal["pending", "processing", "completed", "failed"]
 
@@ -75,3 +76,30 @@ class TaskProgressStore:
             with contextlib.suppress(ValidationError):
                 return KBTaskProgress.model_validate_json(data)
         return None
+
+    # --- the task lifecycle every knowledge-base job shares (copy, move, rebuild) ---------------------------
+    async def queue(self, jobs: JobQueue, tenant_id: int, p: KBTaskProgress) -> KBTaskProgress:
+        """Records the task and queues its job (kind = this store's kind, one job per task)."""
+        await self.save(tenant_id, p)
+        await jobs.enqueue(self._kind, {"tenant_id": tenant_id, "task_id": p.task_id},
+                           key=f"{self._kind}:{p.task_id}")
+        return p
+
+    async def open(self, payload: dict[str, Any]) -> tuple[int, KBTaskProgress] | None:
+        """The job's tenant and task record, or None when there is nothing left to do (the record is gone or
+        the task already ended)."""
+        tenant_id, task_id = int(payload["tenant_id"]), str(payload["task_id"])
+        p = await self.get(tenant_id, task_id)
+        if p is None or p.status in ("completed", "failed"):
+            return None
+        return tenant_id, p
+
+    async def fail(self, tenant_id: int, p: KBTaskProgress, error: str, message: str) -> None:
+        p.status, p.error, p.message = "failed", error, message
+        await self.save(tenant_id, p)
+
+    async def give_up(self, payload: dict[str, Any], reason: str, message: str) -> None:
+        """The job system gave up on the job (attempts exhausted): its task ends failed with the reason."""
+        opened = await self.open(payload)
+        if opened is not None:
+            await self.fail(*opened, reason, message)
