@@ -13,18 +13,13 @@ from knora.domain.knowledge import Knowledge, ParseStatus
 from knora.ports.retrieval import StoredRows
 from knora.root import Services
 from knora.services.kb.tasks import KBTaskProgress
+from tests.api.envelope import envelope_error as _err
 from tests.conftest import client_for, started
 
 pytestmark = pytest.mark.integration
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 TEXT = "The quokka is a small marsupial that lives on Rottnest Island near Perth."
-
-
-def _err(r: httpx.Response, status: int) -> None:
-    assert r.status_code == status, r.text
-    assert r.json()["success"] is False
-    assert r.json()["error"]["message"]
 
 
 async def _kb(http: httpx.AsyncClient, name: str) -> str:

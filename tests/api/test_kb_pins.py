@@ -3,21 +3,15 @@ persisted toggle that the knowledge-base answers report as ``is_pinned``/``pinne
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from knora.root import Services
+from tests.api.envelope import envelope_error as _err
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.integration
 
 MISSING = "00000000-0000-4000-8000-000000000000"
-
-
-def _err(r: httpx.Response, status: int) -> None:
-    assert r.status_code == status, r.text
-    assert r.json()["success"] is False
-    assert r.json()["error"]["message"]
 
 
 class TestPin:

@@ -13,6 +13,7 @@ import pytest
 from knora.domain.knowledge import ParseStatus
 from knora.root import Services
 from knora.settings import Settings
+from tests.api.envelope import envelope_error as _err
 from tests.conftest import client_for, started
 
 pytestmark = pytest.mark.integration
@@ -33,14 +34,6 @@ async def _manual(http: httpx.AsyncClient, kb: str, title: str, content: str = T
                         json={"title": title, "content": content, "status": status})
     assert r.status_code == 200, r.text
     return r.json()["data"]  # type: ignore[no-any-return]
-
-
-def _err(r: httpx.Response, status: int) -> dict[str, Any]:
-    assert r.status_code == status, r.text
-    body = r.json()
-    assert body["success"] is False
-    assert body["error"]["message"]
-    return body  # type: ignore[no-any-return]
 
 
 async def _chunks(http: httpx.AsyncClient, kid: str) -> list[dict[str, Any]]:

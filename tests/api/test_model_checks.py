@@ -13,6 +13,7 @@ import pytest
 from knora.root import Services
 from knora.services.kb import model_checks
 from knora.settings import Settings
+from tests.api.envelope import envelope_error as _err
 from tests.conftest import client_for, started
 from tests.fakes.model_server import FakeModelServer, Reply
 
@@ -28,12 +29,6 @@ def _data(r: httpx.Response) -> dict[str, Any]:
     body = r.json()
     assert body["success"] is True
     return body["data"]  # type: ignore[no-any-return]
-
-
-def _err(r: httpx.Response, status: int) -> None:
-    assert r.status_code == status, r.text
-    assert r.json()["success"] is False
-    assert r.json()["error"]["message"]
 
 
 def _auth(fake: FakeModelServer, path_end: str) -> list[str]:

@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.envelope import envelope_error as _err
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.integration
@@ -18,15 +19,6 @@ async def _kb(http: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
     r = await http.post("/api/v1/knowledge-bases", json={"name": "Docs", **body})
     assert r.status_code == 201, r.text
     return r.json()["data"]  # type: ignore[no-any-return]
-
-
-def _err(r: httpx.Response, status: int) -> dict[str, Any]:
-    assert r.status_code == status, r.text
-    body = r.json()
-    assert body["success"] is False
-    assert isinstance(body["error"]["code"], int)
-    assert body["error"]["message"]
-    return body  # type: ignore[no-any-return]
 
 
 class TestAuth:

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.envelope import envelope_error as _err
 from tests.conftest import client_for, record_retrieval
 from tests.fakes.web_site import Page, serve
 
@@ -28,13 +29,6 @@ async def _upload(http: httpx.AsyncClient, kb: str, name: str = "guide.md", data
                   **form: str) -> httpx.Response:
     return await http.post(f"/api/v1/knowledge-bases/{kb}/knowledge/file", files={"file": (name, data)},
                            data=form)
-
-
-def _err(r: httpx.Response, status: int) -> dict[str, Any]:
-    assert r.status_code == status, r.text
-    body = r.json()
-    assert body["success"] is False
-    return body  # type: ignore[no-any-return]
 
 
 class TestUpload:

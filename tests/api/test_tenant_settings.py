@@ -3,21 +3,15 @@ stored per tenant, read back by the GET, and used by the tenant's searches."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from knora.root import Services
+from tests.api.envelope import envelope_error as _err
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.integration
 
 URL = "/api/v1/tenants/kv/retrieval-config"
-
-
-def _err(r: httpx.Response, status: int) -> None:
-    assert r.status_code == status, r.text
-    assert r.json()["success"] is False
-    assert r.json()["error"]["message"]
 
 
 class TestRetrievalConfig:
