@@ -47,6 +47,7 @@ from knora.api.routes import (
     parser_engines,
     search,
     sessions,
+    skills,
     settings_checks,
     storage,
     suggestions,
@@ -80,6 +81,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,
     feedback.router, credentials.router, ollama.router, auth_session.router,  # issue 13: more UI routes
+    skills.router,  # issue 13 round 3
 )
 
 API_PREFIX = "/api/v1"
