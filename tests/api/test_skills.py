@@ -30,7 +30,8 @@ async def test_skills_on_lists_the_folder(make_settings: Callable[..., Settings]
         r = await http.get("/api/v1/skills", params={"sandbox_config_id": "any"})
         assert r.status_code == 200, r.text
         body = r.json()
-        assert body["success"] is True and body["skills_available"] is True
+        assert body["success"] is True
+        assert body["skills_available"] is True
         assert body["data"] == [{"name": "translate", "description": "Translates"},
                                 {"name": "summarise", "description": "Sums up a text"}]
         assert body["builtin_skills"] == {"known": False, "skills": [], "unavailable": 0}

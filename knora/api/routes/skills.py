@@ -27,7 +27,8 @@ async def list_skills(settings: SettingsDep, sessions: SessionServiceDep, tenant
                       session_id: str = Query(default="", max_length=256)) -> JSONResponse:
     del sandbox_config_id  # Knora has no sandbox configurations: one skills folder serves every agent
     if session_id:
-        await sessions.get(tenant_id, session_id_or_404(session_id))  # NotFound (404) for a session of no one or of another tenant
+        # NotFound (404) for a session of no one or of another tenant
+        await sessions.get(tenant_id, session_id_or_404(session_id))
     available = settings.skills_enabled and settings.skills_dir is not None and settings.skills_dir.is_dir()
     skills = load_skills(settings.skills_dir) if available else {}
     data = [{"name": s.name, "description": s.description} for s in skills.values()]
