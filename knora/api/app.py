@@ -28,6 +28,7 @@ from knora.api.routes import (
     credentials,
     evaluation,
     faq,
+    faq_extras,
     feedback,
     initialization,
     kb_copy,
@@ -75,7 +76,9 @@ ROUTERS: tuple[APIRouter, ...] = (
     knowledge_move.router,  # before knowledge.router: /knowledge/move
     knowledge.router, chunks.router, chunk_revisions.router, tags.router,
     model_checks.router,  # before models.router: /models/providers
-    models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
+    models.router, search.router,
+    faq_extras.router,  # before faq.router: …/faq/entries/fields, /tags, /export
+    faq.router, sessions.router, messages.router, agents.router,
     mcp_services.router, evaluation.router, tenant_settings.router, kb_pins.router,
     # issue 13 item 9: the routes WeKnora's web UI reads on its main pages
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
