@@ -38,6 +38,7 @@ from knora.api.routes import (
     knowledge_batch,
     knowledge_move,
     knowledge_views,
+    mcp_metadata,
     mcp_services,
     message_search,
     messages,
@@ -84,7 +85,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,
     feedback.router, credentials.router, ollama.router, auth_session.router,  # issue 13: more UI routes
-    skills.router,  # issue 13 round 3
+    skills.router, mcp_metadata.router,  # issue 13 round 3
 )
 
 API_PREFIX = "/api/v1"
