@@ -23,6 +23,7 @@ from knora.api.routes import (
     agents,
     auth_session,
     chat,
+    chat_extras,
     chunk_revisions,
     chunks,
     credentials,
@@ -85,7 +86,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,
     feedback.router, credentials.router, ollama.router, auth_session.router,  # issue 13: more UI routes
-    skills.router, mcp_metadata.router,  # issue 13 round 3
+    skills.router, mcp_metadata.router, chat_extras.router,  # issue 13 round 3
 )
 
 API_PREFIX = "/api/v1"
