@@ -45,6 +45,7 @@ from knora.api.routes import (
     messages,
     metrics,
     model_checks,
+    model_usage,
     models,
     ollama,
     parser_engines,
@@ -78,6 +79,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     knowledge_move.router,  # before knowledge.router: /knowledge/move
     knowledge.router, chunks.router, chunk_revisions.router, tags.router,
     model_checks.router,  # before models.router: /models/providers
+    model_usage.router,  # before models.router: /models/usage
     models.router, search.router,
     faq_extras.router,  # before faq.router: …/faq/entries/fields, /tags, /export
     faq.router, sessions.router, messages.router, agents.router,
