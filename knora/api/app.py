@@ -23,11 +23,13 @@ from knora.api.routes import (
     agents,
     auth_session,
     chat,
+    chat_extras,
     chunk_revisions,
     chunks,
     credentials,
     evaluation,
     faq,
+    faq_extras,
     feedback,
     initialization,
     kb_copy,
@@ -37,17 +39,20 @@ from knora.api.routes import (
     knowledge_batch,
     knowledge_move,
     knowledge_views,
+    mcp_metadata,
     mcp_services,
     message_search,
     messages,
     metrics,
     model_checks,
+    model_usage,
     models,
     ollama,
     parser_engines,
     search,
     sessions,
     settings_checks,
+    skills,
     storage,
     suggestions,
     system,
@@ -74,12 +79,16 @@ ROUTERS: tuple[APIRouter, ...] = (
     knowledge_move.router,  # before knowledge.router: /knowledge/move
     knowledge.router, chunks.router, chunk_revisions.router, tags.router,
     model_checks.router,  # before models.router: /models/providers
-    models.router, search.router, faq.router, sessions.router, messages.router, agents.router,
+    model_usage.router,  # before models.router: /models/usage
+    models.router, search.router,
+    faq_extras.router,  # before faq.router: …/faq/entries/fields, /tags, /export
+    faq.router, sessions.router, messages.router, agents.router,
     mcp_services.router, evaluation.router, tenant_settings.router, kb_pins.router,
     # issue 13 item 9: the routes WeKnora's web UI reads on its main pages
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,
     feedback.router, credentials.router, ollama.router, auth_session.router,  # issue 13: more UI routes
+    skills.router, mcp_metadata.router, chat_extras.router,  # issue 13 round 3
 )
 
 API_PREFIX = "/api/v1"

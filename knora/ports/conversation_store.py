@@ -80,6 +80,11 @@ class MessageRepo(Protocol):
 
     async def incomplete(self, *, older_than: datetime | None = None) -> list[Message]: ...
 
+    async def answer_usage(self, tenant_id: int, start: datetime, end: datetime) -> list[tuple[str, Any]]:
+        """(model id, ``debug["usage"]`` or None) of the tenant's completed answers created in
+        ``[start, end]``."""
+        ...
+
 
 @runtime_checkable
 class Conversations(Protocol):

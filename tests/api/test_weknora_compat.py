@@ -73,7 +73,7 @@ class TestTransport:
 
     @pytest.mark.parametrize("path", [
         "/api/v1/no-such-endpoint",
-        "/api/v1/skills",
+        "/api/v1/skills/catalog/no-such-skill",
         # /user/favorites, /me/invitations/pending-count and /organizations are served (empty, as WeKnora
         # answers a workspace without them): tests/api/test_weknora_ui_routes.py
     ])

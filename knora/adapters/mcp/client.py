@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -27,6 +28,17 @@ from knora.netguard import PUBLIC_ONLY, AddressRefused, OutboundPolicy
 
 class MCPUnavailable(Exception):
     """The service could not be reached or spoke something that is not MCP."""
+
+
+@dataclass(frozen=True)
+class ServerDescription:
+    """A server's self-description from its initialize answer, and its tools (the SDK's ``Tool`` objects)."""
+
+    name: str
+    version: str
+    description: str
+    instructions: str
+    tools: list[Any]
 
 
 def auth_headers(service: MCPService) -> dict[str, str]:
@@ -126,6 +138,26 @@ class MCPClient:
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
                 raise
             raise MCPUnavailable(f"MCP service {self.service.name} failed to list tools: "
+                                 f"{_describe(exc)}") from exc
+
+    async def describe(self) -> ServerDescription:
+        """What the server says of itself when a session opens (name, version, description, instructions)
+        and its tools, in one session."""
+        try:
+            async with self.session() as client:
+                async with asyncio.timeout(self.timeout):
+                    result = await client.list_tools()
+                info = client.server_info
+                return ServerDescription(
+                    name=info.name if info else "", version=info.version if info else "",
+                    description=(info.description or "") if info else "",
+                    instructions=client.instructions or "", tools=list(result.tools))
+        except MCPUnavailable:
+            raise
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+                raise
+            raise MCPUnavailable(f"MCP service {self.service.name} failed to describe itself: "
                                  f"{_describe(exc)}") from exc
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:

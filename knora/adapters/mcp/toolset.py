@@ -9,8 +9,9 @@ import asyncio
 import logging
 from typing import Protocol
 
-from knora.adapters.mcp.client import MCPClient, MCPUnavailable
-from knora.adapters.mcp.tool import MCPTool, tool_name
+from knora.adapters.mcp.client import MCPClient, MCPUnavailable, ServerDescription
+from knora.adapters.mcp.metadata import MetadataSnapshots, describe_tools
+from knora.adapters.mcp.tool import MCPTool
 from knora.domain.mcp import MCPService
 from knora.netguard import PUBLIC_ONLY, OutboundPolicy
 from knora.ports.tool import ApprovalGate, Tool
@@ -31,6 +32,7 @@ class MCPToolset:
         """``policy``: the tenant outbound policy (services are stored by tenants through the API)."""
         self.repo, self.stdio_enabled, self.policy = repo, stdio_enabled, policy
         self.approval, self.approval_timeout = approval, approval_timeout
+        self.metadata = MetadataSnapshots()  # the last directory read from each service (metadata route)
 
     async def services(self, tenant_id: int, mode: str | None, selected: list[str]) -> list[MCPService]:
         mode = (mode or "all").lower()
@@ -68,10 +70,14 @@ class MCPToolset:
                 remote = await self.client(service).list_tools()
         except (MCPUnavailable, TimeoutError) as exc:
             return False, str(exc) or "timed out", []
-        approvals = service.tool_approvals or {}
-        tools: list[dict[str, object]] = [{
-            "name": t.name, "registered_name": tool_name(service.name, t.name),
-            "description": t.description or "",
-            "input_schema": t.input_schema or {},
-            "requires_approval": bool(approvals.get(t.name))} for t in remote]
+        tools = describe_tools(service, remote)
         return True, f"connected: {len(tools)} tool(s)", tools
+
+    async def describe(self, service: MCPService) -> ServerDescription:
+        """The server's self-description and tools (raises ``MCPUnavailable`` when it cannot be reached)."""
+        try:
+            async with asyncio.timeout(LIST_TIMEOUT):
+                return await self.client(service).describe()
+        except TimeoutError as exc:
+            raise MCPUnavailable(f"MCP service {service.name} timed out") from exc
+

@@ -82,6 +82,16 @@ def entry_json(c: Chunk) -> dict[str, Any]:
             "updated_at": c.updated_at}
 
 
+def entry_of(c: Chunk) -> FaqEntryIn:
+    """The entry a stored ``faq`` chunk holds (its metadata, its tag and enabled flag)."""
+    m = c.metadata or {}
+    return FaqEntryIn(standard_question=m.get("standard_question", ""),
+                      similar_questions=m.get("similar_questions", []),
+                      negative_questions=m.get("negative_questions", []), answers=m.get("answers", []),
+                      answer_strategy=m.get("answer_strategy", "all"), tag_id=c.tag_id,
+                      is_enabled=c.is_enabled, is_recommended=bool(m.get("is_recommended", True)))
+
+
 class FaqService:
     def __init__(self, repo: FaqRepo, search: HybridSearch, engine: Callable[[], RetrievalEngine],
                  embedders: EmbedderRegistry) -> None:
@@ -201,6 +211,20 @@ class FaqService:
         gone = await self.repo.delete(tenant_id, kb.id, list(seq_ids))
         await self.engine().delete_chunks(gone)
         return len(gone)
+
+    async def rewrite(self, tenant_id: int, kb: KnowledgeBase,
+                      change: Callable[[Chunk, FaqEntryIn], FaqEntryIn | None]) -> int:
+        """Every entry of ``kb`` that ``change`` returns a new version of is saved and re-indexed (the index
+        rows carry the tag and the flags); the number changed."""
+        async with self._lock:
+            changed: list[tuple[Chunk, FaqEntryIn]] = []
+            for old in await self.repo.all(tenant_id, kb.id):
+                new = change(old, entry_of(old))
+                if new is not None:
+                    changed.append((self._chunk(kb, old.knowledge_id, old.chunk_index, new, cid=old.id), new))
+            await self.repo.save([c for c, _ in changed])
+        await self._index(kb, [c for c, _ in changed], [e for _, e in changed])
+        return len(changed)
 
     # --- import ---------------------------------------------------------------------------------------------
     async def start_import(self, tenant_id: int, kb_id: str, entries: Sequence[FaqEntryIn], *, mode: str,

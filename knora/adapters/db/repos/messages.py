@@ -228,6 +228,14 @@ class SqlMessageRepo:
             res = await s.execute(delete(MessageRow).where(MessageRow.session_id == session_id))
             return int(res.rowcount)  # type: ignore[attr-defined]
 
+    async def answer_usage(self, tenant_id: int, start: datetime, end: datetime) -> list[tuple[str, Any]]:
+        async with self._sessions() as s:
+            rows = (await s.execute(select(MessageRow.model_id, MessageRow.debug).where(
+                MessageRow.tenant_id == tenant_id, MessageRow.role == "assistant",
+                MessageRow.is_completed.is_(True), MessageRow.created_at >= start,
+                MessageRow.created_at <= end))).all()
+            return [(model_id or "", (debug or {}).get("usage")) for model_id, debug in rows]
+
     async def incomplete(self, *, older_than: datetime | None = None) -> list[Message]:
         async with self._sessions() as s:
             rows = (await s.execute(incomplete_query(older_than))).scalars().all()
