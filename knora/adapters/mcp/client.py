@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,24 +126,29 @@ class MCPClient:
                                      f"{_describe(exc)}") from exc
             yield client
 
-    async def list_tools(self) -> list[Any]:
+    @contextlib.contextmanager
+    def _failures(self, what: str) -> Iterator[None]:
+        """Any failure inside (but cancellation) as ``MCPUnavailable`` saying ``what`` failed."""
         try:
-            async with self.session() as client:
-                async with asyncio.timeout(self.timeout):
-                    result = await client.list_tools()
-                return list(result.tools)
+            yield
         except MCPUnavailable:
             raise
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
                 raise
-            raise MCPUnavailable(f"MCP service {self.service.name} failed to list tools: "
-                                 f"{_describe(exc)}") from exc
+            raise MCPUnavailable(f"{what} failed: {_describe(exc)}") from exc
+
+    async def list_tools(self) -> list[Any]:
+        with self._failures(f"MCP service {self.service.name}: listing tools"):
+            async with self.session() as client:
+                async with asyncio.timeout(self.timeout):
+                    result = await client.list_tools()
+                return list(result.tools)
 
     async def describe(self) -> ServerDescription:
         """What the server says of itself when a session opens (name, version, description, instructions)
         and its tools, in one session."""
-        try:
+        with self._failures(f"MCP service {self.service.name}: describing itself"):
             async with self.session() as client:
                 async with asyncio.timeout(self.timeout):
                     result = await client.list_tools()
@@ -152,26 +157,12 @@ class MCPClient:
                     name=info.name if info else "", version=info.version if info else "",
                     description=(info.description or "") if info else "",
                     instructions=client.instructions or "", tools=list(result.tools))
-        except MCPUnavailable:
-            raise
-        except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
-                raise
-            raise MCPUnavailable(f"MCP service {self.service.name} failed to describe itself: "
-                                 f"{_describe(exc)}") from exc
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        try:
+        with self._failures(f"MCP call {name} on {self.service.name}"):
             async with self.session() as client:
                 async with asyncio.timeout(self.timeout):
                     return await client.call_tool(name, arguments)
-        except MCPUnavailable:
-            raise
-        except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
-                raise
-            raise MCPUnavailable(f"MCP call {name} on {self.service.name} failed: {_describe(exc)}") from exc
-
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
