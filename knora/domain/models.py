@@ -24,6 +24,7 @@ BUILTIN_CHAT_MODEL_ID = "builtin-chat"
 # Knora's local reranker (``knora/adapters/llm/rerank_local.py``), listed so WeKnora's UI can start smart
 # reasoning; used only where a request, agent or knowledge base names it.
 BUILTIN_RERANK_MODEL_ID = "builtin-rerank"
+E5_BM25_MODEL_ID = "local:e5-bm25"  # the local re-scoring (adapters/llm/rerank_local.py), listed by /models
 
 # The ``created_at``/``updated_at`` of built-in models and agents. They are made from code on every request,
 # so a default of "now" changed on each read, and clients that sort or cache by it saw a new record each time.

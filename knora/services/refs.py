@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from knora.domain.errors import ValidationFailed
-from knora.domain.models import BUILTIN_CHAT_MODEL_ID, BUILTIN_RERANK_MODEL_ID, ModelConfig
+from knora.domain.models import BUILTIN_CHAT_MODEL_ID, BUILTIN_RERANK_MODEL_ID, E5_BM25_MODEL_ID, ModelConfig
 from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID
 
 CHAT_TYPES = ("KnowledgeQA", "VLLM")
@@ -30,7 +30,7 @@ BUILTIN_MODEL_IDS = frozenset({BUILTIN_CHAT_MODEL_ID, BUILTIN_EMBEDDING_MODEL_ID
 # the type ``GET /models`` gives each built-in id: one is not accepted in another's role
 _BUILTIN_TYPES = {BUILTIN_CHAT_MODEL_ID: "KnowledgeQA", "extractive": "KnowledgeQA",
                   "local:extractive": "KnowledgeQA", BUILTIN_EMBEDDING_MODEL_ID: "Embedding",
-                  BUILTIN_RERANK_MODEL_ID: "Rerank"}
+                  BUILTIN_RERANK_MODEL_ID: "Rerank", E5_BM25_MODEL_ID: "Rerank"}
 BUILTIN_RERANK_IDS = frozenset({BUILTIN_RERANK_MODEL_ID})  # allowed where a Rerank model is
 
 

@@ -84,6 +84,10 @@ class TestCreationPaths:
         r = await http.post(f"{API}/agents",
                             json={"name": "helper", "config": {"agent_mode": "quick-answer"}})
         assert r.status_code == 201, r.text
+        for rerank in ("builtin-rerank", "local:e5-bm25"):  # the local rerank models, chosen by name
+            r = await http.post(f"{API}/agents", json={"name": f"with {rerank}", "config": {
+                "agent_mode": "smart-reasoning", "rerank_model_id": rerank}})
+            assert r.status_code == 201, r.text
         assert await unresolved(http) == []
 
     async def test_a_kb_stored_with_the_embedder_spec_still_saves(self, store_client: httpx.AsyncClient,

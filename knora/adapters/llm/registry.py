@@ -37,10 +37,11 @@ from knora.adapters.llm.metered import MeteredChatModel
 from knora.adapters.llm.ollama_chat import OllamaChatModel
 from knora.adapters.llm.openai_chat import OpenAIChatModel
 from knora.adapters.llm.rerank_http import HttpReranker, Style
-from knora.adapters.llm.rerank_local import E5_BM25_MODEL_ID, e5_bm25, search_order
+from knora.adapters.llm.rerank_local import e5_bm25, search_order
 from knora.domain.models import (
     BUILTIN_CHAT_MODEL_ID,
     BUILTIN_RERANK_MODEL_ID,
+    E5_BM25_MODEL_ID,
     PROVIDER_DEFAULT_URLS,
     ModelConfig,
 )

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from knora.adapters.retrieval.tokenize import query_terms, tokenize
-from knora.domain.models import BUILTIN_RERANK_MODEL_ID
+from knora.domain.models import BUILTIN_RERANK_MODEL_ID, E5_BM25_MODEL_ID
 from knora.ports.embedder import Embedder, Vector
 from knora.ports.reranker import RerankScore
 
@@ -51,7 +51,6 @@ SCORE_FLOOR = 0.5
 PRIOR_WEIGHT = 0.5
 
 
-E5_BM25_MODEL_ID = "local:e5-bm25"
 
 
 def search_order() -> LocalReranker:
