@@ -8,7 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
+from knora.root import Services
 from tests.adapters.mcp.server import mcp_server
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.integration
 
@@ -118,6 +120,30 @@ class TestMCPServices:
         assert [s["id"] for s in listed] == [sid]
         assert (await sqlite_client.delete(f"/api/v1/mcp-services/{sid}")).status_code == 200
         assert (await sqlite_client.get(f"/api/v1/mcp-services/{sid}")).status_code == 404
+
+    async def test_credential_headers_are_masked_and_kept(self, sqlite_container: Services,
+                                                          mcp_url: str) -> None:
+        """An ``Authorization`` (or any key/token) header is a secret like ``auth_config``: never in an
+        answer, and a masked value sent back keeps the stored one; other headers are shown and can change."""
+        async with client_for(sqlite_container) as http:
+            r = await http.post("/api/v1/mcp-services", json={
+                "name": "Headers", "transport_type": "http-streamable", "url": mcp_url,
+                "headers": {"Authorization": "Bearer s3cret", "X-Api-Key": "k3y", "X-Team": "docs"}})
+            assert r.status_code == 201, r.text
+            assert "s3cret" not in r.text
+            assert "k3y" not in r.text
+            svc = data(r)
+            assert svc["headers"] == {"Authorization": "******", "X-Api-Key": "******", "X-Team": "docs"}
+            listed = await http.get("/api/v1/mcp-services")
+            assert "s3cret" not in listed.text
+            upd = await http.put(f"/api/v1/mcp-services/{svc['id']}", json={
+                "headers": {**svc["headers"], "X-Team": "support"}})
+            assert upd.status_code == 200, upd.text
+            c = sqlite_container
+            stored = await c.mcp_services.get(c.default_tenant_id, svc["id"])
+            assert stored.headers == {"Authorization": "Bearer s3cret", "X-Api-Key": "k3y",
+                                      "X-Team": "support"}
+            assert data(await http.post(f"/api/v1/mcp-services/{svc['id']}/test"))["success"] is True
 
     async def test_unreachable_service(self, sqlite_client: httpx.AsyncClient) -> None:
         from tests.adapters.mcp.server import free_port

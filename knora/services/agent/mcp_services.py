@@ -19,7 +19,10 @@ MASK = "******"
 FIELDS = ("name", "description", "transport_type", "url", "headers", "auth_config", "advanced_config",
           "stdio_config", "env_vars", "enabled")
 _OBJECT_FIELDS = ("headers", "auth_config", "advanced_config", "stdio_config", "env_vars")
-_SECRET_FIELDS = ("auth_config", "env_vars")
+_SECRET_FIELDS = ("auth_config", "env_vars", "headers")
+# Header names whose values are credentials (``Authorization: Bearer …``, ``X-API-Key``, cookies): masked
+# in every answer like ``auth_config``, and a masked value sent back keeps the stored one.
+_SECRET_HEADER_WORDS = ("auth", "token", "key", "secret", "password", "cookie", "session", "signature")
 # The write-only secrets of ``auth_config`` (``/mcp-services/:id/credentials``): what ``auth_headers`` sends.
 CREDENTIAL_FIELDS = ("api_key", "token")
 
@@ -32,11 +35,18 @@ def credentials(service: MCPService) -> dict[str, dict[str, bool]]:
     return {field: {"configured": bool(auth.get(field))} for field in CREDENTIAL_FIELDS}
 
 
+def secret_header(name: str) -> bool:
+    """A header whose value is a credential, by its name."""
+    lowered = name.lower()
+    return any(word in lowered for word in _SECRET_HEADER_WORDS)
+
+
 def masked(service: MCPService) -> MCPService:
-    """The record as clients see it: each set secret replaced by MASK."""
+    """The record as clients see it: each set secret replaced by MASK (credential headers included)."""
     return service.model_copy(update={
         "auth_config": {k: MASK for k, v in (service.auth_config or {}).items() if v},
-        "env_vars": {k: MASK for k in (service.env_vars or {})}})
+        "env_vars": {k: MASK for k in (service.env_vars or {})},
+        "headers": {k: MASK if secret_header(k) and v else v for k, v in (service.headers or {}).items()}})
 
 
 class MCPServiceService:
