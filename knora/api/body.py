@@ -209,6 +209,18 @@ async def read_body(request: Request, model: type[M]) -> M:
     return parse(model, await read_object(request))
 
 
+def text_field(value: object, name: str, *, required: bool = False) -> str:
+    """A body's string field, stripped: absent (``None``) is ``""`` unless ``required``; another type is a
+    400 naming the field."""
+    if required and (value is None or (isinstance(value, str) and not value.strip())):
+        raise BadRequest(f"{name} is required")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BadRequest(f"{name} must be a string")
+    return value.strip()
+
+
 def request_body(model: type[BaseModel]) -> dict[str, Any]:
     """``openapi_extra`` for a route that reads its body with ``read_body(request, model)``."""
     _DOCUMENTED[model.__name__] = model

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from knora.api.body import read_body, request_body
+from knora.api.body import read_body, request_body, text_field
 from knora.api.deps import KBServiceDep, ServicesDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.schemas.envelope import Envelope
@@ -29,20 +29,12 @@ from knora.domain.errors import BadRequest, NotFound
 router = APIRouter(tags=["knowledge-bases"])
 
 
-def _text(value: object, name: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise BadRequest(f"{name} must be a string")
-    return value.strip()
-
-
 @router.post("/knowledge-bases/copy", response_model=Envelope[CopyKnowledgeBaseOut],
              openapi_extra=request_body(CopyKnowledgeBaseRequest))
 async def copy_knowledge_base(request: Request, s: ServicesDep, tenant_id: TenantDep) -> JSONResponse:
     b = await read_body(request, CopyKnowledgeBaseRequest)
-    source, target, task_id = _text(b.source_id, "source_id"), _text(b.target_id, "target_id"), \
-        _text(b.task_id, "task_id")
+    source = text_field(b.source_id, "source_id")
+    target, task_id = text_field(b.target_id, "target_id"), text_field(b.task_id, "task_id")
     if not source:
         raise BadRequest("source_id is required")
     if len(task_id) > 64 or any(not (ch.isalnum() or ch in "-_") for ch in task_id):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from knora.api.body import read_body, request_body
+from knora.api.body import read_body, request_body, text_field
 from knora.api.deps import KBServiceDep, ServicesDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.schemas.envelope import Envelope
@@ -21,14 +21,6 @@ from knora.domain.common import is_uuid
 from knora.domain.errors import BadRequest, NotFound
 
 router = APIRouter(tags=["knowledge"])
-
-
-def _text(value: object, name: str) -> str:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise BadRequest(f"{name} is required")
-    if not isinstance(value, str):
-        raise BadRequest(f"{name} must be a string")
-    return value.strip()
 
 
 @router.get("/knowledge-bases/{kb_id}/move-targets", response_model=Envelope[list[KnowledgeBaseOut]])
@@ -49,9 +41,12 @@ async def move_knowledge(request: Request, s: ServicesDep, tenant_id: TenantDep)
     for kid in ids:
         if not is_uuid(kid):
             raise NotFound(f"Knowledge {kid} not found in this knowledge base")
-    source = require_id(_text(b.source_kb_id, "source_kb_id"), "Source knowledge base")
-    target = require_id(_text(b.target_kb_id, "target_kb_id"), "Target knowledge base")
-    p = await s.kb_move.start(tenant_id, ids, source, target, _text(b.mode, "mode"))
+    source = require_id(text_field(b.source_kb_id, "source_kb_id", required=True),
+                        "Source knowledge base")
+    target = require_id(text_field(b.target_kb_id, "target_kb_id", required=True),
+                        "Target knowledge base")
+    mode = text_field(b.mode, "mode", required=True)
+    p = await s.kb_move.start(tenant_id, ids, source, target, mode)
     return ok({"task_id": p.task_id, "source_kb_id": p.source_id, "target_kb_id": p.target_id,
                "knowledge_count": p.total, "message": "Knowledge move task started"})
 

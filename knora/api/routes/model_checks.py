@@ -14,7 +14,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from knora.api.body import read_body, request_body
+from knora.api.body import read_body, request_body, text_field
 from knora.api.deps import ServicesDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.schemas.envelope import Envelope
@@ -41,27 +41,20 @@ async def list_providers(_tenant_id: TenantDep, model_type: str = "") -> JSONRes
                for p in providers(model_type)])
 
 
-def _text(value: object, name: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise BadRequest(f"{name} must be a string")
-    return value.strip()
-
-
 async def _target(request: Request) -> CheckTarget:
     b = await read_body(request, ModelCheckRequest)
-    name = _text(b.modelName, "modelName")
+    name = text_field(b.modelName, "modelName")
     if not name:
         raise BadRequest("modelName is required")
     dimension = b.dimension
     if dimension is not None and (isinstance(dimension, bool) or not isinstance(dimension, int)
                                   or not 0 <= dimension <= 65536):
         raise BadRequest("dimension must be a whole number between 0 and 65536")
-    return CheckTarget(name=name, base_url=_text(b.baseUrl, "baseUrl"), api_key=_text(b.apiKey, "apiKey"),
-                       provider=_text(b.provider, "provider") or _text(b.interfaceType, "interfaceType"),
-                       source=_text(b.source, "source") or "remote", dimension=dimension or None,
-                       model_id=_text(b.modelId, "modelId"))
+    provider = text_field(b.provider, "provider") or text_field(b.interfaceType, "interfaceType")
+    return CheckTarget(name=name, base_url=text_field(b.baseUrl, "baseUrl"),
+                       api_key=text_field(b.apiKey, "apiKey"), provider=provider,
+                       source=text_field(b.source, "source") or "remote", dimension=dimension or None,
+                       model_id=text_field(b.modelId, "modelId"))
 
 
 def _answer(result: CheckResult) -> JSONResponse:
