@@ -32,6 +32,8 @@ class TestPin:
             assert listed[kb]["is_pinned"] is True
             assert listed[other]["is_pinned"] is False
             assert listed[other]["pinned_at"] is None
+            saved = (await http.put(f"/api/v1/knowledge-bases/{kb}", json={"name": "Docs 2"})).json()["data"]
+            assert saved["is_pinned"] is True  # a settings save does not unpin it in the answer
             again = (await http.put(f"/api/v1/knowledge-bases/{kb}/pin")).json()["data"]
             assert again["is_pinned"] is False
             assert again["pinned_at"] is None

@@ -53,13 +53,14 @@ async def get_kb(kb_id: str, kb_service: KBServiceDep, s: ServicesDep, tenant_id
 
 @router.put("/knowledge-bases/{kb_id}", response_model=Envelope[KnowledgeBaseOut],
             openapi_extra=request_body(UpdateKnowledgeBaseRequest))
-async def update_kb(kb_id: str, request: Request, kb_service: KBServiceDep,
+async def update_kb(kb_id: str, request: Request, kb_service: KBServiceDep, s: ServicesDep,
                     tenant_id: TenantDep) -> JSONResponse:
     require_id(kb_id, "Knowledge base")
     body = await read_body(request, UpdateKnowledgeBaseRequest)
     kb = await kb_service.update(tenant_id, kb_id, body.sent())
     stats = await kb_service.stats(tenant_id, [kb.id])
-    return ok(kb_json(kb, stats.get(kb.id)))
+    pins = await s.repos.pins.pinned(tenant_id, [kb.id])
+    return ok(kb_json(kb, stats.get(kb.id), pins.get(kb.id)))
 
 
 @router.delete("/knowledge-bases/{kb_id}", response_model=Done)
