@@ -60,6 +60,11 @@ class Registry(Generic[T]):
         self._entries[name] = target
         self._resolved.pop(name, None)
 
+    def unregister(self, name: str) -> None:
+        """Forget ``name`` (a plug-in removed, or a test's temporary entry)."""
+        self._entries.pop(name, None)
+        self._resolved.pop(name, None)
+
     def names(self) -> tuple[str, ...]:
         """The known names, sorted (what settings accept and errors list)."""
         return tuple(sorted(self._entries))

@@ -11,7 +11,8 @@ import re
 import zipfile
 from pathlib import PurePath
 
-from knora.ports.parser import ParseError
+from knora.domain.document import PageKind, PageSpan
+from knora.ports.parser import ParsedImage, ParseError
 
 DEFAULT_MAX_EXPANDED_BYTES = 512 * 1024 * 1024
 # A real office document compresses 3-20x; XML-heavy spreadsheets reach ~100x. Beyond this the file is a bomb.
@@ -110,3 +111,52 @@ def markdown_table(rows: list[list[str]]) -> str:
              "|" + "|".join(" --- " for _ in header) + "|"]
     lines.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in body)
     return "\n".join(lines)
+
+
+class TextBuilder:
+    """Assembles a document's text from parts (pages, slides, sections) and records where each part and each
+    image lands, so the result's offsets stay true: every part is normalised before it is placed, parts are
+    joined by one blank line, and ``parse_bytes``' final normalisation then changes nothing."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._length = 0
+        self.pages: list[PageSpan] = []
+        self.images: list[ParsedImage] = []
+
+    def _place(self, text: str) -> tuple[int, int]:
+        if self._parts:
+            self._parts.append("\n\n")
+            self._length += 2
+        start = self._length
+        self._parts.append(text)
+        self._length += len(text)
+        return start, self._length
+
+    def add(self, text: str, *, page: int | None = None, kind: PageKind = "page", label: str = "") -> None:
+        """Appends ``text`` (normalised; nothing when it is blank); with ``page``, as that page's span (a
+        page added in several parts gets one span that grows)."""
+        cleaned = normalise_text(text)
+        if not cleaned:
+            return
+        start, end = self._place(cleaned)
+        if page is None:
+            return
+        last = self.pages[-1] if self.pages else None
+        if last is not None and last.number == page and last.kind == kind and last.label == label:
+            last.end = end
+        else:
+            self.pages.append(PageSpan(number=page, start=start, end=end, kind=kind, label=label))
+
+    def add_image(self, image: ParsedImage, *, page: int | None = None, kind: PageKind = "page") -> None:
+        """Places ``image`` here: its OCR text (if any) becomes part of the text at this point, on
+        ``page``."""
+        offset = self._length
+        if normalise_text(image.ocr_text):
+            offset += 2 if self._parts else 0  # the OCR text starts after the blank line add() puts first
+            self.add(image.ocr_text, page=page, kind=kind)
+        self.images.append(image.model_copy(update={"offset": offset, "page": page}))
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)

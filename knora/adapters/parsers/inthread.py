@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from knora.adapters.parsers.registry import parse_bytes, supported_extensions
-from knora.ports.parser import ParsedDocument, ParseLimits
+from knora.ports.parser import ParsedDocument, ParseLimits, ParseOptions
 
 
 class ThreadParsers:
@@ -18,10 +18,11 @@ class ThreadParsers:
     def extensions(self) -> frozenset[str]:
         return supported_extensions()
 
-    async def parse(self, data: bytes, file_name: str) -> ParsedDocument:
+    async def parse(self, data: bytes, file_name: str,
+                    options: ParseOptions | None = None) -> ParsedDocument:
         async with self._slots:
             return await asyncio.to_thread(parse_bytes, data, file_name,
-                                           max_expanded_bytes=self.limits.max_expanded_bytes)
+                                           max_expanded_bytes=self.limits.max_expanded_bytes, options=options)
 
     async def aclose(self) -> None:
         return None

@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 
 from knora.adapters.parsers.registry import supported_extensions
 from knora.adapters.parsers.worker import DEFAULT_ENTRY
-from knora.ports.parser import ParsedDocument, ParseError, ParseLimits
+from knora.ports.parser import ParsedDocument, ParseError, ParseLimits, ParseOptions
 
 _STARTUP_SECONDS = 120.0  # importing the parsing libraries on a busy machine; not charged to a document
 
@@ -100,7 +100,8 @@ class _Worker:
 
 class ProcessParsers:
     """``DocumentParsers`` over up to ``workers`` warm worker processes. ``entry`` ("module:function", called
-    as ``fn(data, file_name, max_expanded_bytes)`` in the child) is the parse to run; tests name their own."""
+    as ``fn(data, file_name, max_expanded_bytes, options)`` in the child) is the parse to run; tests name
+    their own."""
 
     def __init__(self, limits: ParseLimits, *, workers: int = 2, entry: str = DEFAULT_ENTRY) -> None:
         self.limits = limits
@@ -118,7 +119,9 @@ class ProcessParsers:
         """Live worker processes (for tests and diagnostics)."""
         return [w.pid for w in [*self._idle, *self._busy] if w.pid is not None]
 
-    async def parse(self, data: bytes, file_name: str) -> ParsedDocument:
+    async def parse(self, data: bytes, file_name: str,
+                    options: ParseOptions | None = None) -> ParsedDocument:
+        opts = (options or ParseOptions()).model_dump()
         async with self._slots:
             if self._closed:
                 raise ParseError("the server is shutting down; the document will be parsed after a restart")
@@ -126,7 +129,7 @@ class ProcessParsers:
             self._busy.add(worker)
             keep = False
             try:
-                kind, body = await self._run(worker, data, file_name)
+                kind, body = await self._run(worker, data, file_name, opts)
                 keep = kind != "memory"
             except _Stopped as stopped:
                 raise ParseError(stopped.reason) from None
@@ -143,11 +146,12 @@ class ProcessParsers:
                                  "(parse_memory_limit_mb); the file is too large or too complex to index")
             raise ParseError(str(body))
 
-    async def _run(self, worker: _Worker, data: bytes, file_name: str) -> tuple[str, object]:
+    async def _run(self, worker: _Worker, data: bytes, file_name: str,
+                   options: dict[str, object]) -> tuple[str, object]:
         timeout = self.limits.timeout_seconds or None
         try:
             async with asyncio.timeout(timeout):
-                await asyncio.to_thread(worker.conn.send, (data, file_name))
+                await asyncio.to_thread(worker.conn.send, (data, file_name, options))
                 kind, body = await worker.receive(None)
         except TimeoutError:
             raise _Stopped(f"stopped: parsing took longer than {self.limits.timeout_seconds:g} s "

@@ -19,49 +19,62 @@ from knora.adapters.parsers.pdf import PdfParser
 from knora.adapters.parsers.txt import TextParser
 from knora.adapters.parsers.xlsx import XlsxParser
 from knora.domain.registry import Registry
-from knora.ports.parser import ParsedDocument, ParseError, Parser
+from knora.ports.parser import ParseContext, ParsedDocument, ParseError, ParseOptions, Parser
 
-ParserFactory = Callable[[int], Parser]
+ParserFactory = Callable[[ParseContext], Parser]
 
-# extension (lower case, no dot) → factory; the factory gets the expanded-size limit for archives
+# extension (lower case, no dot) → factory; the factory gets the parse context (archive budget, the upload's
+# options, the OCR engine)
 PARSERS: Registry[ParserFactory] = Registry("file type")
 
 
 def register(factory: ParserFactory, extensions: frozenset[str]) -> None:
-    """Add (or replace) the parser for ``extensions``; the factory gets the expanded-size limit for
-    archives."""
+    """Add (or replace) the parser for ``extensions``; the factory gets the ``ParseContext``."""
     for ext in extensions:
         PARSERS.register(ext.lower().lstrip("."), factory)
 
 
-register(lambda _limit: TextParser(), TextParser.extensions)
-register(lambda _limit: MarkdownParser(), MarkdownParser.extensions)
-register(lambda _limit: HtmlParser(), HtmlParser.extensions)
-register(lambda _limit: PdfParser(), PdfParser.extensions)
-register(lambda limit: DocxParser(limit), DocxParser.extensions)
-register(lambda _limit: CsvParser(), CsvParser.extensions)
-register(lambda limit: XlsxParser(limit), XlsxParser.extensions)
-register(lambda _limit: JsonParser(), JsonParser.extensions)
+register(lambda _ctx: TextParser(), TextParser.extensions)
+register(lambda _ctx: MarkdownParser(), MarkdownParser.extensions)
+register(lambda _ctx: HtmlParser(), HtmlParser.extensions)
+register(lambda _ctx: PdfParser(), PdfParser.extensions)
+register(lambda ctx: DocxParser(ctx.max_expanded_bytes), DocxParser.extensions)
+register(lambda _ctx: CsvParser(), CsvParser.extensions)
+register(lambda ctx: XlsxParser(ctx.max_expanded_bytes), XlsxParser.extensions)
+register(lambda _ctx: JsonParser(), JsonParser.extensions)
+
+
+def context(max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
+            options: ParseOptions | None = None) -> ParseContext:
+    """The context a parser is built with; OCR loads lazily from ``options.ocr_engine``."""
+    from knora.adapters.ocr.registry import load_engine
+
+    opts = options or ParseOptions()
+    return ParseContext(max_expanded_bytes=max_expanded_bytes, options=opts,
+                        ocr_loader=lambda: load_engine(opts.ocr_engine))
 
 
 def supported_extensions() -> frozenset[str]:
     return frozenset(PARSERS.names())
 
 
-def get_parser(ext: str, *, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES) -> Parser:
+def get_parser(ext: str, *, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
+               options: ParseOptions | None = None) -> Parser:
     """``ext`` with or without the dot, any case. Unknown → ParseError naming what is supported."""
     key = ext.lower().lstrip(".")
     if key not in PARSERS:
         shown = f".{key}" if key else "(no extension)"
         supported = ", ".join(f".{e}" for e in PARSERS.names())
         raise ParseError(f"unsupported file type {shown}; supported: {supported}")
-    return PARSERS.get(key)(max_expanded_bytes)
+    return PARSERS.get(key)(context(max_expanded_bytes, options))
 
 
-def parse_bytes(data: bytes, file_name: str, *,
-                max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES) -> ParsedDocument:
-    """Pick the parser by extension and parse; the result's text is normalised (LF, no NUL, trimmed)."""
-    parser = get_parser(extension_of(file_name), max_expanded_bytes=max_expanded_bytes)
+def parse_bytes(data: bytes, file_name: str, *, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
+                options: ParseOptions | None = None) -> ParsedDocument:
+    """Pick the parser by extension and parse; the result's text is normalised (LF, no NUL, trimmed). A
+    parser that reports pages or images must hand over normalised text (``TextBuilder`` does), since their
+    offsets point into it."""
+    parser = get_parser(extension_of(file_name), max_expanded_bytes=max_expanded_bytes, options=options)
     if not data or not data.strip():
         raise ParseError("the file is empty")
     try:
@@ -75,6 +88,9 @@ def parse_bytes(data: bytes, file_name: str, *,
     text = normalise_text(doc.text)
     if not text:
         raise ParseError("no text could be extracted from the file")
+    if (doc.pages or doc.images) and text != doc.text:
+        raise ParseError(f"could not parse {file_name!r}: the parser's page offsets do not match its text "
+                         "(a bug: please report it)")
     return doc.model_copy(update={"text": text, "title": normalise_text(doc.title).replace("\n", " ")})
 
 
@@ -92,5 +108,5 @@ class ParserRegistry:
     def get(self, ext: str) -> Parser:
         return get_parser(ext, max_expanded_bytes=self.max_expanded_bytes)
 
-    def parse(self, data: bytes, file_name: str) -> ParsedDocument:
-        return parse_bytes(data, file_name, max_expanded_bytes=self.max_expanded_bytes)
+    def parse(self, data: bytes, file_name: str, options: ParseOptions | None = None) -> ParsedDocument:
+        return parse_bytes(data, file_name, max_expanded_bytes=self.max_expanded_bytes, options=options)

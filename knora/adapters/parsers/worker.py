@@ -2,10 +2,11 @@
 over a socket (a multiprocessing ``Connection`` on the fd it was started with), one at a time, until it
 closes.
 
-Messages. Parent → child: ``(data, file_name)``. Child → parent: ``("ready", pid)`` once, after the limit is
-set and the parse function is imported (so starting is not charged to the first document's time limit);
-then per document ``("ok", ParsedDocument dump)``, ``("error", reason)`` or ``("memory", reason)``. After
-``memory`` the child exits: a process that ran out of address space may hold half-built state.
+Messages. Parent → child: ``(data, file_name, options)`` (options as ``ParseOptions.model_dump()``). Child →
+parent: ``("ready", pid)`` once, after the limit is set and the parse function is imported (so starting is
+not charged to the first document's time limit); then per document ``("ok", ParsedDocument dump)``,
+``("error", reason)`` or ``("memory", reason)``. After ``memory`` the child exits: a process that ran out
+of address space may hold half-built state.
 """
 
 from __future__ import annotations
@@ -20,17 +21,18 @@ import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from knora.ports.parser import ParsedDocument, ParseError
+from knora.ports.parser import ParsedDocument, ParseError, ParseOptions
 
-ParseFunction = Callable[[bytes, str, int], ParsedDocument]
+ParseFunction = Callable[[bytes, str, int, ParseOptions], ParsedDocument]
 DEFAULT_ENTRY = "knora.adapters.parsers.worker:parse_document"
 _PR_SET_PDEATHSIG = 1
 
 
-def parse_document(data: bytes, file_name: str, max_expanded_bytes: int) -> ParsedDocument:
+def parse_document(data: bytes, file_name: str, max_expanded_bytes: int,
+                   options: ParseOptions) -> ParsedDocument:
     from knora.adapters.parsers.registry import parse_bytes
 
-    return parse_bytes(data, file_name, max_expanded_bytes=max_expanded_bytes)
+    return parse_bytes(data, file_name, max_expanded_bytes=max_expanded_bytes, options=options)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -70,12 +72,13 @@ def serve(conn: Connection, parent_pid: int, memory_mb: int, max_expanded_bytes:
     conn.send(("ready", os.getpid()))
     while True:
         try:
-            data, file_name = conn.recv()
+            data, file_name, options = conn.recv()
         except (EOFError, OSError):
             return
         reply: tuple[str, object]
         try:
-            reply = ("ok", parse(data, file_name, max_expanded_bytes).model_dump())
+            opts = ParseOptions.model_validate(options)
+            reply = ("ok", parse(data, file_name, max_expanded_bytes, opts).model_dump())
         except BaseException as exc:  # noqa: BLE001 - every failure becomes a reason for the parent
             if _out_of_memory(exc):
                 reply = ("memory", "")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from knora.domain.common import new_id
+from knora.domain.document import PageSpan, chunk_location
 from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES, Chunk, ChunkType, Knowledge
 
 
@@ -35,7 +36,10 @@ class Draft(Protocol):
     def context_header(self) -> str: ...
 
 
-def build_chunks(knowledge: Knowledge, drafts: Sequence[Draft]) -> list[Chunk]:
+def build_chunks(knowledge: Knowledge, drafts: Sequence[Draft],
+                 pages: Sequence[PageSpan] = ()) -> list[Chunk]:
+    """Chunk records for ``drafts``; with the document's ``pages``, each chunk's metadata says where it is
+    (``page``, ``page_end``, ``page_kind``, ``page_label``: see ``knora.domain.document.chunk_location``)."""
     kept = [d for d in drafts if d.content and d.content.strip()]
     ids = [new_id() for _ in kept]
     # parent_index refers to positions in the chunker's list; map them onto the kept list.
@@ -55,6 +59,7 @@ def build_chunks(knowledge: Knowledge, drafts: Sequence[Draft]) -> list[Chunk]:
             parent_chunk_id=parent_id,
             start_at=int(d.start_at), end_at=int(d.end_at),
             content_hash=hashlib.sha256(d.content.encode()).hexdigest(),
+            metadata=dict(chunk_location(pages, int(d.start_at), int(d.end_at))),
         ))
     has_parents = any(c.chunk_type == ChunkType.PARENT_TEXT for c in chunks)
     chain_type = ChunkType.PARENT_TEXT if has_parents else ChunkType.TEXT

@@ -405,7 +405,7 @@ class IngestService:
         config = kb.chunking_config.normalised()
         t = time.time_ns()
         drafts = await asyncio.to_thread(self.d.split, doc.text, config)
-        chunks = build_chunks(k, drafts)
+        chunks = build_chunks(k, drafts, doc.pages)
         span.record("chunk", t, time.time_ns(), {"knora.chunks": len(chunks)})
         if not chunks:
             raise IngestFailure(f"{name} produced no chunks")

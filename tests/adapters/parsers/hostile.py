@@ -6,24 +6,24 @@ import os
 import signal
 import time
 
-from knora.ports.parser import ParsedDocument
+from knora.ports.parser import ParsedDocument, ParseOptions
 
 
-def spin(data: bytes, file_name: str, max_expanded_bytes: int) -> ParsedDocument:
+def spin(data: bytes, file_name: str, max_expanded_bytes: int, options: ParseOptions) -> ParsedDocument:
     while True:  # a parser stuck on a file, burning a core
         time.sleep(0.01)
 
 
-def hoard(data: bytes, file_name: str, max_expanded_bytes: int) -> ParsedDocument:
+def hoard(data: bytes, file_name: str, max_expanded_bytes: int, options: ParseOptions) -> ParsedDocument:
     kept = []
     while True:  # a parser building an ever larger structure
         kept.append(bytearray(16 * 1024 * 1024))
 
 
-def crash(data: bytes, file_name: str, max_expanded_bytes: int) -> ParsedDocument:
+def crash(data: bytes, file_name: str, max_expanded_bytes: int, options: ParseOptions) -> ParsedDocument:
     os.kill(os.getpid(), signal.SIGSEGV)  # a C extension dying under the parse
     raise AssertionError("unreachable")
 
 
-def echo(data: bytes, file_name: str, max_expanded_bytes: int) -> ParsedDocument:
+def echo(data: bytes, file_name: str, max_expanded_bytes: int, options: ParseOptions) -> ParsedDocument:
     return ParsedDocument(title=file_name, text=f"{data.decode()} (pid {os.getpid()})")
