@@ -176,7 +176,8 @@ def test_a_chunk_with_a_page_is_cited_with_it_and_shown_to_the_model_with_it() -
                          chunk_metadata={"page": 3, "page_kind": "slide"})
     r = ReferenceRegistry()
     context = render_context([scanned, slide], r)
-    assert 'location="p. 12"' in context.xml and 'location="slide 3"' in context.xml
+    assert 'location="p. 12"' in context.xml
+    assert 'location="slide 3"' in context.xml
     handle = r.chunk_handle(CHUNK_B)
     assert handle is not None
     tag = r.public_tag(handle)
