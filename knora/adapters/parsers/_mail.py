@@ -263,7 +263,8 @@ class MailRenderer:
             skipped.append(f"attachment {name}: could not be read ({type(exc).__name__})")
             return
         budget.remaining_bytes = max(budget.remaining_bytes - len(inner_doc.text.encode("utf-8")), 0)
-        skipped.extend(f"attachment {name}: {s}" for s in inner_doc.skipped)
+        skipped.extend(f"attachment {name} / {s.removeprefix('attachment ')}" if s.startswith("attachment ")
+                       else f"attachment {name}: {s}" for s in inner_doc.skipped)
         self._place_document(b, inner_doc, number, name, None if nested is not None else budget)
 
     def _place_image(self, b: TextBuilder, image: ParsedImage, number: int, name: str,
