@@ -20,6 +20,7 @@ import codecs
 import dataclasses
 import io
 import mimetypes
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -129,6 +130,24 @@ class MailRenderer:
         self.inner = inner
         self.supported = supported
         self.kind = kind
+        budget = ctx.options.time_budget_seconds
+        # the upload's deadline for optional work (OCR) covers the whole e-mail, attachments included
+        self._deadline = time.monotonic() + budget if budget > 0 else None
+        self._ocr_timed_out = 0
+        self._ocr_unavailable = ""
+
+    def _seconds_left(self) -> float | None:
+        return None if self._deadline is None else self._deadline - time.monotonic()
+
+    def _inner_context(self, remaining_bytes: int) -> ParseContext:
+        """The context an attachment's parser gets: what is left of the byte budget and of the time budget
+        (OCR off once that is spent)."""
+        options = self.ctx.options
+        left = self._seconds_left()
+        if left is not None:
+            options = options.model_copy(update={"time_budget_seconds": max(left, 0.001),
+                                                 "ocr": options.ocr and left > 0})
+        return dataclasses.replace(self.ctx, max_expanded_bytes=max(remaining_bytes, 1), options=options)
 
     def document(self, message: MailMessage, file_name: str) -> ParsedDocument:
         budget = MailBudget(remaining_bytes=self.ctx.max_expanded_bytes)
@@ -141,6 +160,11 @@ class MailRenderer:
             skipped.append(f"{len(budget.over_budget)} attachments not parsed: the e-mail's attachments "
                            f"exceed the limit of {self.ctx.max_expanded_bytes} expanded bytes "
                            f"({_shown(budget.over_budget)})")
+        if self._ocr_unavailable:
+            skipped.append(f"the e-mail's images were not OCR'd: {self._ocr_unavailable}")
+        if self._ocr_timed_out:
+            skipped.append(f"{self._ocr_timed_out} images not OCR'd: the upload's time budget of "
+                           f"{self.ctx.options.time_budget_seconds:g} s for OCR was spent")
         if budget.images_dropped:
             skipped.append(f"{budget.images_dropped} inline images not kept: at most {MAX_IMAGES} per e-mail")
         return doc.model_copy(update={"skipped": skipped})
@@ -194,8 +218,11 @@ class MailRenderer:
         try:
             engine = self.ctx.ocr()
         except OcrUnavailable as exc:
-            skipped.append(f"image {att.name}: OCR unavailable ({exc})")
-        if engine is not None:
+            self._ocr_unavailable = str(exc)
+        left = self._seconds_left()
+        if engine is not None and left is not None and left <= 0:
+            self._ocr_timed_out += 1
+        elif engine is not None:
             if width * height > MAX_OCR_PIXELS:
                 skipped.append(f"image {att.name}: {width}x{height} pixels, too large for OCR")
             else:
@@ -248,8 +275,8 @@ class MailRenderer:
             if nested is not None:
                 inner_doc = self.render(nested(), name, budget, depth + 1)
             elif ext in self.supported:
-                ctx = dataclasses.replace(self.ctx, max_expanded_bytes=max(budget.remaining_bytes, 1))
-                inner_doc = self.inner(ctx, att.data, name if extension_of(name) else f"{name}.{ext}")
+                inner_name = name if extension_of(name) else f"{name}.{ext}"
+                inner_doc = self.inner(self._inner_context(budget.remaining_bytes), att.data, inner_name)
             else:
                 image = self._image(att, skipped)
                 if image is None:
