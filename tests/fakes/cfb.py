@@ -177,8 +177,25 @@ class MsgSpec:
     cc: str = ""
     submit_time: int | None = None  # FILETIME ticks
     attachments: list[MsgAttachment] = field(default_factory=list)
+    rtf: bytes = b""  # PR_RTF_COMPRESSED, written with ``lzfu``
     code_page: int | None = None
     string8: bool = False  # write strings as 001E in ``code_page`` instead of 001F
+
+
+def lzfu(rtf: bytes) -> bytes:
+    """``rtf`` as Outlook's compressed RTF ([MS-OXRTFCP]): literals only (valid, if not small), then the
+    end-of-data reference to the dictionary's write position."""
+    write = 207  # after the pre-filled dictionary
+    body = bytearray()
+    tokens: list[bytes] = [bytes([b]) for b in rtf]
+    end = ((write + len(rtf)) % 4096) << 4
+    tokens.append(struct.pack(">H", end))
+    for at in range(0, len(tokens), 8):
+        group = tokens[at:at + 8]
+        control = sum(1 << i for i, t in enumerate(group) if len(t) == 2)
+        body.append(control)
+        body += b"".join(group)
+    return struct.pack("<IIII", len(body) + 12, len(rtf), 0x75465A4C, 0) + bytes(body)
 
 
 def filetime(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> int:
@@ -221,6 +238,8 @@ def _message_tree(spec: MsgSpec, header_size: int) -> Tree:
     if spec.html:
         storage["__substg1.0_10130102"] = spec.html
         fixed.append((0x1013, PT_BINARY, struct.pack("<I", len(spec.html))))
+    if spec.rtf:
+        storage["__substg1.0_10090102"] = lzfu(spec.rtf)
     if spec.submit_time is not None:
         fixed.append((0x0039, PT_SYSTIME, struct.pack("<Q", spec.submit_time)))
     if spec.code_page is not None:

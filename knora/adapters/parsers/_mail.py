@@ -20,6 +20,7 @@ import codecs
 import dataclasses
 import io
 import mimetypes
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ MAX_DEPTH = 3  # a forwarded message inside a forwarded message inside a message
 MAX_ATTACHMENTS = 100  # attachments parsed per e-mail, nested messages included
 MAX_IMAGES = 50  # inline images kept per e-mail
 MAX_OCR_PIXELS = 40_000_000  # an inline image larger than this is kept without OCR
+MAX_PLAIN_RTF = 256 * 1024  # an RTF body read by striprtf directly (its regexes backtrack on big input)
 _NAMES_SHOWN = 10  # names listed in one "not parsed" summary
 ARCHIVES = frozenset({"zip", "rar", "7z", "tar", "gz", "tgz", "bz2", "xz", "zst", "cab", "arj", "lz", "lzh"})
 MAIL_EXTENSIONS = frozenset({"eml", "msg"})
@@ -87,6 +89,7 @@ class MailMessage:
     subject: str = ""
     text: str = ""  # the plain-text body
     html: str = ""  # the HTML body, used when there is no plain text
+    rtf: bytes = b""  # an RTF body (Outlook), used when there is neither
     attachments: list[MailAttachment] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # what reading the message itself left out
 
@@ -174,6 +177,8 @@ class MailRenderer:
         skipped = list(message.skipped)
         b.add("\n".join(f"{k}: {v}" for k, v in message.headers if v.strip()))
         body = message.text if message.text.strip() else self._html_text(message.html, skipped)
+        if not body.strip() and message.rtf:
+            body = self._rtf_text(message.rtf, skipped)
         b.add(body)
         for att in message.attachments:
             if att.inline and att.message is None and att.mime.startswith("image/"):
@@ -203,6 +208,34 @@ class MailRenderer:
         except ParseError as exc:
             skipped.append(f"the HTML body: {exc}")
             return ""
+
+    def _rtf_text(self, rtf: bytes, skipped: list[str]) -> str:
+        """Through the registry's RTF parser when this install has one, else striprtf on a bounded body."""
+        if "rtf" in self.supported:
+            try:
+                return self.inner(self._inner_context(self.ctx.max_expanded_bytes), rtf, "body.rtf").text
+            except ParseError as exc:
+                skipped.append(f"the RTF body: {exc}")
+                return ""
+        if len(rtf) > MAX_PLAIN_RTF:
+            skipped.append(f"the RTF body: {len(rtf)} bytes, above the {MAX_PLAIN_RTF} read without an RTF "
+                           "parser")
+            return ""
+        from striprtf.striprtf import rtf_to_text
+
+        page = re.search(rb"\\ansicpg(\d+)", rtf)
+        encoding = f"cp{int(page.group(1))}" if page else "cp1252"
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            encoding = "cp1252"
+        try:
+            text: str = rtf_to_text(rtf.decode("latin-1"), encoding=encoding,  # type: ignore[no-untyped-call]
+                                    errors="replace")
+        except (ValueError, IndexError, UnicodeError, RecursionError) as exc:
+            skipped.append(f"the RTF body could not be read: {type(exc).__name__}: {exc}")
+            return ""
+        return text
 
     def _image(self, att: MailAttachment, skipped: list[str]) -> ParsedImage | None:
         from PIL import Image, UnidentifiedImageError

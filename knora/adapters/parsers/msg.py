@@ -27,6 +27,7 @@ from knora.adapters.parsers._mail import (
     MailRenderer,
     decode_bytes,
 )
+from knora.adapters.parsers._rtfcompressed import decompress_rtf
 from knora.ports.parser import ParseContext, ParsedDocument, ParseError
 
 _PROPS = "__properties_version1.0"
@@ -150,6 +151,17 @@ def _attachment(s: _Storage, number: int) -> MailAttachment | str:
     return MailAttachment(name=name, mime=mime, data=s.binary(0x3701), inline=inline)
 
 
+def _rtf_body(compressed: bytes, skipped: list[str]) -> bytes:
+    """The RTF of a body Outlook kept only as compressed RTF (PR_RTF_COMPRESSED)."""
+    if not compressed:
+        return b""
+    try:
+        return decompress_rtf(compressed)
+    except ParseError as exc:
+        skipped.append(f"the RTF body: {exc}")
+    return b""
+
+
 def _message(s: _Storage) -> MailMessage:
     submitted = s.time(0x0039) or s.time(0x0E06)
     date = email.utils.format_datetime(submitted) if submitted else _transport_date(s)
@@ -160,8 +172,7 @@ def _message(s: _Storage) -> MailMessage:
     html = decode_bytes(html_raw, _code_page(s.long(0x3FDE)) or s.code_page) if html_raw else s.string(0x1013)
     text = s.string(0x1000)
     skipped: list[str] = []
-    if not text.strip() and not html.strip() and s.binary(0x1009):
-        skipped.append("the message body is stored only as compressed RTF, which is not read")
+    rtf = _rtf_body(s.binary(0x1009), skipped) if not text.strip() and not html.strip() else b""
     attachments: list[MailAttachment] = []
     for number, path in enumerate(s.children(_ATTACH), start=1):
         found = _attachment(_Storage(s.ole, path, _ATTACH_HEADER, s.code_page), number)
@@ -170,7 +181,7 @@ def _message(s: _Storage) -> MailMessage:
         else:
             attachments.append(found)
     return MailMessage(headers=[(k, v) for k, v in headers if v], subject=subject, text=normalise_text(text),
-                       html=html, attachments=attachments, skipped=skipped)
+                       html=html, rtf=rtf, attachments=attachments, skipped=skipped)
 
 
 def read_msg(data: bytes) -> MailMessage:

@@ -61,6 +61,22 @@ def test_html_body_when_there_is_no_plain_text() -> None:
     assert "x()" not in doc.text
 
 
+def test_rtf_only_body_is_decompressed_and_read() -> None:
+    rtf = rb"{\rtf1\ansi\ansicpg1252\deff0{\fonttbl{\f0 Arial;}}\f0 The RTF body says \b hello\b0 .\par}"
+    doc = parse_bytes(make_msg(spec(body="", rtf=rtf)), "mail.msg")
+    assert "The RTF body says hello." in doc.text
+
+
+def test_compressed_rtf_from_the_specification() -> None:
+    from knora.adapters.parsers._rtfcompressed import decompress_rtf
+
+    sample = bytes.fromhex("2d0000002b0000004c5a4675f1c5c7a703000a00726370673132354232"
+                           "0af32068656c090020627705b06c647d0a800fa0")  # [MS-OXRTFCP] 3.1.1.2
+    assert decompress_rtf(sample) == b"{\\rtf1\\ansi\\ansicpg1252\\pard hello world}\r\n"
+    with pytest.raises(ParseError, match="truncated"):
+        decompress_rtf(sample[:10])
+
+
 def test_inline_picture_and_attached_picture() -> None:
     doc = parse_with(ocr_context(), make_msg(spec(attachments=[
         MsgAttachment("image001.png", png("LOGO TEXT"), mime="image/png", content_id="image001@x",
