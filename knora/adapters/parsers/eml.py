@@ -32,6 +32,7 @@ _MAIL_HEADERS = {"from", "to", "cc", "subject", "date", "message-id", "received"
                  "reply-to", "return-path", "delivered-to", "x-mailer", "in-reply-to", "references"}
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _MAX_HEADER_CHARS = 2000
+_MAX_MIME_DEPTH = 50  # multiparts inside multiparts; a real mail nests 3 or 4
 
 
 def decode_header(raw: object) -> str:
@@ -41,7 +42,8 @@ def decode_header(raw: object) -> str:
         return ""
     if isinstance(raw, email.header.Header):
         raw = str(raw)
-    value = str(raw)
+    # decode_header is quadratic in the number of encoded words: only the start of a huge header is read
+    value = str(raw)[:4 * _MAX_HEADER_CHARS]
     if any("\udc80" <= ch <= "\udcff" for ch in value):
         value = decode_bytes(value.encode("ascii", "surrogateescape"), None)
     try:
@@ -79,8 +81,14 @@ class _Collector:
         self.texts: list[str] = []
         self.htmls: list[str] = []
         self.attachments: list[MailAttachment] = []
+        self.too_deep = False
+        self.defects: set[str] = set()  # what the email package found wrong, by kind
 
-    def walk(self, part: email.message.Message) -> None:
+    def walk(self, part: email.message.Message, depth: int = 0) -> None:
+        if depth > _MAX_MIME_DEPTH:
+            self.too_deep = True
+            return
+        self.defects.update(type(d).__name__ for d in getattr(part, "defects", []))
         ctype = part.get_content_type()
         if ctype == "message/rfc822":
             inner = part.get_payload()
@@ -95,7 +103,7 @@ class _Collector:
             payload = part.get_payload()
             for sub in payload if isinstance(payload, list) else []:
                 if isinstance(sub, email.message.Message):
-                    self.walk(sub)
+                    self.walk(sub, depth + 1)
             return
         disposition = (part.get_content_disposition() or "").lower()
         filename = decode_header(part.get_filename())
@@ -119,7 +127,9 @@ def read_message(message: email.message.Message) -> MailMessage:
     collector = _Collector()
     collector.walk(message)
     skipped: list[str] = []
-    defects = {type(d).__name__ for p in message.walk() for d in getattr(p, "defects", [])}
+    if collector.too_deep:
+        skipped.append(f"MIME parts nested more than {_MAX_MIME_DEPTH} levels deep were not read")
+    defects = collector.defects
     if "CloseBoundaryNotFoundDefect" in defects or "StartBoundaryNotFoundDefect" in defects:
         skipped.append("the message is truncated or damaged (a MIME boundary is missing); what could be read "
                        "is kept")
@@ -134,11 +144,17 @@ def read_eml(data: bytes) -> MailMessage:
         return READERS["msg"](data)  # an Outlook item saved with the wrong extension
     if b"\x00" in data[:4096]:
         raise ParseError("not an e-mail file: it holds binary data where the message headers should be")
-    message = email.message_from_bytes(data, policy=email.policy.compat32)
+    try:
+        message = email.message_from_bytes(data, policy=email.policy.compat32)
+    except RecursionError as exc:
+        raise ParseError("the message's MIME parts are nested too deeply to read") from exc
     if not {k.lower() for k in message} & _MAIL_HEADERS:
         raise ParseError("not an e-mail file: none of the message headers (From, To, Subject, Date …) was "
                          "found at its start")
-    return read_message(message)
+    try:
+        return read_message(message)
+    except RecursionError as exc:
+        raise ParseError("the message's MIME parts are nested too deeply to read") from exc
 
 
 READERS["eml"] = read_eml

@@ -160,3 +160,11 @@ def test_a_damaged_sector_ends_in_a_reason_or_a_parse() -> None:
     except ParseError as exc:
         text = str(exc)
     assert text
+
+
+def test_500_attachments_end_partially_parsed() -> None:
+    data = make_msg(spec(attachments=[MsgAttachment(f"n{i}.txt", b"note %d" % i) for i in range(500)]))
+    doc = parse_bytes(data, "mail.msg")
+    assert len(doc.pages) == 100
+    assert doc.skipped[0].startswith("400 attachments not parsed: at most 100 are parsed per e-mail "
+                                     "(n100.txt")
