@@ -199,12 +199,12 @@ class MailRenderer:
                               pages=b.pages, images=b.images, skipped=skipped)
 
     def _html_text(self, html: str, skipped: list[str]) -> str:
+        """The HTML body through the registry's HTML parser (boilerplate dropped, markdown kept)."""
         if not html.strip():
             return ""
-        from knora.adapters.parsers.html import HtmlParser
-
         try:
-            return HtmlParser().parse(html.encode("utf-8"), "body.html").text
+            return self.inner(self._inner_context(self.ctx.max_expanded_bytes), html.encode("utf-8"),
+                              "body.html").text
         except ParseError as exc:
             skipped.append(f"the HTML body: {exc}")
             return ""

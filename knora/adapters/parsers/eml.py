@@ -110,8 +110,10 @@ class _Collector:
         if disposition != "attachment" and not filename and ctype in ("text/plain", "text/html"):
             (self.texts if ctype == "text/plain" else self.htmls).append(_part_text(part))
             return
-        inline = ctype.startswith("image/") and (disposition == "inline" or part.get("Content-ID") is not None
-                                                 or not filename)
+        # a picture shown in the body: marked inline, or referenced by Content-ID / nameless and not marked
+        # as an attachment
+        inline = ctype.startswith("image/") and (disposition == "inline" or (
+            disposition != "attachment" and (part.get("Content-ID") is not None or not filename)))
         number = len(self.attachments) + 1
         name = filename or f"attachment-{number}.{attachment_extension('', ctype) or 'bin'}"
         self.attachments.append(MailAttachment(name=name, mime=ctype, data=_payload_bytes(part),

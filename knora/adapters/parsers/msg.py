@@ -147,7 +147,8 @@ def _attachment(s: _Storage, number: int) -> MailAttachment | str:
         return f"attachment {name}: a link to a file that is not attached (attach method {method})"
     hidden = bool(s.long(0x7FFE))
     content_id = s.string(0x3712)
-    inline = mime.startswith("image/") and (hidden or bool(content_id))
+    rendered_in_html = bool((s.long(0x3714) or 0) & 0x4)  # PR_ATTACH_FLAGS: ATT_MHTML_REF
+    inline = mime.startswith("image/") and (hidden or bool(content_id) or rendered_in_html)
     return MailAttachment(name=name, mime=mime, data=s.binary(0x3701), inline=inline)
 
 

@@ -326,3 +326,29 @@ def test_a_header_of_200000_encoded_words_is_read_only_at_its_start() -> None:
     doc = parse_bytes(raw, "header.eml")
     assert doc.title.startswith("中文中文")
     assert len(doc.title) <= 2000
+
+
+def huge_png(width: int, height: int) -> bytes:
+    """A PNG whose header claims ``width`` x ``height`` (its pixel data is a few bytes, so it is cheap to
+    make and must never be decoded)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + \
+        chunk(b"IEND", b"")
+
+
+def test_a_20000_by_20000_inline_image_is_named_not_decoded() -> None:
+    m = message()
+    m.add_attachment(huge_png(20_000, 20_000), maintype="image", subtype="png", disposition="inline",
+                     filename="huge.png")
+    m.add_attachment(huge_png(8_000, 6_000), maintype="image", subtype="png", disposition="inline",
+                     filename="big.png")
+    doc = parse_with(ocr_context(), m.as_bytes(), "mail.eml")
+    assert doc.skipped[0].startswith("image huge.png: not a readable image")
+    assert doc.skipped[1] == "image big.png: 8000x6000 pixels, too large for OCR"
+    assert [i.name for i in doc.images] == ["big.png"]
