@@ -1,8 +1,9 @@
 """E-mail files (.eml, RFC 5322 / MIME) via the standard library's ``email`` package.
 
-The ``compat32`` policy is used because it is the most lenient reader and leaves decoding to us: header words
-(RFC 2047, any charset, Chinese included) and bodies are decoded with ``decode_bytes``, which honours the
-declared charset and falls back to guessing when the label is unknown or wrong. ``email`` accepts any bytes
+The ``compat32`` policy is used because it is the most lenient reader and leaves decoding to us (its headers
+are handed over raw, 8-bit bytes included): header words (RFC 2047, any charset, Chinese included), raw 8-bit
+headers and bodies are decoded with ``decode_bytes``, which honours the declared charset and falls back to
+guessing when the label is unknown or wrong. ``email`` accepts any bytes
 as a message, so a file counts as an e-mail only when it has at least one of the headers every mail has
 (From, To, Subject, Date, Message-ID, Received, MIME-Version …); otherwise it is refused.
 """
@@ -12,8 +13,8 @@ from __future__ import annotations
 import email
 import email.header
 import email.message
-import email.policy
 from collections.abc import Callable
+from email._policybase import Compat32
 
 from knora.adapters.parsers._common import normalise_text
 from knora.adapters.parsers._mail import (
@@ -30,6 +31,17 @@ from knora.ports.parser import ParseContext, ParsedDocument, ParseError
 _SHOWN_HEADERS = ("From", "To", "Cc", "Date", "Subject")
 _MAIL_HEADERS = {"from", "to", "cc", "subject", "date", "message-id", "received", "mime-version", "sender",
                  "reply-to", "return-path", "delivered-to", "x-mailer", "in-reply-to", "references"}
+
+
+class _RawHeaders(Compat32):
+    """compat32, except that a header is handed over as it was (raw 8-bit bytes as surrogate escapes)
+    instead of having those bytes replaced by U+FFFD: ``decode_header`` then guesses their charset."""
+
+    def header_fetch_parse(self, name: str, value: str) -> str:
+        return value
+
+
+_POLICY = _RawHeaders()
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _MAX_HEADER_CHARS = 2000
 _MAX_MIME_DEPTH = 50  # multiparts inside multiparts; a real mail nests 3 or 4
@@ -147,7 +159,7 @@ def read_eml(data: bytes) -> MailMessage:
     if b"\x00" in data[:4096]:
         raise ParseError("not an e-mail file: it holds binary data where the message headers should be")
     try:
-        message = email.message_from_bytes(data, policy=email.policy.compat32)
+        message = email.message_from_bytes(data, policy=_POLICY)
     except RecursionError as exc:
         raise ParseError("the message's MIME parts are nested too deeply to read") from exc
     if not {k.lower() for k in message} & _MAIL_HEADERS:

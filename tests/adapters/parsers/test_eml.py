@@ -352,3 +352,13 @@ def test_a_20000_by_20000_inline_image_is_named_not_decoded() -> None:
     assert doc.skipped[0].startswith("image huge.png: not a readable image")
     assert doc.skipped[1] == "image big.png: 8000x6000 pixels, too large for OCR"
     assert [i.name for i in doc.images] == ["big.png"]
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "gbk"])
+def test_raw_8_bit_headers_are_decoded_not_replaced(charset: str) -> None:
+    raw = (b"From: " + "张三".encode(charset) + b" <z@example.cn>\r\nSubject: " + "会议纪要".encode(charset)
+           + b"\r\nContent-Type: text/plain; charset=" + charset.encode() + b"\r\n\r\n"
+           + "正文".encode(charset))
+    doc = parse_bytes(raw, "mail.eml")
+    assert doc.title == "会议纪要"
+    assert doc.text.startswith("From: 张三 <z@example.cn>\nSubject: 会议纪要\n\n正文")
