@@ -84,6 +84,7 @@ CONTENT_TYPES = {
     "application/pdf": "pdf", "text/csv": "csv", "application/json": "json",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "message/rfc822": "eml", "application/vnd.ms-outlook": "msg",
 }
 
 
