@@ -148,13 +148,14 @@ class TextBuilder:
         else:
             self.pages.append(PageSpan(number=page, start=start, end=end, kind=kind, label=label))
 
-    def add_image(self, image: ParsedImage, *, page: int | None = None, kind: PageKind = "page") -> None:
+    def add_image(self, image: ParsedImage, *, page: int | None = None, kind: PageKind = "page",
+                  label: str = "") -> None:
         """Places ``image`` here: its OCR text (if any) becomes part of the text at this point, on
-        ``page``."""
+        ``page`` (give the page's ``label`` too, so the OCR text joins that page's span)."""
         offset = self._length
         if normalise_text(image.ocr_text):
             offset += 2 if self._parts else 0  # the OCR text starts after the blank line add() puts first
-            self.add(image.ocr_text, page=page, kind=kind)
+            self.add(image.ocr_text, page=page, kind=kind, label=label)
         self.images.append(image.model_copy(update={"offset": offset, "page": page}))
 
     @property
