@@ -38,8 +38,9 @@ def _measure(data: bytes, file_name: str, *, repeat: int = 3) -> dict[str, Any]:
             "chars": chars}
 
 
-_WORDS = ("knowledge base retrieval answer citation document chunk parser index query tenant model "
-          "embedding vector keyword rerank stream session page table image").split()
+_WORDS = ["knowledge", "base", "retrieval", "answer", "citation", "document", "chunk", "parser", "index",
+          "query", "tenant", "model", "embedding", "vector", "keyword", "rerank", "stream", "session", "page",
+          "table", "image"]
 _ZH = "知识库检索回答引用文档分块解析索引查询模型向量关键词重排会话页面表格图片"
 
 

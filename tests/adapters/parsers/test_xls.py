@@ -121,3 +121,19 @@ def test_a_workbook_of_empty_sheets() -> None:
     wb.save(buf)
     with pytest.raises(ParseError, match="no non-empty sheets"):
         parse_bytes(buf.getvalue(), "empty.xls")
+
+
+def test_typed_rows_for_data_analysis() -> None:
+    from knora.adapters.parsers.xls import sheet_rows
+    from knora.services.pipeline.plugins.data_analysis import rows_from_file
+
+    sheets = sheet_rows(make_xls())
+    assert [name for name, _ in sheets] == ["Sales", "Empty", "员工"]
+    sales = sheets[0][1]
+    assert sales[1][:4] == ["north", "Q1", 1200.0, datetime(2024, 3, 1)]
+    assert sales[1][5:] == [time(9, 15), True]
+    header, rows = rows_from_file(make_xls(), "sales.xls")
+    assert header == ["region", "quarter", "revenue", "booked", "at", "paid", "ok", "__sheet_name"]
+    assert rows[0][0] == "north"
+    assert rows[0][-1] == "Sales"
+    assert rows[-1] == ["李雷", "研发", "员工"]
