@@ -84,6 +84,8 @@ CONTENT_TYPES = {
     "application/pdf": "pdf", "text/csv": "csv", "application/json": "json",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "application/epub+zip": "epub", "application/rtf": "rtf", "text/rtf": "rtf",
+    "application/vnd.ms-excel": "xls", "application/msword": "doc",
 }
 
 
