@@ -17,6 +17,7 @@ import io
 import posixpath
 import re
 import time
+import warnings
 import zipfile
 from urllib.parse import unquote, urldefrag
 
@@ -31,6 +32,7 @@ from knora.ports.parser import ParseContext, ParsedDocument, ParsedImage, ParseE
 MAX_IMAGES = 64
 MAX_IMAGE_BYTES = 8 * 1024 * 1024
 MIN_IMAGE_BYTES = 1024  # spacers, bullets and rules are not worth keeping
+MAX_IMAGE_PIXELS = 40_000_000  # a pixel bomb is named in ``skipped``, never decoded
 _FONT_OBFUSCATION = {"http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC"}
 _IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/tiff"}
 _XHTML_TYPES = {"application/xhtml+xml", "text/html", "application/xml", "text/xml"}
@@ -221,7 +223,11 @@ class _Book:
                 self.skipped.append(f"images after the first {MAX_IMAGES}: the per-book limit")
                 return 0
             data = self.archive.read(target)
-            builder.add_image(ParsedImage(data=data, mime=mime, name=target,
+            size = _image_size(data)
+            if isinstance(size, str):
+                self.skipped.append(f"image {target!r}: {size}")
+                continue
+            builder.add_image(ParsedImage(data=data, mime=mime, name=target, width=size[0], height=size[1],
                                           ocr_text=self._ocr(data, target, deadline)),
                               page=section[0], kind="section", label=section[1])
             left -= 1
@@ -239,6 +245,24 @@ class _Book:
         except ParseError as exc:
             self.skipped.append(f"OCR of image {name!r}: {exc}")
             return ""
+
+
+def _image_size(data: bytes) -> tuple[int, int] | str:
+    """Width and height from the image's header (nothing is decoded), or why it cannot be used."""
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                width, height = image.size
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError):
+        return "more pixels than the image decoder's bomb limit"
+    except (OSError, ValueError, SyntaxError):
+        return "not a readable image"
+    if width * height > MAX_IMAGE_PIXELS:
+        return f"{width}×{height} pixels, above the limit of {MAX_IMAGE_PIXELS}"
+    return width, height
 
 
 def _mime(path: str) -> str:

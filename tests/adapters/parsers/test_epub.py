@@ -239,3 +239,25 @@ def test_entities_are_not_expanded() -> None:
                      title="&b;").split("?>", 1)[1])
     doc = parse_bytes(_zip(_hand_book(**{"OEBPS/book.opf": laughs})), "laughs.epub")
     assert "aaaaaaaaaa" not in doc.title
+
+
+def test_unreadable_and_oversized_images_are_skipped_by_name() -> None:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    # a PNG header claiming 50,000 × 50,000 pixels (its data is never decoded)
+    huge = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 50_000, 50_000, 8, 2, 0, 0, 0)) \
+        + chunk(b"IDAT", zlib.compress(b"\0" * 4096)) + chunk(b"IEND", b"")
+    big = huge[:8] + chunk(b"IHDR", struct.pack(">IIBBBBB", 7_000, 7_000, 8, 2, 0, 0, 0)) + huge[33:]
+    book = _hand_book(**{"OEBPS/huge.png": huge + b"\0" * 2048, "OEBPS/big.png": big + b"\0" * 2048,
+                         "OEBPS/junk.png": b"not an image" * 200})
+    book["OEBPS/one.xhtml"] = ('<html><body><p>text</p><img src="huge.png"/><img src="junk.png"/>'
+                               '<img src="big.png"/></body></html>')
+    doc = EpubParser(context(options=ParseOptions(ocr=False))).parse(_zip(book), "pics.epub")
+    assert doc.images == []
+    assert any("huge.png" in s and "bomb limit" in s for s in doc.skipped)
+    assert any("big.png" in s and "7000×7000 pixels, above the limit" in s for s in doc.skipped)
+    assert any("junk.png" in s and "not a readable image" in s for s in doc.skipped)
