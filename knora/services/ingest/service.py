@@ -35,6 +35,7 @@ from knora.ports.store import KnowledgeFilter, Page, Repositories
 from knora.ports.telemetry import NO_TELEMETRY, Span, Telemetry
 from knora.services.ingest import fetch as fetching
 from knora.services.ingest.build import Draft, build_chunks, searchable
+from knora.services.ingest.chunker import config_for_format
 from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.embedders import EmbedderRegistry
 from knora.services.ingest.passages import NewPassage, add_passages
@@ -402,7 +403,7 @@ class IngestService:
         explicit = k.title if k.type in ("manual", "url") else ""
         title = explicit or doc.title or k.title or PurePosixPath(name).stem
         k = k.model_copy(update={"title": title})
-        config = kb.chunking_config.normalised()
+        config = config_for_format(kb.chunking_config.normalised(), doc.metadata.get("format", ""))
         t = time.time_ns()
         # no chunk crosses a page, slide or attachment boundary: each cites exactly where it is from
         cuts = [offset for page in doc.pages for offset in (page.start, page.end)]

@@ -95,3 +95,19 @@ def test_chunks_fall_between_blocks_not_as_one_fenced_block() -> None:
     # line: the overlap begins at a word boundary)
     assert all(d.end_at == len(doc.text) or doc.text[d.end_at] == "\n" for d in drafts)
     assert sum(doc.text.startswith("\n\n", d.end_at) for d in drafts) >= len(drafts) // 2
+
+
+def test_comment_lines_are_not_headings_under_the_heading_strategies() -> None:
+    from knora.services.ingest.chunker import config_for_format
+
+    source = "\n\n".join(f"# step {i}: prepare the ledger\nvalue_{i} = compute({i})\n" + "x = 1\n" * 30
+                         for i in range(8))
+    doc = parse_bytes(source.encode(), "job.py")
+    auto = ChunkingConfig(strategy="auto").normalised()
+    naive = split_document(doc.text, auto)
+    assert any(d.context_header.startswith("step") for d in naive)  # what the chunker alone would do
+    for strategy in ("auto", "heading"):
+        config = config_for_format(ChunkingConfig(strategy=strategy).normalised(), doc.metadata["format"])
+        assert all(d.context_header == "" for d in split_document(doc.text, config))
+    markdown = ChunkingConfig(strategy="heading")
+    assert config_for_format(markdown, "md") is markdown
