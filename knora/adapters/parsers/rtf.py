@@ -9,8 +9,8 @@ hostile input. So a linear pre-pass runs first, on the bytes:
 - picture, OLE object and theme groups (``\\pict``, ``\\objdata`` …), which are most of a real RTF's bytes,
   are dropped whole, found by brace matching rather than character by character;
 - the font table is rewritten to a canonical one (number and charset per font) so striprtf's regex over it
-  is linear, and field groups are written so the hyperlink regex cannot start (link texts stay, their URLs
-  go);
+  is linear, and field instructions are taken out so its hyperlink regex never starts (a link's URL is put
+  after its text here, as "text (url)");
 - group nesting deeper than ``MAX_DEPTH`` is refused (a real document nests a few dozen levels).
 """
 
@@ -27,7 +27,8 @@ MAX_FONTS = 4096
 _DROP = (b"pict", b"objdata", b"datastore", b"themedata", b"colorschememapping", b"xmlnstbl", b"listtable",
          b"listoverridetable", b"stylesheet", b"rsidtbl", b"generator", b"latentstyles", b"blipuid")
 _TOKEN = re.compile(rb"\\bin(-?\d{1,10}) ?|\\[\\{}]|\{(?:\\\*)?(?:\\(" + b"|".join(_DROP)
-                    + rb"|fonttbl|info)(?![a-zA-Z]))?|\}")
+                    + rb"|fonttbl|info|field|fldinst)(?![a-zA-Z]))?|\}")
+_HYPERLINK = re.compile(rb'HYPERLINK\s+"([^"\\{}]{1,2048})"')
 _FONT = re.compile(rb"\\f(\d{1,9})|\\fcharset(\d{1,3})")
 _CPG = re.compile(rb"\\ansicpg(\d{1,5})")
 _INFO_FIELD = re.compile(rb"\{\\(title|author|subject)(?![a-zA-Z]) ?((?:[^{}\\]|\\[^{}])*)\}")
@@ -47,7 +48,8 @@ def _prepass(data: bytes) -> _Pre:
     i = 0  # where the next token search starts
     depth = 0
     drop_at: int | None = None  # depth at which a dropped group opened
-    special: tuple[bytes, int, int] | None = None  # (fonttbl | info, depth, start) being collected
+    special: tuple[bytes, int, int] | None = None  # (fonttbl | info | fldinst, depth, start) being collected
+    fields: list[tuple[int, bytes]] = []  # open \field groups: (depth, the URL its instruction links to)
     while True:
         m = _TOKEN.search(data, i)
         if m is None:
@@ -55,9 +57,10 @@ def _prepass(data: bytes) -> _Pre:
         tok = m.group(0)
         if m.group(1) is not None:  # \binN: cut the control word and its N bytes
             n = max(int(m.group(1)), 0)
+            i = min(m.end() + n, len(data))
             if drop_at is None and special is None:
                 pre.parts.append(data[pos:m.start()])
-            pos = i = min(m.end() + n, len(data))
+                pos = i
             continue
         i = m.end()
         if tok.startswith(b"\\"):
@@ -69,7 +72,9 @@ def _prepass(data: bytes) -> _Pre:
                                  "hostile file)")
             name = m.group(2)
             if name and drop_at is None and special is None:
-                if name in (b"fonttbl", b"info"):
+                if name == b"field":
+                    fields.append((depth, b""))
+                elif name in (b"fonttbl", b"info", b"fldinst"):
                     special = (name, depth, m.start())
                 else:
                     pre.parts.append(data[pos:m.start()])
@@ -84,10 +89,18 @@ def _prepass(data: bytes) -> _Pre:
             pre.parts.append(data[pos:special[2]])
             if special[0] == b"fonttbl":
                 pre.parts.append(_canonical_fonts(group))
-            else:
+            elif special[0] == b"info":
                 pre.info = group
+            elif fields and (link := _HYPERLINK.search(group)):  # fldinst: keep the link's URL
+                fields[-1] = (fields[-1][0], link.group(1))
             special = None
             pos = m.end()
+        elif fields and depth == fields[-1][0]:
+            _, url = fields.pop()
+            if url:  # after the link's text, as "text (url)"
+                pre.parts.append(data[pos:m.end()])
+                pre.parts.append(b" (" + url + b")")
+                pos = m.end()
         depth -= 1
     if drop_at is None and special is None:
         pre.parts.append(data[pos:])

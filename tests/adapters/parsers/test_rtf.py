@@ -74,7 +74,7 @@ def test_western_rtf_with_pictures_objects_and_links() -> None:
     doc = parse_bytes(rtf.encode("ascii"), "cv.rtf")
     assert doc.title == "cv"
     assert "Naïve résumé." in doc.text
-    assert "Example link" in doc.text
+    assert "Example link (https://example.com)" in doc.text
     assert "Tab\tand line\nbreak." in doc.text
     assert "89504e47" not in doc.text
     assert "abab" not in doc.text
@@ -100,6 +100,9 @@ def test_huge_bin_blobs_are_cut_out_even_with_braces_inside() -> None:
     assert parse_bytes(rtf, "bin.rtf").text == "Before. After."
     loose = b"{\\rtf1 start\\bin4 {{{{ end}"  # a \bin outside a picture
     assert parse_bytes(loose, "loose.rtf").text == "start end"
+    # an embedded font's binary inside the font table
+    font = b"{\\rtf1 before {\\fonttbl{\\f0\\fcharset0 A;{\\*\\fontemb\\bin3 }{}}}}\\f0 after}"
+    assert parse_bytes(font, "font.rtf").text == "before after"
 
 
 def test_a_huge_hex_picture_is_dropped_without_tokenising_it() -> None:
