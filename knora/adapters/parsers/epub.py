@@ -36,6 +36,7 @@ MAX_IMAGE_PIXELS = 40_000_000  # a pixel bomb is named in ``skipped``, never dec
 _FONT_OBFUSCATION = {"http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC"}
 _IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/tiff"}
 _XHTML_TYPES = {"application/xhtml+xml", "text/html", "application/xml", "text/xml"}
+_EPUB_TYPE = "{http://www.idpf.org/2007/ops}type"
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _IMG_SRC = re.compile(rb"""<(?:img|image)\b[^>]*?\b(?:src|xlink:href|href)\s*=\s*["']([^"']+)["']""",
                       re.IGNORECASE)
@@ -180,7 +181,9 @@ class _Book:
         try:
             if nav is not None and (raw := self.read(nav[0])) is not None:
                 base = posixpath.dirname(nav[0])
-                for a in _children(_xml(raw, "navigation document"), "a"):
+                root = _xml(raw, "navigation document")
+                tocs = [n for n in _children(root, "nav") if "toc" in n.get(_EPUB_TYPE, "").split()]
+                for a in (a for toc in (tocs or [root]) for a in _children(toc, "a")):
                     href = a.get("href")
                     if href and _text(a):
                         out.setdefault(self._resolve(base, href), _text(a))

@@ -185,7 +185,7 @@ class RtfParser:
     extensions: frozenset[str] = frozenset({"rtf"})
 
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
-        if not data.lstrip()[:5] == b"{\\rtf":
+        if data.lstrip()[:5] != b"{\\rtf":
             raise ParseError("not an RTF file (it does not start with {\\rtf)")
         pre = _prepass(data)
         codepage = _codepage(data)

@@ -261,3 +261,18 @@ def test_unreadable_and_oversized_images_are_skipped_by_name() -> None:
     assert any("huge.png" in s and "bomb limit" in s for s in doc.skipped)
     assert any("big.png" in s and "7000×7000 pixels, above the limit" in s for s in doc.skipped)
     assert any("junk.png" in s and "not a readable image" in s for s in doc.skipped)
+
+
+def test_the_toc_nav_wins_over_landmarks() -> None:
+    nav = ('<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops"><body>'
+           '<nav epub:type="landmarks"><ol><li><a href="one.xhtml">Start of content</a></li></ol></nav>'
+           '<nav epub:type="toc"><ol><li><a href="one.xhtml">Chapter the First</a></li>'
+           '<li><a href="two%20words.xhtml#s1">Chapter the Second</a></li></ol></nav></body></html>')
+    book = _hand_book(**{"OEBPS/nav.xhtml": nav})
+    book["OEBPS/book.opf"] = _opf(
+        '<itemref idref="a"/><itemref idref="b"/>',
+        '<item id="a" href="one.xhtml" media-type="application/xhtml+xml"/>'
+        '<item id="b" href="two%20words.xhtml" media-type="application/xhtml+xml"/>'
+        '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>')
+    doc = parse_bytes(_zip(book), "nav.epub")
+    assert [p.label for p in doc.pages] == ["Chapter the First", "Chapter the Second"]
