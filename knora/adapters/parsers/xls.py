@@ -3,8 +3,8 @@ kind "sheet" labelled with its name, rows in ``tables`` for data analysis, dates
 
 Sheets are loaded one at a time (``on_demand``) and unloaded after use. Cells are bounded per document: past
 the limit the remaining rows are left out and named in ``skipped``. Many ``.xls`` files in the wild are not
-BIFF at all: an ``.xlsx`` renamed, or an HTML table saved by a web application's "export to Excel"; those go
-to their own parser.
+BIFF at all: an ``.xlsx`` renamed, or an HTML table saved by a web application's "export to Excel" (those go
+to their own parser), or an Excel 2003 "XML Spreadsheet" (read here, with entities and network off).
 """
 
 from __future__ import annotations
@@ -103,7 +103,9 @@ class XlsParser:
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
         if data.startswith(b"PK\x03\x04"):
             return self._xlsx().parse(data, file_name)  # an .xlsx under an .xls name
-        head = data[:2048].lstrip().lower()
+        head = data[:4096].lstrip().lower()
+        if head.startswith(b"<?xml") and b"urn:schemas-microsoft-com:office:spreadsheet" in head:
+            return self._parse_spreadsheetml(data, file_name)  # Excel 2003 "XML Spreadsheet"
         if head.startswith((b"<html", b"<!doctype", b"<table", b"<?xml")) \
                 and b"<table" in data[:1 << 20].lower():
             return self._html().parse(data, file_name)  # a web application's "export to Excel"
@@ -124,44 +126,102 @@ class XlsParser:
         except Exception as exc:  # xlrd raises struct/index/assertion errors for broken BIFF streams
             raise ParseError("the .xls file is damaged or not an Excel workbook: "
                              f"{type(exc).__name__}: {exc}") from exc
-        builder = TextBuilder()
-        tables: list[list[list[str]]] = []
-        names: list[str] = []
-        skipped: list[str] = []
-        budget = self.max_cells
+        out = _Sheets(self.max_cells)
         try:
             for index, name in enumerate(book.sheet_names()):
-                if budget <= 0:
-                    skipped.append(f"sheet {name!r}: the document's cell limit ({self.max_cells}) was "
-                                   "reached")
+                if out.full(name):
                     continue
                 try:
                     sheet = book.sheet_by_index(index)
                 except Exception as exc:
-                    skipped.append(f"sheet {name!r}: it could not be read ({type(exc).__name__}: {exc})")
+                    out.skipped.append(f"sheet {name!r}: it could not be read ({type(exc).__name__}: {exc})")
                     continue
                 rows: list[list[str]] = []
                 for r in range(sheet.nrows):
-                    width = sheet.row_len(r)
-                    if width > budget:
-                        skipped.append(f"sheet {name!r}: rows {r + 1}–{sheet.nrows} (the document's cell "
-                                       f"limit of {self.max_cells} was reached)")
-                        budget = 0
+                    if not out.take(name, sheet.row_len(r), r, sheet.nrows):
                         break
-                    budget -= width
                     rows.append([_cell_text(t, v, book.datemode)
                                  for t, v in zip(sheet.row_types(r), sheet.row_values(r), strict=False)])
                 book.unload_sheet(index)
-                rows = trim_rows(rows)
-                if not rows:
-                    continue
-                names.append(name)
-                tables.append(rows)
-                builder.add(f"## {name}\n\n{markdown_table(rows)}", page=index + 1, kind="sheet", label=name)
+                out.add(index + 1, name, rows)
         finally:
             book.release_resources()
-        if not tables:
+        return out.document(file_name, "xls")
+
+    def _parse_spreadsheetml(self, data: bytes, file_name: str) -> ParsedDocument:
+        from lxml import etree
+
+        parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+        try:
+            root = etree.fromstring(data, parser)
+        except (etree.XMLSyntaxError, ValueError) as exc:
+            raise ParseError(f"the Excel XML spreadsheet is malformed XML: {exc}") from exc
+        out = _Sheets(self.max_cells)
+        for number, sheet in enumerate(root.iter(f"{{{_SS}}}Worksheet"), start=1):
+            name = sheet.get(f"{{{_SS}}}Name") or f"Sheet{number}"
+            if out.full(name):
+                continue
+            xml_rows = list(sheet.iter(f"{{{_SS}}}Row"))
+            rows: list[list[str]] = []
+            for r, row in enumerate(xml_rows):
+                cells: list[str] = []
+                for cell in row.iter(f"{{{_SS}}}Cell"):
+                    index = cell.get(f"{{{_SS}}}Index")
+                    if index and index.isdigit():  # a jump over empty cells (1-based)
+                        cells.extend([""] * max(min(int(index), _MAX_XML_COLUMN) - 1 - len(cells), 0))
+                    data_el = cell.find(f"{{{_SS}}}Data")
+                    text = "".join(data_el.itertext()).strip() if data_el is not None else ""
+                    if data_el is not None and data_el.get(f"{{{_SS}}}Type") == "DateTime":
+                        text = text.removesuffix(".000").removesuffix("T00:00:00").replace("T", " ")
+                    cells.append(text)
+                if not out.take(name, len(cells), r, len(xml_rows)):
+                    break
+                rows.append(cells)
+            out.add(number, name, rows)
+        return out.document(file_name, "xls")
+
+
+_SS = "urn:schemas-microsoft-com:office:spreadsheet"
+_MAX_XML_COLUMN = 16_384  # Excel's own column limit
+
+
+class _Sheets:
+    """Collects sheets under one cell budget and builds the document: a span of kind "sheet" per
+    non-empty sheet, its rows in ``tables``, what the budget left out in ``skipped``."""
+
+    def __init__(self, max_cells: int) -> None:
+        self.max_cells = self.budget = max_cells
+        self.builder = TextBuilder()
+        self.tables: list[list[list[str]]] = []
+        self.names: list[str] = []
+        self.skipped: list[str] = []
+
+    def full(self, name: str) -> bool:
+        if self.budget > 0:
+            return False
+        self.skipped.append(f"sheet {name!r}: the document's cell limit ({self.max_cells}) was reached")
+        return True
+
+    def take(self, name: str, cells: int, row: int, rows: int) -> bool:
+        """Room for a row of ``cells`` cells? If not, the rest of the sheet is named in ``skipped``."""
+        if cells > self.budget:
+            self.skipped.append(f"sheet {name!r}: rows {row + 1}–{rows} (the document's cell limit of "
+                                f"{self.max_cells} was reached)")
+            self.budget = 0
+            return False
+        self.budget -= cells
+        return True
+
+    def add(self, number: int, name: str, rows: list[list[str]]) -> None:
+        rows = trim_rows(rows)
+        if rows:
+            self.names.append(name)
+            self.tables.append(rows)
+            self.builder.add(f"## {name}\n\n{markdown_table(rows)}", page=number, kind="sheet", label=name)
+
+    def document(self, file_name: str, fmt: str) -> ParsedDocument:
+        if not self.tables:
             raise ParseError("the workbook has no non-empty sheets")
-        return ParsedDocument(title=file_stem(file_name), text=builder.text, tables=tables,
-                              pages=builder.pages, skipped=skipped,
-                              metadata={"format": "xls", "sheets": ", ".join(names)})
+        return ParsedDocument(title=file_stem(file_name), text=self.builder.text, tables=self.tables,
+                              pages=self.builder.pages, skipped=self.skipped,
+                              metadata={"format": fmt, "sheets": ", ".join(self.names)})

@@ -137,3 +137,28 @@ def test_typed_rows_for_data_analysis() -> None:
     assert rows[0][0] == "north"
     assert rows[0][-1] == "Sales"
     assert rows[-1] == ["李雷", "研发", "员工"]
+
+
+def test_an_excel_2003_xml_spreadsheet_under_an_xls_name() -> None:
+    xml = """<?xml version="1.0"?>
+<?mso-application progid="Excel.Sheet"?>
+<Workbook xmlns="urn:schemas-microsoft-com:office:spreadsheet"
+ xmlns:ss="urn:schemas-microsoft-com:office:spreadsheet">
+ <Worksheet ss:Name="Orders">
+  <Table>
+   <Row><Cell><Data ss:Type="String">item</Data></Cell><Cell><Data ss:Type="String">due</Data></Cell>
+    <Cell><Data ss:Type="String">qty</Data></Cell></Row>
+   <Row><Cell><Data ss:Type="String">螺丝</Data></Cell>
+    <Cell><Data ss:Type="DateTime">2024-03-01T00:00:00.000</Data></Cell>
+    <Cell><Data ss:Type="Number">40</Data></Cell></Row>
+   <Row><Cell><Data ss:Type="String">bolt</Data></Cell>
+    <Cell ss:Index="3"><Data ss:Type="Number">7</Data></Cell></Row>
+  </Table>
+ </Worksheet>
+ <Worksheet ss:Name="Blank"><Table/></Worksheet>
+</Workbook>"""
+    doc = parse_bytes(xml.encode(), "orders.xls")
+    assert [(p.number, p.label) for p in doc.pages] == [(1, "Orders")]
+    assert doc.tables == [[["item", "due", "qty"], ["螺丝", "2024-03-01", "40"], ["bolt", "", "7"]]]
+    with pytest.raises(ParseError, match="malformed XML"):
+        parse_bytes(xml.encode()[:300], "cut.xls")
