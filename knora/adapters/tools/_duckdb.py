@@ -76,7 +76,7 @@ def load(data: bytes, file_type: str, name: str, limits: sandbox.SandboxLimits) 
     kind = (file_type or "").lower().lstrip(".")
     types: dict[str, str] | None = None
     if kind in ("xlsx", "xlsm", "xls"):
-        if kind != "xls":
+        if kind != "xls" or data.startswith(b"PK\x03\x04"):  # an .xlsx renamed .xls is still an .xlsx
             data = _xlsx_to_csv(data)
         else:
             try:

@@ -46,7 +46,7 @@ def rows_from_file(data: bytes, filename: str) -> tuple[list[str], list[list[Any
         text = data.decode("utf-8-sig", errors="replace")
         reader = list(csv.reader(io.StringIO(text)))
         return (reader[0], reader[1:]) if reader else ([], [])
-    if filename.lower().endswith(".xls"):
+    if filename.lower().endswith(".xls") and not data.startswith(b"PK\x03\x04"):  # (a renamed .xlsx: below)
         return _xls_rows(data)
     import openpyxl
 
