@@ -12,6 +12,7 @@ import zipfile
 from pathlib import PurePath
 
 from knora.domain.document import PageKind, PageSpan
+from knora.domain.files import file_type
 from knora.ports.parser import ParsedImage, ParseError
 
 DEFAULT_MAX_EXPANDED_BYTES = 512 * 1024 * 1024
@@ -58,7 +59,8 @@ def file_stem(file_name: str) -> str:
 
 
 def extension_of(file_name: str) -> str:
-    return PurePath(file_name.replace("\\", "/")).suffix.lower().lstrip(".")
+    """The registry key for ``file_name``: its extension, or the type of an extension-less Dockerfile …"""
+    return file_type(file_name)
 
 
 def check_zip_safety(data: bytes, max_expanded_bytes: int, kind: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-from knora.adapters.parsers._common import decode_text, normalise_text
+from knora.adapters.parsers._common import decode_text, extension_of, normalise_text
 from knora.ports.parser import ParsedDocument, ParseError
 
 # extension → language; what teams keep in their repositories (json, md, txt, csv, html have parsers of
@@ -59,7 +59,7 @@ class CodeParser:
     extensions: frozenset[str] = frozenset(LANGUAGES)
 
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
-        ext = PurePath(file_name.replace("\\", "/")).suffix.lower().lstrip(".")
+        ext = extension_of(file_name)
         language = LANGUAGES.get(ext, ext or "text")
         if looks_binary(data):
             raise ParseError(f"{PurePath(file_name).name!r} is not a text file (binary content under a "

@@ -24,6 +24,7 @@ from typing import Any
 
 from knora.domain.common import safe_name, utcnow
 from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
+from knora.domain.files import file_type
 from knora.domain.knowledge import ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus
 from knora.domain.search import IndexRow
 from knora.ports.blobs import BlobStore
@@ -82,8 +83,8 @@ class IngestDeps:
 
 
 def file_extension(name: str) -> str:
-    suffix = PurePosixPath(name).suffix
-    return suffix[1:].lower() if suffix else ""
+    """The parser type of ``name``: its extension, or the type of an extension-less Dockerfile, Makefile …"""
+    return file_type(name)
 
 
 class IngestService:

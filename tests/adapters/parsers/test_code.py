@@ -111,3 +111,12 @@ def test_comment_lines_are_not_headings_under_the_heading_strategies() -> None:
         assert all(d.context_header == "" for d in split_document(doc.text, config))
     markdown = ChunkingConfig(strategy="heading")
     assert config_for_format(markdown, "md") is markdown
+
+
+def test_extension_less_build_files_by_name() -> None:
+    doc = parse_bytes(b"FROM python:3.11-slim\nRUN pip install knora\n", "deploy/Dockerfile")
+    assert doc.title == "Dockerfile"
+    assert doc.metadata["language"] == "dockerfile"
+    assert parse_bytes(b"all:\n\tpython -m build\n", "Makefile").text == "all:\n\tpython -m build"
+    with pytest.raises(ParseError, match="unsupported file type"):
+        parse_bytes(b"just words", "README")
