@@ -16,8 +16,7 @@ pytestmark = pytest.mark.integration
 
 
 async def _ingest(c: Any, name: str, data: bytes) -> tuple[Any, list[Any]]:
-    kb = await c.kb_service.create(c.default_tenant_id, {"name": "docs", "chunking_config": {
-        "chunk_size": 100, "chunk_overlap": 10}})  # small chunks: one per section or sheet
+    kb = await c.kb_service.create(c.default_tenant_id, {"name": "docs"})
     k = await c.ingest_service.add_file(c.default_tenant_id, kb.id, name, data)
     await c.jobs.wait_idle(60)
     k = await c.repos.knowledge.get(None, k.id)
@@ -30,18 +29,18 @@ async def test_an_epub_chunk_names_its_chapter(sqlite_container: Any) -> None:
     assert k.parse_status == ParseStatus.COMPLETED, k.error_message
     assert k.title == "The Field Guide"
     hit = next(ch for ch in chunks if "五百一十二" in ch.content)
-    # a chunk names the section it starts in, and the last one it reaches (chunks pack across sections)
-    assert hit.metadata["page_kind"] == "section"
-    assert hit.metadata.get("page_end", hit.metadata["page"]) == 3
-    assert {ch.metadata.get("page_label") for ch in chunks} >= {"Getting Started", "Appendix"}
+    assert (hit.metadata["page"], hit.metadata["page_kind"], hit.metadata["page_label"]) == (
+        3, "section", "第二章 配置")
+    assert {ch.metadata.get("page_label") for ch in chunks} == {"Getting Started", "Appendix", "第二章 配置"}
 
 
 async def test_an_xls_chunk_names_its_sheet(sqlite_container: Any) -> None:
     k, chunks = await _ingest(sqlite_container, "sales.xls", make_xls())
     assert k.parse_status == ParseStatus.COMPLETED, k.error_message
     hit = next(ch for ch in chunks if "李雷" in ch.content)
-    assert hit.metadata["page_kind"] == "sheet"
-    assert hit.metadata.get("page_end", hit.metadata["page"]) == 3  # the sheet 员工 is the workbook's third
+    # the sheet 员工 is the workbook's third (the second, Empty, has no span)
+    assert (hit.metadata["page"], hit.metadata["page_kind"], hit.metadata["page_label"]) == (
+        3, "sheet", "员工")
     assert chunks[0].metadata["page_label"] == "Sales"
 
 
