@@ -245,7 +245,7 @@ class _Book:
             return engine.recognize(data).text if engine is not None else ""
         except OcrUnavailable:
             return ""
-        except ParseError as exc:
+        except Exception as exc:  # one picture the engine chokes on costs its text, not the book
             self.skipped.append(f"OCR of image {name!r}: {exc}")
             return ""
 

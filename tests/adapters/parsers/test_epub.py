@@ -276,3 +276,18 @@ def test_the_toc_nav_wins_over_landmarks() -> None:
         '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>')
     doc = parse_bytes(_zip(book), "nav.epub")
     assert [p.label for p in doc.pages] == ["Chapter the First", "Chapter the Second"]
+
+
+class _Chokes:
+    name = "chokes"
+
+    def recognize(self, image: bytes) -> OcrResult:
+        raise RuntimeError("onnxruntime: bad input")
+
+
+def test_an_ocr_failure_costs_the_picture_text_not_the_book() -> None:
+    ctx = ParseContext(max_expanded_bytes=64 * 1024 * 1024, options=ParseOptions(), ocr_loader=_Chokes)
+    doc = EpubParser(ctx).parse(make_epub(with_image=True), "guide.epub")
+    assert len(doc.images) == 1
+    assert any("OCR of image" in s and "bad input" in s for s in doc.skipped)
+    assert "four minutes" in doc.text
