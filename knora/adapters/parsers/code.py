@@ -17,7 +17,7 @@ from knora.adapters.parsers._common import decode_text, extension_of, normalise_
 from knora.ports.parser import ParsedDocument, ParseError
 
 # extension → language; what teams keep in their repositories (json, md, txt, csv, html have parsers of
-# their own)
+# their own). Not ``.env``: dotenv files hold secrets, and a folder ingest should not carry them into answers.
 LANGUAGES: dict[str, str] = {
     "py": "python", "pyi": "python", "pyw": "python",
     "js": "javascript", "mjs": "javascript", "cjs": "javascript", "jsx": "javascript",
@@ -35,7 +35,7 @@ LANGUAGES: dict[str, str] = {
     "sql": "sql", "graphql": "graphql", "gql": "graphql", "proto": "protobuf", "thrift": "thrift",
     "tf": "terraform", "hcl": "hcl",
     "yaml": "yaml", "yml": "yaml", "toml": "toml", "ini": "ini", "cfg": "ini", "conf": "conf",
-    "properties": "properties", "env": "dotenv", "xml": "xml", "xsd": "xml", "plist": "xml",
+    "properties": "properties", "xml": "xml", "xsd": "xml", "plist": "xml",
     "css": "css", "scss": "scss", "sass": "sass", "less": "less",
     "dockerfile": "dockerfile", "mk": "makefile", "cmake": "cmake", "tex": "latex", "rst": "rst",
     "diff": "diff", "patch": "diff",

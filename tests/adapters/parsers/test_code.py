@@ -120,3 +120,8 @@ def test_extension_less_build_files_by_name() -> None:
     assert parse_bytes(b"all:\n\tpython -m build\n", "Makefile").text == "all:\n\tpython -m build"
     with pytest.raises(ParseError, match="unsupported file type"):
         parse_bytes(b"just words", "README")
+
+
+def test_dotenv_files_are_not_code() -> None:
+    with pytest.raises(ParseError, match="unsupported file type"):
+        parse_bytes(b"DATABASE_PASSWORD=hunter2\n", "prod.env")
