@@ -10,15 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from knora.adapters.parsers._common import DEFAULT_MAX_EXPANDED_BYTES, extension_of, normalise_text
+from knora.adapters.parsers.code import CodeParser
 from knora.adapters.parsers.csv import CsvParser
+from knora.adapters.parsers.doc import DocParser
 from knora.adapters.parsers.docx import DocxParser
 from knora.adapters.parsers.eml import EmlParser
+from knora.adapters.parsers.epub import EpubParser
 from knora.adapters.parsers.html import HtmlParser
 from knora.adapters.parsers.json import JsonParser
 from knora.adapters.parsers.md import MarkdownParser
 from knora.adapters.parsers.msg import MsgParser
 from knora.adapters.parsers.pdf import PdfParser
+from knora.adapters.parsers.rtf import RtfParser
 from knora.adapters.parsers.txt import TextParser
+from knora.adapters.parsers.xls import XlsParser
 from knora.adapters.parsers.xlsx import XlsxParser
 from knora.domain.registry import Registry
 from knora.ports.parser import ParseContext, ParsedDocument, ParseError, ParseOptions, Parser
@@ -47,6 +52,13 @@ register(lambda _ctx: JsonParser(), JsonParser.extensions)
 # e-mail parses its attachments with the registry, under the same context (``parse_with``)
 register(lambda ctx: EmlParser(ctx, parse_with, supported_extensions()), EmlParser.extensions)
 register(lambda ctx: MsgParser(ctx, parse_with, supported_extensions()), MsgParser.extensions)
+# e-books, RTF, legacy Excel and Word, code (issue 15, branch office)
+register(EpubParser, EpubParser.extensions)
+register(lambda _ctx: RtfParser(), RtfParser.extensions)
+register(lambda ctx: XlsParser(lambda: XlsxParser(ctx.max_expanded_bytes), HtmlParser), XlsParser.extensions)
+register(lambda ctx: DocParser(RtfParser, HtmlParser, lambda: DocxParser(ctx.max_expanded_bytes)),
+         DocParser.extensions)
+register(lambda _ctx: CodeParser(), CodeParser.extensions)
 
 
 def context(max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
