@@ -16,6 +16,7 @@ from knora.adapters.parsers.html import HtmlParser
 from knora.adapters.parsers.json import JsonParser
 from knora.adapters.parsers.md import MarkdownParser
 from knora.adapters.parsers.pdf import PdfParser
+from knora.adapters.parsers.pptx import LegacyPowerPointParser, PptxParser
 from knora.adapters.parsers.txt import TextParser
 from knora.adapters.parsers.xlsx import XlsxParser
 from knora.domain.registry import Registry
@@ -42,6 +43,8 @@ register(lambda ctx: DocxParser(ctx.max_expanded_bytes), DocxParser.extensions)
 register(lambda _ctx: CsvParser(), CsvParser.extensions)
 register(lambda ctx: XlsxParser(ctx.max_expanded_bytes), XlsxParser.extensions)
 register(lambda _ctx: JsonParser(), JsonParser.extensions)
+register(lambda ctx: PptxParser(ctx.max_expanded_bytes, ctx), PptxParser.extensions)
+register(lambda _ctx: LegacyPowerPointParser(), LegacyPowerPointParser.extensions)
 
 
 def context(max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,

@@ -1,0 +1,146 @@
+"""PowerPoint decks via python-pptx: one page span of kind "slide" per slide, so a chunk can say "slide 3".
+
+Per slide, in this order: the title (as a ``##`` heading, which gives the chunker its breadcrumbs), the other
+shapes in reading order (top to bottom, then left to right; groups opened), tables as Markdown tables,
+pictures as images (OCR text in their place), and the speaker notes last, as a paragraph that starts with
+"Notes:". The zip container is decompressed under a budget (``zipguard``) before python-pptx opens the
+rewritten copy; a deck with more than ``max_slides`` slides is parsed up to that many and says what it left
+out.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator
+
+from knora.adapters.parsers._common import DEFAULT_MAX_EXPANDED_BYTES, TextBuilder, file_stem, markdown_table
+from knora.adapters.parsers._images import ImageCollector
+from knora.adapters.parsers.zipguard import bounded_archive
+from knora.ports.parser import ParseContext, ParsedDocument, ParseError, ParseOptions
+
+MAX_SLIDES = 2_000
+_MAX_GROUP_DEPTH = 32
+
+
+def _reading_order(shapes: Iterable[object]) -> list[object]:
+    def key(shape: object) -> tuple[int, int]:
+        return (int(getattr(shape, "top", None) or 0), int(getattr(shape, "left", None) or 0))
+
+    return sorted(shapes, key=key)
+
+
+def _flatten(shapes: Iterable[object], depth: int = 0) -> Iterator[object]:
+    """Shapes in reading order, group shapes replaced by their members (in reading order themselves)."""
+    from pptx.shapes.group import GroupShape
+
+    for shape in _reading_order(shapes):
+        if isinstance(shape, GroupShape):
+            if depth < _MAX_GROUP_DEPTH:
+                yield from _flatten(shape.shapes, depth + 1)
+        else:
+            yield shape
+
+
+def _text_of(shape: object) -> str:
+    frame = getattr(shape, "text_frame", None) if getattr(shape, "has_text_frame", False) else None
+    if frame is None:
+        return ""
+    lines = []
+    for paragraph in frame.paragraphs:
+        text = "".join(run.text for run in paragraph.runs) if paragraph.runs else paragraph.text
+        text = text.replace("\x0b", "\n").strip()  # a vertical tab is PowerPoint's soft line break
+        if text:
+            lines.append("  " * int(paragraph.level or 0) + text)
+    return "\n".join(lines)
+
+
+def _table_of(shape: object) -> str:
+    if not getattr(shape, "has_table", False):
+        return ""
+    table = shape.table  # type: ignore[attr-defined]
+    rows = [[cell.text.strip() for cell in row.cells] for row in table.rows]
+    return markdown_table(rows)
+
+
+def _picture_blob(shape: object) -> tuple[bytes, str] | None:
+    """The picture's bytes and file name, for pictures and picture placeholders; None for anything else."""
+    if not hasattr(shape, "image"):
+        return None
+    try:
+        image = shape.image
+        return bytes(image.blob), str(image.filename or "")
+    except (AttributeError, KeyError, ValueError):  # a placeholder with no picture, or a dangling link
+        return None
+
+
+class PptxParser:
+    extensions: frozenset[str] = frozenset({"pptx", "pptm"})
+
+    def __init__(self, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES, ctx: ParseContext | None = None,
+                 *, max_slides: int = MAX_SLIDES) -> None:
+        self.max_expanded_bytes = max_expanded_bytes
+        self.ctx = ctx or ParseContext(max_expanded_bytes=max_expanded_bytes, options=ParseOptions(ocr=False))
+        self.max_slides = max_slides
+
+    def parse(self, data: bytes, file_name: str) -> ParsedDocument:
+        data = bounded_archive(data, self.max_expanded_bytes, "pptx")
+        from pptx import Presentation
+
+        builder = TextBuilder()
+        images = ImageCollector(self.ctx)
+        skipped: list[str] = []
+        first_title = ""
+        try:
+            deck = Presentation(io.BytesIO(data))
+            slides = deck.slides
+            total = len(slides)
+            for number, slide in enumerate(slides, start=1):
+                if number > self.max_slides:
+                    skipped.append(f"slides {number}–{total} left out: more than {self.max_slides} slides")
+                    break
+                title = self._slide(slide, number, builder, images)
+                first_title = first_title or title
+            core_title = (deck.core_properties.title or "").strip()
+        except ParseError:
+            raise
+        except Exception as exc:  # python-pptx raises KeyError/ValueError/lxml errors for broken parts
+            raise ParseError("the .pptx file is damaged or not a PowerPoint presentation: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        return ParsedDocument(title=core_title or first_title or file_stem(file_name), text=builder.text,
+                              pages=builder.pages, images=builder.images, skipped=skipped + images.skipped,
+                              metadata={"format": "pptx", "slides": str(total)})
+
+    def _slide(self, slide: object, number: int, builder: TextBuilder, images: ImageCollector) -> str:
+        """Adds one slide to ``builder``; returns its title ('' when it has none)."""
+        shapes = slide.shapes  # type: ignore[attr-defined]
+        title_shape = shapes.title
+        title = _text_of(title_shape).replace("\n", " ").strip() if title_shape is not None else ""
+        if title:
+            builder.add(f"## {title}", page=number, kind="slide")
+        title_id = title_shape.shape_id if title_shape is not None else None
+        for shape in _flatten(shapes):
+            if title_id is not None and getattr(shape, "shape_id", None) == title_id:
+                continue
+            picture = _picture_blob(shape)
+            if picture is not None:
+                image = images.image(picture[0], picture[1])
+                if image is not None:
+                    images.place(builder, image, page=number, kind="slide")
+                continue
+            builder.add(_table_of(shape) or _text_of(shape), page=number, kind="slide")
+        if slide.has_notes_slide:  # type: ignore[attr-defined]
+            frame = slide.notes_slide.notes_text_frame  # type: ignore[attr-defined]
+            notes = frame.text.replace("\x0b", "\n").strip() if frame is not None else ""
+            if notes:
+                builder.add(f"Notes: {notes}", page=number, kind="slide")
+        return title
+
+
+class LegacyPowerPointParser:
+    """Binary PowerPoint (97–2003) has no maintained, permissively licensed reader that works without an
+    office suite; the upload fails with what to do instead."""
+
+    extensions: frozenset[str] = frozenset({"ppt", "pps"})
+
+    def parse(self, data: bytes, file_name: str) -> ParsedDocument:
+        raise ParseError("legacy PowerPoint .ppt is not supported; save it as .pptx and upload again")

@@ -1,0 +1,134 @@
+"""PowerPoint decks built by python-pptx: titles, body in reading order, tables, notes and pictures per slide,
+slide page spans in chunk metadata; corrupt, bomb, oversized and legacy inputs end in readable outcomes."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from knora.adapters.parsers.pptx import PptxParser
+from knora.adapters.parsers.registry import parse_bytes
+from knora.domain.document import chunk_location
+from knora.ports.parser import ParseError
+from tests.adapters.parsers.images import SizeReader, ocr_context, png
+
+pytestmark = pytest.mark.unit
+
+
+def make_deck(*, core_title: str = "", slides: int = 0) -> bytes:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    prs = Presentation()
+    if core_title:
+        prs.core_properties.title = core_title
+    s1 = prs.slides.add_slide(prs.slide_layouts[1])  # title and content
+    s1.shapes.title.text = "Quarterly Results"
+    s1.placeholders[1].text = "Revenue grew in every region"
+    s1.notes_slide.notes_text_frame.text = "Mention the Lisbon office opening in March"
+
+    s2 = prs.slides.add_slide(prs.slide_layouts[5])  # title only
+    s2.shapes.title.text = "Regional table"
+    # Added bottom first: reading order must still put the upper box first.
+    low = s2.shapes.add_textbox(Inches(1), Inches(6), Inches(4), Inches(1))
+    low.text_frame.text = "Lower box text"
+    high = s2.shapes.add_textbox(Inches(1), Inches(1.5), Inches(4), Inches(1))
+    high.text_frame.text = "Upper box text"
+    table = s2.shapes.add_table(3, 2, Inches(1), Inches(3), Inches(6), Inches(2)).table
+    for r, row in enumerate([["region", "revenue"], ["North", "120"], ["South", "95"]]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+
+    s3 = prs.slides.add_slide(prs.slide_layouts[6])  # blank
+    s3.shapes.add_picture(io.BytesIO(png(200, 100)), Inches(1), Inches(1))
+    s3.shapes.add_picture(io.BytesIO(png(8, 8)), Inches(5), Inches(5))  # an icon: skipped
+    group = s3.shapes.add_group_shape()
+    box = group.shapes.add_textbox(Inches(1), Inches(4), Inches(3), Inches(1))
+    box.text_frame.text = "Text inside a group"
+
+    for i in range(slides):
+        extra = prs.slides.add_slide(prs.slide_layouts[5])
+        extra.shapes.title.text = f"Extra slide {i + 4}"
+    buf = io.BytesIO()
+    prs.save(buf)
+    return buf.getvalue()
+
+
+def test_slides_titles_body_tables_notes_and_pages() -> None:
+    doc = parse_bytes(make_deck(), "deck.pptx")
+    assert doc.title == "Quarterly Results"  # no core title: the first slide's
+    assert [p.kind for p in doc.pages] == ["slide"] * 3
+    assert [p.number for p in doc.pages] == [1, 2, 3]
+    slide1 = doc.text[doc.pages[0].start:doc.pages[0].end]
+    assert slide1.startswith("## Quarterly Results")
+    assert "Revenue grew in every region" in slide1
+    assert "Notes: Mention the Lisbon office opening in March" in slide1
+    slide2 = doc.text[doc.pages[1].start:doc.pages[1].end]
+    assert slide2.index("Upper box text") < slide2.index("| region | revenue |") < slide2.index("Lower box")
+    assert "| North | 120 |" in slide2
+    assert "Text inside a group" in doc.text[doc.pages[2].start:]
+    notes_at = doc.text.index("Lisbon")
+    assert chunk_location(doc.pages, notes_at, notes_at + 10) == {"page": 1, "page_kind": "slide"}
+    assert doc.metadata == {"format": "pptx", "slides": "3"}
+
+
+def test_core_title_wins() -> None:
+    assert parse_bytes(make_deck(core_title="Board deck"), "d.pptx").title == "Board deck"
+
+
+def test_pictures_become_images_with_ocr_text_on_their_slide() -> None:
+    reader = SizeReader()
+    doc = PptxParser(ctx=ocr_context(reader)).parse(make_deck(), "deck.pptx")
+    assert len(doc.images) == 1  # the 8x8 icon is left out
+    image = doc.images[0]
+    assert (image.width, image.height, image.page, image.mime) == (200, 100, 3, "image/png")
+    assert doc.text[image.offset:].startswith("IMAGE 200x100")
+    assert reader.calls == 1
+    assert any("smaller than" in s for s in doc.skipped)
+
+
+def test_ocr_off_keeps_the_picture_without_text() -> None:
+    reader = SizeReader()
+    doc = PptxParser(ctx=ocr_context(reader, ocr=False)).parse(make_deck(), "deck.pptx")
+    assert len(doc.images) == 1
+    assert doc.images[0].ocr_text == ""
+    assert reader.calls == 0
+    assert "IMAGE" not in doc.text
+
+
+def test_many_slides_are_bounded_and_the_rest_named() -> None:
+    doc = PptxParser(max_slides=10).parse(make_deck(slides=40), "big.pptx")
+    assert max(p.number for p in doc.pages) == 10
+    assert "Extra slide 11" not in doc.text
+    assert doc.skipped[0] == "slides 11–43 left out: more than 10 slides"
+    assert doc.metadata["slides"] == "43"
+
+
+def test_corrupt_pptx_is_a_readable_error() -> None:
+    with pytest.raises(ParseError, match="not a valid .pptx"):
+        parse_bytes(b"PK\x03\x04 this is not really a zip", "broken.pptx")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("hello.txt", "not a presentation")
+    with pytest.raises(ParseError, match="damaged or not a PowerPoint presentation"):
+        parse_bytes(buf.getvalue(), "fake.pptx")
+    truncated = make_deck()[:4000]
+    with pytest.raises(ParseError):
+        parse_bytes(truncated, "truncated.pptx")
+
+
+def test_zip_bomb_is_refused_before_python_pptx_reads_it() -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("ppt/slides/slide1.xml", b"\0" * (64 * 1024 * 1024))
+    with pytest.raises(ParseError, match="pptx"):
+        parse_bytes(buf.getvalue(), "bomb.pptx", max_expanded_bytes=16 * 1024 * 1024)
+
+
+def test_legacy_ppt_says_what_to_do() -> None:
+    for name in ("old.ppt", "show.pps"):
+        with pytest.raises(ParseError, match="save it as .pptx"):
+            parse_bytes(b"\xd0\xcf\x11\xe0 legacy", name)
