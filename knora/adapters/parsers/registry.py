@@ -15,6 +15,7 @@ from knora.adapters.parsers.docx import DocxParser
 from knora.adapters.parsers.html import HtmlParser
 from knora.adapters.parsers.json import JsonParser
 from knora.adapters.parsers.md import MarkdownParser
+from knora.adapters.parsers.odf import OdfParser
 from knora.adapters.parsers.pdf import PdfParser
 from knora.adapters.parsers.pptx import LegacyPowerPointParser, PptxParser
 from knora.adapters.parsers.txt import TextParser
@@ -45,6 +46,7 @@ register(lambda ctx: XlsxParser(ctx.max_expanded_bytes), XlsxParser.extensions)
 register(lambda _ctx: JsonParser(), JsonParser.extensions)
 register(lambda ctx: PptxParser(ctx.max_expanded_bytes, ctx), PptxParser.extensions)
 register(lambda _ctx: LegacyPowerPointParser(), LegacyPowerPointParser.extensions)
+register(lambda ctx: OdfParser(ctx.max_expanded_bytes, ctx), OdfParser.extensions)
 
 
 def context(max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
