@@ -8,7 +8,10 @@ first use and stops OCR once the upload's time budget is spent. Nothing here rea
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
+import re
 import time
 import warnings
 from collections import Counter
@@ -86,7 +89,10 @@ class ImageCollector:
                         out = io.BytesIO()
                         img.convert("RGBA" if "A" in img.getbands() else "RGB").save(out, "PNG")
                         data, mime = out.getvalue(), "image/png"
-        except (UnidentifiedImageError, Image.DecompressionBombError):
+        except Image.DecompressionBombError:  # Pillow's own bound, hit at open() for absurd sizes
+            self.skip(f"left out: more than {self.max_pixels} pixels")
+            return None
+        except UnidentifiedImageError:
             self.skip("left out: not an image format this install reads")
             return None
         except (OSError, ValueError, SyntaxError, EOFError):
@@ -126,3 +132,108 @@ class ImageCollector:
             builder.add_image(image, page=page, kind=kind)
         else:
             builder.add(image.ocr_text, page=page, kind=kind)
+
+
+# ``data:`` URIs in Markdown and HTML. Only base64 image payloads are decoded; the payload is never left in
+# the text. Bounded repetitions keep every pattern linear on hostile input.
+_B64 = r"[A-Za-z0-9+/=]+"
+DATA_URI = re.compile(r"data:image/[A-Za-z0-9.+-]{1,40}(?:;[A-Za-z0-9=.+_-]{1,100}){0,5};base64," + _B64)
+_ANY_BASE64_URI = re.compile(r"data:[A-Za-z0-9./+-]{0,100}(?:;[A-Za-z0-9=.+_-]{1,100}){0,5};base64,"
+                             r"[A-Za-z0-9+/=]{1000,}")
+_MARK = re.compile("\ue000([0-9]{1,6})\ue001")
+
+
+def decode_data_uri(uri: str, max_bytes: int) -> bytes | None:
+    """The bytes of a base64 ``data:`` URI; None when it is not valid base64 or larger than ``max_bytes``."""
+    _, base64_, payload = uri.partition(";base64,")
+    if not base64_ or not payload.strip():
+        return None
+    if len(payload) // 4 * 3 > max_bytes:
+        return None
+    try:
+        return base64.b64decode(payload + "=" * (-len(payload) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+class InlineImages:
+    """Images written into a text document as ``data:`` URIs. ``mark`` swaps one for a private-use marker
+    while the format's own parsing runs; ``build`` then puts a short placeholder ("[image: alt]") where the
+    marker is and the image (with its OCR text) after the paragraph that held it."""
+
+    def __init__(self, ctx: ParseContext) -> None:
+        self.collector = ImageCollector(ctx)
+        self._entries: list[tuple[str, ParsedImage | None]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def mark(self, uri: str, alt: str = "") -> str:
+        alt = " ".join(alt.split())[:200]
+        placeholder = f"[image: {alt}]" if alt else "[image]"
+        if len(self._entries) >= 100_000:  # a file of nothing but tiny data: URIs
+            return placeholder
+        data = decode_data_uri(uri, self.collector.max_bytes)
+        image: ParsedImage | None = None
+        if data is None:
+            too_big = len(uri) // 4 * 3 > self.collector.max_bytes
+            self.collector.skip(f"left out: larger than {self.collector.max_bytes // (1024 * 1024)} MB"
+                                if too_big else "left out: the data: URI is not a base64-encoded image")
+        else:
+            image = self.collector.image(data, alt)
+        self._entries.append((placeholder, image))
+        return f"\ue000{len(self._entries) - 1}\ue001"
+
+    def resolve(self, text: str) -> str:
+        """``text`` with every marker replaced by its placeholder (for titles)."""
+        return _MARK.sub(lambda m: self._entry(m)[0], text)
+
+    def _entry(self, match: re.Match[str]) -> tuple[str, ParsedImage | None]:
+        i = int(match.group(1))
+        return self._entries[i] if i < len(self._entries) else ("", None)
+
+    @staticmethod
+    def unmarked(text: str) -> str:
+        """``text`` without the private-use characters the markers are made of (so none is forged)."""
+        return text.replace("\ue000", "").replace("\ue001", "")
+
+    def build(self, text: str) -> TextBuilder:
+        """The document's text with placeholders, images placed after the paragraph that holds each."""
+        builder = TextBuilder()
+        pos = 0
+        for match in _MARK.finditer(text):
+            if match.start() < pos:
+                continue  # already emitted with an earlier image's paragraph
+            end = text.find("\n\n", match.end())
+            end = len(text) if end < 0 else end
+            paragraph = text[pos:end]
+            builder.add(self.resolve(paragraph))
+            for inner in _MARK.finditer(paragraph):
+                image = self._entry(inner)[1]
+                if image is not None:
+                    self.collector.place(builder, image)
+            pos = end
+        builder.add(self.resolve(text[pos:]))
+        return builder
+
+    def mark_markdown(self, text: str) -> str:
+        """Markdown's ``![alt](data:…)``, inline ``<img src="data:…">`` and any other base64 data: URI
+        replaced by markers (any long non-image base64 URI by "[embedded data]")."""
+        text = self.unmarked(text)
+        text = _MD_IMAGE.sub(lambda m: self.mark(m.group("uri"), m.group("alt")), text)
+        text = _HTML_IMG.sub(lambda m: self.mark(m.group("uri"), _alt_of(m.group(0))), text)
+        text = DATA_URI.sub(lambda m: self.mark(m.group(0)), text)
+        return _ANY_BASE64_URI.sub("[embedded data]", text)
+
+
+_MD_IMAGE = re.compile(r"!\[(?P<alt>[^\]\n]{0,1000})\]\(\s{0,10}<?(?P<uri>" + DATA_URI.pattern
+                       + r")>?(?:\s{1,10}(?:\"[^\"\n]{0,1000}\"|'[^'\n]{0,1000}'))?\s{0,10}\)")
+_HTML_IMG = re.compile(r"<img\b[^>]{0,2000}?\bsrc\s{0,10}=\s{0,10}[\"'](?P<uri>" + DATA_URI.pattern
+                       + r")[\"'][^>]{0,2000}>", re.IGNORECASE)
+_ALT = re.compile(r"\balt\s{0,10}=\s{0,10}(?:\"([^\"]{0,1000})\"|'([^']{0,1000})')", re.IGNORECASE)
+
+
+def _alt_of(tag: str) -> str:
+    tag = DATA_URI.sub("", tag)
+    match = _ALT.search(tag)
+    return (match.group(1) or match.group(2) or "") if match else ""

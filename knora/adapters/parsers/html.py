@@ -4,6 +4,10 @@ markdown.
 Rendering to markdown rather than flat text keeps headings (for heading-aware chunking and breadcrumbs),
 lists, tables and code blocks recognisable to the chunker. If the page has a ``<main>`` (or exactly one
 ``<article>``) only that is kept: it is the page author's own statement of where the content is.
+
+``<img src="data:…">`` images become ``ParsedImage``s (validated, bounded, OCR'd when the upload has OCR on),
+placed after the block that holds them, with "[image: alt]" in the text instead of their base64. Other images
+stay as ``![alt](src)`` links and are never fetched.
 """
 
 from __future__ import annotations
@@ -14,8 +18,15 @@ import warnings
 from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
 from bs4.element import NavigableString, Tag
 
-from knora.adapters.parsers._common import decode_text, file_stem, markdown_table, normalise_text
-from knora.ports.parser import ParsedDocument, ParseError
+from knora.adapters.parsers._common import (
+    DEFAULT_MAX_EXPANDED_BYTES,
+    decode_text,
+    file_stem,
+    markdown_table,
+    normalise_text,
+)
+from knora.adapters.parsers._images import InlineImages
+from knora.ports.parser import ParseContext, ParsedDocument, ParseError, ParseOptions
 
 _DROP = ("script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form", "iframe",
          "svg",
@@ -98,6 +109,10 @@ def _is_boilerplate(tag: Tag) -> bool:
 class HtmlParser:
     extensions: frozenset[str] = frozenset({"html", "htm", "xhtml"})
 
+    def __init__(self, ctx: ParseContext | None = None) -> None:
+        self.ctx = ctx or ParseContext(max_expanded_bytes=DEFAULT_MAX_EXPANDED_BYTES,
+                                       options=ParseOptions(ocr=False))
+
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
         markup = decode_text(data)
         try:
@@ -125,8 +140,28 @@ class HtmlParser:
         articles = soup.find_all("article")
         if soup.find("main") is None and len(articles) == 1:
             root = articles[0]
+        inline = self._mark_images(root)
         renderer = _Renderer()
         renderer.walk(root)
         renderer.flush()
         text = normalise_text("\n\n".join(renderer.blocks))
+        if inline:
+            builder = inline.build(text)
+            return ParsedDocument(title=title or file_stem(file_name), text=builder.text,
+                                  images=builder.images, skipped=inline.collector.skipped,
+                                  metadata={"format": "html"})
         return ParsedDocument(title=title or file_stem(file_name), text=text, metadata={"format": "html"})
+
+    def _mark_images(self, root: Tag) -> InlineImages | None:
+        """Every ``<img src="data:…">`` under ``root`` replaced by a marker the renderer keeps as text."""
+        inline: InlineImages | None = None
+        for img in root.find_all("img"):
+            if not isinstance(img, Tag):
+                continue
+            src = str(img.get("src") or "").strip()
+            if src[:5].lower() != "data:":
+                continue
+            if inline is None:
+                inline = InlineImages(self.ctx)
+            img.replace_with(NavigableString(inline.mark(src, str(img.get("alt") or ""))))
+        return inline

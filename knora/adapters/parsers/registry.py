@@ -37,8 +37,8 @@ def register(factory: ParserFactory, extensions: frozenset[str]) -> None:
 
 
 register(lambda _ctx: TextParser(), TextParser.extensions)
-register(lambda _ctx: MarkdownParser(), MarkdownParser.extensions)
-register(lambda _ctx: HtmlParser(), HtmlParser.extensions)
+register(lambda ctx: MarkdownParser(ctx), MarkdownParser.extensions)
+register(lambda ctx: HtmlParser(ctx), HtmlParser.extensions)
 register(lambda _ctx: PdfParser(), PdfParser.extensions)
 register(lambda ctx: DocxParser(ctx.max_expanded_bytes), DocxParser.extensions)
 register(lambda _ctx: CsvParser(), CsvParser.extensions)
