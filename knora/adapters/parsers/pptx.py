@@ -5,7 +5,7 @@ shapes in reading order (top to bottom, then left to right; groups opened), tabl
 pictures as images (OCR text in their place), and the speaker notes last, as a paragraph that starts with
 "Notes:". The zip container is decompressed under a budget (``zipguard``) before python-pptx opens the
 rewritten copy; a deck with more than ``max_slides`` slides is parsed up to that many and says what it left
-out.
+out. Legacy binary decks (.ppt) are ``ppt.py``'s.
 """
 
 from __future__ import annotations
@@ -135,12 +135,3 @@ class PptxParser:
                 builder.add(f"Notes: {notes}", page=number, kind="slide")
         return title
 
-
-class LegacyPowerPointParser:
-    """Binary PowerPoint (97–2003) has no maintained, permissively licensed reader that works without an
-    office suite; the upload fails with what to do instead."""
-
-    extensions: frozenset[str] = frozenset({"ppt", "pps"})
-
-    def parse(self, data: bytes, file_name: str) -> ParsedDocument:
-        raise ParseError("legacy PowerPoint .ppt is not supported; save it as .pptx and upload again")

@@ -17,7 +17,8 @@ from knora.adapters.parsers.json import JsonParser
 from knora.adapters.parsers.md import MarkdownParser
 from knora.adapters.parsers.odf import OdfParser
 from knora.adapters.parsers.pdf import PdfParser
-from knora.adapters.parsers.pptx import LegacyPowerPointParser, PptxParser
+from knora.adapters.parsers.ppt import LegacyPowerPointParser
+from knora.adapters.parsers.pptx import PptxParser
 from knora.adapters.parsers.txt import TextParser
 from knora.adapters.parsers.xlsx import XlsxParser
 from knora.domain.registry import Registry
