@@ -106,6 +106,53 @@ def test_many_slides_are_bounded_and_the_rest_named() -> None:
     assert doc.metadata["slides"] == "43"
 
 
+_SLIDE_CT = "application/vnd.openxmlformats-officedocument.presentationml.slide+xml"
+_SLIDE_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/slide"
+
+
+def many_slides(n: int) -> bytes:
+    """A deck of ``n`` one-title slides, cloned in the zip (python-pptx would take minutes to add 5,000)."""
+    from pptx import Presentation
+
+    prs = Presentation()
+    prs.slides.add_slide(prs.slide_layouts[5]).shapes.title.text = "Slide SLIDENUM"
+    buf = io.BytesIO()
+    prs.save(buf)
+    src = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
+    slide = src.read("ppt/slides/slide1.xml").decode()
+    rels = src.read("ppt/slides/_rels/slide1.xml.rels")
+    more = range(2, n + 1)
+    additions = {
+        "[Content_Types].xml": ("</Types>", "".join(
+            f'<Override PartName="/ppt/slides/slide{i}.xml" ContentType="{_SLIDE_CT}"/>' for i in more)),
+        "ppt/_rels/presentation.xml.rels": ("</Relationships>", "".join(
+            f'<Relationship Id="rIdS{i}" Type="{_SLIDE_REL}" Target="slides/slide{i}.xml"/>' for i in more)),
+        "ppt/presentation.xml": ("</p:sldIdLst>", "".join(
+            f'<p:sldId id="{300 + i}" r:id="rIdS{i}"/>' for i in more)),
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename in additions:
+                end_tag, extra = additions[info.filename]
+                data = data.replace(end_tag.encode(), (extra + end_tag).encode())
+            dst.writestr(info.filename, data.replace(b"SLIDENUM", b"1"))
+        for i in more:
+            dst.writestr(f"ppt/slides/slide{i}.xml", slide.replace("SLIDENUM", str(i)))
+            dst.writestr(f"ppt/slides/_rels/slide{i}.xml.rels", rels)
+    return out.getvalue()
+
+
+def test_a_deck_of_5000_slides_is_parsed_up_to_the_default_bound() -> None:
+    from knora.adapters.parsers.pptx import MAX_SLIDES
+
+    doc = parse_bytes(many_slides(5000), "huge.pptx")
+    assert len(doc.pages) == MAX_SLIDES
+    assert doc.text.endswith(f"## Slide {MAX_SLIDES}")
+    assert doc.skipped == [f"slides {MAX_SLIDES + 1}–5000 left out: more than {MAX_SLIDES} slides"]
+
+
 def test_corrupt_pptx_is_a_readable_error() -> None:
     with pytest.raises(ParseError, match="not a valid .pptx"):
         parse_bytes(b"PK\x03\x04 this is not really a zip", "broken.pptx")
