@@ -73,12 +73,16 @@ _TABLE, _ROW, _CELL, _COVERED = _q("table:table"), _q("table:table-row"), _q("ta
 _FRAME, _IMAGE, _TEXTBOX = _q("draw:frame"), _q("draw:image"), _q("draw:text-box")
 _NOTES = _q("presentation:notes")
 _SKIP_INLINE = {_NOTE, _ANNOTATION, _q("text:bookmark-ref"), _q("draw:frame")}
+_ATTRS = {name: _q(name) for name in ("table:number-rows-repeated", "table:number-columns-repeated",
+                                     "text:outline-level")}
 _ROW_GROUPS = {_q("table:table-rows"), _q("table:table-row-group"), _q("table:table-header-rows")}
 
 
 def _inline(el: etree._Element) -> str:
     """The text of a paragraph: spaces (``text:s``), tabs and line breaks as written; notes, comments and
     frames (pictures, text boxes) left out."""
+    if not len(el):
+        return el.text or ""
     parts = [el.text or ""]
     for child in el:
         tag = child.tag
@@ -96,7 +100,7 @@ def _inline(el: etree._Element) -> str:
 
 def _repeat(el: etree._Element, attr: str, cap: int) -> int:
     try:
-        return max(1, min(int(el.get(_q(attr), "1")), cap))
+        return max(1, min(int(el.get(_ATTRS[attr], "1")), cap))
     except ValueError:
         return 1
 
