@@ -26,8 +26,10 @@ MAX_IMAGE_BYTES = 20 * 1024 * 1024  # one encoded image
 MAX_IMAGE_PIXELS = 40_000_000  # width × height; a 20,000 × 20,000 picture is 400 M
 MIN_IMAGE_SIDE = 32  # icons, bullets and spacer pixels carry nothing worth keeping
 
-# Formats kept as they are; anything else Pillow reads (BMP, TIFF …) is re-encoded as PNG for OCR and viewers.
-_KEPT = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
+# Formats kept as they are; anything else Pillow reads (GIF's first frame, WebP, BMP, TIFF …) is re-encoded as
+# PNG, which every OCR engine and browser takes.
+_KEPT = {"PNG": "image/png", "JPEG": "image/jpeg"}
+_VECTOR = {"WMF", "EMF"}  # Office's vector pictures: Pillow reads the header, renders them only on Windows
 
 
 class ImageCollector:
@@ -80,6 +82,9 @@ class ImageCollector:
                         return None
                     if min(width, height) < self.min_side:
                         self.skip(f"left out: smaller than {self.min_side} px")
+                        return None
+                    if fmt in _VECTOR:
+                        self.skip("left out: vector pictures (WMF/EMF) are not rendered")
                         return None
                     if fmt in _KEPT:
                         img.verify()  # reads the whole stream: truncated or corrupt data fails here

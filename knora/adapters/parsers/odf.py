@@ -75,6 +75,8 @@ _NOTES = _q("presentation:notes")
 _SKIP_INLINE = {_NOTE, _ANNOTATION, _q("text:bookmark-ref"), _q("draw:frame")}
 _ATTRS = {name: _q(name) for name in ("table:number-rows-repeated", "table:number-columns-repeated",
                                      "text:outline-level")}
+_VALUE_ATTRS = tuple(_q(f"office:{name}") for name in ("value", "date-value", "time-value", "boolean-value",
+                                                     "string-value"))
 _ROW_GROUPS = {_q("table:table-rows"), _q("table:table-row-group"), _q("table:table-header-rows")}
 
 
@@ -103,6 +105,15 @@ def _repeat(el: etree._Element, attr: str, cap: int) -> int:
         return max(1, min(int(el.get(_ATTRS[attr], "1")), cap))
     except ValueError:
         return 1
+
+
+def _value(cell: etree._Element) -> str:
+    """A cell's typed value when it has no displayed text (some writers omit the ``text:p``)."""
+    for attr in _VALUE_ATTRS:
+        value = cell.get(attr)
+        if value:
+            return str(value).strip()
+    return ""
 
 
 def _length_cm(value: str | None) -> float:
@@ -156,7 +167,7 @@ class _Sheet:
         for cell in row:
             if cell.tag not in (_CELL, _COVERED):
                 continue
-            text = "\n".join(_inline(p) for p in cell if p.tag in (_P, _H)).strip()
+            text = "\n".join(_inline(p) for p in cell if p.tag in (_P, _H)).strip() or _value(cell)
             repeat = _repeat(cell, "table:number-columns-repeated", MAX_COLUMNS + 1)
             if not text:
                 pending += repeat
@@ -283,6 +294,11 @@ class OdfParser:
                 mimetype = archive.read("mimetype").decode("ascii", "replace").strip() \
                     if "mimetype" in archive.namelist() else ""
                 kind = _MIMETYPES.get(mimetype, kind)
+                manifest = archive.read("META-INF/manifest.xml") \
+                    if "META-INF/manifest.xml" in archive.namelist() else b""
+                if b"encryption-data" in manifest:
+                    raise ParseError(f"the .{kind} file is password-protected; remove the password and "
+                                     "upload again")
                 content = _xml(archive, "content.xml")
                 if content is None:
                     raise ParseError(f"the .{kind} file has no content.xml: it is not an OpenDocument file")

@@ -19,6 +19,7 @@ from knora.adapters.parsers.zipguard import bounded_archive
 from knora.ports.parser import ParseContext, ParsedDocument, ParseError, ParseOptions
 
 MAX_SLIDES = 2_000
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an encrypted OOXML file is an OLE container, not a zip
 _MAX_GROUP_DEPTH = 32
 
 
@@ -69,7 +70,7 @@ def _picture_blob(shape: object) -> tuple[bytes, str] | None:
     try:
         image = shape.image
         return bytes(image.blob), str(image.filename or "")
-    except (AttributeError, KeyError, ValueError):  # a placeholder with no picture, or a dangling link
+    except Exception:  # noqa: BLE001 - a placeholder with no picture, a linked or dangling one: no image
         return None
 
 
@@ -83,6 +84,9 @@ class PptxParser:
         self.max_slides = max_slides
 
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
+        if data.startswith(_OLE):
+            raise ParseError("the .pptx file is password-protected (encrypted) or is a legacy .ppt under a "
+                             ".pptx name; remove the password or save it as .pptx, and upload again")
         data = bounded_archive(data, self.max_expanded_bytes, "pptx")
         from pptx import Presentation
 

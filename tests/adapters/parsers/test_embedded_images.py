@@ -127,3 +127,19 @@ def test_ocr_off_keeps_images_without_text_and_no_images_keeps_only_ocr() -> Non
     text_only = MarkdownParser(ocr_context(reader, extract_images=False)).parse(source, "a.md")
     assert text_only.text == "Para [image: c]\n\nIMAGE 100x50"
     assert text_only.images == []
+
+
+def test_gif_and_bmp_are_re_encoded_as_png() -> None:
+    import io
+
+    from PIL import Image
+
+    def encoded(fmt: str) -> bytes:
+        buf = io.BytesIO()
+        Image.new("RGB", (50, 40), "green").save(buf, fmt)
+        return buf.getvalue()
+
+    source = f"![g]({uri(encoded('GIF'), 'image/gif')})\n\n![b]({uri(encoded('BMP'), 'image/bmp')})"
+    doc = MarkdownParser(ocr_context(ocr=False)).parse(source.encode(), "a.md")
+    png_magic = b"\x89PNG\r\n\x1a\n"
+    assert [(i.mime, i.width, i.data[:8]) for i in doc.images] == [("image/png", 50, png_magic)] * 2

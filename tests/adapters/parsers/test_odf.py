@@ -203,3 +203,17 @@ def test_corrupt_and_hostile_odf_inputs_are_readable_errors() -> None:
     bomb = _zip({"content.xml": b" " * (64 * 1024 * 1024)})
     with pytest.raises(ParseError, match="odp"):
         parse_bytes(bomb, "bomb.odp", max_expanded_bytes=16 * 1024 * 1024)
+
+
+def test_password_protected_odf_and_cells_without_text() -> None:
+    manifest = (b'<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">'
+                b'<manifest:file-entry manifest:full-path="content.xml"><manifest:encryption-data/>'
+                b'</manifest:file-entry></manifest:manifest>')
+    with pytest.raises(ParseError, match="password-protected"):
+        parse_bytes(_zip({"META-INF/manifest.xml": manifest, "content.xml": b"\x8f\x01 encrypted"}), "s.odt")
+    content = (b'<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+               b'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0"><office:body>'
+               b'<office:spreadsheet><table:table table:name="N"><table:table-row>'
+               b'<table:table-cell office:value-type="float" office:value="42"/></table:table-row>'
+               b'</table:table></office:spreadsheet></office:body></office:document-content>')
+    assert parse_bytes(_zip({"content.xml": content}), "v.ods").tables == [[["42"]]]

@@ -179,3 +179,10 @@ def test_legacy_ppt_says_what_to_do() -> None:
     for name in ("old.ppt", "show.pps"):
         with pytest.raises(ParseError, match="save it as .pptx"):
             parse_bytes(b"\xd0\xcf\x11\xe0 legacy", name)
+
+
+def test_an_encrypted_pptx_says_it_is_password_protected() -> None:
+    # Office writes a password-protected .pptx as an OLE compound file holding the encrypted package.
+    ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 504
+    with pytest.raises(ParseError, match="password-protected"):
+        parse_bytes(ole, "secret.pptx")
