@@ -186,3 +186,20 @@ def test_an_encrypted_pptx_says_it_is_password_protected() -> None:
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 504
     with pytest.raises(ParseError, match="password-protected"):
         parse_bytes(ole, "secret.pptx")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(60)
+async def test_a_worker_process_returns_the_slides_and_their_pictures() -> None:
+    from knora.adapters.parsers.pool import ProcessParsers
+    from knora.ports.parser import ParseLimits, ParseOptions
+
+    pool = ProcessParsers(ParseLimits(64 << 20, 1024, 60.0), workers=1)
+    try:
+        doc = await pool.parse(make_deck(), "deck.pptx", ParseOptions(ocr=False))
+    finally:
+        await pool.aclose()
+    assert [p.number for p in doc.pages] == [1, 2, 3]
+    assert len(doc.images) == 1
+    assert doc.images[0].data.startswith(b"\x89PNG")
+    assert doc.images[0].page == 3
