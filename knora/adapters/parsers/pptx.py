@@ -1,16 +1,18 @@
 """PowerPoint decks via python-pptx: one page span of kind "slide" per slide, so a chunk can say "slide 3".
 
 Per slide, in this order: the title (as a ``##`` heading, which gives the chunker its breadcrumbs), the other
-shapes in reading order (top to bottom, then left to right; groups opened), tables as Markdown tables,
-pictures as images (OCR text in their place), and the speaker notes last, as a paragraph that starts with
-"Notes:". The zip container is decompressed under a budget (``zipguard``) before python-pptx opens the
-rewritten copy; a deck with more than ``max_slides`` slides is parsed up to that many and says what it left
-out. Legacy binary decks (.ppt) are ``ppt.py``'s.
+shapes in reading order (top to bottom, then left to right; groups opened), tables as Markdown tables, charts
+as their title and a Markdown table of their data, pictures as images (OCR text in their place), and the
+speaker notes last, as a paragraph that starts with "Notes:". The zip container is decompressed under a
+budget (``zipguard``) before python-pptx opens the rewritten copy; a deck with more than ``max_slides`` slides
+is parsed up to that many and says what it left out. Slide shows and templates (.ppsx, .potx) are the same
+package with another main content type, renamed in the copy. Legacy binary decks (.ppt) are ``ppt.py``'s.
 """
 
 from __future__ import annotations
 
 import io
+import zipfile
 from collections.abc import Iterable, Iterator
 
 from knora.adapters.parsers._common import DEFAULT_MAX_EXPANDED_BYTES, TextBuilder, file_stem, markdown_table
@@ -19,8 +21,33 @@ from knora.adapters.parsers.zipguard import bounded_archive
 from knora.ports.parser import ParseContext, ParsedDocument, ParseError, ParseOptions
 
 MAX_SLIDES = 2_000
+_MAX_CHART_ROWS = 500
+_MAX_CHART_SERIES = 50
+_PRESENTATION_MAIN = b"application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"
+_OTHER_MAIN_TYPES = (b"application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml",
+                     b"application/vnd.openxmlformats-officedocument.presentationml.template.main+xml",
+                     b"application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml")
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an encrypted OOXML file is an OLE container, not a zip
 _MAX_GROUP_DEPTH = 32
+
+
+def _as_presentation(data: bytes) -> bytes:
+    """The (already bounded, uncompressed) package with a slide show's or template's main part declared as
+    a presentation, which is all python-pptx needs to open it."""
+    with zipfile.ZipFile(io.BytesIO(data)) as src:
+        try:
+            types = src.read("[Content_Types].xml")
+        except KeyError:
+            return data  # python-pptx reports the missing part
+        if not any(t in types for t in _OTHER_MAIN_TYPES):
+            return data
+        for t in _OTHER_MAIN_TYPES:
+            types = types.replace(t, _PRESENTATION_MAIN)
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+            for info in src.infolist():
+                dst.writestr(info, types if info.filename == "[Content_Types].xml" else src.read(info))
+    return out.getvalue()
 
 
 def _reading_order(shapes: Iterable[object]) -> list[object]:
@@ -63,6 +90,29 @@ def _table_of(shape: object) -> str:
     return markdown_table(rows)
 
 
+def _chart_of(shape: object) -> str:
+    """A chart as its title and a Markdown table of its data (categories × series), so its numbers can be
+    found and quoted; '' for anything else or a chart python-pptx cannot read."""
+    if not getattr(shape, "has_chart", False):
+        return ""
+    try:
+        chart = shape.chart  # type: ignore[attr-defined]
+        title = chart.chart_title.text_frame.text.strip() if chart.has_title else ""
+        plot = chart.plots[0] if len(chart.plots) else None
+        table = ""
+        if plot is not None:
+            categories = [str(c) for c in list(plot.categories)[:_MAX_CHART_ROWS]]
+            series = list(plot.series)[:_MAX_CHART_SERIES]
+            values = [list(s.values)[:_MAX_CHART_ROWS] for s in series]
+            rows = [["", *(s.name or "" for s in series)]]
+            for i, category in enumerate(categories):
+                rows.append([category, *("" if i >= len(v) or v[i] is None else f"{v[i]:g}" for v in values)])
+            table = markdown_table(rows)
+    except Exception:  # noqa: BLE001 - an odd chart part: its text is left out, the deck still parses
+        return ""
+    return "\n\n".join(part for part in (f"Chart: {title}" if title else "", table) if part)
+
+
 def _picture_blob(shape: object) -> tuple[bytes, str] | None:
     """The picture's bytes and file name, for pictures and picture placeholders; None for anything else."""
     if not hasattr(shape, "image"):
@@ -75,7 +125,7 @@ def _picture_blob(shape: object) -> tuple[bytes, str] | None:
 
 
 class PptxParser:
-    extensions: frozenset[str] = frozenset({"pptx", "pptm"})
+    extensions: frozenset[str] = frozenset({"pptx", "pptm", "ppsx", "ppsm", "potx"})
 
     def __init__(self, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES, ctx: ParseContext | None = None,
                  *, max_slides: int = MAX_SLIDES) -> None:
@@ -95,7 +145,7 @@ class PptxParser:
         skipped: list[str] = []
         first_title = ""
         try:
-            deck = Presentation(io.BytesIO(data))
+            deck = Presentation(io.BytesIO(_as_presentation(data)))
             slides = deck.slides
             total = len(slides)
             for number, slide in enumerate(slides, start=1):
@@ -131,7 +181,7 @@ class PptxParser:
                 if image is not None:
                     images.place(builder, image, page=number, kind="slide")
                 continue
-            builder.add(_table_of(shape) or _text_of(shape), page=number, kind="slide")
+            builder.add(_table_of(shape) or _chart_of(shape) or _text_of(shape), page=number, kind="slide")
         if slide.has_notes_slide:  # type: ignore[attr-defined]
             frame = slide.notes_slide.notes_text_frame  # type: ignore[attr-defined]
             notes = frame.text.replace("\x0b", "\n").strip() if frame is not None else ""

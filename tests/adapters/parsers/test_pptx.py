@@ -203,3 +203,42 @@ async def test_a_worker_process_returns_the_slides_and_their_pictures() -> None:
     assert len(doc.images) == 1
     assert doc.images[0].data.startswith(b"\x89PNG")
     assert doc.images[0].page == 3
+
+
+def test_charts_become_their_title_and_a_data_table() -> None:
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    data = CategoryChartData()
+    data.categories = ["Q1", "Q2"]
+    data.add_series("North", (120, 135.5))
+    data.add_series("South", (95, 90))
+    chart = slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(1), Inches(6), Inches(4),
+                                   data).chart
+    chart.has_title = True
+    chart.chart_title.text_frame.text = "Revenue by region"
+    buf = io.BytesIO()
+    prs.save(buf)
+    doc = parse_bytes(buf.getvalue(), "chart.pptx")
+    assert doc.text == ("Chart: Revenue by region\n\n|  | North | South |\n| --- | --- | --- |\n"
+                        "| Q1 | 120 | 95 |\n| Q2 | 135.5 | 90 |")
+
+
+def test_slide_shows_and_templates_open_like_decks() -> None:
+    slideshow = b"application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml"
+    src = zipfile.ZipFile(io.BytesIO(make_deck()))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "[Content_Types].xml":
+                data = data.replace(b"application/vnd.openxmlformats-officedocument.presentationml."
+                                    b"presentation.main+xml", slideshow)
+            dst.writestr(info, data)
+    assert slideshow in zipfile.ZipFile(buf).read("[Content_Types].xml")
+    doc = parse_bytes(buf.getvalue(), "show.ppsx")
+    assert [p.number for p in doc.pages] == [1, 2, 3]
