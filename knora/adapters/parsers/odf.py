@@ -11,6 +11,7 @@ decompressed under a budget (``zipguard``) first, and the XML parser resolves no
   xlsx, in ``tables`` for data analysis.
 - odp: every slide a page span of kind "slide": title, text boxes in reading order, tables, pictures, and the
   speaker notes as a "Notes:" paragraph.
+- templates (ott, ots, otp) are read like the documents they make.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ _MIMETYPES = {
     "application/vnd.oasis.opendocument.text": "odt",
     "application/vnd.oasis.opendocument.spreadsheet": "ods",
     "application/vnd.oasis.opendocument.presentation": "odp",
+    "application/vnd.oasis.opendocument.text-template": "odt",
+    "application/vnd.oasis.opendocument.spreadsheet-template": "ods",
+    "application/vnd.oasis.opendocument.presentation-template": "odp",
 }
+_TEMPLATES = {"ott": "odt", "ots": "ods", "otp": "odp"}
 MAX_ROWS_PER_SHEET = 1_000_000
 MAX_COLUMNS = 1_024  # a sheet wider than this is cut, and says so
 MAX_CELLS = 5_000_000  # per document
@@ -278,7 +283,7 @@ def _xml(archive: zipfile.ZipFile, name: str) -> etree._Element | None:
 
 
 class OdfParser:
-    extensions: frozenset[str] = frozenset({"odt", "ods", "odp"})
+    extensions: frozenset[str] = frozenset({"odt", "ods", "odp", *_TEMPLATES})
 
     def __init__(self, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES, ctx: ParseContext | None = None,
                  *, max_slides: int = MAX_SLIDES) -> None:
@@ -287,7 +292,8 @@ class OdfParser:
         self.max_slides = max_slides
 
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
-        kind = extension_of(file_name) if extension_of(file_name) in self.extensions else "odt"
+        ext = extension_of(file_name)
+        kind = _TEMPLATES.get(ext, ext) if ext in self.extensions else "odt"
         data = bounded_archive(data, self.max_expanded_bytes, kind)
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as archive:

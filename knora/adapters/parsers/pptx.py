@@ -1,12 +1,13 @@
 """PowerPoint decks via python-pptx: one page span of kind "slide" per slide, so a chunk can say "slide 3".
 
 Per slide, in this order: the title (as a ``##`` heading, which gives the chunker its breadcrumbs), the other
-shapes in reading order (top to bottom, then left to right; groups opened), tables as Markdown tables, charts
-as their title and a Markdown table of their data, pictures as images (OCR text in their place), and the
-speaker notes last, as a paragraph that starts with "Notes:". The zip container is decompressed under a
-budget (``zipguard``) before python-pptx opens the rewritten copy; a deck with more than ``max_slides`` slides
-is parsed up to that many and says what it left out. Slide shows and templates (.ppsx, .potx) are the same
-package with another main content type, renamed in the copy. Legacy binary decks (.ppt) are ``ppt.py``'s.
+shapes in reading order (top to bottom, then left to right; groups opened), tables as Markdown tables,
+SmartArt as one line per node, charts as their title and a Markdown table of their data, pictures as images
+(OCR text in their place), and the speaker notes last, as a paragraph that starts with "Notes:". The zip
+container is decompressed under a budget (``zipguard``) before python-pptx opens the rewritten copy; a deck
+with more than ``max_slides`` slides is parsed up to that many and says what it left out. Slide shows and
+templates (.ppsx, .potx) are the same package with another main content type, renamed in the copy. Legacy
+binary decks (.ppt) are ``ppt.py``'s.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Iterable, Iterator
+
+from lxml import etree
 
 from knora.adapters.parsers._common import DEFAULT_MAX_EXPANDED_BYTES, TextBuilder, file_stem, markdown_table
 from knora.adapters.parsers._images import ImageCollector
@@ -27,6 +30,10 @@ _PRESENTATION_MAIN = b"application/vnd.openxmlformats-officedocument.presentatio
 _OTHER_MAIN_TYPES = (b"application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml",
                      b"application/vnd.openxmlformats-officedocument.presentationml.template.main+xml",
                      b"application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml")
+_DGM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
+_A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+_R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_SAFE_XML = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an encrypted OOXML file is an OLE container, not a zip
 _MAX_GROUP_DEPTH = 32
 
@@ -113,6 +120,31 @@ def _chart_of(shape: object) -> str:
     return "\n\n".join(part for part in (f"Chart: {title}" if title else "", table) if part)
 
 
+def _smartart_of(shape: object) -> str:
+    """SmartArt's text, one line per node, from the diagram data part its frame points to (python-pptx does
+    not read diagrams); '' for anything else."""
+    element = getattr(shape, "_element", None)
+    if element is None or getattr(shape, "has_chart", False) or getattr(shape, "has_table", False):
+        return ""
+    ids = element.find(f".//{{{_DGM}}}relIds")
+    if ids is None:
+        return ""
+    try:
+        part = shape.part.related_part(ids.get(f"{{{_R}}}dm"))  # type: ignore[attr-defined]
+        root = etree.fromstring(part.blob, _SAFE_XML)
+    except Exception:  # noqa: BLE001 - a dangling or broken diagram part: its text is left out
+        return ""
+    lines = []
+    for point in root.iter(f"{{{_DGM}}}pt"):
+        if point.get("type") not in (None, "node"):
+            continue  # presentation and connector points repeat or carry no text
+        for paragraph in point.iter(f"{{{_A}}}p"):
+            text = "".join(t.text or "" for t in paragraph.iter(f"{{{_A}}}t")).strip()
+            if text:
+                lines.append(text)
+    return "\n".join(lines)
+
+
 def _picture_blob(shape: object) -> tuple[bytes, str] | None:
     """The picture's bytes and file name, for pictures and picture placeholders; None for anything else."""
     if not hasattr(shape, "image"):
@@ -181,7 +213,8 @@ class PptxParser:
                 if image is not None:
                     images.place(builder, image, page=number, kind="slide")
                 continue
-            builder.add(_table_of(shape) or _chart_of(shape) or _text_of(shape), page=number, kind="slide")
+            builder.add(_table_of(shape) or _chart_of(shape) or _smartart_of(shape) or _text_of(shape),
+                        page=number, kind="slide")
         if slide.has_notes_slide:  # type: ignore[attr-defined]
             frame = slide.notes_slide.notes_text_frame  # type: ignore[attr-defined]
             notes = frame.text.replace("\x0b", "\n").strip() if frame is not None else ""

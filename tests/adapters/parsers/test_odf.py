@@ -217,3 +217,10 @@ def test_password_protected_odf_and_cells_without_text() -> None:
                b'<table:table-cell office:value-type="float" office:value="42"/></table:table-row>'
                b'</table:table></office:spreadsheet></office:body></office:document-content>')
     assert parse_bytes(_zip({"content.xml": content}), "v.ods").tables == [[["42"]]]
+
+
+def test_templates_read_like_their_documents() -> None:
+    assert parse_bytes(make_ods(), "budget.ots").metadata["sheets"] == "Budget, Staff"
+    src = zipfile.ZipFile(io.BytesIO(make_odp()))
+    no_mimetype = _zip({n: src.read(n) for n in src.namelist() if n != "mimetype"})
+    assert parse_bytes(no_mimetype, "talk.otp").pages[0].kind == "slide"  # the extension decides

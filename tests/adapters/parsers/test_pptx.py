@@ -242,3 +242,41 @@ def test_slide_shows_and_templates_open_like_decks() -> None:
     assert slideshow in zipfile.ZipFile(buf).read("[Content_Types].xml")
     doc = parse_bytes(buf.getvalue(), "show.ppsx")
     assert [p.number for p in doc.pages] == [1, 2, 3]
+
+
+_DIAGRAM_DATA = b"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<dgm:dataModel xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram"
+    xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><dgm:ptLst>
+  <dgm:pt modelId="0" type="doc"><dgm:t><a:p><a:r><a:t></a:t></a:r></a:p></dgm:t></dgm:pt>
+  <dgm:pt modelId="1"><dgm:t><a:p><a:r><a:t>Plan</a:t></a:r></a:p></dgm:t></dgm:pt>
+  <dgm:pt modelId="2"><dgm:t><a:p><a:r><a:t>Build the </a:t></a:r><a:r><a:t>kiln</a:t></a:r></a:p></dgm:t>
+  </dgm:pt>
+  <dgm:pt modelId="3" type="pres"><dgm:t><a:p><a:r><a:t>Plan</a:t></a:r></a:p></dgm:t></dgm:pt>
+</dgm:ptLst></dgm:dataModel>"""
+
+
+def test_smartart_text_comes_from_its_diagram_part() -> None:
+    from lxml import etree
+    from pptx import Presentation
+    from pptx.opc.constants import CONTENT_TYPE as CT
+    from pptx.opc.constants import RELATIONSHIP_TYPE as RT
+    from pptx.opc.package import Part
+    from pptx.opc.packuri import PackURI
+
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    part = Part(PackURI("/ppt/diagrams/data1.xml"), CT.DML_DIAGRAM_DATA, slide.part.package, _DIAGRAM_DATA)
+    rid = slide.part.relate_to(part, RT.DIAGRAM_DATA)
+    frame = etree.fromstring(
+        '<p:graphicFrame xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
+        'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
+        '<p:nvGraphicFramePr><p:cNvPr id="9" name="Diagram"/><p:cNvGraphicFramePr/><p:nvPr/>'
+        '</p:nvGraphicFramePr><p:xfrm><a:off x="0" y="0"/><a:ext cx="100" cy="100"/></p:xfrm>'
+        '<a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/diagram">'
+        '<dgm:relIds xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" '
+        f'r:dm="{rid}" r:lo="" r:qs="" r:cs=""/></a:graphicData></a:graphic></p:graphicFrame>')
+    slide.shapes._spTree.append(frame)
+    buf = io.BytesIO()
+    prs.save(buf)
+    assert parse_bytes(buf.getvalue(), "flow.pptx").text == "Plan\nBuild the kiln"
