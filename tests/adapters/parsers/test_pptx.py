@@ -280,3 +280,20 @@ def test_smartart_text_comes_from_its_diagram_part() -> None:
     buf = io.BytesIO()
     prs.save(buf)
     assert parse_bytes(buf.getvalue(), "flow.pptx").text == "Plan\nBuild the kiln"
+
+
+def test_a_broken_deflate_stream_or_zip_version_is_a_readable_error() -> None:
+    name = "ppt/presentation.xml"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(name, b"<p>" + bytes(range(256)) * 400 + b"</p>")
+    data = bytearray(buf.getvalue())
+    start = 30 + len(name)  # the local header, then the deflate stream
+    data[start + 5:start + 40] = b"\xff" * 35
+    with pytest.raises(ParseError, match=r"refusing \.pptx: the archive is damaged"):
+        parse_bytes(bytes(data), "broken.pptx")
+    versioned = bytearray(buf.getvalue())
+    central = versioned.rfind(b"PK\x01\x02")
+    versioned[central + 6] = 154  # "needs zip version 15.4" in the central directory
+    with pytest.raises(ParseError, match=r"not a valid \.pptx file"):
+        parse_bytes(bytes(versioned), "future.pptx")
