@@ -23,6 +23,7 @@ from knora.ports.parser import ParseContext, ParsedImage
 
 MAX_IMAGES = 200  # per document
 MAX_IMAGE_BYTES = 20 * 1024 * 1024  # one encoded image
+MAX_TOTAL_IMAGE_BYTES = 64 * 1024 * 1024  # all kept images of one document (they travel back from the worker)
 MAX_IMAGE_PIXELS = 40_000_000  # width × height; a 20,000 × 20,000 picture is 400 M
 MIN_IMAGE_SIDE = 32  # icons, bullets and spacer pixels carry nothing worth keeping
 
@@ -32,13 +33,19 @@ _KEPT = {"PNG": "image/png", "JPEG": "image/jpeg"}
 _VECTOR = {"WMF", "EMF"}  # Office's vector pictures: Pillow reads the header, renders them only on Windows
 
 
+def _size(n: int) -> str:
+    return f"{n // (1024 * 1024)} MB" if n >= 1024 * 1024 else f"{n} bytes"
+
+
 class ImageCollector:
     """Turns encoded image bytes into ``ParsedImage`` (or None with a reason in ``skipped``)."""
 
     def __init__(self, ctx: ParseContext, *, max_images: int = MAX_IMAGES,
                  max_bytes: int = MAX_IMAGE_BYTES, max_pixels: int = MAX_IMAGE_PIXELS,
-                 min_side: int = MIN_IMAGE_SIDE) -> None:
+                 min_side: int = MIN_IMAGE_SIDE, max_total_bytes: int = MAX_TOTAL_IMAGE_BYTES) -> None:
         self.ctx = ctx
+        self.max_total_bytes = max_total_bytes
+        self.kept_bytes = 0
         self.max_images = max_images
         self.max_bytes = max_bytes
         self.max_pixels = max_pixels
@@ -67,7 +74,7 @@ class ImageCollector:
             self.skip(f"left out: more than {self.max_images} images in the document")
             return None
         if len(data) > self.max_bytes:
-            self.skip(f"left out: larger than {self.max_bytes // (1024 * 1024)} MB")
+            self.skip(f"left out: larger than {_size(self.max_bytes)}")
             return None
         from PIL import Image, UnidentifiedImageError
 
@@ -103,7 +110,11 @@ class ImageCollector:
         except (OSError, ValueError, SyntaxError, EOFError):
             self.skip("left out: damaged image data")
             return None
+        if self.kept_bytes + len(data) > self.max_total_bytes:
+            self.skip(f"left out: the document's images pass {_size(self.max_total_bytes)} in all")
+            return None
         self.kept += 1
+        self.kept_bytes += len(data)
         return ParsedImage(data=data, mime=mime, width=width, height=height, name=name,
                            ocr_text=self._recognize(data))
 
@@ -182,7 +193,7 @@ class InlineImages:
         image: ParsedImage | None = None
         if data is None:
             too_big = len(uri) // 4 * 3 > self.collector.max_bytes
-            self.collector.skip(f"left out: larger than {self.collector.max_bytes // (1024 * 1024)} MB"
+            self.collector.skip(f"left out: larger than {_size(self.collector.max_bytes)}"
                                 if too_big else "left out: the data: URI is not a base64-encoded image")
         else:
             image = self.collector.image(data, alt)

@@ -143,3 +143,13 @@ def test_gif_and_bmp_are_re_encoded_as_png() -> None:
     doc = MarkdownParser(ocr_context(ocr=False)).parse(source.encode(), "a.md")
     png_magic = b"\x89PNG\r\n\x1a\n"
     assert [(i.mime, i.width, i.data[:8]) for i in doc.images] == [("image/png", 50, png_magic)] * 2
+
+
+def test_the_images_of_one_document_are_bounded_in_bytes_too() -> None:
+    from knora.adapters.parsers._images import ImageCollector
+
+    limit = 3 * len(png(64, 64))
+    collector = ImageCollector(ocr_context(ocr=False), max_total_bytes=limit)
+    kept = [collector.image(png(64, 64)) for _ in range(5)]
+    assert sum(1 for k in kept if k is not None) == 3
+    assert collector.skipped == [f"2 images left out: the document's images pass {limit} bytes in all"]
