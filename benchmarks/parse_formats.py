@@ -4,7 +4,8 @@ Each ``bench_<format>()`` builds one realistic document with the format's own li
 Pillow for pictures), parses it through ``parse_bytes`` with OCR off (this measures the parser, not the OCR
 engine; ``benchmarks/parse.py`` measures OCR), repeatedly for about ``seconds``, and returns one dict:
 format, input size, pages, characters out, best and median seconds per document, docs/s and MB/s (from the
-median). ``benchmarks/parse.py`` imports ``ALL`` for its per-format section; alone:
+median). For ``benchmarks/parse.py`` (its ``SECTIONS`` registry): ``section_formats(args)`` runs them all
+(``--format-seconds`` from ``add_options``) and returns ``{format: figures}``. Alone:
 
     python benchmarks/parse_formats.py [--seconds 2]
 
@@ -224,6 +225,17 @@ ALL: dict[str, Callable[[float], dict[str, object]]] = {
     "pptx": bench_pptx, "odt": bench_odt, "ods": bench_ods, "odp": bench_odp,
     "md_images": bench_md_images, "html_images": bench_html_images,
 }
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format-seconds", type=float, default=2.0,
+                        help="seconds spent parsing each format (section formats)")
+
+
+def section_formats(args: argparse.Namespace) -> dict[str, object]:
+    """The ``formats`` section of ``benchmarks/parse.py``: every format's figures by name."""
+    seconds = float(getattr(args, "format_seconds", 2.0))
+    return {name: bench(seconds) for name, bench in ALL.items()}
 
 
 def main() -> None:
