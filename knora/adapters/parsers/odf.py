@@ -82,6 +82,7 @@ _ATTRS = {name: _q(name) for name in ("table:number-rows-repeated", "table:numbe
                                      "text:outline-level")}
 _VALUE_ATTRS = tuple(_q(f"office:{name}") for name in ("value", "date-value", "time-value", "boolean-value",
                                                      "string-value"))
+_COLUMNS_REPEATED = _ATTRS["table:number-columns-repeated"]
 _ROW_GROUPS = {_q("table:table-rows"), _q("table:table-row-group"), _q("table:table-header-rows")}
 
 
@@ -110,6 +111,15 @@ def _repeat(el: etree._Element, attr: str, cap: int) -> int:
         return max(1, min(int(el.get(_ATTRS[attr], "1")), cap))
     except ValueError:
         return 1
+
+
+def _cell_text(cell: etree._Element) -> str:
+    """A cell's displayed text (its paragraphs, one a line), else its typed value."""
+    if not len(cell):
+        return _value(cell)
+    parts = [_inline(p) for p in cell if p.tag == _P or p.tag == _H]
+    text = (parts[0] if len(parts) == 1 else "\n".join(parts)).strip()
+    return text or _value(cell)
 
 
 def _value(cell: etree._Element) -> str:
@@ -172,8 +182,9 @@ class _Sheet:
         for cell in row:
             if cell.tag not in (_CELL, _COVERED):
                 continue
-            text = "\n".join(_inline(p) for p in cell if p.tag in (_P, _H)).strip() or _value(cell)
-            repeat = _repeat(cell, "table:number-columns-repeated", MAX_COLUMNS + 1)
+            text = _cell_text(cell)
+            repeat = _repeat(cell, "table:number-columns-repeated", MAX_COLUMNS + 1) \
+                if _COLUMNS_REPEATED in cell.attrib else 1
             if not text:
                 pending += repeat
                 continue
