@@ -101,6 +101,20 @@ class _Renderer:
                 self.walk(child, list_depth)
 
 
+# ``src="data:…"`` values are lifted out of the markup before lxml sees it: lxml drops an attribute longer
+# than 10 MB without a word, and a lifted one costs the tree nothing.
+_DATA_SRC = re.compile(r"""(\ssrc[ \t\r\n]{0,10}=[ \t\r\n]{0,10})(["'])(data:[^"'>]*)\2""", re.IGNORECASE)
+_LIFTED = "knora-lifted-data:"
+
+
+def _lift_data_uris(markup: str, uris: list[str]) -> str:
+    def lift(match: re.Match[str]) -> str:
+        uris.append(match.group(3))
+        return f"{match.group(1)}{match.group(2)}{_LIFTED}{len(uris) - 1}{match.group(2)}"
+
+    return _DATA_SRC.sub(lift, markup)
+
+
 def _is_boilerplate(tag: Tag) -> bool:
     role = str(tag.get("role") or "").lower()
     return role in _DROP_ROLES or str(tag.get("aria-hidden") or "").lower() == "true"
@@ -115,6 +129,9 @@ class HtmlParser:
 
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
         markup = decode_text(data)
+        uris: list[str] = []
+        if "data:" in markup:
+            markup = _lift_data_uris(markup, uris)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
@@ -140,7 +157,7 @@ class HtmlParser:
         articles = soup.find_all("article")
         if soup.find("main") is None and len(articles) == 1:
             root = articles[0]
-        inline = self._mark_images(root)
+        inline = self._mark_images(root, uris)
         renderer = _Renderer()
         renderer.walk(root)
         renderer.flush()
@@ -152,13 +169,16 @@ class HtmlParser:
                                   metadata={"format": "html"})
         return ParsedDocument(title=title or file_stem(file_name), text=text, metadata={"format": "html"})
 
-    def _mark_images(self, root: Tag) -> InlineImages | None:
+    def _mark_images(self, root: Tag, uris: list[str]) -> InlineImages | None:
         """Every ``<img src="data:…">`` under ``root`` replaced by a marker the renderer keeps as text."""
         inline: InlineImages | None = None
         for img in root.find_all("img"):
             if not isinstance(img, Tag):
                 continue
             src = str(img.get("src") or "").strip()
+            if src.startswith(_LIFTED):
+                index = src[len(_LIFTED):]
+                src = uris[int(index)] if index.isdigit() and int(index) < len(uris) else ""
             if src[:5].lower() != "data:":
                 continue
             if inline is None:

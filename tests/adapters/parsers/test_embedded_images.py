@@ -153,3 +153,13 @@ def test_the_images_of_one_document_are_bounded_in_bytes_too() -> None:
     kept = [collector.image(png(64, 64)) for _ in range(5)]
     assert sum(1 for k in kept if k is not None) == 3
     assert collector.skipped == [f"2 images left out: the document's images pass {limit} bytes in all"]
+
+
+def test_a_giant_html_data_uri_is_named_not_silently_lost() -> None:
+    giant = "data:image/png;base64," + "A" * (30 * 1024 * 1024)  # lxml alone drops attributes over 10 MB
+    html = f"<p>Before</p><p><img alt='scan' src=\"{giant}\"></p><p>After</p>".encode()
+    doc = HtmlParser(ocr_context(ocr=False)).parse(html, "big.html")
+    assert doc.text == "Before\n\n[image: scan]\n\nAfter"
+    assert doc.skipped == ["1 image left out: larger than 20 MB"]
+    forged = HtmlParser(ocr_context(ocr=False)).parse(b"<p>x <img src='knora-lifted-data:7'></p>", "f.html")
+    assert forged.text == "x ![](knora-lifted-data:7)"
