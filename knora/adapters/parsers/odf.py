@@ -82,6 +82,8 @@ _ATTRS = {name: _q(name) for name in ("table:number-rows-repeated", "table:numbe
                                      "text:outline-level")}
 _VALUE_ATTRS = tuple(_q(f"office:{name}") for name in ("value", "date-value", "time-value", "boolean-value",
                                                      "string-value"))
+_HREF = _q("xlink:href")
+_VECTOR_FILES = (".svg", ".svm", ".wmf", ".emf")
 _COLUMNS_REPEATED = _ATTRS["table:number-columns-repeated"]
 _ROW_GROUPS = {_q("table:table-rows"), _q("table:table-row-group"), _q("table:table-header-rows")}
 
@@ -261,26 +263,34 @@ class _Walker:
                 self.frame(frame, depth)
 
     def frame(self, frame: etree._Element, depth: int) -> None:
+        # A frame may hold one picture in several forms (LibreOffice: an SVG, then a PNG fallback): the
+        # first one that can be kept is, bitmaps first.
+        pictures = sorted((c for c in frame if c.tag == _IMAGE),
+                          key=lambda c: (c.get(_HREF) or "").lower().endswith(_VECTOR_FILES))
+        for picture in pictures:
+            if self.picture(picture):
+                break
         for child in frame:
-            if child.tag == _IMAGE:
-                self.picture(child)
-            elif child.tag == _TEXTBOX and depth < _MAX_DEPTH:
+            if child.tag == _TEXTBOX and depth < _MAX_DEPTH:
                 self.blocks(child, depth + 1)
             elif child.tag == _TABLE:
                 self.add(markdown_table(_Sheet(self._cells).read(child)))
 
-    def picture(self, image_el: etree._Element) -> None:
-        href = (image_el.get(_q("xlink:href")) or "").lstrip("./")
+    def picture(self, image_el: etree._Element) -> bool:
+        """Places the embedded picture; False when it is linked, missing or left out."""
+        href = (image_el.get(_HREF) or "").lstrip("./")
         if not href or "://" in href:
-            return  # linked, not embedded: never fetched
+            return False  # linked, not embedded: never fetched
         try:
             data = self.archive.read(href)
         except KeyError:
             self.images.skip("left out: the picture the document names is missing from the file")
-            return
+            return False
         image = self.images.image(data, href.rsplit("/", 1)[-1])
-        if image is not None:
-            self.images.place(self.builder, image, page=self.page, kind=self.kind)
+        if image is None:
+            return False
+        self.images.place(self.builder, image, page=self.page, kind=self.kind)
+        return True
 
 
 def _xml(archive: zipfile.ZipFile, name: str) -> etree._Element | None:

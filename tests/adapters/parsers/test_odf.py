@@ -60,8 +60,10 @@ def make_odt(title: str = "") -> bytes:
         table.addElement(row)
     doc.text.addElement(table)
     href = doc.addPicture("Pictures/chart.png", "image/png", png(300, 150))
+    svg = doc.addPicture("Pictures/chart.svg", "image/svg+xml", b"<svg xmlns='http://www.w3.org/2000/svg'/>")
     holder = P()
     frame = Frame(width="6cm", height="3cm", anchortype="paragraph")
+    frame.addElement(Image(href=svg))  # LibreOffice: the vector form first, a bitmap fallback after it
     frame.addElement(Image(href=href))
     holder.addElement(frame)
     doc.text.addElement(holder)
@@ -140,6 +142,7 @@ def test_odt_headings_lists_tables_and_pictures() -> None:
     assert "| setting | default |\n| --- | --- |\n| chunk_size | 512 |" in doc.text
     assert len(doc.images) == 1
     assert doc.text[doc.images[0].offset:] == "IMAGE 300x150"
+    assert doc.skipped == []  # the SVG form of the same picture was not tried
     assert doc.metadata["format"] == "odt"
 
 
