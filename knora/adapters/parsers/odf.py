@@ -225,9 +225,11 @@ class _Walker:
                     self.first_heading = self.first_heading or text
                     self.add("#" * level + " " + text.replace("\n", " "))
                 self.frames(child, depth)
+                self.notes(child)
             elif tag == _P:
                 self.add(_inline(child))
                 self.frames(child, depth)
+                self.notes(child)
             elif tag == _LIST:
                 self.add("\n".join(self.list_items(child, 0, depth)))
             elif tag == _TABLE:
@@ -237,6 +239,19 @@ class _Walker:
                 self.frame(child, depth)
             elif isinstance(tag, str) and tag != _NOTES and depth < _MAX_DEPTH:
                 self.blocks(child, depth + 1)  # sections, groups, text boxes, custom shapes …
+
+    def notes(self, paragraph: etree._Element) -> None:
+        """Footnotes and endnotes of a paragraph, after it: "[1] text" (their citation mark is left out of
+        the paragraph's own text)."""
+        for note in paragraph.iter(_NOTE):
+            citation = note.find("text:note-citation", _NS)
+            body = note.find("text:note-body", _NS)
+            if body is None:
+                continue
+            text = " ".join(t for t in (_inline(p).strip() for p in body.iter(_P, _H)) if t)
+            if text:
+                mark = (citation.text or "").strip() if citation is not None else ""
+                self.add(f"[{mark}] {text}" if mark else text)
 
     def list_items(self, el: etree._Element, level: int, depth: int) -> list[str]:
         lines: list[str] = []

@@ -227,3 +227,23 @@ def test_templates_read_like_their_documents() -> None:
     src = zipfile.ZipFile(io.BytesIO(make_odp()))
     no_mimetype = _zip({n: src.read(n) for n in src.namelist() if n != "mimetype"})
     assert parse_bytes(no_mimetype, "talk.otp").pages[0].kind == "slide"  # the extension decides
+
+
+def test_odt_footnotes_follow_their_paragraph() -> None:
+    from odf.opendocument import OpenDocumentText
+    from odf.text import Note, NoteBody, NoteCitation, P
+
+    doc = OpenDocumentText()
+    para = P(text="The kiln reaches 1280 degrees")
+    note = Note(noteclass="footnote", id="ftn1")
+    note.addElement(NoteCitation(text="1"))
+    body = NoteBody()
+    body.addElement(P(text="Measured with a type S thermocouple."))
+    note.addElement(body)
+    para.addElement(note)
+    para.addText(" at peak.")
+    doc.text.addElement(para)
+    doc.text.addElement(P(text="Next paragraph."))
+    text = parse_bytes(_save(doc), "kiln.odt").text
+    assert text == ("The kiln reaches 1280 degrees at peak.\n\n[1] Measured with a type S thermocouple.\n\n"
+                    "Next paragraph.")
