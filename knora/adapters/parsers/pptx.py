@@ -1,13 +1,13 @@
 """PowerPoint decks via python-pptx: one page span of kind "slide" per slide, so a chunk can say "slide 3".
 
 Per slide, in this order: the title (as a ``##`` heading, which gives the chunker its breadcrumbs), the other
-shapes in reading order (top to bottom, then left to right; groups opened), tables as Markdown tables,
-SmartArt as one line per node, charts as their title and a Markdown table of their data, pictures as images
-(OCR text in their place), and the speaker notes last, as a paragraph that starts with "Notes:". The zip
-container is decompressed under a budget (``zipguard``) before python-pptx opens the rewritten copy; a deck
-with more than ``max_slides`` slides is parsed up to that many and says what it left out. Slide shows and
-templates (.ppsx, .potx) are the same package with another main content type, renamed in the copy. Legacy
-binary decks (.ppt) are ``ppt.py``'s.
+shapes in reading order (top to bottom, then left to right; groups opened; footer, date and slide-number
+placeholders left out), tables as Markdown tables, SmartArt as one line per node, charts as their title and a
+Markdown table of their data, pictures as images (OCR text in their place), and the speaker notes last, as a
+paragraph that starts with "Notes:". The zip container is decompressed under a budget (``zipguard``) before
+python-pptx opens the rewritten copy; a deck with more than ``max_slides`` slides is parsed up to that many
+and says what it left out. Slide shows and templates (.ppsx, .potx) are the same package with another main
+content type, renamed in the copy. Legacy binary decks (.ppt) are ``ppt.py``'s.
 """
 
 from __future__ import annotations
@@ -74,6 +74,19 @@ def _flatten(shapes: Iterable[object], depth: int = 0) -> Iterator[object]:
                 yield from _flatten(shape.shapes, depth + 1)
         else:
             yield shape
+
+
+def _is_chrome(shape: object) -> bool:
+    """Footer, date and slide-number placeholders: the same on every slide, noise for retrieval."""
+    if not getattr(shape, "is_placeholder", False):
+        return False
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
+    try:
+        kind = shape.placeholder_format.type  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
+    return kind in (PP_PLACEHOLDER.FOOTER, PP_PLACEHOLDER.DATE, PP_PLACEHOLDER.SLIDE_NUMBER)
 
 
 def _text_of(shape: object) -> str:
@@ -205,7 +218,7 @@ class PptxParser:
             builder.add(f"## {title}", page=number, kind="slide")
         title_id = title_shape.shape_id if title_shape is not None else None
         for shape in _flatten(shapes):
-            if title_id is not None and getattr(shape, "shape_id", None) == title_id:
+            if title_id is not None and getattr(shape, "shape_id", None) == title_id or _is_chrome(shape):
                 continue
             picture = _picture_blob(shape)
             if picture is not None:

@@ -297,3 +297,25 @@ def test_a_broken_deflate_stream_or_zip_version_is_a_readable_error() -> None:
     versioned[central + 6] = 154  # "needs zip version 15.4" in the central directory
     with pytest.raises(ParseError, match=r"not a valid \.pptx file"):
         parse_bytes(bytes(versioned), "future.pptx")
+
+
+def test_footer_date_and_slide_number_placeholders_are_left_out() -> None:
+    from pptx import Presentation
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
+    prs = Presentation()
+    layout = prs.slide_layouts[1]
+    slide = prs.slides.add_slide(layout)
+    slide.shapes.title.text = "Roadmap"
+    slide.placeholders[1].text = "Ship the kiln controller"
+    chrome = (PP_PLACEHOLDER.FOOTER, PP_PLACEHOLDER.DATE, PP_PLACEHOLDER.SLIDE_NUMBER)
+    for placeholder in layout.placeholders:
+        if placeholder.placeholder_format.type in chrome:
+            slide.shapes.clone_placeholder(placeholder)
+    for shape in slide.placeholders:
+        if shape.placeholder_format.type in chrome:
+            shape.text = "ACME Confidential"
+    assert sum(1 for s in slide.placeholders if s.placeholder_format.type in chrome) == 3
+    buf = io.BytesIO()
+    prs.save(buf)
+    assert parse_bytes(buf.getvalue(), "r.pptx").text == "## Roadmap\n\nShip the kiln controller"
