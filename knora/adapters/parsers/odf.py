@@ -9,8 +9,8 @@ decompressed under a budget (``zipguard``) first, and the XML parser resolves no
   pictures as images (OCR'd).
 - ods: every sheet a page span of kind "sheet" labelled with its name, its rows a Markdown table and, as for
   xlsx, in ``tables`` for data analysis.
-- odp: every slide a page span of kind "slide": title, text boxes in reading order, tables, pictures, and the
-  speaker notes as a "Notes:" paragraph.
+- odp: every slide a page span of kind "slide": title, text boxes in reading order (footer, date and
+  page-number boxes left out), tables, pictures, and the speaker notes as a "Notes:" paragraph.
 - templates (ott, ots, otp) are read like the documents they make.
 """
 
@@ -83,6 +83,8 @@ _ATTRS = {name: _q(name) for name in ("table:number-rows-repeated", "table:numbe
 _VALUE_ATTRS = tuple(_q(f"office:{name}") for name in ("value", "date-value", "time-value", "boolean-value",
                                                      "string-value"))
 _HREF = _q("xlink:href")
+_CLASS = _q("presentation:class")
+_CHROME = {"footer", "header", "date-time", "page-number"}
 _VECTOR_FILES = (".svg", ".svm", ".wmf", ".emf")
 _COLUMNS_REPEATED = _ATTRS["table:number-columns-repeated"]
 _ROW_GROUPS = {_q("table:table-rows"), _q("table:table-row-group"), _q("table:table-header-rows")}
@@ -411,7 +413,9 @@ class OdfParser:
             shapes = sorted((c for c in page if isinstance(c.tag, str) and c.tag != _NOTES),
                             key=lambda c: (_length_cm(c.get(_q("svg:y"))), _length_cm(c.get(_q("svg:x")))))
             for shape in shapes:
-                if shape.get(_q("presentation:class")) == "title":
+                if shape.get(_CLASS) in _CHROME:
+                    continue  # footer, date and page-number boxes repeat on every slide
+                if shape.get(_CLASS) == "title":
                     title = " ".join(_inline(p).strip() for p in shape.iter(_P, _H)).strip()
                     if title:
                         first_title = first_title or title

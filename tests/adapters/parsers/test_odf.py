@@ -122,6 +122,7 @@ def make_odp(slides: int = 2) -> bytes:
         box(page, f"Body of slide {n} at the bottom", "15cm")
         box(page, f"Title {n}", "1cm", "title")
         box(page, f"Body of slide {n} at the top", "5cm")
+        box(page, "ACME Confidential", "19cm", "footer")
         if n == 2:
             pic = Frame(width="6cm", height="3cm", x="2cm", y="8cm")
             pic.addElement(Image(href=href))
@@ -172,6 +173,7 @@ def test_odp_slides_in_reading_order_with_notes_and_pictures() -> None:
     assert slide2.index("at the top") < slide2.index("IMAGE 240x120") < slide2.index("at the bottom")
     assert slide2.endswith("Notes: Speaker notes for slide 2: the codeword is heron-2")
     assert doc.images[0].page == 2
+    assert "ACME" not in doc.text  # the footer box of every slide
     at = doc.text.index("heron-1")
     assert chunk_location(doc.pages, at, at + 7)["page"] == 1
 
