@@ -11,9 +11,11 @@ magnitude, not as limits. ``benchmarks/parse.py`` runs them as its ``formats`` s
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knora.adapters.parsers.registry import parse_bytes
+from knora.ports.parser import ParseOptions
 
 
 def _rate(parse: Callable[[], object], size: int, seconds: float = 3.0) -> dict[str, float]:
@@ -264,6 +267,203 @@ def bench_code(files: int = 200) -> dict[str, Any]:
             "largest_chunk": max(len(d.content) for d in drafts)}
 
 # ---- end of branch office ---------------------------------------------------------------------------------
+
+
+# ---- branch slides: pptx, OpenDocument, embedded images in md/html --------------------------------------
+
+_SLIDE_WORDS = ("revenue", "margin", "region", "forecast", "customer", "pipeline", "quarter", "growth",
+                "cost")
+
+
+def _slide_sentence(i: int, n: int = 14) -> str:
+    words = " ".join(_SLIDE_WORDS[(i * 7 + k * (i % 5 + 1)) % len(_SLIDE_WORDS)] for k in range(n))
+    return f"{words.capitalize()} {i * 37 % 1009}."
+
+
+def _slide_png(width: int, height: int, seed: int) -> bytes:
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(img)
+    for k in range(12):
+        draw.rectangle((k * width // 12, height - (seed * 13 + k * 29) % height, (k + 1) * width // 12 - 4,
+                        height), fill=(40 + k * 15, 80, 160))
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def _slide_measure(fmt: str, data: bytes, file_name: str, seconds: float) -> dict[str, object]:
+    options = ParseOptions(ocr=False)
+    times: list[float] = []
+    doc = None
+    deadline = time.perf_counter() + seconds
+    while len(times) < 3 or (time.perf_counter() < deadline and len(times) < 200):
+        t0 = time.perf_counter()
+        doc = parse_bytes(data, file_name, options=options)
+        times.append(time.perf_counter() - t0)
+    assert doc is not None
+    median = statistics.median(times)
+    return {"format": fmt, "bytes": len(data), "pages": len(doc.pages), "images": len(doc.images),
+            "chars": len(doc.text), "runs": len(times), "best_s": round(min(times), 4),
+            "median_s": round(median, 4), "docs_per_s": round(1 / median, 2),
+            "mb_per_s": round(len(data) / median / 1e6, 2),
+            "kchars_per_s": round(len(doc.text) / median / 1e3)}
+
+
+def pptx_deck(slides: int = 100) -> bytes:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    prs = Presentation()
+    picture = _slide_png(640, 360, 1)
+    for n in range(slides):
+        slide = prs.slides.add_slide(prs.slide_layouts[1])
+        slide.shapes.title.text = f"Slide {n + 1}: {_SLIDE_WORDS[n % len(_SLIDE_WORDS)]} review"
+        slide.placeholders[1].text = "\n".join(_slide_sentence(n * 5 + k) for k in range(5))
+        if n % 3 == 0:
+            table = slide.shapes.add_table(6, 4, Inches(1), Inches(4), Inches(8), Inches(2)).table
+            for r in range(6):
+                for c in range(4):
+                    table.cell(r, c).text = f"{_SLIDE_WORDS[(r + c) % len(_SLIDE_WORDS)]} {r * c}"
+        if n % 5 == 0:
+            slide.shapes.add_picture(io.BytesIO(picture), Inches(6), Inches(1), Inches(3))
+        slide.notes_slide.notes_text_frame.text = " ".join(_slide_sentence(n + k) for k in range(4))
+    buf = io.BytesIO()
+    prs.save(buf)
+    return buf.getvalue()
+
+
+def odt_text(paragraphs: int = 600) -> bytes:
+    from odf.opendocument import OpenDocumentText
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import H, P
+
+    doc = OpenDocumentText()
+    for i in range(paragraphs):
+        if i % 20 == 0:
+            doc.text.addElement(H(outlinelevel=1 + (i // 20) % 2, text=f"Section {i // 20 + 1}"))
+        doc.text.addElement(P(text=" ".join(_slide_sentence(i + k) for k in range(3))))
+        if i % 100 == 50:
+            table = Table(name=f"T{i}")
+            for r in range(10):
+                row = TableRow()
+                for c in range(5):
+                    cell = TableCell()
+                    cell.addElement(P(text=f"{_SLIDE_WORDS[(r + c) % len(_SLIDE_WORDS)]} {r * c}"))
+                    row.addElement(cell)
+                table.addElement(row)
+            doc.text.addElement(table)
+    buf = io.BytesIO()
+    doc.write(buf)
+    return buf.getvalue()
+
+
+def ods_sheets(sheets: int = 3, rows: int = 2_000) -> bytes:
+    from odf.opendocument import OpenDocumentSpreadsheet
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import P
+
+    doc = OpenDocumentSpreadsheet()
+    for s in range(sheets):
+        table = Table(name=f"Sheet{s + 1}")
+        for r in range(rows):
+            row = TableRow()
+            for c in range(8):
+                value = f"{_SLIDE_WORDS[(r + c) % len(_SLIDE_WORDS)]}" if c < 3 else str(r * c + s)
+                cell = TableCell(valuetype="string") if c < 3 else TableCell(valuetype="float", value=value)
+                cell.addElement(P(text=value))
+                row.addElement(cell)
+            row.addElement(TableCell(numbercolumnsrepeated=1000))
+            table.addElement(row)
+        doc.spreadsheet.addElement(table)
+    buf = io.BytesIO()
+    doc.write(buf)
+    return buf.getvalue()
+
+
+def odp_deck(slides: int = 100) -> bytes:
+    from odf.draw import Frame, Page, TextBox
+    from odf.opendocument import OpenDocumentPresentation
+    from odf.presentation import Notes
+    from odf.style import MasterPage, PageLayout, PageLayoutProperties
+    from odf.text import P
+
+    doc = OpenDocumentPresentation()
+    layout = PageLayout(name="Layout")
+    layout.addElement(PageLayoutProperties(pagewidth="28cm", pageheight="21cm"))
+    doc.automaticstyles.addElement(layout)
+    master = MasterPage(name="Master", pagelayoutname=layout)
+    doc.masterstyles.addElement(master)
+    ns = "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"
+
+    def box(parent: object, lines: list[str], y: str, cls: str) -> None:
+        frame = Frame(width="24cm", height="3cm", x="2cm", y=y)
+        frame.setAttrNS(ns, "class", cls)
+        tb = TextBox()
+        for line in lines:
+            tb.addElement(P(text=line))
+        frame.addElement(tb)
+        parent.addElement(frame)  # type: ignore[attr-defined]
+
+    for n in range(slides):
+        page = Page(masterpagename=master, name=f"page{n + 1}")
+        box(page, [f"Slide {n + 1}"], "1cm", "title")
+        box(page, [_slide_sentence(n * 5 + k) for k in range(5)], "5cm", "outline")
+        notes = Notes()
+        box(notes, [" ".join(_slide_sentence(n + k) for k in range(4))], "12cm", "notes")
+        page.addElement(notes)
+        doc.presentation.addElement(page)
+    buf = io.BytesIO()
+    doc.write(buf)
+    return buf.getvalue()
+
+
+def markdown_with_images(paragraphs: int = 300, images: int = 20) -> bytes:
+    parts = ["# Field report"]
+    for i in range(paragraphs):
+        parts.append(" ".join(_slide_sentence(i + k) for k in range(3)))
+        if i % (paragraphs // images) == 0:
+            b64 = base64.b64encode(_slide_png(480, 270, i)).decode()
+            parts.append(f"![chart {i}](data:image/png;base64,{b64})")
+    return "\n\n".join(parts).encode()
+
+
+def html_with_images(paragraphs: int = 300, images: int = 20) -> bytes:
+    parts = ["<html><head><title>Field report</title></head><body><main><h1>Field report</h1>"]
+    for i in range(paragraphs):
+        parts.append(f"<p>{' '.join(_slide_sentence(i + k) for k in range(3))}</p>")
+        if i % (paragraphs // images) == 0:
+            b64 = base64.b64encode(_slide_png(480, 270, i)).decode()
+            parts.append(f'<p><img alt="chart {i}" src="data:image/png;base64,{b64}"></p>')
+    parts.append("</main></body></html>")
+    return "".join(parts).encode()
+
+
+def bench_pptx(seconds: float = 2.0) -> dict[str, object]:
+    return _slide_measure("pptx", pptx_deck(), "deck.pptx", seconds)
+
+
+def bench_odt(seconds: float = 2.0) -> dict[str, object]:
+    return _slide_measure("odt", odt_text(), "text.odt", seconds)
+
+
+def bench_ods(seconds: float = 2.0) -> dict[str, object]:
+    return _slide_measure("ods", ods_sheets(), "sheets.ods", seconds)
+
+
+def bench_odp(seconds: float = 2.0) -> dict[str, object]:
+    return _slide_measure("odp", odp_deck(), "deck.odp", seconds)
+
+
+def bench_md_images(seconds: float = 2.0) -> dict[str, object]:
+    return _slide_measure("md+data-uri images", markdown_with_images(), "report.md", seconds)
+
+
+def bench_html_images(seconds: float = 2.0) -> dict[str, object]:
+    return _slide_measure("html+data-uri images", html_with_images(), "report.html", seconds)
+
+# ---- end of branch slides ---------------------------------------------------------------------------------
 
 
 def _benches() -> dict[str, Callable[[], dict[str, Any]]]:

@@ -69,7 +69,7 @@ def check_zip_safety(data: bytes, max_expanded_bytes: int, kind: str) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+    except (zipfile.BadZipFile, ValueError, OSError, NotImplementedError) as exc:
         raise ParseError(f"not a valid .{kind} file (it is not a readable zip archive): {exc}") from exc
     if len(infos) > MAX_ZIP_ENTRIES:
         raise ParseError(f"refusing .{kind}: the archive holds {len(infos)} entries "

@@ -20,7 +20,10 @@ from knora.adapters.parsers.html import HtmlParser
 from knora.adapters.parsers.json import JsonParser
 from knora.adapters.parsers.md import MarkdownParser
 from knora.adapters.parsers.msg import MsgParser
+from knora.adapters.parsers.odf import OdfParser
 from knora.adapters.parsers.pdf import PdfParser
+from knora.adapters.parsers.ppt import LegacyPowerPointParser
+from knora.adapters.parsers.pptx import PptxParser
 from knora.adapters.parsers.rtf import RtfParser
 from knora.adapters.parsers.txt import TextParser
 from knora.adapters.parsers.xls import XlsParser
@@ -42,8 +45,8 @@ def register(factory: ParserFactory, extensions: frozenset[str]) -> None:
 
 
 register(lambda _ctx: TextParser(), TextParser.extensions)
-register(lambda _ctx: MarkdownParser(), MarkdownParser.extensions)
-register(lambda _ctx: HtmlParser(), HtmlParser.extensions)
+register(lambda ctx: MarkdownParser(ctx), MarkdownParser.extensions)
+register(lambda ctx: HtmlParser(ctx), HtmlParser.extensions)
 register(lambda _ctx: PdfParser(), PdfParser.extensions)
 register(lambda ctx: DocxParser(ctx.max_expanded_bytes), DocxParser.extensions)
 register(lambda _ctx: CsvParser(), CsvParser.extensions)
@@ -59,6 +62,9 @@ register(lambda ctx: XlsParser(lambda: XlsxParser(ctx.max_expanded_bytes), HtmlP
 register(lambda ctx: DocParser(RtfParser, HtmlParser, lambda: DocxParser(ctx.max_expanded_bytes)),
          DocParser.extensions)
 register(lambda _ctx: CodeParser(), CodeParser.extensions)
+register(lambda ctx: PptxParser(ctx.max_expanded_bytes, ctx), PptxParser.extensions)
+register(lambda _ctx: LegacyPowerPointParser(), LegacyPowerPointParser.extensions)
+register(lambda ctx: OdfParser(ctx.max_expanded_bytes, ctx), OdfParser.extensions)
 
 
 def context(max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,

@@ -25,7 +25,7 @@ router = APIRouter(tags=["system"])
 
 # parser module → the library it imports when it first parses (the others import theirs at load time)
 _LAZY_LIBRARIES = {"pdf": "pypdf", "docx": "docx", "xlsx": "openpyxl", "msg": "olefile", "rtf": "striprtf",
-                   "xls": "xlrd"}
+                   "xls": "xlrd", "pptx": "pptx"}
 
 
 def _description(module: str) -> str:
