@@ -12,8 +12,11 @@ What the engine adds to rapidocr's own pipeline:
   overlapping strips so that its text is not shrunk to nothing. Tiny images are not enlarged: rapidocr pads
   and scales each line to its recogniser's 48 pixels itself, and enlarging 576-pixel-wide screenshots of 8-11
   px text 1.1× (Lanczos) changed character accuracy by -0.012 to +0.004, i.e. nothing;
-- detection at most ``DET_SIDE`` pixels a side (its cost grows with the area; recognition still reads the
-  full-resolution crops);
+- detection at most ``DET_SIDE`` pixels a side (its time and memory grow with the area; recognition still
+  reads the full-resolution crops), recognition one line per call (a batch of six long lines took ~350 MB
+  more at peak);
+- onnxruntime's "bad_alloc" (the worker's address-space cap reached) raised as MemoryError, so the worker
+  reports running out of memory and is replaced;
 - no orientation classifier: it turns some upright English lines upside down (0.82 character accuracy with
   it, 1.0 without, on the scanned pages of ``benchmarks/parse.py``);
 - lines under ``min_confidence`` dropped, and low-confidence lines without a letter, digit or CJK character
@@ -36,9 +39,13 @@ if TYPE_CHECKING:
     from PIL import Image
 
 MAX_SIDE = 4096  # longer side handed to the recogniser (an A4 page at 300 dpi is 2480 × 3508)
-DET_SIDE = 1280  # detection input, longer side
+# Detection input, longer side. Detection is where the memory goes (its activations grow with the area): on
+# an A4 page at 200 dpi, 1280 adds ~390 MB of address space at peak, 960 ~210 MB, and 960 still reads 8 pt
+# text on that page exactly (character accuracy 1.0, English and Chinese).
+DET_SIDE = 960
 STRIP_RATIO = 2.5  # a page taller than this many widths is read in strips of 1.5 widths
 MIN_CONFIDENCE = 0.5
+REC_BATCH = 1  # lines recognised per onnxruntime call (see __init__)
 # Preference order when several models are in the package (newer rapidocr wheels ship newer models).
 _DET_MODELS = ("PP-OCRv6_det_small.onnx", "ch_PP-OCRv5_det_mobile.onnx", "ch_PP-OCRv4_det_infer.onnx")
 _REC_MODELS = ("PP-OCRv6_rec_small.onnx", "ch_PP-OCRv5_rec_mobile.onnx", "ch_PP-OCRv4_rec_infer.onnx")
@@ -158,6 +165,7 @@ class RapidOcrEngine:
                 "Det.limit_type": "max",
                 "Det.limit_side_len": DET_SIDE,
                 "Rec.model_path": str(rec),
+                "Rec.rec_batch_num": REC_BATCH,
                 "EngineConfig.onnxruntime.intra_op_num_threads": threads,
                 "EngineConfig.onnxruntime.inter_op_num_threads": 1,
                 "EngineConfig.onnxruntime.enable_cpu_mem_arena": False,
@@ -196,8 +204,13 @@ class RapidOcrEngine:
         pixels = np.asarray(image)
         if pixels.ndim == 3:
             pixels = np.ascontiguousarray(pixels[:, :, ::-1])  # RGB → BGR, as OpenCV (and rapidocr) expect
-        with self._lock:
-            output = self._ocr(pixels)
+        try:
+            with self._lock:
+                output = self._ocr(pixels)
+        except Exception as exc:
+            if "bad_alloc" in str(exc) or isinstance(exc, MemoryError):
+                raise MemoryError(f"OCR ran out of memory on a {image.width} × {image.height} image") from exc
+            raise
         boxes = getattr(output, "boxes", None)
         texts = getattr(output, "txts", None)
         scores = getattr(output, "scores", None)
