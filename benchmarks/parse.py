@@ -12,12 +12,15 @@ Add a section by writing the function, adding it to ``SECTIONS`` and, if it need
   same per CPU second of this process (steadier on a shared machine). ``load_avg`` is the 1-minute load
   average before and after.
 
-    python benchmarks/parse.py [--only ocr] [--ocr-pages 3]
+  ``--ocr-noise`` and ``--ocr-jpeg QUALITY`` make the pages harder.
+
+    python benchmarks/parse.py [--only ocr] [--ocr-pages 3] [--ocr-noise 1.0] [--ocr-jpeg 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -30,6 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from PIL import Image  # noqa: E402
+
 from tests.fakes.scans import char_accuracy, render_scan, sample_lines  # noqa: E402
 
 Section = Callable[[argparse.Namespace], dict[str, Any]]
@@ -37,6 +42,12 @@ Section = Callable[[argparse.Namespace], dict[str, Any]]
 
 def _load() -> float:
     return round(os.getloadavg()[0], 2)
+
+
+def _jpeg(image: Image.Image, quality: int) -> bytes:
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=quality)
+    return out.getvalue()
 
 
 def section_ocr(args: argparse.Namespace) -> dict[str, Any]:
@@ -47,6 +58,7 @@ def section_ocr(args: argparse.Namespace) -> dict[str, Any]:
     load_seconds = time.perf_counter() - started
     engine.recognize_image(render_scan(["warm up"], height_in=None))  # first run allocates; not a page's cost
     out: dict[str, Any] = {"engine": engine.name, "models": list(engine.models), "dpi": 200,
+                           "noise": args.ocr_noise, "jpeg_quality": args.ocr_jpeg or None,
                            "load_seconds": round(load_seconds, 2)}
     wall = cpu = 0.0
     pages = 0
@@ -54,7 +66,9 @@ def section_ocr(args: argparse.Namespace) -> dict[str, Any]:
         scores = []
         for page in range(args.ocr_pages):
             lines = sample_lines(lang, 24, seed=100 + page)  # type: ignore[arg-type]
-            image = render_scan(lines, seed=100 + page)
+            image = render_scan(lines, seed=100 + page, noise=args.ocr_noise)
+            if args.ocr_jpeg:
+                image = Image.open(io.BytesIO(_jpeg(image, args.ocr_jpeg)))
             t0, c0 = time.perf_counter(), time.process_time()
             text = engine.recognize_image(image).text
             wall += time.perf_counter() - t0
@@ -77,6 +91,8 @@ SECTIONS: dict[str, Section] = {
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ocr-pages", type=int, default=3, help="scanned pages per language (ocr)")
+    parser.add_argument("--ocr-noise", type=float, default=1.0, help="scanner noise, 0 = clean (ocr)")
+    parser.add_argument("--ocr-jpeg", type=int, default=0, help="JPEG quality the pages go through; 0 = none")
 
 
 def main(argv: list[str]) -> dict[str, Any]:
