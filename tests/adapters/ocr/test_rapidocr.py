@@ -117,3 +117,15 @@ def test_loads_and_reads_with_no_network() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Offline reading works"
     assert "INFO" not in done.stderr  # rapidocr's logging is silenced
+
+
+def test_a_wide_image_keeps_its_text_legible(engine: RapidOcrEngine) -> None:
+    """A spreadsheet-like strip 6000 pixels wide (detection is bounded by its area: 1.0 here, 0.995 with
+    the longer side fixed at 960)."""
+    cells = [f"Region {n} revenue {n * 7 + 3}.{n} million" for n in range(1, 9)]
+    lines = ["   ".join(cells[:4]), "   ".join(cells[4:])]
+    png = scan_png(lines, width_in=30.0, height_in=None, margin_in=0.3)
+    width, height = Image.open(io.BytesIO(png)).size
+    assert width >= 6000 > 20 * height
+    text = engine.recognize(png).text
+    assert char_accuracy(text, "\n".join(lines)) >= 0.95, text
