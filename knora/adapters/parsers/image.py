@@ -50,7 +50,7 @@ class ImageParser:
         budget = self._ctx.options.time_budget_seconds
         deadline = time.monotonic() + budget if budget > 0 else None
         builder = TextBuilder()
-        skipped = [f"OCR: {note}"] if engine is None and self._ctx.options.ocr else []
+        skipped = [note] if engine is None and self._ctx.options.ocr else []
         notes: set[str] = set()
         found_text = False
         pages = 0

@@ -129,3 +129,14 @@ def test_a_wide_image_keeps_its_text_legible(engine: RapidOcrEngine) -> None:
     assert width >= 6000 > 20 * height
     text = engine.recognize(png).text
     assert char_accuracy(text, "\n".join(lines)) >= 0.95, text
+
+
+def test_onnxruntime_runs_on_one_thread(engine: RapidOcrEngine) -> None:
+    for stage in (engine._ocr.text_det, engine._ocr.text_rec):
+        options = stage.session.session.get_session_options()
+        assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
+
+
+def test_an_unknown_engine_is_unavailable_not_a_crash() -> None:
+    with pytest.raises(OcrUnavailable, match="no OCR engine 'tesseract-9'"):
+        load_engine("tesseract-9")

@@ -177,3 +177,12 @@ async def test_ocr_fits_in_a_worker_under_the_default_memory_limit() -> None:
 
 def test_render_pages_flows_text_onto_pages() -> None:
     assert len(render_pages(sample_lines("en", 60))) >= 2
+
+
+def test_an_unknown_ocr_engine_leaves_the_image_parsed_and_says_why() -> None:
+    doc = parse_bytes(scan_png(["Engine missing"], height_in=None), "x.png",
+                      options=ParseOptions(ocr_engine="tesseract-9"))
+    assert doc.metadata["ocr"] == "none"
+    assert "OCR is not available on this server" in doc.text
+    [reason] = doc.skipped
+    assert reason.startswith("OCR is not available on this server (there is no OCR engine 'tesseract-9'")
