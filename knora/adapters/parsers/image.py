@@ -89,7 +89,7 @@ class ImageParser:
         if kind in _MULTI_PAGE and pages == MAX_FRAMES and _seek(image, MAX_FRAMES):
             skipped.append(f"pages after {MAX_FRAMES}: a TIFF is read up to {MAX_FRAMES} pages")
         metadata = {"image_format": kind, "image_width": str(size[0]), "image_height": str(size[1]),
-                    "pages": str(pages), "ocr": self._ocr_name() if found_text else "none"}
+                    "image_pages": str(pages), "ocr": self._ocr_name() if found_text else "none"}
         if notes:
             metadata["ocr_note"] = "; ".join(sorted(notes))
         return ParsedDocument(title=file_stem(file_name), text=builder.text, metadata=metadata,

@@ -69,7 +69,7 @@ def test_gif_gives_its_first_frame_only() -> None:
     doc = parse_bytes(encoded(first, "GIF", save_all=True, append_images=[second], duration=100), "a.gif")
     assert "hello" in doc.text
     assert "goodbye" not in doc.text
-    assert doc.metadata["pages"] == "1"
+    assert doc.metadata["image_pages"] == "1"
 
 
 def test_multi_page_tiff_gives_one_page_span_per_frame() -> None:
