@@ -17,6 +17,7 @@ from knora.adapters.parsers.docx import DocxParser
 from knora.adapters.parsers.eml import EmlParser
 from knora.adapters.parsers.epub import EpubParser
 from knora.adapters.parsers.html import HtmlParser
+from knora.adapters.parsers.image import ImageParser
 from knora.adapters.parsers.json import JsonParser
 from knora.adapters.parsers.md import MarkdownParser
 from knora.adapters.parsers.msg import MsgParser
@@ -65,6 +66,7 @@ register(lambda _ctx: CodeParser(), CodeParser.extensions)
 register(lambda ctx: PptxParser(ctx.max_expanded_bytes, ctx), PptxParser.extensions)
 register(lambda _ctx: LegacyPowerPointParser(), LegacyPowerPointParser.extensions)
 register(lambda ctx: OdfParser(ctx.max_expanded_bytes, ctx), OdfParser.extensions)
+register(ImageParser, ImageParser.extensions)
 
 
 def context(max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,

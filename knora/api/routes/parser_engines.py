@@ -25,7 +25,7 @@ router = APIRouter(tags=["system"])
 
 # parser module → the library it imports when it first parses (the others import theirs at load time)
 _LAZY_LIBRARIES = {"pdf": "pypdf", "docx": "docx", "xlsx": "openpyxl", "msg": "olefile", "rtf": "striprtf",
-                   "xls": "xlrd", "pptx": "pptx"}
+                   "xls": "xlrd", "pptx": "pptx", "image": "PIL"}
 
 
 def _description(module: str) -> str:
