@@ -314,3 +314,15 @@ class TestChatImages:
         assert "no vision model" in understood[0]["data"]["image_note"]
         assert understood[0]["data"]["output"] == understood[0]["data"]["image_note"]
         assert not any(isinstance(m.get("content"), list) for b in fake.chat_requests for m in b["messages"])
+
+    @pytest.mark.parametrize("images", [[{"data": "https://example.com/a.png"}], [{"url": "x"}],
+                                        [{"data": "data:text/html;base64,PGI+"}],
+                                        [{"data": "data:image/png;base64,AAAA"}] * 6])
+    async def test_bad_images_are_400(self, app: tuple[Services, httpx.AsyncClient],
+                                      images: list[dict[str, str]]) -> None:
+        _, http = app
+        agent = await image_agent(http)
+        sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
+        r = await http.post(f"/api/v1/agent-chat/{sid}", json={"query": "q", "agent_id": agent,
+                                                                "images": images})
+        assert r.status_code == 400, r.text

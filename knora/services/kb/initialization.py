@@ -197,7 +197,8 @@ async def view(kb: KnowledgeBase, *, has_files: bool, lookup: ModelLookup) -> di
                                                            or {}).get("dimension") or 0
         out["embedding"] = {**_model_view(emb), "dimension": int(dim)}
     out["rerank"] = {"enabled": False, "modelName": "", "baseUrl": "", "credentials": {"apiKey": False}}
-    out["multimodal"] = {"enabled": kb.vlm_config.active, "vlm": {"modelId": kb.vlm_config.model_id}}
+    out["multimodal"] = ({"enabled": True, "vlm": {"modelId": kb.vlm_config.model_id}} if kb.vlm_config.active
+                         else {"enabled": False})
     cfg = kb.chunking_config
     splitting: dict[str, Any] = {"chunkSize": cfg.chunk_size, "chunkOverlap": cfg.chunk_overlap,
                                  "separators": cfg.separators}

@@ -41,7 +41,7 @@ from knora.services.streaming.ending import (
     terminal_events,
 )
 from knora.services.streaming.handler import StreamHandler
-from knora.services.streaming.intake import ChatBody, merge_targets
+from knora.services.streaming.intake import ChatBody, check_images, merge_targets
 from knora.services.streaming.observe import TurnObserver
 from knora.services.streaming.pacing import DeltaPacer
 from knora.services.streaming.unsaved import UnsavedTurn, UnsavedTurns
@@ -123,6 +123,8 @@ class ChatService:
             raise AppError("No answering runtime is configured", status=503, code=1008)
         if body.images and not (agent is not None and settings.image_upload_enabled):
             raise BadRequest("Image upload is not enabled for this agent")
+        if body.images and (why := check_images(body.images)):
+            raise BadRequest(why)
         return agent, settings, kind, runner
 
     async def start(self, tenant_id: int, session_id: str, body: ChatBody, request_id: str,
