@@ -161,6 +161,22 @@ class TestDocumentImages:
         with pytest.raises(KeyError):
             await c.blobs.get(f"{k['tenant_id']}/{kb['id']}/{kid}/images/0.png")
 
+    async def test_a_caption_reaches_the_answer(self, app: tuple[Services, httpx.AsyncClient],
+                                                 fake: FakeModelServer) -> None:
+        _, http = app
+        vlm = await vlm_model(http, fake)
+        kb = (await http.post("/api/v1/knowledge-bases", json={
+            "name": "Figures", "vlm_config": {"enabled": True, "model_id": vlm}})).json()["data"]["id"]
+        kid = (await upload(http, kb, png((220, 30, 30)))).json()["data"]["id"]
+        assert (await wait_done(http, kid))["parse_status"] == "completed"
+        sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
+        r = await http.post(f"/api/v1/knowledge-chat/{sid}", json={
+            "query": "Which colour is the picture, mostly red pixel image?", "knowledge_base_ids": [kb]})
+        assert r.status_code == 200, r.text
+        answer_req = fake.chat_requests[-1]
+        shown = json.dumps(answer_req["messages"], ensure_ascii=False)
+        assert "**Image caption:** The picture shows a 120x80 pixel image, mostly red." in shown
+
     async def test_without_a_vlm_the_image_is_kept_uncaptioned(
             self, app: tuple[Services, httpx.AsyncClient]) -> None:
         _, http = app
