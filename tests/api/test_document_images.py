@@ -51,9 +51,10 @@ class FigureParser:
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
         with Image.open(io.BytesIO(data)) as img:
             width, height = img.size
-        text = TEXT + "The figure is above this line."
+        text = "" if file_name.startswith("scan") else TEXT + "The figure is above this line."
         o = self.ctx.options
-        return ParsedDocument(text=text, images=[ParsedImage(data=data, mime="image/png", offset=len(TEXT),
+        return ParsedDocument(text=text, images=[ParsedImage(data=data, mime="image/png",
+                                                             offset=len(TEXT) if text else 0,
                                                              width=width, height=height)],
                               metadata={"ocr": str(o.ocr), "extract_images": str(o.extract_images),
                                         "budget": str(o.time_budget_seconds)})
@@ -176,6 +177,25 @@ class TestDocumentImages:
         answer_req = fake.chat_requests[-1]
         shown = json.dumps(answer_req["messages"], ensure_ascii=False)
         assert "**Image caption:** The picture shows a 120x80 pixel image, mostly red." in shown
+
+    async def test_an_image_without_text_is_indexed_by_its_caption(
+            self, app: tuple[Services, httpx.AsyncClient], fake: FakeModelServer) -> None:
+        _, http = app
+        vlm = await vlm_model(http, fake)
+        kb = (await http.post("/api/v1/knowledge-bases", json={
+            "name": "Scans", "vlm_config": {"enabled": True, "model_id": vlm}})).json()["data"]["id"]
+        kid = (await upload(http, kb, png((250, 250, 250)), name="scan.figdoc")).json()["data"]["id"]
+        k = await wait_done(http, kid)
+        assert k["parse_status"] == "completed", k["error_message"]
+        assert await chunks(http, kid) == []
+        [caption] = await chunks(http, kid, "image_caption")
+        assert caption["content"].endswith("mostly white.")
+        # without a VLM the same file has nothing to index
+        plain = (await http.post("/api/v1/knowledge-bases", json={"name": "P"})).json()["data"]["id"]
+        kid = (await upload(http, plain, png((250, 250, 250)), name="scan.figdoc")).json()["data"]["id"]
+        k = await wait_done(http, kid)
+        assert k["parse_status"] == "failed"
+        assert "contains no text" in k["error_message"]
 
     async def test_without_a_vlm_the_image_is_kept_uncaptioned(
             self, app: tuple[Services, httpx.AsyncClient]) -> None:

@@ -92,24 +92,26 @@ def _holders(chunks: Sequence[Chunk], offset: int) -> list[Chunk]:
     return [texts[max(i, 0)]]
 
 
-def attach_images(chunks: list[Chunk], stored: Sequence[StoredImage]) -> list[Chunk]:
+def attach_images(k: Knowledge, chunks: list[Chunk], stored: Sequence[StoredImage]) -> list[Chunk]:
     """Sets ``image_info`` on the chunks holding each image and returns the ``image_caption`` chunks for
-    the captioned ones (children of the first text chunk holding the image)."""
+    the captioned ones (children of the first text chunk holding the image; of none when the document has no
+    text chunk)."""
     captions: list[Chunk] = []
     next_index = max((c.chunk_index for c in chunks), default=-1) + 1
     for s in stored:
         holders = _holders(chunks, s.image.offset)
         for c in holders:
             c.image_info.append(image_info(s, c.start_at))
-        text_holder = next((c for c in holders if c.chunk_type == ChunkType.TEXT), None)
-        if not s.caption or text_holder is None:
+        holder = next((c for c in holders if c.chunk_type == ChunkType.TEXT), None)
+        if not s.caption:
             continue
         captions.append(Chunk(
-            id=new_id(), tenant_id=text_holder.tenant_id, knowledge_base_id=text_holder.knowledge_base_id,
-            knowledge_id=text_holder.knowledge_id, tag_id=text_holder.tag_id, content=s.caption,
-            chunk_index=next_index, chunk_type=ChunkType.IMAGE_CAPTION, parent_chunk_id=text_holder.id,
+            id=new_id(), tenant_id=k.tenant_id, knowledge_base_id=k.knowledge_base_id, knowledge_id=k.id,
+            tag_id=k.tag_id, content=s.caption, chunk_index=next_index, chunk_type=ChunkType.IMAGE_CAPTION,
+            parent_chunk_id=holder.id if holder is not None else None,  # none: an image-only document
             start_at=s.image.offset, end_at=s.image.offset,
             content_hash=hashlib.sha256(s.caption.encode()).hexdigest(),
-            metadata=dict(text_holder.metadata), image_info=[image_info(s, s.image.offset)]))
+            metadata=dict(holder.metadata) if holder is not None else {},
+            image_info=[image_info(s, s.image.offset)]))
         next_index += 1
     return captions

@@ -406,8 +406,11 @@ class IngestService:
         t = time.time_ns()
         doc = await self.d.parsers.parse(data, name, options)
         span.record("parse", t, time.time_ns(), {"knora.file_type": ext})
-        if not doc.text.strip():
-            raise IngestFailure(f"{name} contains no text")
+        captioning = overrides.vlm(kb.vlm_config).active and bool(doc.images) and options.extract_images
+        if not doc.text.strip() and not captioning:  # an image-only document is indexed by its captions
+            raise IngestFailure(f"{name} contains no text" + (
+                " (its images are not captioned: no VLM is configured for this knowledge base)"
+                if doc.images else ""))
         # A file's own title (PDF metadata, first heading, <title>) beats its file name; a title the user
         # typed for a manual or URL document beats both.
         explicit = k.title if k.type in ("manual", "url") else ""
@@ -418,9 +421,10 @@ class IngestService:
         drafts = await asyncio.to_thread(self.d.split, doc.text, config)
         chunks = build_chunks(k, drafts, doc.pages)
         span.record("chunk", t, time.time_ns(), {"knora.chunks": len(chunks)})
-        if not chunks:
-            raise IngestFailure(f"{name} produced no chunks")
         image_notes = await self._images(k, kb, doc, chunks, overrides, options.extract_images, span)
+        if not chunks:
+            raise IngestFailure(f"{name} produced no chunks" + (
+                f" (images: {image_notes['image_captions']})" if image_notes.get("image_captions") else ""))
         to_index = searchable(chunks)
         contents = [c.index_content(title) for c in to_index]
         vectors = None
@@ -478,7 +482,7 @@ class IngestService:
                                                   max_images=s.vlm_caption_max_images,
                                                   timeout_seconds=s.vlm_caption_timeout_seconds)
                     notes["image_captions"] = report.summary()
-        chunks.extend(attach_images(chunks, stored))
+        chunks.extend(attach_images(k, chunks, stored))
         span.record("images", t, time.time_ns(), {"knora.images": len(stored)})
         return notes
 

@@ -35,7 +35,7 @@ class TestAttachImages:
         assert len(chunks) > 2
         target = chunks[2]
         offset = target.start_at + 5
-        captions = attach_images(chunks, [stored(offset, "A red chart.")])
+        captions = attach_images(K, chunks, [stored(offset, "A red chart.")])
         holders = [c for c in chunks if c.image_info]
         assert target in holders
         assert all(c.start_at <= offset < c.end_at for c in holders)
@@ -53,7 +53,7 @@ class TestAttachImages:
     def test_past_the_end_goes_to_the_last_chunk_and_no_caption_means_no_caption_chunk(self) -> None:
         text = "Alpha beta.\n\nGamma delta."
         chunks = text_chunks(text)
-        assert attach_images(chunks, [stored(len(text))]) == []
+        assert attach_images(K, chunks, [stored(len(text))]) == []
         last = max(chunks, key=lambda c: c.start_at)
         assert last.image_info[0]["caption"] == ""
 
@@ -62,8 +62,13 @@ class TestAttachImages:
         chunks = text_chunks(text, enable_parent_child=True, parent_chunk_size=600, child_chunk_size=100)
         child = next(c for c in chunks if c.chunk_type == ChunkType.TEXT and c.start_at > 300)
         offset = child.start_at + 1
-        [cap] = attach_images(chunks, [stored(offset, "Caption")])
+        [cap] = attach_images(K, chunks, [stored(offset, "Caption")])
         kinds = {c.chunk_type for c in chunks if c.image_info}
         assert kinds == {ChunkType.TEXT, ChunkType.PARENT_TEXT}
         parent = next(c for c in chunks if c.id == cap.parent_chunk_id)
         assert parent.chunk_type == ChunkType.TEXT
+
+    def test_an_image_only_document_gets_parentless_caption_chunks(self) -> None:
+        [cap] = attach_images(K, [], [stored(0, "A scanned receipt.")])
+        assert cap.parent_chunk_id is None
+        assert (cap.knowledge_id, cap.content) == ("k1", "A scanned receipt.")
