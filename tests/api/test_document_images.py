@@ -255,6 +255,19 @@ class TestProcessConfig:
         k = await wait_done(http, kid)
         assert k["metadata"]["doc_ocr"] == "False"
 
+    async def test_batch_reparse_sets_new_options(self, app: tuple[Services, httpx.AsyncClient]) -> None:
+        _, http = app
+        kb = (await http.post("/api/v1/knowledge-bases", json={"name": "P"})).json()["data"]["id"]
+        kid = (await upload(http, kb, png((10, 10, 10)))).json()["data"]["id"]
+        assert (await wait_done(http, kid))["metadata"]["doc_ocr"] == "True"
+        r = await http.post("/api/v1/knowledge/batch-reparse", json={
+            "kb_id": kb, "ids": [kid], "process_config": {"parser_engine_overrides": {"ocr": "off"}}})
+        assert r.status_code == 200, r.text  # queued before it answers: the next read is not the old parse
+        assert (await wait_done(http, kid))["metadata"]["doc_ocr"] == "False"
+        r = await http.post("/api/v1/knowledge/batch-reparse", json={
+            "kb_id": kb, "ids": [kid], "process_config": {"enable_multimodel": 1}})
+        assert r.status_code == 400
+
     async def test_no_images_kept_when_asked(self, app: tuple[Services, httpx.AsyncClient]) -> None:
         _, http = app
         kb = (await http.post("/api/v1/knowledge-bases", json={"name": "P"})).json()["data"]["id"]

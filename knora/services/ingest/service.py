@@ -272,8 +272,13 @@ class IngestService:
             changes["metadata"] = {**k.metadata, **{str(a): str(v) for a, v in metadata.items()}}
         return await self.d.repos.knowledge.update(k.model_copy(update=changes))
 
-    async def reparse(self, tenant_id: int, knowledge_id: str) -> Knowledge:
+    async def reparse(self, tenant_id: int, knowledge_id: str, *,
+                      process_config: ProcessOverrides | None = None) -> Knowledge:
+        """``process_config``: new upload options for this and later parses (None keeps the stored ones)."""
         k = await self.get(tenant_id, knowledge_id)
+        if process_config is not None:
+            k = await self.d.repos.knowledge.update(k.model_copy(update={
+                "metadata": _with_overrides(dict(k.metadata), process_config)}))
         if not await self.d.repos.knowledge.requeue_with_job(k.id, _job_for(k.id)):
             raise NotFound("Knowledge not found")
         await self._running.stop(k.id)  # a parse still running is stale now: the new job starts at once
