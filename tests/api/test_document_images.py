@@ -197,6 +197,33 @@ class TestDocumentImages:
         assert k["parse_status"] == "failed"
         assert "contains no text" in k["error_message"]
 
+    async def test_images_follow_a_copy_and_a_move(self, app: tuple[Services, httpx.AsyncClient]) -> None:
+        c, http = app
+        src = (await http.post("/api/v1/knowledge-bases", json={"name": "S"})).json()["data"]["id"]
+        image = png((30, 60, 220))
+        kid = (await upload(http, src, image)).json()["data"]["id"]
+        assert (await wait_done(http, kid))["parse_status"] == "completed"
+        r = await http.post("/api/v1/knowledge-bases/copy", json={"source_id": src, "target_id": None})
+        assert r.status_code == 200, r.text
+        dst = r.json()["data"]["target_id"]
+        await c.jobs.wait_idle(30)
+        [copied] = (await http.get(f"/api/v1/knowledge-bases/{dst}/knowledge")).json()["data"]
+        [text] = await chunks(http, copied["id"])
+        url = json.loads(text["image_info"])[0]["url"]
+        assert copied["id"] in url
+        assert (await http.delete(f"/api/v1/knowledge/{kid}")).status_code == 200  # the source goes
+        assert (await http.get(url)).content == image
+        # a move keeps the document id (and its image URLs); the blobs change folder
+        other = (await http.post("/api/v1/knowledge-bases", json={"name": "O"})).json()["data"]["id"]
+        r = await http.post("/api/v1/knowledge/move", json={
+            "knowledge_ids": [copied["id"]], "source_kb_id": dst, "target_kb_id": other,
+            "mode": "reuse_vectors"})
+        assert r.status_code == 200, r.text
+        await c.jobs.wait_idle(30)
+        assert (await http.get(url)).content == image
+        with pytest.raises(KeyError):
+            await c.blobs.get(f"{copied['tenant_id']}/{dst}/{copied['id']}/images/0.png")
+
     async def test_without_a_vlm_the_image_is_kept_uncaptioned(
             self, app: tuple[Services, httpx.AsyncClient]) -> None:
         _, http = app

@@ -92,6 +92,33 @@ def _holders(chunks: Sequence[Chunk], offset: int) -> list[Chunk]:
     return [texts[max(i, 0)]]
 
 
+def stored_names(k: Knowledge, chunks: Sequence[Chunk]) -> list[str]:
+    """The names of ``k``'s stored images, read from its chunks' ``image_info`` (every stored image is on
+    at least one chunk)."""
+    prefix = image_url(k.id, "")
+    names = {str(i.get("url", ""))[len(prefix):] for c in chunks for i in c.image_info
+             if str(i.get("url", "")).startswith(prefix)}
+    return sorted(n for n in names if n and "/" not in n)
+
+
+async def copy_images(blobs: BlobStore, src: Knowledge, dst: Knowledge, names: Sequence[str]) -> None:
+    """Puts ``src``'s images under ``dst`` (a copied document, or the same one in another knowledge base);
+    an image missing from the store is skipped."""
+    for name in names:
+        try:
+            data = await blobs.get(image_key(src, name))
+        except KeyError:
+            continue
+        await blobs.put(image_key(dst, name), data)
+
+
+def with_urls_of(c: Chunk, old_knowledge_id: str, new_knowledge_id: str) -> list[dict[str, Any]]:
+    """``c.image_info`` with its image URLs pointing at the copied document."""
+    old, new = image_url(old_knowledge_id, ""), image_url(new_knowledge_id, "")
+    return [{**i, **{key: new + str(i[key])[len(old):] for key in ("url", "original_url")
+                     if str(i.get(key, "")).startswith(old)}} for i in c.image_info]
+
+
 def attach_images(k: Knowledge, chunks: list[Chunk], stored: Sequence[StoredImage]) -> list[Chunk]:
     """Sets ``image_info`` on the chunks holding each image and returns the ``image_caption`` chunks for
     the captioned ones (children of the first text chunk holding the image; of none when the document has no
