@@ -354,7 +354,7 @@ async def image_agent(http: httpx.AsyncClient, vlm: str = "") -> str:
 class TestChatImages:
     async def test_the_vlm_describes_the_image_for_retrieval_and_answer(
             self, app: tuple[Services, httpx.AsyncClient], fake: FakeModelServer) -> None:
-        _, http = app
+        c, http = app
         vlm = await vlm_model(http, fake)
         agent = await image_agent(http, vlm)
         sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
@@ -374,6 +374,12 @@ class TestChatImages:
         answer_req = fake.chat_requests[-1]
         assert "64x32 pixel image, mostly yellow" in json.dumps(answer_req["messages"], ensure_ascii=False)
         assert "not described" not in s.answer()
+        # the description is kept as the image's caption on the stored question (later turns' history)
+        await c.chat_service.wait_idle()
+        msgs = (await http.get(f"/api/v1/messages/{sid}/load")).json()["data"]
+        asked = next(m for m in msgs if m["role"] == "user")
+        assert asked["images"][0]["url"] == data
+        assert "64x32 pixel image, mostly yellow" in asked["images"][0]["caption"]
 
     async def test_without_a_vlm_the_user_is_told(self, app: tuple[Services, httpx.AsyncClient],
                                                   fake: FakeModelServer) -> None:
