@@ -79,7 +79,7 @@ class IngestDeps:
     embedders: EmbedderRegistry
     jobs: JobQueue
     retrieval: Callable[[], RetrievalEngine | None]
-    split: Callable[[str, ChunkingConfig], Sequence[Draft]]
+    split: Callable[[str, ChunkingConfig, Sequence[int]], Sequence[Draft]]  # text, config, cuts
     telemetry: Telemetry = NO_TELEMETRY
     chat_models: ChatModels | None = None  # the VLM that captions images (``vlm_config.model_id``)
 
@@ -423,7 +423,9 @@ class IngestService:
         k = k.model_copy(update={"title": title})
         config = overrides.chunking(kb.chunking_config).normalised()
         t = time.time_ns()
-        drafts = await asyncio.to_thread(self.d.split, doc.text, config)
+        # no chunk crosses a page, slide or attachment boundary: each cites exactly where it is from
+        cuts = [offset for page in doc.pages for offset in (page.start, page.end)]
+        drafts = await asyncio.to_thread(self.d.split, doc.text, config, cuts)
         chunks = build_chunks(k, drafts, doc.pages)
         span.record("chunk", t, time.time_ns(), {"knora.chunks": len(chunks)})
         image_notes = await self._images(k, kb, doc, chunks, overrides, options.extract_images, span)
