@@ -408,3 +408,34 @@ class TestChatImages:
         r = await http.post(f"/api/v1/agent-chat/{sid}", json={"query": "q", "agent_id": agent,
                                                                 "images": images})
         assert r.status_code == 400, r.text
+
+
+class TestMultimodalCheck:
+    async def test_the_vlm_captions_the_test_image(self, app: tuple[Services, httpx.AsyncClient],
+                                                   fake: FakeModelServer) -> None:
+        _, http = app
+        form = {"vlm_model": "fake-vlm", "vlm_base_url": fake.base_url, "vlm_api_key": "k",
+                "vlm_interface_type": "openai", "storage_type": "minio", "chunk_size": "1000"}
+        r = await http.post("/api/v1/initialization/multimodal/test", data=form,
+                            files={"image": ("t.png", png((30, 180, 60), (10, 10)), "image/png")})
+        assert r.status_code == 200, r.text
+        data = r.json()["data"]
+        assert data["success"] is True
+        assert data["caption"] == "The picture shows a 10x10 pixel image, mostly green."
+        assert data["ocr"] == ""
+        assert isinstance(data["processing_time"], int)
+        # a model that fails is success: false with the reason; bad input is a 400
+        fake.describe_images = False
+        from tests.fakes.model_server import Reply
+
+        fake.script([Reply(status=500, error="boom")])
+        r = await http.post("/api/v1/initialization/multimodal/test", data=form,
+                            files={"image": ("t.png", png((1, 1, 1)), "image/png")})
+        assert r.json()["data"]["success"] is False
+        assert "boom" in r.json()["data"]["message"]
+        r = await http.post("/api/v1/initialization/multimodal/test", data=form,
+                            files={"image": ("t.txt", b"hello", "text/plain")})
+        assert r.status_code == 400
+        r = await http.post("/api/v1/initialization/multimodal/test", data={"vlm_model": "x"},
+                            files={"image": ("t.png", png((1, 1, 1)), "image/png")})
+        assert r.status_code == 400
