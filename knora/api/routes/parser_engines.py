@@ -43,8 +43,10 @@ def ocr_engines() -> list[dict[str, Any]]:
     out = []
     for name in OCR_ENGINES.names():
         missing = [m for m in _OCR_LIBRARIES.get(name, ()) if not _importable(m)]
-        out.append({"name": name, "available": not missing,
-                    "reason": f"not installed: {', '.join(missing)}" if missing else ""})
+        own = [m for m in missing if m.startswith("knora.")]
+        reason = (f"this Knora build has no {name} engine module ({', '.join(own)})" if own
+                  else f"the Python packages {', '.join(missing)} are not installed" if missing else "")
+        out.append({"name": name, "available": not missing, "reason": reason})
     return out
 
 
