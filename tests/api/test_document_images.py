@@ -410,6 +410,37 @@ class TestChatImages:
         assert r.status_code == 400, r.text
 
 
+class TestAgentImages:
+    @pytest.mark.parametrize("with_vlm", [True, False])
+    async def test_smart_reasoning_gets_the_description_or_the_note(
+            self, app: tuple[Services, httpx.AsyncClient], fake: FakeModelServer, with_vlm: bool) -> None:
+        _, http = app
+        vlm = await vlm_model(http, fake) if with_vlm else ""
+        r = await http.post("/api/v1/agents", json={"name": "Agent eyes", "config": {
+            "agent_mode": "smart-reasoning", "image_upload_enabled": True, "vlm_model_id": vlm}})
+        assert r.status_code == 201, r.text
+        agent = r.json()["data"]["id"]
+        sid = (await http.post("/api/v1/sessions", json={})).json()["data"]["id"]
+        data = "data:image/png;base64," + base64.b64encode(png((220, 30, 30), (8, 6))).decode()
+        r = await http.post(f"/api/v1/agent-chat/{sid}", json={
+            "query": "What does this show?", "agent_enabled": True, "agent_id": agent,
+            "images": [{"data": data}]})
+        assert r.status_code == 200, r.text
+        s = parse_sse(r.content)
+        [step] = [f for f in s.of("tool_result") if f["data"].get("tool_name") == "image_analysis"]
+        agent_calls = [b for b in fake.chat_requests if b.get("tools")]
+        assert agent_calls
+        seen = json.dumps(agent_calls[0]["messages"], ensure_ascii=False)
+        assert not s.of("error")
+        if with_vlm:
+            assert step["data"]["output"] == "已查看图片内容"
+            assert "[用户上传图片内容]" in seen
+            assert "8x6 pixel image, mostly red" in seen
+        else:
+            assert "no vision model" in step["data"]["image_note"]
+            assert "were not described" in seen
+
+
 class TestMultimodalCheck:
     async def test_the_vlm_captions_the_test_image(self, app: tuple[Services, httpx.AsyncClient],
                                                    fake: FakeModelServer) -> None:
