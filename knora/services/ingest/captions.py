@@ -23,6 +23,7 @@ CAPTION_PROMPT = (
     "text, numbers or labels in it, and what a chart or diagram says. Answer in the language of the text "
     "in the image (English when there is none), in at most five sentences, with no preamble.")
 CAPTION_MAX_CHARS = 2000
+MAX_IMAGE_BYTES = 10 * 1024 * 1024  # larger images are not sent (most vision APIs refuse them anyway)
 
 
 def data_url(data: bytes, mime: str) -> str:
@@ -52,6 +53,9 @@ async def caption_images(model: ChatModel, images: Sequence[StoredImage], *, con
     opts = ChatOptions(temperature=0.1, max_tokens=400, thinking=False, extra={"purpose": "image_caption"})
 
     async def one(s: StoredImage) -> None:
+        if len(s.image.data) > MAX_IMAGE_BYTES:
+            report.failed.append(f"image {s.index + 1}: larger than {MAX_IMAGE_BYTES // (1024 * 1024)} MB")
+            return
         async with gate:
             message = ChatMessage(role="user", content=CAPTION_PROMPT,
                                   images=[data_url(s.image.data, s.image.mime)])
