@@ -84,6 +84,9 @@ CONTENT_TYPES = {
     "application/pdf": "pdf", "text/csv": "csv", "application/json": "json",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "message/rfc822": "eml", "application/vnd.ms-outlook": "msg",
+    "application/epub+zip": "epub", "application/rtf": "rtf", "text/rtf": "rtf",
+    "application/vnd.ms-excel": "xls", "application/msword": "doc",
 }
 
 
