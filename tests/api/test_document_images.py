@@ -224,6 +224,28 @@ class TestDocumentImages:
         with pytest.raises(KeyError):
             await c.blobs.get(f"{copied['tenant_id']}/{dst}/{copied['id']}/images/0.png")
 
+    async def test_an_e_mail_picture_is_captioned(self, app: tuple[Services, httpx.AsyncClient],
+                                                  fake: FakeModelServer) -> None:
+        """A real format: an .eml made by the email package with an inline PNG (the registry's parser)."""
+        from email.message import EmailMessage
+
+        _, http = app
+        vlm = await vlm_model(http, fake)
+        kb = (await http.post("/api/v1/knowledge-bases", json={
+            "name": "Mail", "vlm_config": {"enabled": True, "model_id": vlm}})).json()["data"]["id"]
+        mail = EmailMessage()
+        mail["From"], mail["To"], mail["Subject"] = "a@example.com", "b@example.com", "Site photo"
+        mail.set_content("The photo of the loading dock is attached below.")
+        mail.add_attachment(png((30, 180, 60), (90, 60)), maintype="image", subtype="png",
+                            filename="dock.png", disposition="inline")
+        kid = (await upload(http, kb, mail.as_bytes(), name="photo.eml")).json()["data"]["id"]
+        k = await wait_done(http, kid)
+        assert k["parse_status"] == "completed", k["error_message"]
+        [caption] = await chunks(http, kid, "image_caption")
+        assert caption["content"] == "The picture shows a 90x60 pixel image, mostly green."
+        url = json.loads(caption["image_info"])[0]["url"]
+        assert (await http.get(url)).headers["content-type"] == "image/png"
+
     async def test_without_a_vlm_the_image_is_kept_uncaptioned(
             self, app: tuple[Services, httpx.AsyncClient]) -> None:
         _, http = app
