@@ -333,6 +333,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     store.jobs.register(KB_REBUILD_JOB, kb_rebuild.run, give_up=kb_rebuild.give_up)
 
     models = _models(s, sessions, store.repos, closers, telemetry)
+    deps.chat_models = models.chat_models  # the VLM that captions document images
     pipeline_deps = _pipeline_deps(settings, models, search, store, kbs)
 
     writer = GroupCommit(sessions)  # one writer for the turns' message and session writes (group commits)

@@ -127,6 +127,19 @@ class Settings(BaseSettings):
     parse_timeout_seconds: float = Field(
         default=300.0, ge=0,
         description="Longest parse of one document; then it is stopped and fails. 0 = none")
+    parse_time_budget_fraction: float = Field(
+        default=0.8, ge=0, le=1,
+        description="Share of parse_timeout_seconds a parser may spend before it stops optional work (OCR "
+        "of further pages or images) and returns what it has, so a slow scan ends partly parsed, not killed")
+    document_max_images: int = Field(
+        default=200, ge=0, description="Images of one document kept (stored, shown, captioned); the rest "
+        "are left out")
+    vlm_caption_max_images: int = Field(
+        default=50, ge=0, description="Images of one document captioned by the knowledge base's VLM")
+    vlm_caption_concurrency: int = Field(
+        default=2, ge=1, description="VLM caption calls of one document at once")
+    vlm_caption_timeout_seconds: float = Field(
+        default=60.0, ge=0, description="Longest VLM call for one caption (then that image has none)")
     parse_memory_limit_mb: int = Field(
         default=1536, ge=0,
         description="Address space of a parser process; a file that needs more fails. 0 = no limit. 1536 "

@@ -38,9 +38,9 @@ def kb_json(kb: KnowledgeBase, stats: KBStats | None = None, pinned_at: datetime
     out = kb.model_dump(mode="json")
     out["config"] = {"chunking_config": out["chunking_config"], "indexing_strategy": out["indexing_strategy"],
                      "faq_config": out["faq_config"]}
-    # fields WeKnora's KnowledgeBase always has; Knora has no image/VLM ingestion, so they say "none"
-    out["image_processing_config"] = {"model_id": ""}
-    out["vlm_config"] = {"enabled": False, "model_id": ""}
+    # fields WeKnora's KnowledgeBase always has; images are captioned by the ``vlm_config`` model
+    out["image_processing_config"] = {"model_id": kb.vlm_config.model_id if kb.vlm_config.enabled else ""}
+    out["vlm_config"] = {"enabled": kb.vlm_config.enabled, "model_id": kb.vlm_config.model_id}
     provider = kb.storage_provider_config.provider if kb.storage_provider_config else ""
     out["storage_config"] = {**_LEGACY_STORAGE, "provider": provider}
     out["extract_config"] = {"enabled": False, **out["extract_config"]}

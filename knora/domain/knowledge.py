@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from knora.domain.common import new_id, utcnow
 
@@ -112,6 +112,17 @@ class StorageProviderConfig(BaseModel):
     provider: str = ""
 
 
+class VLMConfig(BaseModel):
+    """WeKnora's ``vlm_config``: captions for a document's images from a ``vlm`` model (``model_id``)."""
+
+    enabled: bool = False
+    model_id: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.enabled and bool(self.model_id)
+
+
 class KnowledgeBase(BaseModel):
     id: str = Field(default_factory=new_id)
     tenant_id: int
@@ -131,8 +142,14 @@ class KnowledgeBase(BaseModel):
     vector_store_id: str = ""
     storage_provider_config: StorageProviderConfig | None = None
     storage_backend_id: str = ""
+    vlm_config: VLMConfig = Field(default_factory=VLMConfig)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("vlm_config", mode="before")
+    @classmethod
+    def _no_vlm(cls, value: object) -> object:
+        return VLMConfig() if value is None else value  # rows stored before migration 0007
 
 
 class Knowledge(BaseModel):

@@ -21,6 +21,7 @@ class ChatMessage(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
     reasoning_content: str = ""
+    images: list[str] = Field(default_factory=list)  # image URLs (``data:`` URLs) shown with a user message
 
 
 class ChatOptions(BaseModel):

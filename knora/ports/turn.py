@@ -67,6 +67,7 @@ class TurnOutcome(BaseModel):
     rendered_content: str = ""
     model_id: str = ""
     debug: dict[str, Any] = Field(default_factory=dict)
+    image_description: str = ""  # what the VLM saw in the user's images (kept as the first image's caption)
 
 
 @runtime_checkable

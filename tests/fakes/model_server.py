@@ -372,6 +372,8 @@ class FakeModelServer:
         self.calls: list[tuple[str, dict[str, Any]]] = []  # (path, body)
         self.headers: list[dict[str, str]] = []  # lower-cased header names
         self.disconnects: list[float] = []  # time.monotonic() of each reply the client hung up on
+        # a chat request with image parts is answered by ``describe_images`` (before the script)
+        self.describe_images = True
         self._script: list[Reply] = []
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -410,6 +412,8 @@ class FakeModelServer:
             self.disconnects.append(time.monotonic())
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
+        if self.describe_images and (described := describe_images(body)) is not None:
+            return Reply(content=described)
         with self._lock:
             if self._script:
                 return self._script.pop(0)
@@ -462,6 +466,53 @@ class FakeModelServer:
         import asyncio
 
         await asyncio.to_thread(self.stop)
+
+
+_COLOURS = {"red": (220, 30, 30), "green": (30, 180, 60), "blue": (30, 60, 220), "yellow": (240, 220, 40),
+            "white": (250, 250, 250), "black": (10, 10, 10), "grey": (128, 128, 128)}
+
+
+def _image_of(url: str) -> str:
+    """"a W×H image, mostly COLOUR" for a ``data:`` URL (Pillow decodes it), else "an image"."""
+    import base64
+    import io
+
+    if not url.startswith("data:") or "," not in url:
+        return "an image"
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as img:
+            width, height = img.size
+            rgb = img.convert("RGB").resize((1, 1)).getpixel((0, 0))
+    except Exception:  # noqa: BLE001 - a fake: an undecodable image is still "an image"
+        return "an undecodable image"
+    assert isinstance(rgb, tuple)
+    colour = min(_COLOURS, key=lambda c: sum((a - b) ** 2 for a, b in zip(_COLOURS[c], rgb, strict=True)))
+    return f"a {width}x{height} pixel image, mostly {colour}"
+
+
+def describe_images(body: dict[str, Any]) -> str | None:
+    """The fake VLM: a request whose last user message has ``image_url`` parts is described by each image's
+    size and main colour; asked for the query-understanding JSON (a system prompt naming
+    ``image_description``), it answers that object. None when the request has no image."""
+    messages = body.get("messages", [])
+    last = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    parts = last.get("content") if last else None
+    if not isinstance(parts, list):
+        return None
+    urls = [str((p.get("image_url") or {}).get("url", "")) for p in parts
+            if isinstance(p, dict) and p.get("type") == "image_url"]
+    if not urls:
+        return None
+    described = "; ".join(_image_of(u) for u in urls)
+    text = "".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text")
+    system = " ".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+    if "image_description" in system:
+        lines = [ln.strip() for ln in text.split("<images_uploaded", 1)[0].splitlines() if ln.strip()]
+        return json.dumps({"rewrite_query": lines[-1][:200] if lines else "", "intent": "kb_search",
+                           "image_description": f"The picture shows {described}."}, ensure_ascii=False)
+    return f"The picture shows {described}."
 
 
 def _last_user_text(body: dict[str, Any]) -> str:

@@ -85,6 +85,7 @@ class KnowledgeBaseRow(Base):
     vector_store_id: Mapped[str] = mapped_column(String(64), default="")
     storage_provider_config: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     storage_backend_id: Mapped[str] = mapped_column(String(64), default="")
+    vlm_config: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 

@@ -22,6 +22,8 @@ def _messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.images and m.role == "user":  # Ollama takes bare base64 images beside the text
+            item["images"] = [url.partition(",")[2] if url.startswith("data:") else url for url in m.images]
         if m.tool_calls:
             calls = []
             for tc in m.tool_calls:

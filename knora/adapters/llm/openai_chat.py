@@ -30,6 +30,9 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.images and m.role == "user":  # OpenAI vision parts: the text, then each image
+            item["content"] = [{"type": "text", "text": m.content},
+                               *({"type": "image_url", "image_url": {"url": url}} for url in m.images)]
         if m.role == "assistant" and m.tool_calls:
             item["tool_calls"] = [{"id": tc.id, "type": "function",
                                    "function": {"name": tc.name, "arguments": tc.arguments}}

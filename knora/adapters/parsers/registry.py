@@ -120,7 +120,7 @@ def parse_with(ctx: ParseContext, data: bytes, file_name: str) -> ParsedDocument
     except Exception as exc:  # any parser bug or library crash becomes a reason, not a dead worker
         raise ParseError(f"could not parse {file_name!r}: {type(exc).__name__}: {exc}") from exc
     text = normalise_text(doc.text)
-    if not text:
+    if not text and not doc.images:  # an image-only document may still be captioned (ingestion decides)
         raise ParseError("no text could be extracted from the file")
     if (doc.pages or doc.images) and text != doc.text:
         raise ParseError(f"could not parse {file_name!r}: the parser's page offsets do not match its text "

@@ -25,6 +25,7 @@ from knora.api.schemas.knowledge import (
 from knora.api.serializers import MAX_PAGE, knowledge_json, require_id
 from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
 from knora.ports.store import KnowledgeFilter
+from knora.services.ingest.process_config import ProcessOverrides, parse_process_config
 from knora.services.ingest.service import DuplicateKnowledge
 
 router = APIRouter(tags=["knowledge"])
@@ -54,6 +55,24 @@ def _opt_str(value: object) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
+def process_overrides(raw: object, enable_multimodel: object) -> ProcessOverrides | None:
+    """``process_config`` with the older ``enable_multimodel`` field folded in (the config's own wins)."""
+    cfg = parse_process_config(raw)
+    if enable_multimodel is None or enable_multimodel == "":
+        return cfg
+    if isinstance(enable_multimodel, str):
+        lowered = enable_multimodel.strip().lower()
+        if lowered not in ("true", "false", "1", "0"):
+            raise BadRequest("Invalid enable_multimodel format: \"true\" or \"false\"")
+        enable_multimodel = lowered in ("true", "1")
+    if not isinstance(enable_multimodel, bool):
+        raise BadRequest("Invalid enable_multimodel format: a boolean")
+    cfg = cfg or ProcessOverrides()
+    if cfg.enable_multimodel is None:
+        cfg.enable_multimodel = enable_multimodel
+    return cfg
+
+
 @router.post("/knowledge-bases/{kb_id}/knowledge/file", response_model=Envelope[KnowledgeOut])
 async def create_from_file(kb_id: str, request: Request, settings: SettingsDep,
                            ingest_service: IngestServiceDep, tenant_id: TenantDep) -> Response:
@@ -81,9 +100,11 @@ async def create_from_file(kb_id: str, request: Request, settings: SettingsDep,
             except BadRequest as exc:
                 raise BadRequest(f"metadata must be a JSON object string ({exc.message})") from exc
         channel = _opt_str(form.get("channel")) or "web"
+        overrides = process_overrides(form.get("process_config"), form.get("enable_multimodel"))
         try:
             k = await ingest_service.add_file(tenant_id, kb_id, name, data, metadata=metadata,
-                                                tag_id=_opt_str(form.get("tag_id")), channel=channel)
+                                                tag_id=_opt_str(form.get("tag_id")), channel=channel,
+                                                process_config=overrides)
         except DuplicateKnowledge as exc:
             return duplicate_response(exc)
     finally:
@@ -99,10 +120,12 @@ async def create_from_url(kb_id: str, request: Request, ingest_service: IngestSe
     b = await read_body(request, CreateFromURLRequest)
     if not isinstance(b.url, str) or not b.url.strip():
         raise BadRequest("url is required")
+    overrides = process_overrides(b.process_config, b.enable_multimodel)
     try:
         k = await ingest_service.add_url(tenant_id, kb_id, b.url, title=str(b.title or ""),
                                            file_name=str(b.file_name or ""), file_type=str(b.file_type or ""),
-                                           tag_id=_opt_str(b.tag_id), channel=str(b.channel or "web"))
+                                           tag_id=_opt_str(b.tag_id), channel=str(b.channel or "web"),
+                                           process_config=overrides)
     except DuplicateKnowledge as exc:
         return duplicate_response(exc)
     return ok(knowledge_json(k), status=201)

@@ -32,6 +32,7 @@ from knora.api.serializers import knowledge_json, require_id
 from knora.domain.common import is_uuid
 from knora.domain.errors import BadRequest, NotFound
 from knora.services.ingest.batch import KnowledgeBatchService
+from knora.services.ingest.process_config import parse_process_config
 
 router = APIRouter(tags=["knowledge"])
 
@@ -85,7 +86,8 @@ async def batch_delete(request: Request, batch: BatchDep, tenant_id: TenantDep) 
              openapi_extra=request_body(BatchKnowledgeRequest))
 async def batch_reparse(request: Request, batch: BatchDep, tenant_id: TenantDep) -> JSONResponse:
     b = await read_body(request, BatchKnowledgeRequest)
-    done = await batch.reparse(tenant_id, _kb_id(b.kb_id), _ids(b.ids))
+    overrides = parse_process_config(b.process_config)
+    done = await batch.reparse(tenant_id, _kb_id(b.kb_id), _ids(b.ids), process_config=overrides)
     return ok({"task_id": done.task_id, "reparse_count": done.count, "matched_count": done.count,
                "excluded_count": 0}, message="Batch reparse task submitted")
 

@@ -13,8 +13,10 @@ from fastapi.responses import JSONResponse, Response
 from knora.api.deps import BlobsDep, IngestServiceDep, ServicesDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.serializers import require_id
+from knora.domain.errors import NotFound
 from knora.ports.store import KnowledgeFilter
 from knora.services.ingest import views
+from knora.services.ingest.images import MIME_TYPES, image_key
 
 router = APIRouter(tags=["knowledge"])
 
@@ -30,6 +32,23 @@ async def preview_knowledge(knowledge_id: str, ingest_service: IngestServiceDep,
     return Response(got.data, media_type=got.content_type,
                     headers={"Content-Disposition": f"inline; filename*=UTF-8''{quote(got.file_name)}",
                              "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})
+
+
+@router.get("/knowledge/{knowledge_id}/images/{name}")
+async def knowledge_image(knowledge_id: str, name: str, ingest_service: IngestServiceDep, blobs: BlobsDep,
+                          tenant_id: TenantDep) -> Response:
+    """An image of a document (``image_info.url``), for the chunk viewer; another tenant's is a 404."""
+    k = await ingest_service.get(tenant_id, require_id(knowledge_id, "Knowledge"))
+    stem, _, ext = name.partition(".")
+    if not stem.isdigit() or ext not in MIME_TYPES:
+        raise NotFound("Image not found")
+    try:
+        data = await blobs.get(image_key(k, name))
+    except (KeyError, ValueError) as exc:
+        raise NotFound("Image not found") from exc
+    return Response(data, media_type=MIME_TYPES[ext],
+                    headers={"Cache-Control": "private, max-age=3600", "X-Content-Type-Options": "nosniff",
+                             "Content-Security-Policy": "sandbox"})
 
 
 @router.get("/knowledge/{knowledge_id}/spans")

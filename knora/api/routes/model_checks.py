@@ -9,17 +9,19 @@ editor shows); a body that names no model is a 400 with the envelope. The checks
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
+from starlette.datastructures import UploadFile
 
 from knora.api.body import read_body, request_body, text_field
-from knora.api.deps import ServicesDep, TenantDep
+from knora.api.deps import ServicesDep, SettingsDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.schemas.envelope import Envelope
 from knora.api.schemas.model_checks import CheckOut, ModelCheckRequest, ProviderOut
-from knora.domain.errors import BadRequest
+from knora.domain.errors import AppError, BadRequest
 from knora.services.kb.model_checks import MODEL_TYPES, CheckResult, CheckTarget, ModelChecks, providers
 
 router = APIRouter(tags=["models"])
@@ -55,6 +57,51 @@ async def _target(request: Request) -> CheckTarget:
                        api_key=text_field(b.apiKey, "apiKey"), provider=provider,
                        source=text_field(b.source, "source") or "remote", dimension=dimension or None,
                        model_id=text_field(b.modelId, "modelId"))
+
+
+@router.post("/initialization/multimodal/test")
+async def check_multimodal(request: Request, checks: ChecksDep, settings: SettingsDep,
+                           tenant_id: TenantDep) -> JSONResponse:
+    """WeKnora's multimodal test (multipart: ``image``, ``vlm_model``, ``vlm_base_url``, ``vlm_api_key``,
+    ``vlm_interface_type``; its storage and chunking fields are not read: Knora stores images itself). The
+    VLM captions the image as ingestion would; ``ocr`` is empty (Knora's OCR runs in the parsers)."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise BadRequest("Expected a multipart/form-data body with an 'image' field")
+    try:
+        form = await request.form(max_files=1, max_fields=50)
+    except AppError:
+        raise
+    except Exception as exc:
+        raise BadRequest(f"Malformed multipart body: {exc}") from exc
+    try:
+        name, base_url = _form_text(form.get("vlm_model")), _form_text(form.get("vlm_base_url"))
+        if not name or not base_url:
+            raise BadRequest("VLM model name and Base URL cannot be empty")
+        upload = form.get("image")
+        if not isinstance(upload, UploadFile):
+            raise BadRequest("Failed to get uploaded image")
+        mime = (upload.content_type or "").lower()
+        if not mime.startswith("image/"):
+            raise BadRequest("Only image files are allowed")
+        data = await upload.read(settings.max_upload_bytes + 1)
+        if len(data) > settings.max_upload_bytes:
+            raise BadRequest(f"Image file size cannot exceed {settings.max_upload_bytes} bytes")
+        interface = _form_text(form.get("vlm_interface_type")).lower()
+        target = CheckTarget(name=name, base_url=base_url, api_key=_form_text(form.get("vlm_api_key")),
+                             provider="ollama" if interface == "ollama" else "",
+                             source="local" if interface == "ollama" else "remote")
+    finally:
+        await form.close()
+    started = time.monotonic()
+    result = await checks.vision(tenant_id, target, data, mime)
+    ms = int((time.monotonic() - started) * 1000)
+    if not result.available:
+        return ok({"success": False, "message": result.message, "processing_time": ms})
+    return ok({"success": True, "caption": result.message, "ocr": "", "processing_time": ms})
+
+
+def _form_text(value: object) -> str:
+    return value.strip() if isinstance(value, str) else ""
 
 
 def _answer(result: CheckResult) -> JSONResponse:

@@ -18,14 +18,37 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
+from knora.adapters.ocr.registry import OCR_ENGINES
 from knora.adapters.parsers.registry import PARSERS, get_parser
-from knora.api.deps import TenantDep
+from knora.api.deps import ServicesDep, TenantDep
 
 router = APIRouter(tags=["system"])
 
 # parser module → the library it imports when it first parses (the others import theirs at load time)
 _LAZY_LIBRARIES = {"pdf": "pypdf", "docx": "docx", "xlsx": "openpyxl", "msg": "olefile", "rtf": "striprtf",
                    "xls": "xlrd", "pptx": "pptx", "image": "PIL"}
+# OCR engine → the packages it needs (its models ship inside them); checked without loading the engine
+_OCR_LIBRARIES = {"rapidocr": ("rapidocr", "onnxruntime", "knora.adapters.ocr.rapidocr")}
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def ocr_engines() -> list[dict[str, Any]]:
+    """Each OCR engine of the registry and whether it can load here: its module and its packages are
+    installed (a cheap check: the models load on a document's first OCR, in a parser worker)."""
+    out = []
+    for name in OCR_ENGINES.names():
+        missing = [m for m in _OCR_LIBRARIES.get(name, ()) if not _importable(m)]
+        own = [m for m in missing if m.startswith("knora.")]
+        reason = (f"this Knora build has no {name} engine module ({', '.join(own)})" if own
+                  else f"the Python packages {', '.join(missing)} are not installed" if missing else "")
+        out.append({"name": name, "available": not missing, "reason": reason})
+    return out
 
 
 def _description(module: str) -> str:
@@ -50,9 +73,20 @@ def parser_engines() -> list[dict[str, Any]]:
     return engines
 
 
+async def vlm_status(s: ServicesDep, tenant_id: int) -> dict[str, Any]:
+    """Whether images can be captioned for this tenant: its ``vlm`` models and the knowledge bases whose
+    ``vlm_config`` names one."""
+    models = [m.id for m in await s.repos.models.list(tenant_id, type="VLLM") if m.status == "active"]
+    kbs = [kb.id for kb in await s.repos.kbs.list(tenant_id) if kb.vlm_config.active]
+    return {"configured": bool(models), "model_ids": models, "knowledge_base_ids": kbs}
+
+
 @router.get("/system/parser-engines")
-async def list_parser_engines(_tenant_id: TenantDep) -> JSONResponse:
+async def list_parser_engines(s: ServicesDep, tenant_id: TenantDep) -> JSONResponse:
     # The list is ``data``; the docreader connection fields sit beside it, not inside (frontend
-    # ``ParserEnginesResponse``).
+    # ``ParserEnginesResponse``). ``ocr`` and ``vlm`` are Knora's: what image text and captions can come from.
+    ocr = ocr_engines()
     return JSONResponse({"success": True, "data": parser_engines(), "docreader_addr": "",
-                         "docreader_transport": "", "connected": True})
+                         "docreader_transport": "", "connected": True,
+                         "ocr": {"available": any(e["available"] for e in ocr), "engines": ocr},
+                         "vlm": await vlm_status(s, tenant_id)})

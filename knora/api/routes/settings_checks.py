@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from knora.api.body import read_object
-from knora.api.deps import BlobsDep, TenantDep
+from knora.api.deps import BlobsDep, ServicesDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.routes.parser_engines import list_parser_engines
 from knora.domain.errors import NotFound
@@ -36,9 +36,9 @@ async def put_parser_engine_config(request: Request, _tenant_id: TenantDep) -> J
 
 
 @router.post("/system/parser-engines/check")
-async def check_parser_engines(request: Request, tenant_id: TenantDep) -> JSONResponse:
+async def check_parser_engines(request: Request, s: ServicesDep, tenant_id: TenantDep) -> JSONResponse:
     check_parser_engine_config(await read_object(request))  # a config naming an engine Knora lacks: 400
-    return await list_parser_engines(tenant_id)
+    return await list_parser_engines(s, tenant_id)
 
 
 @router.post("/system/storage-engine-check")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from knora.api.schemas.wire import Obj, RequestBody, Str, StrList
+from knora.api.schemas.wire import Bool, Obj, RequestBody, Str, StrList
 from knora.domain.knowledge import Knowledge
 
 
@@ -15,6 +15,10 @@ class CreateFromURLRequest(RequestBody):
     file_type: Str = None
     tag_id: Str = None
     channel: Str = None
+    enable_multimodel: Bool = None
+    process_config: Obj = Field(None, description="WeKnora's KnowledgeProcessOverrides: enable_multimodel, "
+                                "chunking_config, vlm_config, parser_engine_overrides {ocr, ocr_engine, "
+                                "extract_images}")
 
 
 class CreateManualRequest(RequestBody):

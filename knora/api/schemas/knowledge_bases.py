@@ -44,8 +44,7 @@ class KnowledgeBaseOut(KnowledgeBase):
     """A knowledge base as returned; counts and sharing fields come with lists, gets and updates."""
 
     config: KnowledgeBaseConfig
-    image_processing_config: dict[str, str] = Field(description="{model_id: ''}: no image ingestion")
-    vlm_config: dict[str, bool | str] = Field(description="{enabled: false, model_id: ''}: no VLM ingestion")
+    image_processing_config: dict[str, str] = Field(description="{model_id}: the captioning VLM when enabled")
     storage_config: dict[str, str] = Field(description="legacy: the provider, other fields empty")
     is_processing: bool = False
     knowledge_count: int | None = None

@@ -12,7 +12,8 @@ from knora.api.schemas.wire import Obj, RequestBody, Str, StrList
 class BatchKnowledgeRequest(RequestBody):
     kb_id: Str = None
     ids: StrList = None
-    process_config: Obj = Field(None, description="accepted; Knora re-parses with the KB's own settings")
+    process_config: Obj = Field(None, description="WeKnora's KnowledgeProcessOverrides: replaces each "
+                                "document's stored upload options for this and later re-parses")
 
 
 class KnowledgeTagBatchRequest(RequestBody):

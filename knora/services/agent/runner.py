@@ -27,6 +27,7 @@ from knora.services.agent import prompts
 from knora.services.agent.assembly import Capabilities, Catalog, build_registry, select_tools
 from knora.services.agent.config import EngineConfig
 from knora.services.agent.engine import AgentEngine
+from knora.services.agent.images import describe_for_agent
 from knora.services.agent.registry import ToolRegistry
 from knora.services.agent.usage import CountedModel
 
@@ -122,7 +123,8 @@ class SmartReasoningRunner:
         engine = AgentEngine(model, registry, cfg, bus=ctx.bus, references=ctx.references,
                              tool_context=tool_ctx, cancelled=ctx.cancelled)
         history = self._history(req, ctx, agent.history_turns, agent.multi_turn_enabled)
-        result = await engine.run(system, history, prompts.user_turn(req.query, must_use=must_use), req.query,
+        query = req.query + await describe_for_agent(self.d.chat_models, req, ctx, agent.vlm_model_id)
+        result = await engine.run(system, history, prompts.user_turn(query, must_use=must_use), req.query,
                                   seed_calls=self._seeds(req, registry))
         ctx.timings["agent_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return TurnOutcome(answer=result.answer, references=result.references, agent_steps=result.steps,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from knora.domain.common import new_id, safe_name
 from knora.domain.errors import BadRequest, NotFound
 from knora.domain.knowledge import Knowledge, ParseStatus
+from knora.services.ingest.process_config import ProcessOverrides
 from knora.services.ingest.service import IngestService
 
 # The most ids one batch request may name (WeKnora chunks its batches at 1,000 too).
@@ -80,10 +81,11 @@ class KnowledgeBatchService:
             await self.ingest.delete(tenant_id, k.id)
         return BatchDone(task_id=new_id(), count=len(docs))
 
-    async def reparse(self, tenant_id: int, kb_id: str, ids: Sequence[str]) -> BatchDone:
+    async def reparse(self, tenant_id: int, kb_id: str, ids: Sequence[str], *,
+                      process_config: ProcessOverrides | None = None) -> BatchDone:
         docs = await self._documents_of(tenant_id, kb_id, ids)
         for k in docs:
-            await self.ingest.reparse(tenant_id, k.id)
+            await self.ingest.reparse(tenant_id, k.id, process_config=process_config)
         return BatchDone(task_id=new_id(), count=len(docs))
 
     async def set_tags(self, tenant_id: int, updates: Mapping[str, Sequence[str]],

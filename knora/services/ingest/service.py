@@ -25,21 +25,24 @@ from typing import Any
 from knora.domain.common import safe_name, utcnow
 from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
 from knora.domain.files import file_type
-from knora.domain.knowledge import ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus
+from knora.domain.knowledge import Chunk, ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus
 from knora.domain.search import IndexRow
 from knora.ports.blobs import BlobStore
-from knora.ports.chat import ModelError
+from knora.ports.chat import ChatModels, ModelError
 from knora.ports.jobs import JobQueue, JobRequest
-from knora.ports.parser import DocumentParsers, ParseError
+from knora.ports.parser import DocumentParsers, ParsedDocument, ParseError
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import KnowledgeFilter, Page, Repositories
 from knora.ports.telemetry import NO_TELEMETRY, Span, Telemetry
 from knora.services.ingest import fetch as fetching
 from knora.services.ingest.build import Draft, build_chunks, searchable
+from knora.services.ingest.captions import caption_images
 from knora.services.ingest.chunker import config_for_format
 from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.embedders import EmbedderRegistry
+from knora.services.ingest.images import attach_images, image_prefix, store_images
 from knora.services.ingest.passages import NewPassage, add_passages
+from knora.services.ingest.process_config import METADATA_KEY, ProcessOverrides, stored_overrides
 from knora.services.ingest.quota import StorageQuota
 from knora.services.ingest.running import RunningWork
 from knora.settings import Settings
@@ -80,6 +83,7 @@ class IngestDeps:
     retrieval: Callable[[], RetrievalEngine | None]
     split: Callable[[str, ChunkingConfig, Sequence[int]], Sequence[Draft]]  # text, config, cuts
     telemetry: Telemetry = NO_TELEMETRY
+    chat_models: ChatModels | None = None  # the VLM that captions images (``vlm_config.model_id``)
 
 
 def file_extension(name: str) -> str:
@@ -117,7 +121,7 @@ class IngestService:
 
     async def add_file(self, tenant_id: int, kb_id: str, file_name: str, data: bytes, *,
                        metadata: dict[str, Any] | None = None, tag_id: str | None = None,
-                       channel: str = "web") -> Knowledge:
+                       channel: str = "web", process_config: ProcessOverrides | None = None) -> Knowledge:
         kb = await self._kb(tenant_id, kb_id)
         self._check_size(len(data))
         name = safe_name(file_name or "")
@@ -135,12 +139,14 @@ class IngestService:
         k = Knowledge(tenant_id=tenant_id, knowledge_base_id=kb.id, type="file",
                       title=PurePosixPath(name).stem,
                       source=name, file_name=name, file_type=ext, file_size=len(data), file_hash=digest,
-                      metadata={str(a): str(b) for a, b in (metadata or {}).items()}, tag_id=tag_id or None,
-                      embedding_model_id=kb.embedding_model_id, channel=channel)
+                      metadata=_with_overrides({str(a): str(b) for a, b in (metadata or {}).items()},
+                                               process_config),
+                      tag_id=tag_id or None, embedding_model_id=kb.embedding_model_id, channel=channel)
         return await self._accept(k, data)
 
     async def add_url(self, tenant_id: int, kb_id: str, url: str, *, title: str = "", file_name: str = "",
-                      file_type: str = "", tag_id: str | None = None, channel: str = "web") -> Knowledge:
+                      file_type: str = "", tag_id: str | None = None, channel: str = "web",
+                      process_config: ProcessOverrides | None = None) -> Knowledge:
         kb = await self._kb(tenant_id, kb_id)
         url = fetching.validate_url(url)
         await fetching.check_public(url, self.d.settings.allow_private_network_fetch)
@@ -154,6 +160,7 @@ class IngestService:
         await self.quota.check(tenant_id, 1, what="a URL import")
         k = Knowledge(tenant_id=tenant_id, knowledge_base_id=kb.id, type="url", title=title, source=url,
                       file_name=safe_name(file_name), file_type=ext, tag_id=tag_id or None,
+                      metadata=_with_overrides({}, process_config),
                       embedding_model_id=kb.embedding_model_id, channel=channel)
         return await self._accept(k, None)
 
@@ -267,8 +274,13 @@ class IngestService:
             changes["metadata"] = {**k.metadata, **{str(a): str(v) for a, v in metadata.items()}}
         return await self.d.repos.knowledge.update(k.model_copy(update=changes))
 
-    async def reparse(self, tenant_id: int, knowledge_id: str) -> Knowledge:
+    async def reparse(self, tenant_id: int, knowledge_id: str, *,
+                      process_config: ProcessOverrides | None = None) -> Knowledge:
+        """``process_config``: new upload options for this and later parses (None keeps the stored ones)."""
         k = await self.get(tenant_id, knowledge_id)
+        if process_config is not None:
+            k = await self.d.repos.knowledge.update(k.model_copy(update={
+                "metadata": _with_overrides(dict(k.metadata), process_config)}))
         if not await self.d.repos.knowledge.requeue_with_job(k.id, _job_for(k.id)):
             raise NotFound("Knowledge not found")
         await self._running.stop(k.id)  # a parse still running is stale now: the new job starts at once
@@ -287,6 +299,7 @@ class IngestService:
             await engine.delete_knowledge([k.id])
         if k.file_path:
             await self.d.blobs.delete(k.file_path)
+        await self.d.blobs.delete_prefix(image_prefix(k))
         self._locks.pop(k.id, None)
 
     # --- the job --------------------------------------------------------------------------------------------
@@ -394,25 +407,34 @@ class IngestService:
             raise IngestFailure(f"{name} is empty")
         if file_extension(name) != ext:
             name = f"{PurePosixPath(name).stem or 'document'}.{ext}"
+        overrides = stored_overrides(k.metadata)
+        s = self.d.settings
+        options = overrides.parse_options(s.parse_timeout_seconds * s.parse_time_budget_fraction)
         t = time.time_ns()
-        doc = await self.d.parsers.parse(data, name)
+        doc = await self.d.parsers.parse(data, name, options)
         span.record("parse", t, time.time_ns(), {"knora.file_type": ext})
-        if not doc.text.strip():
-            raise IngestFailure(f"{name} contains no text")
+        captioning = overrides.vlm(kb.vlm_config).active and bool(doc.images) and options.extract_images
+        if not doc.text.strip() and not captioning:  # an image-only document is indexed by its captions
+            raise IngestFailure(f"{name} contains no text" + (
+                " (its images are not captioned: no VLM is configured for this knowledge base)"
+                if doc.images else ""))
         # A file's own title (PDF metadata, first heading, <title>) beats its file name; a title the user
         # typed for a manual or URL document beats both.
         explicit = k.title if k.type in ("manual", "url") else ""
         title = explicit or doc.title or k.title or PurePosixPath(name).stem
         k = k.model_copy(update={"title": title})
-        config = config_for_format(kb.chunking_config.normalised(), doc.metadata.get("format", ""))
+        config = config_for_format(overrides.chunking(kb.chunking_config).normalised(),
+                                   doc.metadata.get("format", ""))
         t = time.time_ns()
         # no chunk crosses a page, slide or attachment boundary: each cites exactly where it is from
         cuts = [offset for page in doc.pages for offset in (page.start, page.end)]
         drafts = await asyncio.to_thread(self.d.split, doc.text, config, cuts)
         chunks = build_chunks(k, drafts, doc.pages)
         span.record("chunk", t, time.time_ns(), {"knora.chunks": len(chunks)})
+        image_notes = await self._images(k, kb, doc, chunks, overrides, options.extract_images, span)
         if not chunks:
-            raise IngestFailure(f"{name} produced no chunks")
+            raise IngestFailure(f"{name} produced no chunks" + (
+                f" (images: {image_notes['image_captions']})" if image_notes.get("image_captions") else ""))
         to_index = searchable(chunks)
         contents = [c.index_content(title) for c in to_index]
         vectors = None
@@ -430,6 +452,9 @@ class IngestService:
         metadata.update({f"doc_{a}": str(b) for a, b in doc.metadata.items()} if doc.metadata else {})
         if doc.tables:
             metadata["tables"] = json.dumps(doc.tables[:5])[:200_000]
+        for key in ("images", "image_captions"):
+            metadata.pop(key, None)  # an earlier parse's
+        metadata.update(image_notes)
         complete: dict[str, Any] = {"parse_status": str(ParseStatus.COMPLETED), "error_message": "",
                                     "title": title,
                                     "processed_at": utcnow(), "metadata": metadata, **extra,
@@ -438,6 +463,44 @@ class IngestService:
         await self._committer.commit(k.id, chunks, rows, complete)
         span.record("index", t, time.time_ns(), {"knora.rows": len(rows)})
         return _Done(chunks=len(chunks), size=len(data))
+
+
+    async def _images(self, k: Knowledge, kb: KnowledgeBase, doc: ParsedDocument, chunks: list[Chunk],
+                      overrides: ProcessOverrides, extract: bool, span: Span) -> dict[str, str]:
+        """Stores the document's images, captions them when a VLM is configured, sets ``image_info`` on the
+        chunks holding them and appends the ``image_caption`` chunks; returns notes for the metadata."""
+        s = self.d.settings
+        if not extract or not doc.images:
+            await self.d.blobs.delete_prefix(image_prefix(k))
+            return {}
+        t = time.time_ns()
+        stored = await store_images(self.d.blobs, k, doc.images, s.document_max_images)
+        notes = {"images": str(len(stored))}
+        if len(doc.images) > len(stored):
+            notes["images"] += f" of {len(doc.images)} kept"
+        vlm = overrides.vlm(kb.vlm_config)
+        if vlm.active and stored:
+            if self.d.chat_models is None:
+                notes["image_captions"] = "not captioned: no model registry"
+            else:
+                try:
+                    model = await self.d.chat_models.get(vlm.model_id, tenant_id=k.tenant_id)
+                except Exception as exc:  # noqa: BLE001 - a missing VLM leaves the images uncaptioned
+                    notes["image_captions"] = f"not captioned: VLM {vlm.model_id} unavailable: {exc}"
+                else:
+                    report = await caption_images(model, stored, concurrency=s.vlm_caption_concurrency,
+                                                  max_images=s.vlm_caption_max_images,
+                                                  timeout_seconds=s.vlm_caption_timeout_seconds)
+                    notes["image_captions"] = report.summary()
+        chunks.extend(attach_images(k, chunks, stored))
+        span.record("images", t, time.time_ns(), {"knora.images": len(stored)})
+        return notes
+
+
+def _with_overrides(metadata: dict[str, Any], overrides: ProcessOverrides | None) -> dict[str, Any]:
+    if overrides is not None:
+        metadata[METADATA_KEY] = overrides.stored()
+    return metadata
 
 
 @dataclass(frozen=True)

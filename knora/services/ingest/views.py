@@ -90,8 +90,10 @@ async def preview(k: Knowledge, blobs: BlobStore, chunks: ChunkRepo) -> Preview:
 
 
 def _stage_status(k: Knowledge, stage: str) -> str:
-    if stage == "multimodal":
-        return "skipped"
+    captioned = str(k.metadata.get("image_captions", "")).split(" ", 1)[0]
+    if stage == "multimodal" and not (k.parse_status == ParseStatus.COMPLETED and captioned.isdigit()
+                                      and int(captioned) > 0):
+        return "skipped"  # no image was captioned (no VLM configured, no image, or every caption failed)
     if k.parse_status == ParseStatus.COMPLETED:
         return "done"
     if k.parse_status == ParseStatus.FAILED:

@@ -32,6 +32,7 @@ from knora.ports.jobs import JobQueue
 from knora.ports.retrieval import RetrievalEngine, StoredRows
 from knora.ports.store import Repositories
 from knora.services.ingest.embedders import EmbedderRegistry
+from knora.services.ingest.images import copy_images, image_prefix, stored_names, with_urls_of
 from knora.services.ingest.quota import StorageQuota
 from knora.services.kb.tasks import KBTaskProgress, TaskProgressStore
 
@@ -155,6 +156,7 @@ class KBCopyService:
             await self.repos.knowledge.delete(tenant_id, knowledge_id)
             if k.file_path:
                 await self.blobs.delete(k.file_path)
+            await self.blobs.delete_prefix(image_prefix(k))
 
     async def chunks(self, tenant_id: int, knowledge_id: str) -> list[Chunk]:
         out: list[Chunk] = []
@@ -185,10 +187,12 @@ class KBCopyService:
         def remap(cid: str | None) -> str | None:
             return ids.get(cid, cid) if cid else cid
 
+        await copy_images(self.blobs, k, copy, stored_names(k, chunks))
         new_chunks = [c.model_copy(update={
             "id": ids[c.id], "knowledge_id": new_kid, "knowledge_base_id": dst.id, "tag_id": None,
             "parent_chunk_id": remap(c.parent_chunk_id), "pre_chunk_id": remap(c.pre_chunk_id),
-            "next_chunk_id": remap(c.next_chunk_id), "created_at": now, "updated_at": now}, deep=True)
+            "next_chunk_id": remap(c.next_chunk_id), "image_info": with_urls_of(c, k.id, new_kid),
+            "created_at": now, "updated_at": now}, deep=True)
             for c in chunks]
         engine = self.retrieval()
         if engine is not None:

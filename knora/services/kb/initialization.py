@@ -6,8 +6,9 @@ indexing strategy) and then this one, which carries the models, chunking, multim
 extraction and question generation choices in camelCase. Here that body becomes the same change a
 ``PUT /knowledge-bases/:id`` makes, so both go through one validation: every model id must resolve within the
 tenant (400 otherwise), the embedding model cannot change under indexed documents, chunk sizes are bounded,
-the storage is Knora's local storage. What Knora cannot do (multimodal and speech ingestion) is refused with
-a 400 rather than stored as if it were done.
+the storage is Knora's local storage. Multimodal ingestion is the knowledge base's ``vlm_config`` (image
+captions from a ``vlm`` model); what Knora cannot do (speech ingestion) is refused with a 400 rather than
+stored as if it were done.
 """
 
 from __future__ import annotations
@@ -126,11 +127,25 @@ def _questions(q: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _refuse_unavailable(body: dict[str, Any]) -> None:
+def _vlm(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``vlm_config`` change the body asks for (None: none): WeKnora's ``vlm_config`` {enabled, model_id}
+    or the modal's ``multimodal`` section (``enabled``, ``vlm.modelId``/``vlmModelId``). Enabled needs a
+    model; the knowledge-base update checks that it is one of the tenant's ``vlm`` models."""
     multimodal = _obj(body, "multimodal")
     vlm = _obj(body, "vlm_config")
-    if multimodal.get("enabled") or vlm.get("enabled"):
-        raise ValidationFailed("multimodal: image understanding during ingestion is not available in Knora")
+    if not vlm and not multimodal:
+        return None
+    section = multimodal.get("vlm")
+    vlm_section: dict[str, Any] = section if isinstance(section, dict) else {}
+    model_id = str(vlm.get("model_id") or vlm_section.get("modelId") or multimodal.get("vlmModelId") or "")
+    enabled = bool(vlm.get("enabled") or multimodal.get("enabled"))
+    if enabled and not model_id.strip():
+        raise ValidationFailed("multimodal: image captions need a vlm model (vlm_config.model_id)")
+    return {"enabled": enabled, "model_id": model_id.strip()}
+
+
+def _refuse_unavailable(body: dict[str, Any]) -> None:
+    _vlm(body)
     if _obj(body, "asr_config").get("enabled"):
         raise ValidationFailed("asr_config: speech recognition is not available in Knora")
 
@@ -154,6 +169,8 @@ def kb_changes(body: dict[str, Any], current: KnowledgeBase) -> dict[str, Any]:
         changes["extract_config"] = _extract(_obj(body, "nodeExtract"), current.extract_config)
     if body.get("questionGeneration") is not None:
         changes["question_generation_config"] = _questions(_obj(body, "questionGeneration"))
+    if (vlm := _vlm(body)) is not None:
+        changes["vlm_config"] = vlm
     return changes
 
 
@@ -180,7 +197,8 @@ async def view(kb: KnowledgeBase, *, has_files: bool, lookup: ModelLookup) -> di
                                                            or {}).get("dimension") or 0
         out["embedding"] = {**_model_view(emb), "dimension": int(dim)}
     out["rerank"] = {"enabled": False, "modelName": "", "baseUrl": "", "credentials": {"apiKey": False}}
-    out["multimodal"] = {"enabled": False}
+    out["multimodal"] = ({"enabled": True, "vlm": {"modelId": kb.vlm_config.model_id}} if kb.vlm_config.active
+                         else {"enabled": False})
     cfg = kb.chunking_config
     splitting: dict[str, Any] = {"chunkSize": cfg.chunk_size, "chunkOverlap": cfg.chunk_overlap,
                                  "separators": cfg.separators}

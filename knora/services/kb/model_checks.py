@@ -30,7 +30,7 @@ from knora.adapters.llm.registry import (
 )
 from knora.domain.models import PROVIDER_DEFAULT_URLS, ModelConfig
 from knora.netguard import Outbound
-from knora.ports.chat import ChatMessage, ChatOptions
+from knora.ports.chat import ChatMessage, ChatModel, ChatOptions
 from knora.ports.store import ModelRepo
 from knora.services.ingest.embedders import model_spec
 from knora.settings import Settings
@@ -166,18 +166,43 @@ class ModelChecks:
     async def _run(self, call: Callable[[], Awaitable[T]]) -> T:
         return await asyncio.wait_for(call(), CHECK_TIMEOUT_SECONDS)
 
+    async def _chat_client(self, row: ModelConfig) -> tuple[ChatModel, str]:
+        default = "ollama" if row.source == "local" else "openai"
+        await check_row_url(row, default, self._outbound.tenant)
+        m = row.spec(default)
+        provider, model = split_spec(m.spec)
+        if provider not in CHAT_PROVIDERS.names():
+            raise ModelNotConfigured(f"unknown chat provider {provider!r}")
+        client: ChatModel = CHAT_PROVIDERS.get(provider)(model, m.base_url, m.api_key, {
+            **m.params, "max_retries": 0, "timeout": CHECK_TIMEOUT_SECONDS,
+            POLICY_KEY: self._outbound.tenant})
+        return client, model
+
+    async def vision(self, tenant_id: int, target: CheckTarget, image: bytes, mime: str) -> CheckResult:
+        """WeKnora's multimodal test: the VLM captions ``image`` as it would a document's image."""
+        from knora.services.ingest.captions import CAPTION_PROMPT, data_url
+
+        try:
+            client, model = await self._chat_client(await self._row(tenant_id, target, "VLLM"))
+        except Exception as exc:  # a setting no client can be built from: the reason, not a 500
+            return CheckResult(False, _reason(exc))
+        try:
+            answer = await self._run(lambda: client.chat(
+                [ChatMessage(role="user", content=CAPTION_PROMPT, images=[data_url(image, mime)])],
+                ChatOptions(max_tokens=400, temperature=0.1)))
+        except Exception as exc:
+            return CheckResult(False, f"The model did not describe the image: {_reason(exc)}")
+        finally:
+            await _close(client)
+        caption = answer.content.strip()
+        if not caption:
+            return CheckResult(False, f"{model} answered nothing for the image")
+        return CheckResult(True, caption)
+
     async def chat(self, tenant_id: int, target: CheckTarget) -> CheckResult:
         row = await self._row(tenant_id, target, "KnowledgeQA")
-        default = "ollama" if row.source == "local" else "openai"
         try:
-            await check_row_url(row, default, self._outbound.tenant)
-            m = row.spec(default)
-            provider, model = split_spec(m.spec)
-            if provider not in CHAT_PROVIDERS.names():
-                raise ModelNotConfigured(f"unknown chat provider {provider!r}")
-            client = CHAT_PROVIDERS.get(provider)(model, m.base_url, m.api_key, {
-                **m.params, "max_retries": 0, "timeout": CHECK_TIMEOUT_SECONDS,
-                POLICY_KEY: self._outbound.tenant})
+            client, model = await self._chat_client(row)
         except Exception as exc:  # a setting no client can be built from: the reason, not a 500
             return CheckResult(False, _reason(exc))
         try:

@@ -19,6 +19,7 @@ from typing import Any
 from knora.domain.common import new_id, utcnow
 from knora.domain.errors import BadRequest, NotFound
 from knora.domain.knowledge import KBType, Knowledge, KnowledgeBase, ParseStatus
+from knora.services.ingest.images import copy_images, image_prefix, stored_names
 from knora.services.kb.copy import KBCopyService
 from knora.services.kb.tasks import KBTaskProgress, TaskProgressStore
 
@@ -141,8 +142,12 @@ class KnowledgeMoveService:
             data = await self.c.blobs.get(old_path)
             moved.file_path = await self.c.blobs.put(
                 f"{tenant_id}/{dst.id}/{kid}/{k.file_name or 'original'}", data)
+        if image_prefix(moved) != image_prefix(k):  # the images follow (same document id: same URLs)
+            await copy_images(self.c.blobs, k, moved, stored_names(k, await self.c.chunks(tenant_id, kid)))
         await self.c.repos.knowledge.update(moved)
         if old_path and moved.file_path != old_path:
             await self.c.blobs.delete(old_path)
+        if image_prefix(moved) != image_prefix(k):
+            await self.c.blobs.delete_prefix(image_prefix(k))
         if mode == "reparse":
             await self.reparse(tenant_id, kid)

@@ -18,6 +18,7 @@ from knora.domain.knowledge import (
     KnowledgeBase,
     RetrievalConfig,
     Tag,
+    VLMConfig,
 )
 from knora.domain.models import BUILTIN_CHAT_MODEL_ID
 from knora.domain.nulls import absent_nulls
@@ -26,7 +27,7 @@ from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import KBStats, Page, Repositories
 from knora.services.ingest.embedders import BUILTIN_EMBEDDING_MODEL_ID
 from knora.services.kb import storage
-from knora.services.refs import CHAT_TYPES, EMBEDDING_TYPES, RERANK_TYPES, TenantRefs
+from knora.services.refs import CHAT_TYPES, EMBEDDING_TYPES, RERANK_TYPES, VLM_TYPES, TenantRefs
 
 MAX_CHUNK_SIZE = 32_768
 
@@ -84,6 +85,18 @@ class KnowledgeBaseService:
             out["embedding_model_id"] = self._builtin(out["embedding_model_id"])
         return out
 
+    async def _vlm_config(self, tenant_id: int, value: object, current: VLMConfig | None = None) -> VLMConfig:
+        """WeKnora's ``vlm_config``: enabled needs a ``vlm`` model of the tenant (``GET /models``)."""
+        base = current.model_dump() if current is not None else {}
+        given = {**base, **value} if isinstance(value, dict) else value
+        cfg: VLMConfig = _model(VLMConfig, given, "vlm_config")
+        if cfg.model_id and not (current is not None and cfg.model_id == current.model_id):
+            cfg.model_id = await self.refs.model(tenant_id, cfg.model_id, field="vlm_config.model_id",
+                                                 types=VLM_TYPES)
+        if cfg.enabled and not cfg.model_id:
+            raise ValidationFailed("vlm_config.model_id is required when vlm_config.enabled is true")
+        return cfg
+
     def _builtin(self, embedding_model_id: str) -> str:
         """The id an embedding model is listed by: the settings' embedder spec (what knowledge bases stored
         before issue 13) is the built-in embedding model."""
@@ -115,6 +128,7 @@ class KnowledgeBaseService:
             extract_config=dict(body.get("extract_config") or {}),
             vector_store_id=str(body.get("vector_store_id") or ""),
             storage_provider_config=provider, storage_backend_id=backend,
+            vlm_config=await self._vlm_config(tenant_id, body.get("vlm_config") or {}),
         )
         return await self.repos.kbs.create(kb)
 
@@ -177,6 +191,8 @@ class KnowledgeBaseService:
                                                 merged.get("storage_backend_id"),
                                                 legacy=merged.get("storage_config"))
             changes.update(storage_provider_config=provider, storage_backend_id=backend)
+        if merged.get("vlm_config") is not None:
+            changes["vlm_config"] = await self._vlm_config(tenant_id, merged["vlm_config"], kb.vlm_config)
         return await self.repos.kbs.update(kb.model_copy(update=changes))
 
     async def delete(self, tenant_id: int, kb_id: str) -> None:

@@ -215,6 +215,10 @@ async def build_request(deps: PipelineDeps, req: TurnRequest, reads: Reads | Non
         wiki_kb_ids=tuple(kb.id for kb in kbs if kb.indexing_strategy.wiki_enabled),
         kb_types={kb.id: str(kb.type) for kb in kbs},
     )
+    if pr.images and not pr.vlm_model_id:  # Knora: a knowledge base's captioning VLM describes chat images
+        vlm = next((kb.vlm_config.model_id for kb in kbs if kb.vlm_config.active), "")
+        if vlm:
+            pr = pr.with_(vlm_model_id=vlm)
     return pr, kbs
 
 
@@ -222,7 +226,10 @@ def build_stages(pr: PipelineRequest) -> list[EventType]:
     E = EventType
     has_history = pr.max_rounds > 0
     if not (pr.has_kb_scope or pr.web_search_enabled):
-        return PipelineBuilder().add_if(has_history, E.LOAD_HISTORY).add(E.CHAT_COMPLETION_STREAM).build()
+        # Knora: images are described on the pure-chat path too, by the same stage (WeKnora's handler runs a
+        # separate VLM analysis there, spec §5.10)
+        return (PipelineBuilder().add_if(has_history, E.LOAD_HISTORY)
+                .add_if(bool(pr.images), E.QUERY_UNDERSTAND).add(E.CHAT_COMPLETION_STREAM).build())
     return (PipelineBuilder()
             .add_if(has_history, E.LOAD_HISTORY)
             .add(E.QUERY_UNDERSTAND, E.CHUNK_SEARCH_PARALLEL, E.CHUNK_RERANK)

@@ -38,7 +38,10 @@ def _cap(text: str, cap: int) -> tuple[str, bool]:
 
 
 def enrich_with_image_info(r: SearchResult) -> str:
-    """Spec §2.16 ``getEnrichedPassageForChat``: caption/OCR quoted right after each image they describe."""
+    """Spec §2.16 ``getEnrichedPassageForChat``: caption/OCR quoted right after each image they describe.
+    Knora: a captioned image the text does not reference (Knora's parsers place images by offset, not as
+    Markdown) has its caption quoted at the end, so a caption-only answer reaches the model; its OCR text is
+    already in the document text."""
     if not r.image_info:
         return r.content
     try:
@@ -54,11 +57,13 @@ def enrich_with_image_info(r: SearchResult) -> str:
     if not by_url:
         return r.content
     spots: list[tuple[int, str]] = []
+    referenced: set[int] = set()
     for pattern, group in ((MARKDOWN_IMAGE, 2), (HTML_IMAGE_SRC, 2)):
         for m in pattern.finditer(r.content):
             info = by_url.get(m.group(group).strip())
             if info is None:
                 continue
+            referenced.add(id(info))
             lines = []
             if info.get("caption"):
                 lines.append(f"**Image caption:** {info['caption']}")
@@ -70,6 +75,9 @@ def enrich_with_image_info(r: SearchResult) -> str:
     text = r.content
     for pos, insert in sorted(spots, reverse=True):
         text = text[:pos] + insert + text[pos:]
+    unplaced = {id(i): i for i in by_url.values() if id(i) not in referenced and i.get("caption")}
+    for info in unplaced.values():
+        text += "\n\n> **Image caption:** " + str(info["caption"]).replace("\n", "\n> ")
     return text
 
 

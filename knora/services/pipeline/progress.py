@@ -81,8 +81,10 @@ class Progress:
         if self.query_window is None:
             return
         w, self.query_window = self.query_window, None
-        await self._close(w, success=err is None, output="已完成问题理解" if err is None else "",
-                          error=err.message if err else "")
+        note = self._cm.state.image_note  # Knora: images not described are said so where the step shows
+        output = (note or "已完成问题理解") if err is None else ""
+        await self._close(w, success=err is None, output=output, error=err.message if err else "",
+                          data={"image_note": note} if note else None)
 
     # --- retrieval ------------------------------------------------------------------------------------------
     def _source(self) -> str:

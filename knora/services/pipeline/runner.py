@@ -130,6 +130,7 @@ class QuickAnswerRunner:
         return TurnOutcome(
             answer=st.chat_response, references=[] if st.is_fallback else list(st.merge_result),
             is_fallback=st.is_fallback, rendered_content=rendered, model_id=st.model_id,
+            image_description=st.image_description if cm.request.images else "",
             debug={"pipeline": {"rewrite_query": st.rewrite_query, "intent": st.intent,
                                 "stages": st.stage_info}})
 

@@ -155,6 +155,7 @@ class PipelineState:
     passages: list[dict[str, str]] = field(default_factory=list)  # [{handle, content}] shown to the model
     system_prompt_override: str = ""
     image_description: str = ""
+    image_note: str = ""  # why the user's images were not described (no VLM, or it failed); shown to the user
     quoted_context: str = ""
     chat_response: str = ""
     reasoning: str = ""

@@ -32,6 +32,26 @@ class ChatBody(BaseModel):
     language: str = ""
 
 
+MAX_CHAT_IMAGES = 5
+MAX_CHAT_IMAGE_CHARS = 14 * 1024 * 1024  # a ~10 MB image as base64
+_IMAGE_PREFIXES = tuple(f"data:image/{t};base64," for t in ("png", "jpeg", "jpg", "gif", "webp", "bmp"))
+
+
+def check_images(images: list[dict[str, Any]]) -> str | None:
+    """Why the body's ``images`` cannot be used (None when they can): each is ``{data: "data:image/…;base64,
+    …"}`` (WeKnora's shape; a client's ``url``/``caption`` are not trusted, spec §5.10), at most five, each at
+    most ~10 MB."""
+    if len(images) > MAX_CHAT_IMAGES:
+        return f"At most {MAX_CHAT_IMAGES} images per question"
+    for i, image in enumerate(images, 1):
+        data = image.get("data")
+        if not isinstance(data, str) or not data.startswith(_IMAGE_PREFIXES):
+            return f"images[{i - 1}].data must be a data:image/png|jpeg|gif|webp|bmp;base64 URL"
+        if len(data) > MAX_CHAT_IMAGE_CHARS:
+            return f"images[{i - 1}] is larger than 10 MB"
+    return None
+
+
 def _dedupe(values: list[str]) -> list[str]:
     return list(dict.fromkeys(v for v in values if v))
 

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from knora.domain.agent_settings import AgentSettings
 from knora.domain.common import utcnow
@@ -41,7 +42,7 @@ from knora.services.streaming.ending import (
     terminal_events,
 )
 from knora.services.streaming.handler import StreamHandler
-from knora.services.streaming.intake import ChatBody, merge_targets
+from knora.services.streaming.intake import ChatBody, check_images, merge_targets
 from knora.services.streaming.observe import TurnObserver
 from knora.services.streaming.pacing import DeltaPacer
 from knora.services.streaming.unsaved import UnsavedTurn, UnsavedTurns
@@ -123,6 +124,8 @@ class ChatService:
             raise AppError("No answering runtime is configured", status=503, code=1008)
         if body.images and not (agent is not None and settings.image_upload_enabled):
             raise BadRequest("Image upload is not enabled for this agent")
+        if body.images and (why := check_images(body.images)):
+            raise BadRequest(why)
         return agent, settings, kind, runner
 
     async def start(self, tenant_id: int, session_id: str, body: ChatBody, request_id: str,
@@ -265,12 +268,17 @@ class ChatService:
         await drain(kind, ctx, handler, registry, outcome, failure, mid)
         done = completed_fields(req, ctx, handler, registry, outcome, reason, started)
         ends = terminal_events(sid, mid, reason, done, handler.log_error, done.fields)
-        user_fields = ({"rendered_content": outcome.rendered_content}
-                       if outcome is not None and outcome.rendered_content else None)
+        user_fields: dict[str, Any] = {}
+        if outcome is not None and outcome.rendered_content:
+            user_fields["rendered_content"] = outcome.rendered_content
+        if outcome is not None and outcome.image_description and req.images:
+            # spec §2.3: the description becomes the first image's caption, so later turns' history has it
+            user_fields["images"] = [{"url": url, "caption": outcome.image_description if i == 0 else ""}
+                                     for i, url in enumerate(req.images)]
 
         async def save() -> None:
             await self.sessions.messages.complete(mid, done.fields, user_message_id=req.user_message_id,
-                                                  user_fields=user_fields)
+                                                  user_fields=user_fields or None)
 
         saved = await attempt(save, f"saving turn {mid}")
         if saved:

@@ -105,9 +105,37 @@ class TestOpenAIChatModel:
                 body["seed"]) == (0.3, 150, False, 7)
         assert "passages" not in body
 
+    async def test_images_go_as_vision_parts_and_the_fake_describes_them(self) -> None:
+        import base64
+        import io
+
+        from PIL import Image
+
+        buf = io.BytesIO()
+        Image.new("RGB", (40, 20), (30, 60, 220)).save(buf, format="PNG")
+        url = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+        async with FakeModelServer() as fake:
+            model = OpenAIChatModel("vlm", base_url=fake.base_url, api_key="k", max_retries=0)
+            resp = await model.chat([ChatMessage(role="system", content="s"),
+                                     ChatMessage(role="user", content="what is it?", images=[url])])
+            await model.close()
+        assert resp.content == "The picture shows a 40x20 pixel image, mostly blue."
+        user = fake.chat_requests[0]["messages"][1]
+        assert user["content"] == [{"type": "text", "text": "what is it?"},
+                                   {"type": "image_url", "image_url": {"url": url}}]
+        assert fake.chat_requests[0]["messages"][0]["content"] == "s"  # only user messages carry images
+
 
 @pytest.mark.integration
 class TestOllamaChatModel:
+    async def test_images_are_bare_base64(self) -> None:
+        async with FakeModelServer() as fake:
+            fake.script([Reply(content="ok")])
+            model = OllamaChatModel("q", base_url=fake.base_url)
+            await model.chat([ChatMessage(role="user", content="see", images=["data:image/png;base64,QUJD"])])
+            await model.close()
+        assert fake.requests[0]["messages"][0]["images"] == ["QUJD"]
+
     async def test_stream_and_chat(self) -> None:
         async with FakeModelServer() as fake:
             fake.script([Reply(content="hi there", reasoning_content="hmm", chunk_size=3,

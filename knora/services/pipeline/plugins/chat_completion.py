@@ -24,6 +24,7 @@ from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import ERR_GET_CHAT_MODEL, ERR_MODEL_CALL, PluginError
 from knora.services.pipeline.framework import Next
+from knora.services.pipeline.plugins.into_chat_message import IMAGE_SUFFIX
 from knora.services.pipeline.state import ChatManage, EventType
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,10 @@ def build_messages(cm: ChatManage, ctx: TurnContext) -> list[ChatMessage]:
         messages.append(ChatMessage(role="user", content=refs.encode_text(turn.query)))
         messages.append(ChatMessage(role="assistant",
                                     content=refs.encode_text(refs.compact_public_citations(turn.answer))))
-    messages.append(ChatMessage(role="user", content=refs.encode_text(st.user_content or req.query)))
+    content = st.user_content or req.query
+    if st.image_description and not req.chat_model_supports_vision and IMAGE_SUFFIX not in content:
+        content += IMAGE_SUFFIX + st.image_description  # pure chat: no into_chat_message stage added it
+    messages.append(ChatMessage(role="user", content=refs.encode_text(content)))
     return messages
 
 
@@ -116,6 +120,11 @@ class ChatCompletionStream:
                 await ctx.bus.emit(BusEvent.THOUGHT, {"content": "", "done": True, "event_id": thinking_id},
                                    event_id=thinking_id)
 
+        if cm.state.image_note:  # the user's images were not described: the answer says so first
+            lead = f"_{cm.state.image_note}_\n\n"
+            answer.append(lead)
+            await ctx.bus.emit(BusEvent.FINAL_ANSWER, {"content": lead, "done": False, "event_id": answer_id},
+                               event_id=answer_id)
         stream = model.stream(build_messages(cm, ctx), options_for(cm))
         try:
             async for chunk in stream:

@@ -14,7 +14,7 @@ from typing import Any
 
 from knora import prompts
 from knora.domain.model_json import extract_object
-from knora.ports.chat import ChatMessage, ChatOptions
+from knora.ports.chat import ChatMessage, ChatModel, ChatOptions
 from knora.ports.turn import HistoryTurn, TurnContext
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.errors import PluginError
@@ -22,6 +22,12 @@ from knora.services.pipeline.framework import Next
 from knora.services.pipeline.state import ChatManage, EventType
 
 log = logging.getLogger(__name__)
+
+NO_VLM_NOTE = ("Note: the {n} attached image(s) were not described — no vision model (VLM) is configured, so "
+               "the answer is based on the text of the question only.")
+IMAGE_FAILED_NOTE = ("Note: the {n} attached image(s) could not be described ({reason}); the answer is "
+                     "based on the text of the question only.")
+IMAGE_QUERY_CHARS = 500  # of an image description added to the search query
 
 _REWRITE_KEYS = ("rewrite_query", "rewritten_query", "query", "question")
 _DESC_KEYS = ("image_description", "image_desc", "image_text", "image_ocr_text", "description")
@@ -91,15 +97,8 @@ class QueryUnderstand:
         st.rewrite_query = req.query
         if not req.enable_rewrite and not req.images:
             return await next()
-        model = None
-        candidates = [req.query_understand_model_id] if req.query_understand_model_id else []
-        for model_id in [*candidates, req.chat_model_id]:
-            try:
-                model = await cm.chat_model(self._deps.chat_models, model_id)
-                break
-            except Exception as exc:  # noqa: BLE001 - a missing dedicated model falls back to the chat model
-                log.warning("query_understand model %s unavailable: %s", model_id, exc)
-        if model is None or not getattr(model, "generative", True):
+        model, vision = await self._model(cm)
+        if model is None:
             return await next()  # the extractive answerer cannot rewrite; keep the query as typed
         system = prompts.render(req.rewrite_prompt_system or prompts.content("default_rewrite"),
                                 {"language": req.language, "conversation": render_conversation(st.history)})
@@ -109,21 +108,70 @@ class QueryUnderstand:
                               {"query": query, "language": req.language})
         opts = ChatOptions(temperature=0.3, max_tokens=500 if req.images else 150, thinking=False,
                            extra={"purpose": "query_rewrite"})
+        images = list(req.images) if vision else []
         try:
             resp = await model.chat([ChatMessage(role="system", content=system),
-                                     ChatMessage(role="user", content=user)], opts)
+                                     ChatMessage(role="user", content=user, images=images)], opts)
         except Exception as exc:  # noqa: BLE001 - spec: errors leave the query unchanged
             log.warning("query_understand failed: %s", exc)
             cm.note("query_understand", error=str(exc))
+            if images:
+                st.image_note = IMAGE_FAILED_NOTE.format(n=len(images), reason=str(exc)[:200])
             return await next()
         result = parse_understanding(resp.content, req.query)
+        if images and not result.image_description and resp.content.strip() and not result.intent:
+            # a VLM that answered in prose described the images instead of filling the JSON object
+            result = Understanding(image_description=resp.content.strip(), parsed=True)
         if result.parsed:
             if result.rewrite:
                 st.rewrite_query = result.rewrite
             st.intent = result.intent
             st.image_description = result.image_description
-        cm.note("query_understand", rewrite=st.rewrite_query, intent=st.intent)
+        if images and st.image_description:
+            # Knora: the description also searches (a rewrite alone can drop what the image shows)
+            described = st.image_description.strip()[:IMAGE_QUERY_CHARS]
+            if described not in st.rewrite_query:
+                st.rewrite_query = f"{st.rewrite_query.strip()}\n{described}".strip()
+        elif images:
+            st.image_note = IMAGE_FAILED_NOTE.format(n=len(images), reason="the vision model said nothing")
+        cm.note("query_understand", rewrite=st.rewrite_query, intent=st.intent,
+                images_described=bool(images and st.image_description))
         if not cm.needs_retrieval and st.intent:
             override = req.intent_prompt_overrides.get(st.intent, "")
             st.system_prompt_override = override if override.strip() else intent_prompts().get(st.intent, "")
         return await next()
+
+    async def _model(self, cm: ChatManage) -> tuple[ChatModel | None, bool]:
+        """The model that understands the question, and whether it sees the images (spec §2.3 selectModel):
+        with images, the chat model when it has vision, else the VLM (``vlm_model_id``: the agent's, else a
+        knowledge base's ``vlm_config``); without one the images are not described and the user is told
+        (``image_note``), and the question is understood from its text."""
+        req, st = cm.request, cm.state
+        if req.images:
+            if req.chat_model_supports_vision:
+                model = await self._load(cm, [req.chat_model_id])
+                if model is not None:
+                    return model, True
+            if req.vlm_model_id:
+                model = await self._load(cm, [req.vlm_model_id])
+                if model is not None:
+                    return model, True
+                st.image_note = IMAGE_FAILED_NOTE.format(n=len(req.images),
+                                                         reason=f"the vision model {req.vlm_model_id} is "
+                                                                "not available")
+            else:
+                st.image_note = NO_VLM_NOTE.format(n=len(req.images))
+            if not req.enable_rewrite:
+                return None, False
+        candidates = [req.query_understand_model_id] if req.query_understand_model_id else []
+        return await self._load(cm, [*candidates, req.chat_model_id]), False
+
+    async def _load(self, cm: ChatManage, model_ids: Sequence[str]) -> ChatModel | None:
+        for model_id in model_ids:
+            try:
+                model = await cm.chat_model(self._deps.chat_models, model_id)
+            except Exception as exc:  # noqa: BLE001 - a missing dedicated model falls back to the chat model
+                log.warning("query_understand model %s unavailable: %s", model_id, exc)
+                continue
+            return model if getattr(model, "generative", True) else None
+        return None
