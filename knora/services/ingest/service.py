@@ -86,6 +86,11 @@ class IngestDeps:
     chat_models: ChatModels | None = None  # the VLM that captions images (``vlm_config.model_id``)
 
 
+# what a partial parse left out, each with its reason (``ParsedDocument.skipped``), in the document's metadata
+SKIPPED_KEY = "parse_skipped"
+MAX_SKIPPED_NOTES = 50
+
+
 def file_extension(name: str) -> str:
     """The parser type of ``name``: its extension, or the type of an extension-less Dockerfile, Makefile …"""
     return file_type(name)
@@ -452,9 +457,11 @@ class IngestService:
         metadata.update({f"doc_{a}": str(b) for a, b in doc.metadata.items()} if doc.metadata else {})
         if doc.tables:
             metadata["tables"] = json.dumps(doc.tables[:5])[:200_000]
-        for key in ("images", "image_captions"):
+        for key in ("images", "image_captions", SKIPPED_KEY):
             metadata.pop(key, None)  # an earlier parse's
         metadata.update(image_notes)
+        if doc.skipped:  # a partial parse says what it left out (the document list shows it)
+            metadata[SKIPPED_KEY] = doc.skipped[:MAX_SKIPPED_NOTES]
         complete: dict[str, Any] = {"parse_status": str(ParseStatus.COMPLETED), "error_message": "",
                                     "title": title,
                                     "processed_at": utcnow(), "metadata": metadata, **extra,

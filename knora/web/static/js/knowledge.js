@@ -158,6 +158,16 @@ function statusBadge(d) {
   return h("span", { class: `badge ${s}`, title: d.error_message || "" }, t(`doc.status.${s}`));
 }
 
+// A partial parse names what it left out (metadata.parse_skipped): a scanned page with OCR off, the 101st
+// attachment, slides past the limit …
+function skippedNote(d) {
+  const skipped = Array.isArray(d.metadata?.parse_skipped) ? d.metadata.parse_skipped : [];
+  if (!skipped.length || d.parse_status !== "completed") return null;
+  return h("details", { class: "small warn skipped-note" },
+    h("summary", null, t("doc.skipped", { n: skipped.length })),
+    h("ul", null, skipped.map((s) => h("li", null, s))));
+}
+
 function drawDocs(table, docs, refresh) {
   clear(table);
   if (!docs.length) { table.append(h("p", { class: "muted" }, t("doc.empty"))); return; }
@@ -165,7 +175,8 @@ function drawDocs(table, docs, refresh) {
     h("thead", null, h("tr", null, h("th", null, t("doc.title")), h("th", null, t("doc.status")), h("th", { class: "num" }, t("doc.size")), h("th", null, t("doc.updated")), h("th", null, ""))),
     h("tbody", null, docs.map((d) => h("tr", { dataset: { docId: d.id, status: d.parse_status } },
       h("td", null, h("a", { href: `/kb/${d.knowledge_base_id}/doc/${d.id}`, "data-link": "" }, d.title || d.file_name || d.source || d.id),
-        d.parse_status === "failed" && d.error_message ? h("div", { class: "error small fail-reason" }, d.error_message) : null),
+        d.parse_status === "failed" && d.error_message ? h("div", { class: "error small fail-reason" }, d.error_message) : null,
+        skippedNote(d)),
       h("td", null, statusBadge(d)),
       h("td", { class: "num" }, formatBytes(d.file_size)),
       h("td", null, formatTime(d.updated_at)),
