@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: run test install install-test browser lint typecheck bench clean
+.PHONY: run test install install-test browser fonts lint typecheck bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -16,13 +16,20 @@ install: $(BIN)/python
 
 install-test: $(BIN)/python
 	$(BIN)/pip install -q -e '.[test,minilm]'
-	@$(MAKE) -s browser
+	@$(MAKE) -s browser fonts
 
 # Chromium for the browser tests comes from Debian's packages (no browser download by Playwright).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing: sudo apt-get install chromium" >&2; fi; }
+
+# Fonts the OCR tests render their scanned pages with (tests/fakes/scans.py): Chinese (WenQuanYi Zen Hei) and
+# Latin (DejaVu Sans), from Debian's packages like chromium.
+fonts:
+	@[ -f /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc ] && [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-zenhei fonts-dejavu-core >/dev/null; \
+	  else echo "fonts missing: sudo apt-get install fonts-wqy-zenhei fonts-dejavu-core" >&2; fi; }
 
 # Sets up and starts Knora on its embedded default (SQLite, local embedder, bundled sample knowledge base).
 run: install
