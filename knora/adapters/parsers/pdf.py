@@ -171,7 +171,7 @@ class _Reader:
                               pages=builder.pages, images=builder.images, skipped=skipped)
 
     def _nothing_read(self, count: int, no_text: int) -> str:
-        reasons = sorted({reason for _, reason in self.skipped})
+        reasons = _ranges(self.skipped)
         if no_text and self.ocr.unavailable:
             return (f"the PDF has no extractable text: {no_text} of its {count} pages have no usable text "
                     f"layer (a scanned document?) and {self.ocr.unavailable}")
