@@ -9,9 +9,11 @@ pages past the OCR time budget, images beyond the limits — is named in ``Parse
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 _MAX_PAGES = 5000
 _MAX_PAGE_CHARS = 200_000  # a dense page holds ~5,000; beyond this a page is a bomb, not a page
 _MAX_PAGE_OBJECTS = 20_000  # page objects looked at per page for images and rulings
+_MAX_FORM_DEPTH = 4  # form XObjects nested deeper than this are not searched for images
 _OCR_DPI = 200
 _MAX_RENDER_PIXELS = 12_000_000  # A4 at 200 dpi is 3.9 Mpx; a poster-sized page is rendered smaller
 _FEW_LETTERS = 20  # a page with a page-sized image and fewer letters than this is a scan with a stamp
@@ -295,23 +298,39 @@ class _Objects:
 
 
 def _page_objects(page: pypdfium2.PdfPage, area: float) -> _Objects:
+    """The page's images and the number of its paths (rulings), through pdfium's raw calls: a page of tens of
+    thousands of objects is walked in milliseconds, and at most ``_MAX_PAGE_OBJECTS`` are looked at."""
+    import pypdfium2 as pdfium
     import pypdfium2.raw as c
 
-    images: list[pypdfium2.PdfImage] = []
-    paths = 0
-    coverage = 0.0
+    found = _Objects([], 0, 0.0)
     left, bottom, right, top = page.get_bbox()
-    for seen, obj in enumerate(page.get_objects(max_depth=4)):
-        if seen >= _MAX_PAGE_OBJECTS:
-            break
-        if obj.type == c.FPDF_PAGEOBJ_PATH:
-            paths += 1
-        elif obj.type == c.FPDF_PAGEOBJ_IMAGE:
-            x0, y0, x1, y1 = obj.get_bounds()
-            shown = max(0.0, min(x1, right) - max(x0, left)) * max(0.0, min(y1, top) - max(y0, bottom))
-            coverage = max(coverage, shown / area)
-            images.append(obj)
-    return _Objects(images, paths, coverage)
+    budget = [_MAX_PAGE_OBJECTS]
+
+    def walk(count: int, get: Callable[[int], object], depth: int) -> None:
+        for i in range(count):
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
+            raw = get(i)
+            if not raw:
+                continue
+            kind = c.FPDFPageObj_GetType(raw)
+            if kind == c.FPDF_PAGEOBJ_PATH:
+                found.paths += 1
+            elif kind == c.FPDF_PAGEOBJ_IMAGE:
+                image = pdfium.PdfObject(raw, page=page, pdf=page.pdf)
+                x0, y0, x1, y1 = image.get_bounds()
+                shown = max(0.0, min(x1, right) - max(x0, left)) * max(0.0, min(y1, top) - max(y0, bottom))
+                found.max_coverage = max(found.max_coverage, shown / area)
+                if isinstance(image, pdfium.PdfImage):
+                    found.images.append(image)
+            elif kind == c.FPDF_PAGEOBJ_FORM and depth < _MAX_FORM_DEPTH:
+                walk(c.FPDFFormObj_CountObjects(raw), functools.partial(c.FPDFFormObj_GetObject, raw),
+                     depth + 1)
+
+    walk(c.FPDFPage_CountObjects(page), functools.partial(c.FPDFPage_GetObject, page.raw), 0)
+    return found
 
 
 def _text_lines(textpage: pypdfium2.PdfTextPage, left: float, top: float, width: float,

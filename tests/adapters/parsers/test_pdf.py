@@ -218,8 +218,9 @@ class TestScannedPages:
         assert [p.number for p in doc.pages] == [1, 3]
 
     def test_only_scanned_pages_and_ocr_off_is_a_clear_failure(self) -> None:
-        with pytest.raises(ParseError, match=r"no extractable text: 2 of its 2 pages have no usable text layer "
-                                             r"\(a scanned document\?\) and OCR off"):
+        reason = (r"no extractable text: 2 of its 2 pages have no usable text layer \(a scanned document\?\) "
+                  r"and OCR off")
+        with pytest.raises(ParseError, match=reason):
             parse(make_pdf(2, scanned_page))
 
     def test_ocr_that_cannot_load_is_named(self) -> None:
@@ -227,7 +228,8 @@ class TestScannedPages:
             raise OcrUnavailable("the OCR engine 'fake' is not installed")
         ctx = ParseContext(max_expanded_bytes=1 << 30, options=ParseOptions(ocr=True), ocr_loader=broken)
         doc = PdfParser(ctx).parse(make_pdf(3, self.mixed), "doc.pdf")
-        assert doc.skipped == ["p. 2: no text layer, OCR unavailable (the OCR engine 'fake' is not installed)"]
+        reason = "no text layer, OCR unavailable (the OCR engine 'fake' is not installed)"
+        assert doc.skipped == [f"p. 2: {reason}"]
 
     def test_a_garbage_text_layer_is_read_by_ocr(self) -> None:
         from reportlab.pdfbase import pdfmetrics
@@ -237,7 +239,7 @@ class TestScannedPages:
 
         def draw(c: canvas.Canvas, n: int) -> None:
             c.setFont("DejaVu", 12)
-            c.drawString(72, 700, "\ufffd\ufffd\ufffd \ufffd\ufffd\ufffd\ufffd \ufffd\ufffd \ufffd\ufffd\ufffd\ufffd")
+            c.drawString(72, 700, " ".join("\ufffd" * n for n in (3, 4, 2, 4)))
         ocr = FakeOcr()
         doc = parse(make_pdf(1, draw), ocr=ocr)
         assert doc.text == "scanned words 1"
@@ -284,11 +286,10 @@ class TestBadInput:
         good = make_pdf(6, body)
         for cut in (len(good) // 5, len(good) // 2, len(good) - 40):
             try:
-                doc = parse(good[:cut])
+                outcome = parse(good[:cut]).text
             except ParseError as exc:
-                assert str(exc)
-            else:
-                assert "topic1" in doc.text
+                outcome = f"failed: {exc}"
+            assert "topic1" in outcome or outcome.startswith("failed: the PDF "), outcome
 
     def test_a_page_tree_claiming_a_million_pages(self) -> None:
         with pytest.raises(ParseError, match="has 1000000 pages; at most 5000"):
@@ -334,7 +335,8 @@ def _pdf(objects: list[bytes]) -> bytes:
 
 
 def _catalog(kids: bytes, count: int) -> list[bytes]:
-    return [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [" + kids + f"] /Count {count} >>".encode()]
+    return [b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [" + kids + f"] /Count {count} >>".encode()]
 
 
 def bomb_fanout(width: int, levels: int) -> bytes:
