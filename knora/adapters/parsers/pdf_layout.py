@@ -24,7 +24,7 @@ MIN_PAGES_FOR_REPEATS = 3
 REPEAT_SHARE = 0.5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Line:
     """One line of a page, with its vertical extent as fractions of the page height from the top."""
 
