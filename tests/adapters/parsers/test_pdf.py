@@ -107,6 +107,15 @@ class TestPages:
         assert parse_bytes(make_pdf(1, titled), "x.pdf").title == "Field Guide"
         assert parse_bytes(make_pdf(1, body), "scan 01.pdf").title == "scan 01"
 
+    def test_two_columns_are_read_column_by_column(self) -> None:
+        def draw(c: canvas.Canvas, n: int) -> None:
+            c.setFont("Helvetica", 11)
+            for x, column in ((72, "left"), (320, "right")):
+                for i in range(3):
+                    c.drawString(x, 700 - 14 * i, f"{column} column line {i}")
+        text = parse(make_pdf(1, draw)).text
+        assert text.index("left column line 2") < text.index("right column line 0")
+
     def test_a_footer_drawn_first_is_still_read_last(self) -> None:
         doc = parse(make_pdf(2, lambda c, n: with_running_lines(c, n, 2)))
         page_one = doc.text[doc.pages[0].start:doc.pages[0].end]
@@ -211,6 +220,29 @@ class TestScannedPages:
         assert doc.text[page_two.start:page_two.end] == "scanned words 1"
         assert doc.images == []  # the page itself was read; its scan is not kept again as an image
         assert doc.skipped == []
+        assert doc.metadata["ocr_pages"] == "2"
+
+    def test_a_pillow_scan_is_a_scanned_page(self) -> None:
+        scans = pytest.importorskip("tests.fakes.scans")
+        try:
+            data = scans.scanned_pdf([["A scanned contract, page one."], ["Page two of the contract."]])
+        except scans.FontMissing as exc:
+            pytest.skip(str(exc))
+        ocr = FakeOcr()
+        doc = parse(data, ocr=ocr)
+        assert ocr.calls == 2
+        assert [p.number for p in doc.pages] == [1, 2]
+
+    def test_the_scan_under_a_searchable_text_layer_is_not_read_twice(self) -> None:
+        def draw(c: canvas.Canvas, n: int) -> None:
+            scanned_page(c, n)
+            body(c, n)  # a scanner's invisible text layer, here visible
+        ocr = FakeOcr()
+        doc = parse(make_pdf(1, draw), ocr=ocr)
+        assert ocr.calls == 0
+        assert "topic1" in doc.text
+        assert doc.images == []
+        assert doc.skipped == ["1 image left out: page scans under a text layer"]
 
     def test_with_ocr_off_the_scanned_page_is_named_as_skipped(self) -> None:
         doc = parse(make_pdf(3, self.mixed))
