@@ -13,6 +13,7 @@ from knora.adapters.parsers._common import DEFAULT_MAX_EXPANDED_BYTES, extension
 from knora.adapters.parsers.csv import CsvParser
 from knora.adapters.parsers.docx import DocxParser
 from knora.adapters.parsers.html import HtmlParser
+from knora.adapters.parsers.image import ImageParser
 from knora.adapters.parsers.json import JsonParser
 from knora.adapters.parsers.md import MarkdownParser
 from knora.adapters.parsers.pdf import PdfParser
@@ -42,6 +43,7 @@ register(lambda ctx: DocxParser(ctx.max_expanded_bytes), DocxParser.extensions)
 register(lambda _ctx: CsvParser(), CsvParser.extensions)
 register(lambda ctx: XlsxParser(ctx.max_expanded_bytes), XlsxParser.extensions)
 register(lambda _ctx: JsonParser(), JsonParser.extensions)
+register(ImageParser, ImageParser.extensions)
 
 
 def context(max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
