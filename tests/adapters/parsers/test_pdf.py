@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import time
 from collections.abc import Callable, Sequence
+from types import ModuleType
 
 import pytest
 from PIL import Image
@@ -402,3 +403,50 @@ def bomb_nested_forms(depth: int) -> bytes:
         objects.append(_stream(content, b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << "
                                + f"/Font << /F1 3 0 R >> /XObject << /X0 {7 + i} 0 R >> >>".encode()))
     return _pdf(objects)
+
+
+
+@pytest.fixture(scope="module")
+def real_scans() -> ModuleType:
+    """``tests.fakes.scans`` once the rapidocr engine loads here and the CJK font is installed."""
+    from knora.adapters.ocr.registry import load_engine
+
+    scans = pytest.importorskip("tests.fakes.scans")
+    try:
+        scans.font_path(cjk=True)
+        load_engine("rapidocr")
+    except (scans.FontMissing, OcrUnavailable) as exc:
+        pytest.skip(str(exc))
+    return scans
+
+
+@pytest.mark.slow
+class TestRealOcr:
+    """The rapidocr engine (``knora.adapters.ocr.rapidocr``) on Pillow-rendered scans in a PDF, through
+    ``parse_bytes`` with the default options: OCR on."""
+
+    def test_english_and_chinese_scans_are_read_with_their_pages(self, real_scans: ModuleType) -> None:
+        import difflib
+
+        english = real_scans.sample_lines("en", 5, seed=1)
+        chinese = real_scans.sample_lines("zh", 4, seed=2)
+        doc = parse_bytes(real_scans.scanned_pdf([english, chinese]), "scan.pdf")
+        assert doc.metadata["ocr_pages"] == "1,2"
+        assert [p.number for p in doc.pages] == [1, 2]
+        for span, lines in zip(doc.pages, (english, chinese), strict=True):
+            want = "".join("".join(lines).split())
+            got = "".join(doc.text[span.start:span.end].split())
+            assert difflib.SequenceMatcher(None, want, got).ratio() >= 0.95, (want, got)
+
+    def test_a_scanned_page_between_text_pages(self, real_scans: ModuleType) -> None:
+        scan = real_scans.render_scan(["The warranty claim number is WX-4471."])
+
+        def draw(c: canvas.Canvas, n: int) -> None:
+            if n == 2:
+                c.drawImage(ImageReader(scan), 0, 0, WIDTH, HEIGHT)
+            else:
+                body(c, n)
+        doc = parse_bytes(make_pdf(3, draw), "mixed.pdf")
+        assert doc.metadata["ocr_pages"] == "2"
+        at = doc.text.index("WX-4471")
+        assert chunk_location(doc.pages, at, at + 7)["page"] == 2
