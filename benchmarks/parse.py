@@ -5,8 +5,10 @@ line holding every section that ran.
   ruled table every 10th page), each parsed in a fresh process: peak RSS of that process minus its RSS before
   the parse (goal: flat in the page count: pages are loaded, read and closed one at a time) and pages/s; and
   the cost of a page that pdfplumber is asked about (a ruled table) against a text-only page.
+- ``pdf_scanned``: scanned PDF pages read by the real OCR engine (pages/s), and a 10-page scan under a 5 s
+  time budget (a partial parse naming the pages left).
 
-    python benchmarks/parse.py [--only pdf] [--pages 100 --pages 500]
+    python benchmarks/parse.py [--only pdf] [--only pdf_scanned] [--pages 100 --pages 500]
 """
 
 from __future__ import annotations
@@ -110,8 +112,33 @@ def _page_costs() -> dict[str, float]:
     return costs
 
 
+def pdf_scanned() -> dict[str, Any]:
+    """Scanned PDF pages (``tests/fakes/scans.py``) through the real OCR engine: pages/s (render at 200 dpi +
+    OCR), and a 10-page scan under a 5 s time budget: how many pages were read, how long the parse took, and
+    what it named as skipped."""
+    from knora.adapters.ocr.registry import load_engine
+    from knora.adapters.parsers.registry import parse_bytes
+    from knora.ports.parser import ParseOptions
+    from tests.fakes import scans
+
+    load_engine("rapidocr")  # the model load is a once-per-worker cost, not a page's
+    pages = [scans.sample_lines("en", 12, seed=i) for i in range(3)]
+    data = scans.scanned_pdf(pages)
+    start = time.perf_counter()
+    doc = parse_bytes(data, "scan.pdf")
+    seconds = time.perf_counter() - start
+    big = scans.scanned_pdf([scans.sample_lines("en", 12, seed=i) for i in range(10)])
+    start = time.perf_counter()
+    partial = parse_bytes(big, "big-scan.pdf", options=ParseOptions(time_budget_seconds=5))
+    return {"ocr_pages_per_s": round(len(pages) / seconds, 2),
+            "ocr_pages": doc.metadata.get("ocr_pages", ""),
+            "budget_5s": {"seconds": round(time.perf_counter() - start, 1),
+                          "pages_read": partial.metadata.get("ocr_pages", ""), "skipped": partial.skipped}}
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "pdf": lambda args: pdf(args.pages or [100, 500]),
+    "pdf_scanned": lambda _args: pdf_scanned(),
 }
 
 
