@@ -53,6 +53,7 @@ def clean_title(raw: str) -> str:
 
 
 Item = Line | str | ParsedImage  # a line of text, a Markdown table, an image
+Box = tuple[float, float, float, float]
 
 
 @dataclass
@@ -94,10 +95,11 @@ class _Ocr:
             return f"OCR stopped: the time budget of {self._budget:g} s was used"
         return ""
 
-    def read(self, image: bytes) -> list[tuple[str, tuple[float, float, float, float]]]:
-        """Text lines and boxes (pixels) of ``image``; call only when ``why_not()`` is empty."""
+    def read(self, image: bytes, since: float | None = None) -> list[tuple[str, Box]]:
+        """Text lines and boxes (pixels) of ``image``; call only when ``why_not()`` is empty. The time
+        from ``since`` (the page's render) counts toward the next call's estimate."""
         assert self._engine is not None
-        start = time.monotonic()
+        start = time.monotonic() if since is None else since
         try:
             result = self._engine.recognize(image)
         except OcrUnavailable as exc:
@@ -230,7 +232,7 @@ class _Reader:
                 return None
         items: list[Item] = list(layout.reading_order(lines))
         if objects.paths >= _RULING_PATHS:
-            items = self._with_tables(items, number - 1, left, top, width, height)
+            items = self._with_tables(items, number - 1)
         if self.options.extract_images:
             for image, at in self._images(objects.images, number, top, height, q.letters >= _FEW_LETTERS):
                 items.insert(_position(items, at), image)
@@ -238,6 +240,7 @@ class _Reader:
 
     def _ocr_page(self, page: pypdfium2.PdfPage, number: int, width: float,
                   height: float) -> list[Line] | None:
+        started = time.monotonic()
         scale = min(_OCR_DPI / 72, math.sqrt(_MAX_RENDER_PIXELS / (width * height)))
         bitmap = page.render(scale=scale, grayscale=True)
         try:
@@ -248,23 +251,21 @@ class _Reader:
         finally:
             bitmap.close()
         try:
-            found = self.ocr.read(buf.getvalue())
+            found = self.ocr.read(buf.getvalue(), since=started)
         except ParseError as exc:
             self.skipped.append((number, f"OCR failed ({exc})"))
             return None
         return [Line(text, top=box[1] / px_h, bottom=box[3] / px_h, left=box[0] / px_w, right=box[2] / px_w)
                 for text, box in found]
 
-    def _with_tables(self, items: list[Item], index: int, left: float, top: float, width: float,
-                     height: float) -> list[Item]:
+    def _with_tables(self, items: list[Item], index: int) -> list[Item]:
         """Lines inside a ruled table replaced by the table as Markdown, where its first line was."""
         for table in self.tables.tables(index):
-            inside = [i for i, it in enumerate(items) if isinstance(it, Line) and table.holds(it)]
+            inside = {i for i, it in enumerate(items) if isinstance(it, Line) and table.holds(it)}
             if not inside:
                 continue
-            at = inside[0]
-            kept = [it for i, it in enumerate(items) if i not in set(inside)]
-            kept.insert(at, table.markdown)
+            kept = [it for i, it in enumerate(items) if i not in inside]
+            kept.insert(min(inside), table.markdown)
             items = kept
         return items
 
