@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 _MAX_PAGES = 5000
 _OCR_DPI = 200
 _MAX_RENDER_PIXELS = 12_000_000  # A4 at 200 dpi is 3.9 Mpx; a poster-sized page is rendered smaller
+# Rendering decodes every image of the page at full size: an A4 scan at 600 dpi is 35 Mpx, a 20,000 x 20,000
+# image bomb 400 Mpx (400 MB decoded for a 400 KB file).
+_MAX_RENDER_SOURCE_PIXELS = 64_000_000
 _FEW_LETTERS = 20  # a page with a page-sized image and fewer letters than this is a scan with a stamp
 _SCAN_COVERAGE = 0.5  # share of the page an image must cover to make the page look scanned
 _RULING_PATHS = 4  # path objects on a page before pdfplumber is asked for tables
@@ -216,6 +219,9 @@ class _Reader:
         looks_scanned = not q.usable or (q.letters < _FEW_LETTERS and objects.max_coverage >= _SCAN_COVERAGE)
         if looks_scanned and (lines or objects.images or objects.paths):
             why = self.ocr.why_not()
+            if not why and objects.pixels > _MAX_RENDER_SOURCE_PIXELS:
+                why = (f"its images hold {objects.pixels // 1_000_000} Mpx, too many to render for OCR "
+                       f"(limit {_MAX_RENDER_SOURCE_PIXELS // 1_000_000} Mpx)")
             if not why:
                 ocr_lines = self._ocr_page(page, number, width, height)
                 if ocr_lines is not None:

@@ -6,6 +6,7 @@ built to be expensive costs a bounded amount of work here.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from collections.abc import Callable
@@ -27,6 +28,7 @@ class PageObjects:
     images: list[tuple[pypdfium2.PdfImage, float]]  # with the share of the page each covers
     paths: int
     max_coverage: float  # the largest share of the page one image covers
+    pixels: int = 0  # the images' decoded pixels, summed: what rendering the page decodes
 
 
 def page_objects(page: pypdfium2.PdfPage, area: float) -> PageObjects:
@@ -57,6 +59,9 @@ def page_objects(page: pypdfium2.PdfPage, area: float) -> PageObjects:
                 found.max_coverage = max(found.max_coverage, shown / area)
                 if isinstance(image, pdfium.PdfImage):
                     found.images.append((image, shown / area))
+                    with contextlib.suppress(pdfium.PdfiumError):
+                        w, h = image.get_px_size()
+                        found.pixels += w * h
             elif kind == c.FPDF_PAGEOBJ_FORM and depth < MAX_FORM_DEPTH:
                 walk(c.FPDFFormObj_CountObjects(raw), functools.partial(c.FPDFFormObj_GetObject, raw),
                      depth + 1)

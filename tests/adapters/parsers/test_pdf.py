@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
@@ -201,6 +202,32 @@ class TestImages:
         assert doc.images[0].ocr_text == "scanned words 1"
         assert "scanned words 1" in doc.text[doc.pages[0].start:doc.pages[0].end]
 
+    def test_the_image_count_and_bytes_are_capped_and_what_was_left_is_named(
+            self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from knora.adapters.parsers import pdf_images
+
+        def draw(c: canvas.Canvas, n: int) -> None:
+            body(c, n)
+            for i in range(3):
+                c.drawImage(ImageReader(picture(100, 100, seed=10 * n + i)), 72 + 120 * i, 300, 100, 100)
+        monkeypatch.setattr(pdf_images, "MAX_IMAGES", 4)
+        doc = parse(make_pdf(2, draw))
+        assert len(doc.images) == 4
+        assert doc.skipped == ["2 images left out: more than 4 in the document"]
+        monkeypatch.setattr(pdf_images, "MAX_TOTAL_BYTES", len(doc.images[0].data) * 2)
+        capped = parse(make_pdf(2, draw))
+        assert 1 <= len(capped.images) <= 2
+        assert capped.skipped[0].endswith("left out: the document's images passed 0 MB")
+
+    def test_an_image_claiming_400_megapixels_is_neither_decoded_nor_rendered(self) -> None:
+        ocr = FakeOcr()
+        data = bomb_pixels(20_000)
+        assert len(data) < 1_000_000
+        reason = r"p\. 1: no text layer, its images hold 400 Mpx, too many to render"
+        with pytest.raises(ParseError, match=reason):
+            parse(data, ocr=ocr)
+        assert ocr.calls == 0
+
     def test_no_images_when_the_upload_says_so(self) -> None:
         def draw(c: canvas.Canvas, n: int) -> None:
             body(c, n)
@@ -392,6 +419,17 @@ def bomb_deep_tree(depth: int) -> bytes:
 def bomb_nested_arrays(depth: int) -> bytes:
     page = _PAGE.replace(b"/Contents", b"/X " + b"[" * depth + b"]" * depth + b" /Contents")
     return _pdf(_catalog(b"5 0 R", 1) + [_FONT, _hello(), page])
+
+
+def bomb_pixels(side: int) -> bytes:
+    """A page-sized grey image of ``side`` x ``side`` pixels, zeros compressed to a few hundred KB."""
+    deflate = zlib.compressobj(9)
+    row = bytes(side)
+    packed = b"".join(deflate.compress(row) for _ in range(side)) + deflate.flush()
+    image = _stream(packed, f"/Type /XObject /Subtype /Image /Width {side} /Height {side} "
+                    "/BitsPerComponent 8 /ColorSpace /DeviceGray /Filter /FlateDecode".encode())
+    page = _PAGE.replace(b"/Font << /F1 3 0 R >>", b"/XObject << /Im0 6 0 R >>")
+    return _pdf(_catalog(b"5 0 R", 1) + [_FONT, _stream(b"q 612 0 0 792 0 0 cm /Im0 Do Q"), page, image])
 
 
 def bomb_nested_forms(depth: int) -> bytes:
