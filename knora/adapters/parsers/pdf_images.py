@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 MAX_IMAGES = 50
 MAX_TOTAL_BYTES = 32 * 1024 * 1024
 MAX_PIXELS = 25_000_000  # decoded, an RGB image this size is 75 MB
+MAX_SIDE = 2048  # a re-encoded image is scaled down to this (a JPEG is kept as the PDF holds it)
 MIN_SIDE_PX = 48  # smaller than this on either side: an icon, a bullet, a rule
 MIN_SIDE_PT = 24  # shown smaller than a third of an inch
 
@@ -80,7 +81,18 @@ def extract_image(obj: pypdfium2.PdfImage, budget: ImageBudget,
     budget.seen.add(digest)
     budget.kept += 1
     budget.bytes += len(data)
-    return ParsedImage(data=data, mime=mime, width=width, height=height), page_top - y1
+    shown_w, shown_h = _size(data, (width, height))
+    return ParsedImage(data=data, mime=mime, width=shown_w, height=shown_h), page_top - y1
+
+
+def _size(data: bytes, fallback: tuple[int, int]) -> tuple[int, int]:
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.size
+    except OSError:
+        return fallback
 
 
 def _encoded(obj: pypdfium2.PdfImage) -> tuple[bytes, str]:
@@ -91,6 +103,8 @@ def _encoded(obj: pypdfium2.PdfImage) -> tuple[bytes, str]:
         image = bitmap.to_pil()
         if image.mode not in ("RGB", "RGBA", "L", "LA", "1", "P"):
             image = image.convert("RGB")
+        if max(image.size) > MAX_SIDE:
+            image.thumbnail((MAX_SIDE, MAX_SIDE))  # enough for a caption, a chunk viewer and OCR
         buf = io.BytesIO()
         image.save(buf, format="PNG")
     finally:

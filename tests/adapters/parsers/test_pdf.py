@@ -185,6 +185,14 @@ class TestImages:
         assert doc.pages[1].start <= image.offset <= len(doc.text)
         assert doc.skipped == ["1 image left out: small (icons, rules)"]
 
+    def test_a_large_image_is_kept_scaled_down(self) -> None:
+        def draw(c: canvas.Canvas, n: int) -> None:
+            body(c, n)
+            c.drawImage(ImageReader(picture(2600, 200)), 72, 300, 450, 35)
+        [image] = parse(make_pdf(1, draw)).images
+        assert (image.width, image.height) == (2048, 158)
+        assert Image.open(io.BytesIO(image.data)).size == (2048, 158)
+
     def test_an_image_shown_on_every_page_is_kept_once(self) -> None:
         logo = picture(120, 120)
 
