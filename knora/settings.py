@@ -128,8 +128,12 @@ class Settings(BaseSettings):
         default=300.0, ge=0,
         description="Longest parse of one document; then it is stopped and fails. 0 = none")
     parse_memory_limit_mb: int = Field(
-        default=1024, ge=0,
-        description="Address space of a parser process; a file that needs more fails. 0 = no limit")
+        default=1536, ge=0,
+        description="Address space of a parser process; a file that needs more fails. 0 = no limit. 1536 "
+        "because OCR needs it: a worker with rapidocr loaded (onnxruntime, OpenCV) reserves ~640 MB of "
+        "address space (190 MB resident) and OCR of an A4 page scanned at 200 dpi peaks at ~1.2 GB (420 MB "
+        "resident); at 1024 the second page already fails. The rest is room for decoding a 50-megapixel "
+        "image (150 MB)")
     ingest_max_attempts: int = Field(
         default=3, ge=1,
         description="Times an ingestion job is started; a job whose process died this often (a crash or a "

@@ -78,7 +78,7 @@ class ParseLimits:
     time bounds: a thread can be neither capped nor stopped)."""
 
     max_expanded_bytes: int  # bytes a zip container (DOCX, XLSX) may expand to, counted as they are read
-    memory_mb: int = 1024  # address space of the parsing process
+    memory_mb: int = 1536  # address space of the parsing process (settings.parse_memory_limit_mb)
     timeout_seconds: float = 300.0  # one document, from the moment the worker has it
 
 

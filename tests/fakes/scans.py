@@ -15,6 +15,7 @@ API (kept stable; other tests build scanned PDFs with it):
   by default a CJK font when a line holds CJK characters, else DejaVu Sans).
 - ``font_path(cjk) -> Path``: the font used; raises ``FontMissing`` naming how to install it (``make fonts``).
 - ``ENGLISH``, ``CHINESE``: sample paragraphs; ``sample_lines(lang, count, seed)`` picks ``count`` of them.
+- ``char_accuracy(got, want) -> float``: 1 - edit distance / longer length, whitespace ignored (OCR's figure).
 """
 
 from __future__ import annotations
@@ -215,3 +216,19 @@ def sample_lines(lang: Literal["en", "zh"], count: int, seed: int = 0) -> list[s
         rng.shuffle(batch)
         out.extend(batch)
     return out[:count]
+
+
+def char_accuracy(got: str, want: str) -> float:
+    """1 − (Levenshtein distance / length of the longer string), after removing all whitespace: how OCR
+    output is scored here (line breaks and the spaces between boxes do not count)."""
+    a = "".join(got.split())
+    b = "".join(want.split())
+    if not a and not b:
+        return 1.0
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return 1.0 - previous[-1] / max(len(a), len(b))

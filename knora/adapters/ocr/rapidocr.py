@@ -12,8 +12,11 @@ What the engine adds to rapidocr's own pipeline:
   overlapping strips so that its text is not shrunk to nothing. Tiny images are not enlarged: rapidocr pads
   and scales each line to its recogniser's 48 pixels itself, and enlarging 576-pixel-wide screenshots of 8-11
   px text 1.1× (Lanczos) changed character accuracy by -0.012 to +0.004, i.e. nothing;
-- detection at most ``DET_SIDE`` pixels a side (its cost grows with the area; recognition still reads the
-  full-resolution crops);
+- detection on at most ``DET_PIXELS`` pixels (its time and memory grow with the area; recognition still
+  reads the full-resolution crops), recognition one line per call (a batch of six long lines took ~350 MB
+  more at peak);
+- onnxruntime's "bad_alloc" (the worker's address-space cap reached) raised as MemoryError, so the worker
+  reports running out of memory and is replaced;
 - no orientation classifier: it turns some upright English lines upside down (0.82 character accuracy with
   it, 1.0 without, on the scanned pages of ``benchmarks/parse.py``);
 - lines under ``min_confidence`` dropped, and low-confidence lines without a letter, digit or CJK character
@@ -36,9 +39,16 @@ if TYPE_CHECKING:
     from PIL import Image
 
 MAX_SIDE = 4096  # longer side handed to the recogniser (an A4 page at 300 dpi is 2480 × 3508)
-DET_SIDE = 1280  # detection input, longer side
+# Detection input, in pixels (its longer side follows from the image's shape). Detection is where the memory
+# goes (its activations grow with the area): on an A4 page at 200 dpi, a 1280-pixel longer side (1.15 MP)
+# adds ~390 MB of address space at peak, 960 (0.65 MP) ~210 MB, and 960 still reads 8 pt text on that page
+# exactly (character accuracy 1.0, English and Chinese). Bounding the area rather than the side keeps a wide
+# image (a spreadsheet screenshot) from being squeezed to a few pixels of height.
+DET_PIXELS = 700_000
+DET_MIN_SIDE = 960
 STRIP_RATIO = 2.5  # a page taller than this many widths is read in strips of 1.5 widths
 MIN_CONFIDENCE = 0.5
+REC_BATCH = 1  # lines recognised per onnxruntime call (see __init__)
 # Preference order when several models are in the package (newer rapidocr wheels ship newer models).
 _DET_MODELS = ("PP-OCRv6_det_small.onnx", "ch_PP-OCRv5_det_mobile.onnx", "ch_PP-OCRv4_det_infer.onnx")
 _REC_MODELS = ("PP-OCRv6_rec_small.onnx", "ch_PP-OCRv5_rec_mobile.onnx", "ch_PP-OCRv4_rec_infer.onnx")
@@ -156,8 +166,9 @@ class RapidOcrEngine:
                 "Global.min_side_len": 30,
                 "Det.model_path": str(det),
                 "Det.limit_type": "max",
-                "Det.limit_side_len": DET_SIDE,
+                "Det.limit_side_len": DET_MIN_SIDE,
                 "Rec.model_path": str(rec),
+                "Rec.rec_batch_num": REC_BATCH,
                 "EngineConfig.onnxruntime.intra_op_num_threads": threads,
                 "EngineConfig.onnxruntime.inter_op_num_threads": 1,
                 "EngineConfig.onnxruntime.enable_cpu_mem_arena": False,
@@ -196,8 +207,16 @@ class RapidOcrEngine:
         pixels = np.asarray(image)
         if pixels.ndim == 3:
             pixels = np.ascontiguousarray(pixels[:, :, ::-1])  # RGB → BGR, as OpenCV (and rapidocr) expect
-        with self._lock:
-            output = self._ocr(pixels)
+        try:
+            with self._lock:
+                detector = getattr(self._ocr, "text_det", None)
+                if detector is not None and hasattr(detector, "limit_side_len"):
+                    detector.limit_side_len = _det_side(image.width, image.height)
+                output = self._ocr(pixels)
+        except Exception as exc:
+            if "bad_alloc" in str(exc) or isinstance(exc, MemoryError):
+                raise MemoryError(f"OCR ran out of memory on a {image.width} × {image.height} image") from exc
+            raise
         boxes = getattr(output, "boxes", None)
         texts = getattr(output, "txts", None)
         scores = getattr(output, "scores", None)
@@ -228,6 +247,17 @@ def _prepare(image: Image.Image) -> tuple[Image.Image, float]:
         small = shrink(image, max_side=max(round(max(width, height) * scale), 1))
         return small, small.width / width
     return image, 1.0
+
+
+def _det_side(width: int, height: int) -> int:
+    """The longer side detection runs at: the image (as rapidocr's own bound leaves it) scaled to
+    ``DET_PIXELS``, never below ``DET_MIN_SIDE``, never above its own size."""
+    scale = min(1.0, MAX_SIDE / max(width, height, 1))
+    w, h = width * scale, height * scale
+    longest = max(w, h)
+    if w * h > DET_PIXELS:
+        longest *= (DET_PIXELS / (w * h)) ** 0.5
+    return int(max(DET_MIN_SIDE, min(longest, max(w, h))))
 
 
 def _strips(width: int, height: int) -> list[tuple[int, int, int, int]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from knora.domain.registry import Registry
+from knora.domain.registry import Registry, UnknownName
 from knora.ports.ocr import OcrEngine, OcrUnavailable
 
 OcrFactory = Callable[[], OcrEngine]
@@ -27,3 +27,5 @@ def load_engine(name: str) -> OcrEngine:
         return factory()
     except ImportError as exc:
         raise OcrUnavailable(f"the OCR engine {name!r} is not installed ({exc})") from exc
+    except UnknownName as exc:
+        raise OcrUnavailable(f"there is no OCR engine {name!r} ({exc})") from exc

@@ -62,9 +62,11 @@ def open_image(data: bytes, *, what: str = "image",
 
     try:
         image = Image.open(io.BytesIO(data), formats=list(formats))
-    except Image.DecompressionBombError as exc:
-        raise ParseError(f"refusing the {what}: {exc}; the limit is {MAX_PIXELS // 1_000_000} megapixels "
-                         "(downscale it before uploading)") from exc
+    except Image.DecompressionBombError as exc:  # Pillow's own check, above ~179 megapixels
+        size = _header_size(data, formats)
+        detail = _size_text(*size) if size else str(exc).rstrip(".")
+        raise ParseError(f"refusing the {what}: it is {detail}, above the limit of "
+                         f"{MAX_PIXELS // 1_000_000} megapixels (downscale it before uploading)") from exc
     except UnidentifiedImageError as exc:
         raise ParseError(f"the {what} is not an image format that can be read (png, jpeg, webp, tiff, bmp, "
                          "gif), or it is damaged") from exc
@@ -72,6 +74,24 @@ def open_image(data: bytes, *, what: str = "image",
         raise ParseError(f"the {what} is damaged and cannot be read: {exc}") from exc
     check_size(image, what=what)
     return image
+
+
+def _header_size(data: bytes, formats: tuple[str, ...]) -> tuple[int, int] | None:
+    """The size an image's header claims, read by the format's plugin directly (``Image.open`` refuses to
+    return an image above Pillow's limit); None when no plugin reads it."""
+    from PIL import Image
+
+    Image.init()
+    for fmt in formats:
+        factory, accept = Image.OPEN.get(fmt, (None, None))
+        if factory is None or (accept is not None and not accept(data[:16])):
+            continue
+        try:
+            image = factory(io.BytesIO(data), "")
+        except Exception:  # noqa: BLE001, S112 - not this format; try the next
+            continue
+        return image.size
+    return None
 
 
 def check_size(image: Image.Image, *, what: str = "image") -> None:

@@ -50,7 +50,7 @@ class ImageParser:
         budget = self._ctx.options.time_budget_seconds
         deadline = time.monotonic() + budget if budget > 0 else None
         builder = TextBuilder()
-        skipped = [f"OCR: {note}"] if engine is None and self._ctx.options.ocr else []
+        skipped = [note] if engine is None and self._ctx.options.ocr else []
         notes: set[str] = set()
         found_text = False
         pages = 0
@@ -65,7 +65,13 @@ class ImageParser:
             if engine is not None and deadline is not None and time.monotonic() > deadline:
                 engine, note = None, f"OCR stopped before this page: its time budget of {budget:g} s was used"
                 skipped.append(f"OCR of pages {page} and after: the time budget of {budget:g} s was used")
-            text = _recognise(engine, pixels) if engine is not None else ""
+            text = ""
+            if engine is not None:
+                try:
+                    text = _recognise(engine, pixels)
+                except OcrUnavailable as exc:
+                    engine, note = None, f"OCR is not available on this server ({exc})"
+                    skipped.append(f"OCR of pages {page} and after: {exc}")
             view, mime, width, height = view_copy(pixels, prefer_jpeg=kind in _PHOTO_FORMATS)
             label = f"{name}, page {page}" if kind in _MULTI_PAGE else name
             picture = ParsedImage(data=view, mime=mime, width=width, height=height, name=label, ocr_text=text)
