@@ -326,7 +326,7 @@ def _place(builder: TextBuilder, page: _Page, running: set[str]) -> None:
         if isinstance(item, Line):
             if id(item) not in keep:
                 continue
-            if previous is not None and item.top - previous.bottom > (previous.bottom - previous.top) * 0.9:
+            if previous is not None and item.top - previous.bottom > (previous.bottom - previous.top) * 0.5:
                 flush()
             paragraph.append(item.text)
             previous = item

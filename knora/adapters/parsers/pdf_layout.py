@@ -20,8 +20,9 @@ EDGE_BAND = 0.08
 EDGE_LINES = 2
 # Documents shorter than this keep every line: with one or two pages, a repeated line is as likely body text.
 MIN_PAGES_FOR_REPEATS = 3
-# A line counts as running when it repeats (after normalisation) on at least this share of the pages.
-REPEAT_SHARE = 0.5
+# A line counts as running when it repeats (after normalisation) at the edge of this many pages: three, not a
+# share of the document, because books change their running head with each chapter.
+MIN_REPEATS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,17 +61,19 @@ def edge_key(text: str) -> str:
 
 def quality(text: str) -> TextQuality:
     """Whether a page's text layer is worth keeping: empty, or mostly replacement characters, private-use
-    glyphs, control characters or mojibake (a font without a Unicode map), is not — the page is then read by
-    OCR instead."""
+    glyphs, control characters, stray symbols or mojibake (a font without a Unicode map), is not — the page
+    is then read by OCR instead. Punctuation is not garbage: a table of contents is mostly dot leaders."""
     chars = [c for c in text if not c.isspace()]
     if not chars:
         return TextQuality(0, False, "no text layer")
     letters = sum(1 for c in chars if c.isalnum())
     bad = sum(1 for c in chars if _is_bad(c))
+    odd = sum(1 for c in chars if not c.isalnum() and not c.isascii()
+              and not unicodedata.category(c).startswith("P"))
     latin_sup = sum(1 for c in chars if "\u00c0" <= c <= "\u00ff")
     ascii_letters = sum(1 for c in chars if c.isascii() and c.isalpha())
     n = len(chars)
-    garbage = (bad / n > 0.1 or letters / n < 0.4
+    garbage = (bad / n > 0.1 or odd / n > 0.3 or letters / n < 0.1
                or (latin_sup / n > 0.3 and ascii_letters < latin_sup))
     if garbage:
         return TextQuality(letters, False, "text layer is mostly garbage")
@@ -110,13 +113,12 @@ def edge_candidates(lines: Sequence[Line]) -> set[str]:
 
 
 def running_keys(pages: Sequence[set[str]]) -> set[str]:
-    """The edge keys that repeat on most pages (``pages`` holds each page's ``edge_candidates``); none for a
-    document of fewer than ``MIN_PAGES_FOR_REPEATS`` pages."""
+    """The edge keys that repeat on ``MIN_REPEATS`` pages or more (``pages`` holds each page's
+    ``edge_candidates``); none for a document of fewer than ``MIN_PAGES_FOR_REPEATS`` pages."""
     if len(pages) < MIN_PAGES_FOR_REPEATS:
         return set()
     counts = Counter(key for keys in pages for key in keys)
-    needed = max(MIN_PAGES_FOR_REPEATS, int(len(pages) * REPEAT_SHARE + 0.999))
-    return {key for key, n in counts.items() if n >= needed}
+    return {key for key, n in counts.items() if n >= MIN_REPEATS}
 
 
 def drop_running(lines: Sequence[Line], running: set[str]) -> list[Line]:

@@ -83,7 +83,8 @@ def text_lines(textpage: pypdfium2.PdfTextPage, left: float, top: float, width: 
     for match in re.finditer(r"[^\r\n]+", text):
         raw = match.group()
         stripped = raw.strip()
-        if not stripped:
+        shown = stripped.replace("\ufffe", "")  # pdfium's mark where it rejoined a word hyphenated at the end
+        if not shown:                           # of a line
             continue
         first = match.start() + (len(raw) - len(raw.lstrip()))
         last = match.start() + len(raw.rstrip()) - 1
@@ -91,7 +92,9 @@ def text_lines(textpage: pypdfium2.PdfTextPage, left: float, top: float, width: 
         for text_index in (first, last):
             char = c.FPDFText_GetCharIndexFromTextIndex(textpage, text_index)
             try:
-                boxes.append(textpage.get_charbox(char if char >= 0 else text_index))
+                # loose: the font's box, so a line is as tall as its type and the gap to the next line
+                # is the leading (a paragraph break shows as a wider gap), whatever glyphs it holds
+                boxes.append(textpage.get_charbox(char if char >= 0 else text_index, loose=True))
             except Exception:  # noqa: BLE001 - a char without a box; the line still counts
                 continue
         if boxes:
@@ -99,8 +102,8 @@ def text_lines(textpage: pypdfium2.PdfTextPage, left: float, top: float, width: 
             x1 = max(b[2] for b in boxes)
             y0 = min(b[1] for b in boxes)
             y1 = max(b[3] for b in boxes)
-            lines.append(Line(stripped, top=(top - y1) / height, bottom=(top - y0) / height,
+            lines.append(Line(shown, top=(top - y1) / height, bottom=(top - y0) / height,
                               left=(x0 - left) / width, right=(x1 - left) / width))
         else:
-            lines.append(Line(stripped, top=0.5, bottom=0.5))
+            lines.append(Line(shown, top=0.5, bottom=0.5))
     return lines, cut

@@ -141,6 +141,20 @@ class TestRunningHeadersAndFooters:
         doc = parse(make_pdf(4, draw))
         assert str(13) not in doc.text
 
+    def test_a_running_head_that_changes_with_the_chapter(self) -> None:
+        def draw(c: canvas.Canvas, n: int) -> None:
+            c.setFont("Helvetica", 9)
+            c.drawString(72, HEIGHT - 40, f"Chapter {1 + (n - 1) // 3}: {'Methods' if n <= 3 else 'Results'}")
+            body(c, n)
+        doc = parse(make_pdf(6, draw))
+        assert "Chapter" not in doc.text
+        assert all(f"topic{n}." in doc.text for n in range(1, 7))
+
+    def test_paragraphs_are_split_at_wider_gaps(self) -> None:
+        doc = parse(make_pdf(1, lambda c, n: body(c, n, ["First paragraph line one,", "and line two.", "",
+                                                          "Second paragraph."])))
+        assert doc.text == "First paragraph line one,\nand line two.\n\nSecond paragraph."
+
     def test_a_two_page_document_keeps_every_line(self) -> None:
         doc = parse(make_pdf(2, lambda c, n: with_running_lines(c, n, 2)))
         assert doc.text.count("ACME Corp — Confidential") == 2
@@ -320,6 +334,8 @@ class TestScannedPages:
         assert layout.quality("\ufffd\ufffd\ufffd \ufffd\ufffd").reason == "text layer is mostly garbage"
         assert not layout.quality("ÆÜÉÚ ÐÑÒ ÓÔÕ ÖØÙ").usable  # a CJK font without a Unicode map, as Latin-1
         assert not layout.quality("\x01\x02\x03\x04 \x05\x06").usable
+        assert layout.quality("1 Introduction . . . . . . . . . . . . . . . . 1").usable  # dot leaders
+        assert not layout.quality("■□▲△▼▽◆◇○● ■□▲△").usable  # symbols from a font without a Unicode map
 
     def test_ocr_stops_at_the_time_budget_and_names_the_pages_left(self) -> None:
         def draw(c: canvas.Canvas, n: int) -> None:
