@@ -123,7 +123,7 @@ class PdfParser:
         import pypdfium2 as pdfium
 
         started = time.monotonic()
-        if not data.lstrip()[:5].startswith(b"%PDF"):
+        if b"%PDF-" not in data[:1024]:  # readers accept junk before the header within the first KB
             raise ParseError("not a PDF file (missing the %PDF header)")
         try:
             pdf = pdfium.PdfDocument(data)

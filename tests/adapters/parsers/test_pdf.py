@@ -366,6 +366,9 @@ class TestBadInput:
         with pytest.raises(ParseError, match="not a PDF|damaged or unreadable"):
             parse(data)
 
+    def test_junk_before_the_header_is_tolerated(self) -> None:
+        assert "topic1" in parse(b"\r\n%!junk from a mail gateway\n" + make_pdf(1, body)).text
+
     def test_truncated_keeps_what_can_be_read_or_fails_with_a_reason(self) -> None:
         good = make_pdf(6, body)
         for cut in (len(good) // 5, len(good) // 2, len(good) - 40):
