@@ -378,6 +378,13 @@ class TestBadInput:
                 outcome = f"failed: {exc}"
             assert "topic1" in outcome or outcome.startswith("failed: the PDF "), outcome
 
+    def test_a_page_of_a_quarter_million_characters_is_cut_and_named(self) -> None:
+        shows = b"".join(b"BT /F1 2 Tf %d %d Td (x%07d abcdefghijklmnopqrstuvwxyz0123456789) Tj ET\n"
+                         % (10 + (i % 4) * 150, 10 + (i // 4) % 770, i) for i in range(6000))
+        doc = parse(_pdf(_catalog(b"5 0 R", 1) + [_FONT, _stream(shows), _PAGE]))
+        assert len(doc.text) <= 200_000
+        assert doc.skipped == ["p. 1: text cut at 200,000 characters"]
+
     def test_a_page_tree_claiming_a_million_pages(self) -> None:
         with pytest.raises(ParseError, match="has 1000000 pages; at most 5000"):
             parse(bomb_fanout(1000, 2))
