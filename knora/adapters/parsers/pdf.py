@@ -36,6 +36,9 @@ _MAX_RENDER_SOURCE_PIXELS = 64_000_000
 _FEW_LETTERS = 20  # a page with a page-sized image and fewer letters than this is a scan with a stamp
 _SCAN_COVERAGE = 0.5  # share of the page an image must cover to make the page look scanned
 _RULING_PATHS = 4  # path objects on a page before pdfplumber is asked for tables
+# ... and at most this many: a page drawing more is a chart or a map, and pdfplumber would spend seconds on it
+# (0.25 s at 3,000 paths)
+_MAX_RULING_PATHS = 5000
 # Titles that PDF producers write when the author gave none; the file name says more than these.
 _PLACEHOLDER_TITLES = {"untitled", "untitled document", "document", "title", "anonymous", "none",
                        "(anonymous)"}
@@ -233,7 +236,7 @@ class _Reader:
             if not q.usable:
                 return None
         items: list[Item] = list(layout.reading_order(lines))
-        if objects.paths >= _RULING_PATHS:
+        if _RULING_PATHS <= objects.paths <= _MAX_RULING_PATHS:
             items = self._with_tables(items, number - 1)
         if self.options.extract_images:
             for image, at in self._images(objects.images, number, top, height, q.letters >= _FEW_LETTERS):
