@@ -125,6 +125,16 @@ class TestCitations:
         html = js("return md.renderMarkdown('x <kb foo=\"1\"/> y').html")
         assert html == "<p>x  y</p>"
 
+    def test_page_attribute_and_chunk_location(self, js: Callable[[str], Any]) -> None:
+        out = js("""const r = md.renderMarkdown('A <kb doc="Contract" chunk_id="c-1" page="p. 12" />.');
+                    return [r.order[0].page,
+                            cit.chunkLocation({page: 3, page_kind: 'page'}),
+                            cit.chunkLocation({page: 3, page_end: 4, page_kind: 'page'}),
+                            cit.chunkLocation({page: 2, page_kind: 'slide'}),
+                            cit.chunkLocation({page: 1, page_kind: 'sheet', page_label: 'Budget'}),
+                            cit.chunkLocation({}), cit.chunkLocation(null)];""")
+        assert out == ["p. 12", "p. 3", "pp. 3–4", "slide 2", "sheet Budget", "", ""]
+
     def test_find_reference(self, js: Callable[[str], Any]) -> None:
         out = js("""const refs = [{id: 'a'}, {id: 'b', sub_chunk_id: ['s1']}];
                     return [cit.findReference({kind:'kb', chunk_id:'a'}, refs)?.id,

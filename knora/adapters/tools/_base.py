@@ -56,6 +56,7 @@ def result_row(r: SearchResult, **extra: Any) -> dict[str, Any]:
                            "knowledge_base_id": r.knowledge_base_id,
                            "knowledge_title": r.knowledge_title, "chunk_index": r.chunk_index,
                            "chunk_type": r.chunk_type, "content": r.content, "score": round(r.score, 4),
+                           "chunk_metadata": dict(r.chunk_metadata or {}),
                            "reference": r.model_dump(mode="json")}
     row.update(extra)
     return row

@@ -59,6 +59,7 @@ class GrepChunksTool(BaseTool):
                                  "knowledge_title": k.title or k.file_name, "chunk_index": ch.chunk_index,
                                  "chunk_type": str(ch.chunk_type), "match": ch.content[lo:lo + SNIPPET],
                                  "content": "", "score": round(score, 4), "title_match": title_hit,
+                                 "chunk_metadata": dict(ch.metadata),
                                  "matched_patterns": 1 if (m or title_hit) else 0})
                 if len(got.items) < 500:
                     break

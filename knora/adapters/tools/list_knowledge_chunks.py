@@ -40,7 +40,8 @@ class ListKnowledgeChunksTool(BaseTool):
         assert k is not None  # in_scope() refused None above
         rows = [{"chunk_id": c.id, "knowledge_id": k.id, "knowledge_base_id": k.knowledge_base_id,
                  "knowledge_title": k.title or k.file_name, "chunk_index": c.chunk_index,
-                 "chunk_type": str(c.chunk_type), "content": c.content} for c in chunks]
+                 "chunk_type": str(c.chunk_type), "content": c.content, "chunk_metadata": dict(c.metadata)}
+                for c in chunks]
         size = len(rows) or 1
         data = {"display_type": "knowledge_chunks_list", "results": rows, "total_chunks": total,
                 "fetched_chunks": offset + len(rows), "page": offset // size + 1, "page_size": size}

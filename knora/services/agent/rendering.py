@@ -13,6 +13,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
+from knora.domain.document import location_text
 from knora.domain.search import SearchResult
 from knora.ports.tool import ToolResult
 from knora.ports.turn import ReferenceRegistryPort
@@ -40,7 +41,8 @@ def row_to_result(row: dict[str, Any]) -> SearchResult:
                         knowledge_title=str(row.get("knowledge_title", "")),
                         chunk_index=int(row.get("chunk_index", 0) or 0),
                         chunk_type=str(row.get("chunk_type") or ("faq" if row.get("faq_id") else "text")),
-                        score=float(row.get("score", 0.0) or 0.0))
+                        score=float(row.get("score", 0.0) or 0.0),
+                        chunk_metadata=dict(row.get("chunk_metadata") or {}) or None)
 
 
 def _knowledge(data: dict[str, Any], refs: ReferenceRegistryPort) -> str:
@@ -61,8 +63,10 @@ def _knowledge(data: dict[str, Any], refs: ReferenceRegistryPort) -> str:
         for row, res in members:
             handle = refs.chunk_handle(res.id) or ""
             view = "full" if res.content or mode == "deep_read" else "match"
+            location = location_text(res.chunk_metadata or {})
+            where = f' location="{_a(location)}"' if location else ""
             lines.append(f'<chunk id="{_a(handle)}" index="{res.chunk_index}" view="{view}" '
-                         f'type="{_a(res.chunk_type)}">')
+                         f'type="{_a(res.chunk_type)}"{where}>')
             if row.get("faq_question"):
                 lines.append(f"<question>{_t(row['faq_question'])}</question>")
             if row.get("match"):

@@ -34,6 +34,7 @@ class Source:
     knowledge_base_id: str = ""
     url: str = ""
     title: str = ""  # the document's or the page's title alone (the URL when a page has none)
+    page: str = ""  # where in the document the cited chunk is ("p. 12", "slide 3"), when known
 
 
 class NumberedCitations:
@@ -48,14 +49,14 @@ class NumberedCitations:
         attrs = {k: html.unescape(v) for k, v in _ATTR.findall(m.group(2))}
         key = attrs.get("chunk_id") or attrs.get("url") or m.group(0)
         title = attrs.get("doc") or attrs.get("title") or attrs.get("url") or key
-        label = title
+        label = f"{title}, {attrs['page']}" if attrs.get("page") else title
         if kind == "web" and attrs.get("url"):
             label = f"{attrs.get('title') or attrs['url']} <{attrs['url']}>"
         if key not in self.sources:
             self.sources[key] = Source(number=len(self.sources) + 1, kind=kind, label=label,
                                        chunk_id=attrs.get("chunk_id", ""),
                                        knowledge_base_id=attrs.get("kb_id", ""), url=attrs.get("url", ""),
-                                       title=title)
+                                       title=title, page=attrs.get("page", ""))
         return f"[{self.sources[key].number}]"
 
     def render(self, text: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from knora.domain.document import location_text
 from knora.domain.search import SearchResult
 from knora.services.citations.stream import CitationStreamDecoder, expand_citations
 
@@ -158,7 +159,7 @@ class ReferenceRegistry:
             self._register(self._kbs, r.knowledge_base_id)
             self._register(self._chunks, r.id, knowledge_id=r.knowledge_id, kb_id=r.knowledge_base_id,
                            title=r.knowledge_title or r.knowledge_filename, chunk_index=r.chunk_index,
-                           chunk_type=r.chunk_type)
+                           chunk_type=r.chunk_type, location=location_text(r.chunk_metadata or {}))
 
     def register_chunk(self, chunk_id: str, *, knowledge_id: str = "", kb_id: str = "",
                        title: str = "") -> str | None:
@@ -218,7 +219,11 @@ class ReferenceRegistry:
         if h[0] == "c" and (entry := self._chunks.by_handle(h)):
             kb = entry.meta.get("kb_id") or ""
             kb_attr = f' kb_id="{esc(kb)}"' if kb else ""
-            return f'<kb doc="{esc(entry.meta.get("title", ""))}" chunk_id="{esc(entry.key)}"{kb_attr} />'
+            # where in the document ("p. 12", "slide 3"): an extra attribute WeKnora's UI ignores
+            location = entry.meta.get("location") or ""
+            page_attr = f' page="{esc(location)}"' if location else ""
+            return (f'<kb doc="{esc(entry.meta.get("title", ""))}" chunk_id="{esc(entry.key)}"{kb_attr}'
+                    f'{page_attr} />')
         if h[0] == "w" and (entry := self._web.by_handle(h)):
             url = entry.meta.get("url", entry.key)
             return (f'<web url="{html.escape(url, quote=True)}" '

@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -282,17 +283,27 @@ def _split(text: str, start: int, end: int, size: int, overlap: int, config: Chu
     return out
 
 
-def split_document(text: str, config: ChunkingConfig) -> list[ChunkDraft]:
-    """Chunk drafts for ``text`` per ``config`` (normalised first); [] for blank text."""
+def _regions(text: str, cuts: Sequence[int]) -> list[tuple[int, int]]:
+    """``[0, len(text))`` cut at ``cuts`` (a document's page, slide or attachment boundaries): no chunk
+    crosses one, so every chunk belongs to one page. Blank regions (the separators between pages) go."""
+    bounds = sorted({0, len(text), *(c for c in cuts if 0 < c < len(text))})
+    return [(s, e) for s, e in itertools.pairwise(bounds) if text[s:e].strip()]
+
+
+def split_document(text: str, config: ChunkingConfig, cuts: Sequence[int] = ()) -> list[ChunkDraft]:
+    """Chunk drafts for ``text`` per ``config`` (normalised first); [] for blank text. ``cuts`` are
+    offsets no chunk may cross (page, slide and attachment boundaries)."""
     cfg = config.normalised()
     if not text.strip():
         return []
     spans = _Spans(text)
     headings = _headings(text, spans)
     use_headings = _use_headings(cfg, headings, text)
+    regions = _regions(text, cuts)
     if not cfg.enable_parent_child:
-        parts = _split(text, 0, len(text), cfg.chunk_size, cfg.chunk_overlap, cfg, spans, headings,
-                       use_headings)
+        parts = [part for rs, re_ in regions
+                 for part in _split(text, rs, re_, cfg.chunk_size, cfg.chunk_overlap, cfg, spans, headings,
+                                    use_headings)]
         return [ChunkDraft(content=text[s:e], chunk_index=i, start_at=s, end_at=e, context_header=h)
                 for i, (s, e, h) in enumerate(parts)]
 
@@ -301,8 +312,9 @@ def split_document(text: str, config: ChunkingConfig) -> list[ChunkDraft]:
     child_overlap = max(child_size // 5, 0)
     drafts: list[ChunkDraft] = []
     child_no = 0
-    parents = _split(text, 0, len(text), parent_size, min(cfg.chunk_overlap, parent_size // 2), cfg, spans,
-                     headings, use_headings)
+    parents = [part for rs, re_ in regions
+               for part in _split(text, rs, re_, parent_size, min(cfg.chunk_overlap, parent_size // 2), cfg,
+                                  spans, headings, use_headings)]
     for p_no, (ps, pe, header) in enumerate(parents):
         parent_pos = len(drafts)
         drafts.append(ChunkDraft(content=text[ps:pe], chunk_index=p_no, start_at=ps, end_at=pe,

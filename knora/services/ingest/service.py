@@ -76,7 +76,7 @@ class IngestDeps:
     embedders: EmbedderRegistry
     jobs: JobQueue
     retrieval: Callable[[], RetrievalEngine | None]
-    split: Callable[[str, ChunkingConfig], Sequence[Draft]]
+    split: Callable[[str, ChunkingConfig, Sequence[int]], Sequence[Draft]]  # text, config, cuts
     telemetry: Telemetry = NO_TELEMETRY
 
 
@@ -404,7 +404,9 @@ class IngestService:
         k = k.model_copy(update={"title": title})
         config = kb.chunking_config.normalised()
         t = time.time_ns()
-        drafts = await asyncio.to_thread(self.d.split, doc.text, config)
+        # no chunk crosses a page, slide or attachment boundary: each cites exactly where it is from
+        cuts = [offset for page in doc.pages for offset in (page.start, page.end)]
+        drafts = await asyncio.to_thread(self.d.split, doc.text, config, cuts)
         chunks = build_chunks(k, drafts, doc.pages)
         span.record("chunk", t, time.time_ns(), {"knora.chunks": len(chunks)})
         if not chunks:

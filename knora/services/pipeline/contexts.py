@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knora.domain.document import location_text
 from knora.domain.search import SearchResult
 from knora.ports.turn import ReferenceRegistryPort
 from knora.services.pipeline.textutil import HTML_IMAGE_SRC, MARKDOWN_IMAGE, is_web
@@ -137,8 +138,10 @@ class _Knowledge:
         if not passage.strip():
             return
         self.out.has_images = self.out.has_images or bool(MARKDOWN_IMAGE.search(passage))
+        location = location_text(r.chunk_metadata or {})
+        where = f' location="{_a(location)}"' if location else ""
         lines.append(f'<chunk id="{handle}" index="{r.chunk_index}" view="full" type="{_a(r.chunk_type)}"'
-                     f'{extra}>')
+                     f'{where}{extra}>')
         if r.matched_content and r.matched_content.strip() != r.content.strip():
             lines.append(f"<match>{_t(r.matched_content)}</match>")
         lines.append(f"<content>{_t(passage)}</content>")

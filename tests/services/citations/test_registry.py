@@ -162,3 +162,27 @@ class TestHistoryAndArguments:
         args = '{"knowledge_base_ids":["b1"],"chunk_id":"C2","other":"c99","word":"abc1"}'
         assert reg.decode_arguments(args) == (
             f'{{"knowledge_base_ids":["{KB}"],"chunk_id":"{CHUNK_B}","other":"c99","word":"abc1"}}')
+
+
+def test_a_chunk_with_a_page_is_cited_with_it_and_shown_to_the_model_with_it() -> None:
+    from knora.services.citations.numbered import NumberedCitations
+    from knora.services.pipeline.contexts import render_context
+
+    scanned = SearchResult(id=CHUNK_B, content="The invoice total is 4,250 EUR.", knowledge_id=DOC_B,
+                           knowledge_title="Contract", knowledge_base_id=KB,
+                           chunk_metadata={"page": 12, "page_kind": "page"})
+    slide = SearchResult(id=CHUNK_A, content="Notes: ship in May", knowledge_id=DOC_A,
+                         knowledge_title="Roadmap", knowledge_base_id=KB,
+                         chunk_metadata={"page": 3, "page_kind": "slide"})
+    r = ReferenceRegistry()
+    context = render_context([scanned, slide], r)
+    assert 'location="p. 12"' in context.xml
+    assert 'location="slide 3"' in context.xml
+    handle = r.chunk_handle(CHUNK_B)
+    assert handle is not None
+    tag = r.public_tag(handle)
+    assert tag == f'<kb doc="Contract" chunk_id="{CHUNK_B}" kb_id="{KB}" page="p. 12" />'
+    numbered = NumberedCitations()
+    assert numbered.render(f"Total {tag}.") == "Total [1]."
+    assert numbered.footer() == "[1] Contract, p. 12"
+    assert numbered.sources[CHUNK_B].page == "p. 12"

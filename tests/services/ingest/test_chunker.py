@@ -236,3 +236,21 @@ def test_leading_whitespace_does_not_let_the_next_chunk_start_where_the_previous
     for prev, nxt in itertools.pairwise(drafts):
         assert nxt.start_at > prev.start_at
         assert nxt.end_at > prev.end_at
+
+
+def test_no_chunk_crosses_a_cut_and_blank_gaps_make_no_chunk() -> None:
+    from knora.domain.knowledge import ChunkingConfig
+    from knora.services.ingest.chunker import split_document
+
+    pages = ["Slide one says hello.", "Slide two: the launch is in May.", "Slide three thanks you."]
+    text = "\n\n".join(pages)
+    starts = [text.index(p) for p in pages]
+    cuts = [o for st, p in zip(starts, pages, strict=True) for o in (st, st + len(p))]
+    for cfg in (ChunkingConfig(chunk_size=512, chunk_overlap=80),
+                ChunkingConfig(chunk_size=512, chunk_overlap=80, enable_parent_child=True)):
+        drafts = split_document(text, cfg, cuts)
+        texts = [d for d in drafts if d.chunk_type == "text"]
+        assert [d.content for d in texts] == pages
+        assert all(text[d.start_at:d.end_at] == d.content for d in drafts)
+        assert [d.chunk_index for d in texts] == [0, 1, 2]
+    assert len(split_document(text, ChunkingConfig(chunk_size=512, chunk_overlap=80))) == 1  # no cuts

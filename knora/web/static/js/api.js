@@ -64,6 +64,14 @@ export async function request(method, path, body, { signal, query, raw } = {}) {
   return parsed ?? {};
 }
 
+// An image behind the API key (a document's image in the chunk viewer): <img> cannot send the header, so the
+// bytes are fetched with it and shown through an object URL.
+export async function imageURL(url) {
+  const res = await fetch(url, { headers: headers({ Accept: "image/*" }) });
+  if (!res.ok) throw new ApiError(res.status, `HTTP ${res.status}`, null);
+  return URL.createObjectURL(await res.blob());
+}
+
 export async function api(method, path, body, opts) {
   const env = await request(method, path, body, opts);
   return env && typeof env === "object" && "data" in env ? env.data : env;

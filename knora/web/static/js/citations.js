@@ -1,6 +1,7 @@
 // Inline citation tags in answers: <kb doc="…" chunk_id="…" kb_id="…" /> and <web url="…" title="…" />.
 // extractCitations() swaps each tag for a placeholder (\uE000n\uE001) the Markdown renderer carries through, and
 // numbers the sources by first appearance (the same chunk or URL keeps its number).
+import { t } from "./i18n.js";
 
 const TAG_RE = /<(kb|web)(?=[\s/>])([^<>]*?)\/?>(?:\s*<\/\1>)?/gi;
 const ATTR_RE = /([a-zA-Z_:][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
@@ -48,7 +49,7 @@ export function extractCitations(text, { streaming = false } = {}) {
     const kind = tag.toLowerCase();
     const c = kind === "web"
       ? { kind, url: a.url || "", title: a.title || a.url || "" }
-      : { kind, chunk_id: a.chunk_id || "", kb_id: a.kb_id || "", doc: a.doc || "" };
+      : { kind, chunk_id: a.chunk_id || "", kb_id: a.kb_id || "", doc: a.doc || "", page: a.page || "" };
     c.raw = raw;
     c.index = tags.length;
     tags.push(c);
@@ -78,4 +79,14 @@ export function findReference(c, references) {
 export function docLink(ref) {
   if (!ref || !ref.knowledge_id) return null;
   return `/kb/${encodeURIComponent(ref.knowledge_base_id || "_")}/doc/${encodeURIComponent(ref.knowledge_id)}`;
+}
+
+// Where a chunk is in its document ("p. 12", "slide 3", "sheet Budget"), from the metadata the parser set.
+export function chunkLocation(meta) {
+  if (!meta || typeof meta.page !== "number") return "";
+  const kind = meta.page_kind || "page";
+  const end = typeof meta.page_end === "number" ? meta.page_end : null;
+  if (kind === "page") return end ? t("chunk.pages", { a: meta.page, b: end }) : t("chunk.page", { n: meta.page });
+  if (meta.page_label) return `${t("chunk.kind." + kind)} ${meta.page_label}`;
+  return `${t("chunk.kind." + kind)} ${meta.page}${end ? "–" + end : ""}`;
 }

@@ -2,10 +2,11 @@
 // parse status), FAQ entries, the search playground (scores by path), KB settings, and the chunk viewer/editor.
 import { h, clear, toast, confirmDialog, formatBytes, formatTime } from "./dom.js";
 import { t } from "./i18n.js";
-import { api, request, upload } from "./api.js";
+import { api, request, upload, imageURL } from "./api.js";
 import { navigate } from "./router.js";
 import { scoresTable } from "./debug.js";
 import { invalidateKbs } from "./chat.js";
+import { chunkLocation } from "./citations.js";
 
 const ACTIVE = new Set(["pending", "processing", "finalizing"]);
 const POLL_MS = 1500;
@@ -206,14 +207,31 @@ async function renderChunks(root, kbId, docId) {
   load();
 }
 
+function chunkImages(c) {
+  let infos = [];
+  try { infos = c.image_info ? JSON.parse(c.image_info) : []; } catch { infos = []; }
+  if (!Array.isArray(infos) || !infos.length) return null;
+  const box = h("div", { class: "chunk-images" });
+  for (const info of infos) {
+    const caption = info.caption || info.ocr_text || "";
+    const img = h("img", { class: "chunk-image", alt: caption || t("chunk.image"), loading: "lazy" });
+    const url = info.url || info.original_url;
+    if (url && url.startsWith("/")) imageURL(url).then((u) => { img.src = u; }).catch(() => img.replaceWith(h("span", { class: "muted small" }, t("chunk.imageMissing"))));
+    box.append(h("figure", null, img, caption ? h("figcaption", { class: "small muted" }, caption) : null));
+  }
+  return box;
+}
+
 function chunkItem(docId, c) {
   const text = h("div", { class: "chunk-text" }, c.content);
   const enabled = h("input", { type: "checkbox", checked: c.is_enabled !== false, onchange: () => save({ is_enabled: enabled.checked }) });
+  const where = chunkLocation(c.metadata);
   const li = h("li", { class: "chunk card", dataset: { chunkId: c.id } },
     h("div", { class: "row" }, h("strong", null, t("chunk.index", { n: c.chunk_index })), h("span", { class: "muted small" }, c.chunk_type || ""),
+      where ? h("span", { class: "badge small chunk-location" }, where) : null,
       h("span", { class: "spacer" }), h("label", { class: "inline small" }, enabled, t("chunk.enabled")),
       h("button", { type: "button", class: "btn ghost small", onclick: edit }, t("edit"))),
-    text);
+    text, chunkImages(c));
   async function save(patch) {
     try {
       const updated = await api("PUT", `/chunks/${docId}/${c.id}`, { content: c.content, chunk_index: c.chunk_index, is_enabled: c.is_enabled !== false, ...patch });

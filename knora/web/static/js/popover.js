@@ -2,7 +2,7 @@
 // Esc or a click elsewhere closes it; focus returns to the marker it came from.
 import { h, clear } from "./dom.js";
 import { t } from "./i18n.js";
-import { docLink } from "./citations.js";
+import { docLink, chunkLocation } from "./citations.js";
 import { safeUrl } from "./safe-url.js";
 
 let pop = null;
@@ -71,7 +71,9 @@ export function showCitation(marker, c, ref, opts = {}) {
       safeUrl(c.url) ? h("a", { class: "pop-link", href: safeUrl(c.url), target: "_blank", rel: "noopener noreferrer" }, c.url)
         : h("span", { class: "pop-link" }, c.url)); // a URL the model wrote: a link only when safe
   } else {
-    const title = ref?.knowledge_title || ref?.knowledge_filename || c.doc || t("cite.document");
+    const name = ref?.knowledge_title || ref?.knowledge_filename || c.doc || t("cite.document");
+    const where = c.page || chunkLocation(ref?.chunk_metadata);
+    const title = where ? `${name} · ${where}` : name;
     const link = ref ? docLink(ref) : c.kb_id ? `/kb/${encodeURIComponent(c.kb_id)}` : null;
     pop.append(
       h("div", { class: "pop-kind" }, `[${c.n}] ${t("cite.document")}`),
