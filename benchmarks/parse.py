@@ -5,6 +5,7 @@ Sections are functions ``section_NAME(args) -> dict`` registered in ``SECTIONS``
 generates (no data set needed) and returns its figures, printed under its name in one JSON line.
 Add a section by writing the function, adding it to ``SECTIONS`` and, if it needs options, to ``add_options``.
 
+- ``formats``: each format's parse throughput (``benchmarks/parse_formats.py``; ``--formats pptx,eml``).
 - ``ocr``: A4 pages "scanned" at 200 dpi (tests/fakes/scans.py: 12 pt text, sensor noise, dust, slight blur),
   ``--ocr-pages`` per language, English and Chinese, through ``RapidOcrEngine`` as the image parser calls it
   (one onnxruntime thread). Accuracy is 1 - edit distance / longer length, whitespace ignored (goal >= 0.95
@@ -193,14 +194,25 @@ def section_pdf_scanned(args: argparse.Namespace) -> dict[str, Any]:
                           "pages_read": partial.metadata.get("ocr_pages", ""), "skipped": partial.skipped}}
 
 
+def section_formats(args: argparse.Namespace) -> dict[str, Any]:
+    """Parse throughput of every other format (benchmarks/parse_formats.py), OCR off."""
+    import parse_formats
+
+    wanted = args.formats.split(",") if args.formats else []
+    benches = parse_formats._benches()
+    return {name: benches[name]() for name in wanted or benches}
+
+
 SECTIONS: dict[str, Section] = {
     "ocr": section_ocr,
     "pdf": section_pdf,
     "pdf_scanned": section_pdf_scanned,
+    "formats": section_formats,
 }
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--formats", default="", help="comma-separated formats of parse_formats.py (formats)")
     parser.add_argument("--ocr-pages", type=int, default=3, help="scanned pages per language (ocr)")
     parser.add_argument("--ocr-noise", type=float, default=1.0, help="scanner noise, 0 = clean (ocr)")
     parser.add_argument("--ocr-jpeg", type=int, default=0, help="JPEG quality the pages go through; 0 = none")

@@ -130,10 +130,10 @@ class Settings(BaseSettings):
     parse_memory_limit_mb: int = Field(
         default=1536, ge=0,
         description="Address space of a parser process; a file that needs more fails. 0 = no limit. 1536 "
-        "because OCR needs it: a worker with rapidocr loaded (onnxruntime, OpenCV) reserves ~640 MB of "
-        "address space (190 MB resident) and OCR of an A4 page scanned at 200 dpi peaks at ~1.2 GB (420 MB "
-        "resident); at 1024 the second page already fails. The rest is room for decoding a 50-megapixel "
-        "image (150 MB)")
+        "because of OCR (measured in a real worker): with rapidocr loaded (onnxruntime, OpenCV) a worker "
+        "reserves ~640 MB (190 MB resident); OCR of A4 pages scanned at 200 dpi takes it to 0.9-1.24 GB "
+        "(410-500 MB resident) as pages follow each other, so at 1024 the third or fourth page fails; a "
+        "49-megapixel image peaks at 1.36 GB")
     ingest_max_attempts: int = Field(
         default=3, ge=1,
         description="Times an ingestion job is started; a job whose process died this often (a crash or a "

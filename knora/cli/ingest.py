@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from knora.cli._common import fail, find_kb, print_json, running_services
 from knora.domain.errors import AppError
+from knora.domain.files import file_type
 from knora.domain.knowledge import ParseStatus
 from knora.root import Services
 from knora.services.ingest.service import DuplicateKnowledge
@@ -46,7 +47,7 @@ def collect(paths: list[str], extensions: frozenset[str]) -> tuple[list[Path | s
                 rel = f.relative_to(p)
                 if any(part.startswith(".") for part in rel.parts):
                     continue
-                if f.suffix.lower().lstrip(".") in extensions:
+                if file_type(f.name) in extensions:
                     sources.append(f)
                 else:
                     skipped.append({"source": str(f), "status": "skipped", "error": "unsupported file type"})

@@ -12,6 +12,7 @@ import zipfile
 from pathlib import PurePath
 
 from knora.domain.document import PageKind, PageSpan
+from knora.domain.files import file_type
 from knora.ports.parser import ParsedImage, ParseError
 
 DEFAULT_MAX_EXPANDED_BYTES = 512 * 1024 * 1024
@@ -58,7 +59,8 @@ def file_stem(file_name: str) -> str:
 
 
 def extension_of(file_name: str) -> str:
-    return PurePath(file_name.replace("\\", "/")).suffix.lower().lstrip(".")
+    """The registry key for ``file_name``: its extension, or the type of an extension-less Dockerfile …"""
+    return file_type(file_name)
 
 
 def check_zip_safety(data: bytes, max_expanded_bytes: int, kind: str) -> None:
@@ -67,7 +69,7 @@ def check_zip_safety(data: bytes, max_expanded_bytes: int, kind: str) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+    except (zipfile.BadZipFile, ValueError, OSError, NotImplementedError) as exc:
         raise ParseError(f"not a valid .{kind} file (it is not a readable zip archive): {exc}") from exc
     if len(infos) > MAX_ZIP_ENTRIES:
         raise ParseError(f"refusing .{kind}: the archive holds {len(infos)} entries "
@@ -148,13 +150,14 @@ class TextBuilder:
         else:
             self.pages.append(PageSpan(number=page, start=start, end=end, kind=kind, label=label))
 
-    def add_image(self, image: ParsedImage, *, page: int | None = None, kind: PageKind = "page") -> None:
+    def add_image(self, image: ParsedImage, *, page: int | None = None, kind: PageKind = "page",
+                  label: str = "") -> None:
         """Places ``image`` here: its OCR text (if any) becomes part of the text at this point, on
-        ``page``."""
+        ``page`` (give the page's ``label`` too, so the OCR text joins that page's span)."""
         offset = self._length
         if normalise_text(image.ocr_text):
             offset += 2 if self._parts else 0  # the OCR text starts after the blank line add() puts first
-            self.add(image.ocr_text, page=page, kind=kind)
+            self.add(image.ocr_text, page=page, kind=kind, label=label)
         self.images.append(image.model_copy(update={"offset": offset, "page": page}))
 
     @property

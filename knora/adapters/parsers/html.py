@@ -4,6 +4,10 @@ markdown.
 Rendering to markdown rather than flat text keeps headings (for heading-aware chunking and breadcrumbs),
 lists, tables and code blocks recognisable to the chunker. If the page has a ``<main>`` (or exactly one
 ``<article>``) only that is kept: it is the page author's own statement of where the content is.
+
+``<img src="data:…">`` images become ``ParsedImage``s (validated, bounded, OCR'd when the upload has OCR on),
+placed after the block that holds them, with "[image: alt]" in the text instead of their base64. Other images
+stay as ``![alt](src)`` links and are never fetched.
 """
 
 from __future__ import annotations
@@ -14,8 +18,15 @@ import warnings
 from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
 from bs4.element import NavigableString, Tag
 
-from knora.adapters.parsers._common import decode_text, file_stem, markdown_table, normalise_text
-from knora.ports.parser import ParsedDocument, ParseError
+from knora.adapters.parsers._common import (
+    DEFAULT_MAX_EXPANDED_BYTES,
+    decode_text,
+    file_stem,
+    markdown_table,
+    normalise_text,
+)
+from knora.adapters.parsers._images import InlineImages
+from knora.ports.parser import ParseContext, ParsedDocument, ParseError, ParseOptions
 
 _DROP = ("script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form", "iframe",
          "svg",
@@ -90,6 +101,20 @@ class _Renderer:
                 self.walk(child, list_depth)
 
 
+# ``src="data:…"`` values are lifted out of the markup before lxml sees it: lxml drops an attribute longer
+# than 10 MB without a word, and a lifted one costs the tree nothing.
+_DATA_SRC = re.compile(r"""(\ssrc[ \t\r\n]{0,10}=[ \t\r\n]{0,10})(["'])(data:[^"'>]*)\2""", re.IGNORECASE)
+_LIFTED = "knora-lifted-data:"
+
+
+def _lift_data_uris(markup: str, uris: list[str]) -> str:
+    def lift(match: re.Match[str]) -> str:
+        uris.append(match.group(3))
+        return f"{match.group(1)}{match.group(2)}{_LIFTED}{len(uris) - 1}{match.group(2)}"
+
+    return _DATA_SRC.sub(lift, markup)
+
+
 def _is_boilerplate(tag: Tag) -> bool:
     role = str(tag.get("role") or "").lower()
     return role in _DROP_ROLES or str(tag.get("aria-hidden") or "").lower() == "true"
@@ -98,8 +123,15 @@ def _is_boilerplate(tag: Tag) -> bool:
 class HtmlParser:
     extensions: frozenset[str] = frozenset({"html", "htm", "xhtml"})
 
+    def __init__(self, ctx: ParseContext | None = None) -> None:
+        self.ctx = ctx or ParseContext(max_expanded_bytes=DEFAULT_MAX_EXPANDED_BYTES,
+                                       options=ParseOptions(ocr=False))
+
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
         markup = decode_text(data)
+        uris: list[str] = []
+        if "data:" in markup:
+            markup = _lift_data_uris(markup, uris)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
@@ -125,8 +157,31 @@ class HtmlParser:
         articles = soup.find_all("article")
         if soup.find("main") is None and len(articles) == 1:
             root = articles[0]
+        inline = self._mark_images(root, uris)
         renderer = _Renderer()
         renderer.walk(root)
         renderer.flush()
         text = normalise_text("\n\n".join(renderer.blocks))
+        if inline:
+            builder = inline.build(text)
+            return ParsedDocument(title=title or file_stem(file_name), text=builder.text,
+                                  images=builder.images, skipped=inline.collector.skipped,
+                                  metadata={"format": "html"})
         return ParsedDocument(title=title or file_stem(file_name), text=text, metadata={"format": "html"})
+
+    def _mark_images(self, root: Tag, uris: list[str]) -> InlineImages | None:
+        """Every ``<img src="data:…">`` under ``root`` replaced by a marker the renderer keeps as text."""
+        inline: InlineImages | None = None
+        for img in root.find_all("img"):
+            if not isinstance(img, Tag):
+                continue
+            src = str(img.get("src") or "").strip()
+            if src.startswith(_LIFTED):
+                index = src[len(_LIFTED):]
+                src = uris[int(index)] if index.isdigit() and int(index) < len(uris) else ""
+            if src[:5].lower() != "data:":
+                continue
+            if inline is None:
+                inline = InlineImages(self.ctx)
+            img.replace_with(NavigableString(inline.mark(src, str(img.get("alt") or ""))))
+        return inline

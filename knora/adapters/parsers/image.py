@@ -52,7 +52,7 @@ class ImageParser:
         builder = TextBuilder()
         skipped = [note] if engine is None and self._ctx.options.ocr else []
         notes: set[str] = set()
-        found_text = False
+        read_by = "none"  # the engine's name once it has read text on some page
         pages = 0
         for page in range(1, MAX_FRAMES + 1):
             where = f"page {page} of {name!r}" if page > 1 else f"image {name!r}"
@@ -75,8 +75,8 @@ class ImageParser:
             view, mime, width, height = view_copy(pixels, prefer_jpeg=kind in _PHOTO_FORMATS)
             label = f"{name}, page {page}" if kind in _MULTI_PAGE else name
             picture = ParsedImage(data=view, mime=mime, width=width, height=height, name=label, ocr_text=text)
-            if text:
-                found_text = True
+            if text and engine is not None:
+                read_by = engine.name
                 builder.add_image(picture, page=page)
             else:
                 why = note or "no text was recognised in it"
@@ -89,15 +89,11 @@ class ImageParser:
         if kind in _MULTI_PAGE and pages == MAX_FRAMES and _seek(image, MAX_FRAMES):
             skipped.append(f"pages after {MAX_FRAMES}: a TIFF is read up to {MAX_FRAMES} pages")
         metadata = {"image_format": kind, "image_width": str(size[0]), "image_height": str(size[1]),
-                    "pages": str(pages), "ocr": self._ocr_name() if found_text else "none"}
+                    "image_pages": str(pages), "ocr": read_by}
         if notes:
             metadata["ocr_note"] = "; ".join(sorted(notes))
         return ParsedDocument(title=file_stem(file_name), text=builder.text, metadata=metadata,
                               pages=builder.pages, images=builder.images, skipped=skipped)
-
-    def _ocr_name(self) -> str:
-        engine = self._ctx.ocr()
-        return engine.name if engine is not None else "none"
 
     def _engine(self) -> tuple[OcrEngine | None, str]:
         """The OCR engine, or None and why there is none."""

@@ -3,14 +3,20 @@ heading.
 
 A YAML front-matter block is removed from the text; its ``title:`` wins over the first heading because authors
 put it there on purpose.
+
+Images written into the file as ``data:`` URIs (``![alt](data:image/png;base64,…)``, an inline ``<img>``)
+become ``ParsedImage``s (validated, bounded, OCR'd when the upload has OCR on) placed after their paragraph,
+and their base64 text is replaced by "[image: alt]". Relative and remote image links stay as written and are
+never fetched.
 """
 
 from __future__ import annotations
 
 import re
 
-from knora.adapters.parsers._common import decode_text, file_stem, normalise_text
-from knora.ports.parser import ParsedDocument
+from knora.adapters.parsers._common import DEFAULT_MAX_EXPANDED_BYTES, decode_text, file_stem, normalise_text
+from knora.adapters.parsers._images import InlineImages
+from knora.ports.parser import ParseContext, ParsedDocument, ParseOptions
 
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.DOTALL)
 _FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -28,8 +34,17 @@ def markdown_title(text: str) -> str:
 class MarkdownParser:
     extensions: frozenset[str] = frozenset({"md", "markdown"})
 
+    def __init__(self, ctx: ParseContext | None = None) -> None:
+        self.ctx = ctx or ParseContext(max_expanded_bytes=DEFAULT_MAX_EXPANDED_BYTES,
+                                       options=ParseOptions(ocr=False))
+
     def parse(self, data: bytes, file_name: str) -> ParsedDocument:
-        text = normalise_text(decode_text(data))
+        raw = decode_text(data)
+        inline: InlineImages | None = None
+        if "data:" in raw:
+            inline = InlineImages(self.ctx)
+            raw = inline.mark_markdown(raw)
+        text = normalise_text(raw)
         title = ""
         front = _FRONT_MATTER.match(text + "\n")
         if front:
@@ -39,4 +54,8 @@ class MarkdownParser:
                     title = value.strip().strip("'\"")
             text = text[front.end():].strip() if front.end() <= len(text) else ""
         title = title or markdown_title(text) or file_stem(file_name)
+        if inline:
+            builder = inline.build(text)
+            return ParsedDocument(title=inline.resolve(title), text=builder.text, images=builder.images,
+                                  skipped=inline.collector.skipped, metadata={"format": "md"})
         return ParsedDocument(title=title, text=text, metadata={"format": "md"})

@@ -10,14 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from knora.adapters.parsers._common import DEFAULT_MAX_EXPANDED_BYTES, extension_of, normalise_text
+from knora.adapters.parsers.code import CodeParser
 from knora.adapters.parsers.csv import CsvParser
+from knora.adapters.parsers.doc import DocParser
 from knora.adapters.parsers.docx import DocxParser
+from knora.adapters.parsers.eml import EmlParser
+from knora.adapters.parsers.epub import EpubParser
 from knora.adapters.parsers.html import HtmlParser
 from knora.adapters.parsers.image import ImageParser
 from knora.adapters.parsers.json import JsonParser
 from knora.adapters.parsers.md import MarkdownParser
+from knora.adapters.parsers.msg import MsgParser
+from knora.adapters.parsers.odf import OdfParser
 from knora.adapters.parsers.pdf import PdfParser
+from knora.adapters.parsers.ppt import LegacyPowerPointParser
+from knora.adapters.parsers.pptx import PptxParser
+from knora.adapters.parsers.rtf import RtfParser
 from knora.adapters.parsers.txt import TextParser
+from knora.adapters.parsers.xls import XlsParser
 from knora.adapters.parsers.xlsx import XlsxParser
 from knora.domain.registry import Registry
 from knora.ports.parser import ParseContext, ParsedDocument, ParseError, ParseOptions, Parser
@@ -36,13 +46,26 @@ def register(factory: ParserFactory, extensions: frozenset[str]) -> None:
 
 
 register(lambda _ctx: TextParser(), TextParser.extensions)
-register(lambda _ctx: MarkdownParser(), MarkdownParser.extensions)
-register(lambda _ctx: HtmlParser(), HtmlParser.extensions)
+register(lambda ctx: MarkdownParser(ctx), MarkdownParser.extensions)
+register(lambda ctx: HtmlParser(ctx), HtmlParser.extensions)
 register(PdfParser, PdfParser.extensions)
 register(lambda ctx: DocxParser(ctx.max_expanded_bytes), DocxParser.extensions)
 register(lambda _ctx: CsvParser(), CsvParser.extensions)
 register(lambda ctx: XlsxParser(ctx.max_expanded_bytes), XlsxParser.extensions)
 register(lambda _ctx: JsonParser(), JsonParser.extensions)
+# e-mail parses its attachments with the registry, under the same context (``parse_with``)
+register(lambda ctx: EmlParser(ctx, parse_with, supported_extensions()), EmlParser.extensions)
+register(lambda ctx: MsgParser(ctx, parse_with, supported_extensions()), MsgParser.extensions)
+# e-books, RTF, legacy Excel and Word, code (issue 15, branch office)
+register(EpubParser, EpubParser.extensions)
+register(lambda _ctx: RtfParser(), RtfParser.extensions)
+register(lambda ctx: XlsParser(lambda: XlsxParser(ctx.max_expanded_bytes), HtmlParser), XlsParser.extensions)
+register(lambda ctx: DocParser(RtfParser, HtmlParser, lambda: DocxParser(ctx.max_expanded_bytes)),
+         DocParser.extensions)
+register(lambda _ctx: CodeParser(), CodeParser.extensions)
+register(lambda ctx: PptxParser(ctx.max_expanded_bytes, ctx), PptxParser.extensions)
+register(lambda _ctx: LegacyPowerPointParser(), LegacyPowerPointParser.extensions)
+register(lambda ctx: OdfParser(ctx.max_expanded_bytes, ctx), OdfParser.extensions)
 register(ImageParser, ImageParser.extensions)
 
 
@@ -76,7 +99,16 @@ def parse_bytes(data: bytes, file_name: str, *, max_expanded_bytes: int = DEFAUL
     """Pick the parser by extension and parse; the result's text is normalised (LF, no NUL, trimmed). A
     parser that reports pages or images must hand over normalised text (``TextBuilder`` does), since their
     offsets point into it."""
-    parser = get_parser(extension_of(file_name), max_expanded_bytes=max_expanded_bytes, options=options)
+    return parse_with(context(max_expanded_bytes, options), data, file_name)
+
+
+def parse_with(ctx: ParseContext, data: bytes, file_name: str) -> ParsedDocument:
+    """``parse_bytes`` with a context already built: how a container (an e-mail) parses what it holds under
+    its own context."""
+    key = extension_of(file_name)
+    if key not in PARSERS:
+        get_parser(key)  # raises the "unsupported file type" ParseError
+    parser = PARSERS.get(key)(ctx)
     if not data or not data.strip():
         raise ParseError("the file is empty")
     try:

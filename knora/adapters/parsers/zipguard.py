@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 
 from knora.adapters.parsers._common import check_zip_safety
 from knora.ports.parser import ParseError
@@ -37,7 +38,7 @@ def bounded_archive(data: bytes, max_expanded_bytes: int, kind: str) -> bytes:
                 budget = _copy_entry(src, dst, info, budget, max_expanded_bytes, kind)
     except ParseError:
         raise
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, zlib.error) as exc:
         # A truncated read (the entry holds more than its header claims) ends in a CRC mismatch.
         raise ParseError(f"refusing .{kind}: the archive is damaged or an entry holds more than its header "
                          f"says (a zip bomb?): {exc}") from exc

@@ -50,11 +50,39 @@ def _xlsx_to_csv(data: bytes) -> bytes:
     return out.getvalue().encode()
 
 
+def _xls_to_csv(data: bytes) -> bytes:
+    """A legacy ``.xls`` as the same one-table CSV as an ``.xlsx`` (``__sheet_name`` plus the union of the
+    sheets' header rows)."""
+    from knora.adapters.parsers.xls import sheet_rows
+
+    headers: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for title, values in sheet_rows(data):
+        if not values:
+            continue
+        cols = [str(h) if h not in (None, "") else f"column{i}" for i, h in enumerate(values[0])]
+        headers += [c for c in cols if c not in headers]
+        for row in values[1:]:
+            if any(v not in (None, "") for v in row):
+                rows.append({"__sheet_name": title, **dict(zip(cols, row, strict=False))})
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=["__sheet_name", *headers])
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue().encode()
+
+
 def load(data: bytes, file_type: str, name: str, limits: sandbox.SandboxLimits) -> duckdb.DuckDBPyConnection:
     kind = (file_type or "").lower().lstrip(".")
     types: dict[str, str] | None = None
-    if kind in ("xlsx", "xlsm"):
-        data = _xlsx_to_csv(data)
+    if kind in ("xlsx", "xlsm", "xls"):
+        if kind != "xls" or data.startswith(b"PK\x03\x04"):  # an .xlsx renamed .xls is still an .xlsx
+            data = _xlsx_to_csv(data)
+        else:
+            try:
+                data = _xls_to_csv(data)
+            except Exception as exc:  # xlrd raises XLRDError, struct and index errors for a broken file
+                raise DataError(f"the .xls workbook cannot be read: {type(exc).__name__}: {exc}") from exc
         types = {"__sheet_name": "VARCHAR"}
     elif kind not in ("csv", "tsv", "txt"):
         raise DataError(f"data tools read CSV or Excel documents, not {file_type or 'unknown'} files")

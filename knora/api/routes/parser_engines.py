@@ -24,7 +24,8 @@ from knora.api.deps import TenantDep
 router = APIRouter(tags=["system"])
 
 # parser module → the library it imports when it first parses (the others import theirs at load time)
-_LAZY_LIBRARIES = {"pdf": "pypdfium2", "docx": "docx", "xlsx": "openpyxl", "image": "PIL"}
+_LAZY_LIBRARIES = {"pdf": "pypdfium2", "docx": "docx", "xlsx": "openpyxl", "msg": "olefile",
+                   "rtf": "striprtf", "xls": "xlrd", "pptx": "pptx", "image": "PIL"}
 
 
 def _description(module: str) -> str:

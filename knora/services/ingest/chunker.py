@@ -290,6 +290,14 @@ def _regions(text: str, cuts: Sequence[int]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in itertools.pairwise(bounds) if text[s:e].strip()]
 
 
+def config_for_format(config: ChunkingConfig, fmt: str) -> ChunkingConfig:
+    """The configuration a document of parser format ``fmt`` is split with: source code has no markdown
+    headings, so its ``# comment`` lines (Python, shell, YAML, Ruby …) must not cut it into "sections"."""
+    if fmt == "code" and (config.strategy or "").lower() not in ("", "recursive", "legacy", "heuristic"):
+        return config.model_copy(update={"strategy": "recursive"})
+    return config
+
+
 def split_document(text: str, config: ChunkingConfig, cuts: Sequence[int] = ()) -> list[ChunkDraft]:
     """Chunk drafts for ``text`` per ``config`` (normalised first); [] for blank text. ``cuts`` are
     offsets no chunk may cross (page, slide and attachment boundaries)."""

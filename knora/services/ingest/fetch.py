@@ -84,6 +84,13 @@ CONTENT_TYPES = {
     "application/pdf": "pdf", "text/csv": "csv", "application/json": "json",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "message/rfc822": "eml", "application/vnd.ms-outlook": "msg",
+    "application/epub+zip": "epub", "application/rtf": "rtf", "text/rtf": "rtf",
+    "application/vnd.ms-excel": "xls", "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    "application/vnd.oasis.opendocument.text": "odt",
+    "application/vnd.oasis.opendocument.spreadsheet": "ods",
+    "application/vnd.oasis.opendocument.presentation": "odp",
 }
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from knora.domain.common import safe_name, utcnow
 from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
+from knora.domain.files import file_type
 from knora.domain.knowledge import ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus
 from knora.domain.search import IndexRow
 from knora.ports.blobs import BlobStore
@@ -35,6 +36,7 @@ from knora.ports.store import KnowledgeFilter, Page, Repositories
 from knora.ports.telemetry import NO_TELEMETRY, Span, Telemetry
 from knora.services.ingest import fetch as fetching
 from knora.services.ingest.build import Draft, build_chunks, searchable
+from knora.services.ingest.chunker import config_for_format
 from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.embedders import EmbedderRegistry
 from knora.services.ingest.passages import NewPassage, add_passages
@@ -81,8 +83,8 @@ class IngestDeps:
 
 
 def file_extension(name: str) -> str:
-    suffix = PurePosixPath(name).suffix
-    return suffix[1:].lower() if suffix else ""
+    """The parser type of ``name``: its extension, or the type of an extension-less Dockerfile, Makefile …"""
+    return file_type(name)
 
 
 class IngestService:
@@ -402,7 +404,7 @@ class IngestService:
         explicit = k.title if k.type in ("manual", "url") else ""
         title = explicit or doc.title or k.title or PurePosixPath(name).stem
         k = k.model_copy(update={"title": title})
-        config = kb.chunking_config.normalised()
+        config = config_for_format(kb.chunking_config.normalised(), doc.metadata.get("format", ""))
         t = time.time_ns()
         # no chunk crosses a page, slide or attachment boundary: each cites exactly where it is from
         cuts = [offset for page in doc.pages for offset in (page.start, page.end)]

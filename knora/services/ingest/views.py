@@ -29,7 +29,12 @@ _TYPES = {"md": "text/markdown", "markdown": "text/markdown", "csv": "text/csv",
           "tsv": "text/tab-separated-values", "json": "application/json", "jsonl": "application/x-ndjson",
           "log": "text/plain", "text": "text/plain",
           "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-          "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}
+          "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+          "eml": "message/rfc822", "msg": "application/vnd.ms-outlook",
+          "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+          "odt": "application/vnd.oasis.opendocument.text",
+          "ods": "application/vnd.oasis.opendocument.spreadsheet",
+          "odp": "application/vnd.oasis.opendocument.presentation"}
 STAGES = ("docreader", "chunking", "embedding", "multimodal", "postprocess")
 _PAGE = 500
 

@@ -219,6 +219,30 @@ class TestData:
              "sql": "SELECT __sheet_name, sum(sales) FROM sales GROUP BY 1 ORDER BY 1"}, ctx())
         assert q.data["rows"] == [["2024", 15], ["2025", 7]]
 
+    async def test_legacy_xls_sheets_share_one_table(self, store: Store) -> None:
+        import xlwt
+
+        wb = xlwt.Workbook()
+        for title, rows in (("2024", [("north", 10), ("south", 5)]), ("2025", [("north", 7)])):
+            ws = wb.add_sheet(title)
+            for r, row in enumerate([("region", "sales"), *rows]):
+                for c, value in enumerate(row):
+                    ws.write(r, c, value)
+        buf = io.BytesIO()
+        wb.save(buf)
+        doc = store.add_doc("kb1", "sales.xls", [], file_type="xls", blob=buf.getvalue())
+        deps = ToolDeps(repos=store, blobs=store)
+        q = await data_analysis.DataAnalysisTool(deps).execute(
+            {"knowledge_id": doc.id,
+             "sql": "SELECT __sheet_name, sum(sales) FROM sales GROUP BY 1 ORDER BY 1"}, ctx())
+        assert q.data["rows"] == [["2024", 15], ["2025", 7]]
+        broken = store.add_doc("kb1", "broken.xls", [], file_type="xls",
+                               blob=b"\xd0\xcf\x11\xe0" + b"0" * 600)
+        res = await data_analysis.DataAnalysisTool(deps).execute(
+            {"knowledge_id": broken.id, "sql": "SELECT 1 FROM broken"}, ctx())
+        assert not res.success
+        assert ".xls workbook cannot be read" in (res.error or "")
+
     @pytest.mark.parametrize("sql", ["DROP TABLE sales", "SELECT 1; SELECT 2",
                                      "SELECT * FROM read_csv_auto('/etc/passwd')"])
     async def test_read_only_and_no_file_access(self, store: Store, sql: str) -> None:

@@ -46,6 +46,8 @@ def rows_from_file(data: bytes, filename: str) -> tuple[list[str], list[list[Any
         text = data.decode("utf-8-sig", errors="replace")
         reader = list(csv.reader(io.StringIO(text)))
         return (reader[0], reader[1:]) if reader else ([], [])
+    if filename.lower().endswith(".xls") and not data.startswith(b"PK\x03\x04"):  # (a renamed .xlsx: below)
+        return _xls_rows(data)
     import openpyxl
 
     wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
@@ -60,6 +62,23 @@ def rows_from_file(data: bytes, filename: str) -> tuple[list[str], list[list[Any
             header.append("__sheet_name")
         rows.extend([*list(r), ws.title] for r in sheet[1:])
     wb.close()
+    return header, rows
+
+
+def _xls_rows(data: bytes) -> tuple[list[str], list[list[Any]]]:
+    """A legacy ``.xls`` as one table, like an ``.xlsx`` above: the first sheet's header, every sheet's rows
+    with ``__sheet_name``."""
+    from knora.adapters.parsers.xls import sheet_rows
+
+    header: list[str] = []
+    rows: list[list[Any]] = []
+    for title, values in sheet_rows(data):
+        if not values:
+            continue
+        if not header:
+            header = [str(h) if h not in (None, "") else f"col{i}" for i, h in enumerate(values[0])]
+            header.append("__sheet_name")
+        rows.extend([*r, title] for r in values[1:])
     return header, rows
 
 
