@@ -14,8 +14,17 @@ Add a section by writing the function, adding it to ``SECTIONS`` and, if it need
   average before and after.
 
   ``--ocr-noise`` and ``--ocr-jpeg QUALITY`` make the pages harder.
+- ``pdf``: text PDFs of ``--pdf-pages`` pages (default 100 and 500; reportlab: 40 lines a page, a running
+  header and footer, a ruled table every 10th page), each parsed in a fresh process: the growth of that
+  process's peak RSS over its RSS just before the parse (goal: flat in the page count — pages are loaded,
+  read and closed one at a time; what grows is the text kept) and pages/s; and the milliseconds of a
+  text-only page against a ruled-table page (pdfium + pdfplumber).
+- ``pdf_scanned``: scanned PDF pages (tests/fakes/scans.py) through the PDF parser and the real OCR engine:
+  pages/s (render at 200 dpi + OCR), and a 10-page scan under a 5 s time budget (a partial parse naming the
+  pages left).
 
     python benchmarks/parse.py [--only ocr] [--ocr-pages 3] [--ocr-noise 1.0] [--ocr-jpeg 0]
+    python benchmarks/parse.py --only pdf --only pdf_scanned [--pdf-pages 100 --pdf-pages 500]
 """
 
 from __future__ import annotations
@@ -85,6 +94,106 @@ def section_ocr(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def text_pdf(pages: int, table_every: int = 10) -> bytes:
+    """A report of ``pages`` pages: 40 lines each, a running header and footer, a ruled table every
+    ``table_every``th page (0 = none)."""
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+    from reportlab.platypus import Table, TableStyle
+
+    width, height = A4
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4, invariant=True)
+    for number in range(1, pages + 1):
+        c.setFont("Helvetica", 9)
+        c.drawString(72, height - 40, "Benchmark Corp — Internal")
+        c.drawString(width / 2, 30, f"Page {number} of {pages}")
+        c.setFont("Helvetica", 10)
+        lines = 40
+        if table_every and number % table_every == 0:
+            rows = [["Item", "Count", "Share"]] + [[f"row {i}", str(i * number), f"{i}%"] for i in range(8)]
+            table = Table(rows)
+            table.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.5, colors.black)]))
+            table.wrapOn(c, width, height)
+            table.drawOn(c, 72, 120)
+            lines = 25
+        for i in range(lines):
+            c.drawString(72, height - 90 - 14 * i,
+                         f"Page {number}, line {i}: the quick brown fox reads the manual {i * number}.")
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+# Run in a fresh process by section_pdf: its peak RSS is the parse's alone.
+_PDF_CHILD = """
+import json, resource, sys, time
+import psutil
+import pypdfium2  # loaded before the baseline, like a warm worker
+from knora.adapters.parsers.registry import parse_bytes
+from knora.ports.parser import ParseOptions
+data = open(sys.argv[1], "rb").read()
+base = psutil.Process().memory_info().rss / 1024  # now, not the high-water mark of the imports
+start = time.perf_counter()
+doc = parse_bytes(data, "bench.pdf", options=ParseOptions(ocr=False))
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"base_mb": base / 1024, "peak_mb": peak / 1024, "seconds": seconds,
+                  "chars": len(doc.text)}))
+"""
+
+
+def section_pdf(args: argparse.Namespace) -> dict[str, Any]:
+    import subprocess
+    import tempfile
+
+    from knora.adapters.parsers.registry import parse_bytes
+    from knora.ports.parser import ParseOptions
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for pages in args.pdf_pages or [100, 500]:
+            path = Path(tmp) / f"{pages}.pdf"
+            path.write_bytes(text_pdf(pages))
+            run = subprocess.run([sys.executable, "-c", _PDF_CHILD, str(path)], check=True,
+                                 capture_output=True, text=True, cwd=ROOT)
+            got = json.loads(run.stdout.strip().splitlines()[-1])
+            out[f"{pages}_pages"] = {"file_mb": round(path.stat().st_size / 1e6, 2),
+                                     "peak_rss_growth_mb": round(got["peak_mb"] - got["base_mb"], 1),
+                                     "peak_rss_mb": round(got["peak_mb"], 1),
+                                     "pages_per_s": round(pages / got["seconds"], 1),
+                                     "text_chars": got["chars"]}
+    page_ms = {}
+    for name, every in (("text_page", 0), ("table_page", 1)):
+        data = text_pdf(20, table_every=every)
+        parse_bytes(data, "warm.pdf", options=ParseOptions(ocr=False))
+        start = time.perf_counter()
+        parse_bytes(data, "bench.pdf", options=ParseOptions(ocr=False))
+        page_ms[name] = round((time.perf_counter() - start) / 20 * 1000, 1)
+    out["page_ms"] = page_ms
+    return out
+
+
+def section_pdf_scanned(args: argparse.Namespace) -> dict[str, Any]:
+    from knora.adapters.ocr.registry import load_engine
+    from knora.adapters.parsers.registry import parse_bytes
+    from knora.ports.parser import ParseOptions
+    from tests.fakes.scans import scanned_pdf
+
+    load_engine("rapidocr")  # the model load is a once-per-worker cost, not a page's
+    pages = [sample_lines("en", 12, seed=i) for i in range(3)]
+    start = time.perf_counter()
+    doc = parse_bytes(scanned_pdf(pages), "scan.pdf")
+    seconds = time.perf_counter() - start
+    big = scanned_pdf([sample_lines("en", 12, seed=i) for i in range(10)])
+    start = time.perf_counter()
+    partial = parse_bytes(big, "big-scan.pdf", options=ParseOptions(time_budget_seconds=5))
+    return {"ocr_pages_per_s": round(len(pages) / seconds, 3), "ocr_pages": doc.metadata.get("ocr_pages", ""),
+            "budget_5s": {"seconds": round(time.perf_counter() - start, 1),
+                          "pages_read": partial.metadata.get("ocr_pages", ""), "skipped": partial.skipped}}
+
+
 def section_formats(args: argparse.Namespace) -> dict[str, Any]:
     """Parse throughput of every other format (benchmarks/parse_formats.py), OCR off."""
     import parse_formats
@@ -96,6 +205,8 @@ def section_formats(args: argparse.Namespace) -> dict[str, Any]:
 
 SECTIONS: dict[str, Section] = {
     "ocr": section_ocr,
+    "pdf": section_pdf,
+    "pdf_scanned": section_pdf_scanned,
     "formats": section_formats,
 }
 
@@ -105,6 +216,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ocr-pages", type=int, default=3, help="scanned pages per language (ocr)")
     parser.add_argument("--ocr-noise", type=float, default=1.0, help="scanner noise, 0 = clean (ocr)")
     parser.add_argument("--ocr-jpeg", type=int, default=0, help="JPEG quality the pages go through; 0 = none")
+    parser.add_argument("--pdf-pages", type=int, action="append", help="PDF sizes (pdf); default 100 and 500")
 
 
 def main(argv: list[str]) -> dict[str, Any]:

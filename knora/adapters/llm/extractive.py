@@ -89,7 +89,46 @@ def terms(text: str) -> list[str]:
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT_SPLIT.split(text) if s and len(s.strip()) > 1]
+    return [s.strip() for s in _SENT_SPLIT.split(_table_rows_as_sentences(text)) if s and len(s.strip()) > 1]
+
+
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_SEPARATOR_CELL = re.compile(r":?-{3,}:?")
+
+
+def _cells(line: str) -> list[str] | None:
+    s = line.strip()
+    if len(s) < 2 or not (s.startswith("|") and s.endswith("|")):
+        return None
+    return [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(s[1:-1])]
+
+
+def _table_rows_as_sentences(text: str) -> str:
+    """Markdown table rows (parsers render tables so) as sentences that carry their header: "| Leeds | 41 |"
+    under "| Warehouse | Shortfall |" reads "Warehouse: Leeds, Shortfall: 41", so a question naming a column
+    finds the row with the value, not the header row alone."""
+    if "|" not in text:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    header: list[str] | None = None
+    for i, line in enumerate(lines):
+        cells = _cells(line)
+        if cells is None:
+            header = None
+            out.append(line)
+            continue
+        if header is None:
+            following = _cells(lines[i + 1]) if i + 1 < len(lines) else None
+            if following and all(_SEPARATOR_CELL.fullmatch(c) for c in following if c):
+                header = cells  # folded into every row below instead of quoted alone
+                continue
+            out.append(line)
+            continue
+        if all(_SEPARATOR_CELL.fullmatch(c) for c in cells if c):
+            continue
+        out.append(", ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells, strict=False) if v))
+    return "\n".join(out)
 
 
 @dataclass

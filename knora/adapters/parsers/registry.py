@@ -48,7 +48,7 @@ def register(factory: ParserFactory, extensions: frozenset[str]) -> None:
 register(lambda _ctx: TextParser(), TextParser.extensions)
 register(lambda ctx: MarkdownParser(ctx), MarkdownParser.extensions)
 register(lambda ctx: HtmlParser(ctx), HtmlParser.extensions)
-register(lambda _ctx: PdfParser(), PdfParser.extensions)
+register(PdfParser, PdfParser.extensions)
 register(lambda ctx: DocxParser(ctx.max_expanded_bytes), DocxParser.extensions)
 register(lambda _ctx: CsvParser(), CsvParser.extensions)
 register(lambda ctx: XlsxParser(ctx.max_expanded_bytes), XlsxParser.extensions)

@@ -25,8 +25,8 @@ from knora.api.deps import ServicesDep, TenantDep
 router = APIRouter(tags=["system"])
 
 # parser module → the library it imports when it first parses (the others import theirs at load time)
-_LAZY_LIBRARIES = {"pdf": "pypdf", "docx": "docx", "xlsx": "openpyxl", "msg": "olefile", "rtf": "striprtf",
-                   "xls": "xlrd", "pptx": "pptx", "image": "PIL"}
+_LAZY_LIBRARIES = {"pdf": "pypdfium2", "docx": "docx", "xlsx": "openpyxl", "msg": "olefile",
+                   "rtf": "striprtf", "xls": "xlrd", "pptx": "pptx", "image": "PIL"}
 # OCR engine → the packages it needs (its models ship inside them); checked without loading the engine
 _OCR_LIBRARIES = {"rapidocr": ("rapidocr", "onnxruntime", "knora.adapters.ocr.rapidocr")}
 

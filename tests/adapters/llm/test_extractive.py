@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from knora.adapters.llm.extractive import NO_MODEL_EN, NO_MODEL_ZH, ExtractiveAnswerer, _pieces
+from knora.adapters.llm.extractive import (
+    NO_MODEL_EN,
+    NO_MODEL_ZH,
+    ExtractiveAnswerer,
+    _pieces,
+    split_sentences,
+)
 from knora.ports.chat import ChatMessage, ChatOptions
 
 pytestmark = pytest.mark.unit
@@ -70,3 +76,12 @@ class TestExtractiveAnswerer:
                                                             content="How do  solar panels work?")],
                                                ChatOptions(extra={"purpose": "session_title"}))
         assert resp.content == "How do solar panels work?"
+
+
+def test_markdown_table_rows_are_sentences_that_carry_their_header() -> None:
+    text = ("Shortfalls by site.\n\n| Warehouse | Shortfall |\n| --- | --- |\n| Leeds | 41 pallets |\n"
+            "| Turin | 7 \\| 8 |\n\nAfter the table.")
+    assert split_sentences(text) == ["Shortfalls by site.", "Warehouse: Leeds, Shortfall: 41 pallets",
+                                     "Warehouse: Turin, Shortfall: 7 | 8", "After the table."]
+    no_separator = "| not | a table |\n| no | separator |"
+    assert split_sentences(no_separator) == ["| not | a table |", "| no | separator |"]

@@ -27,3 +27,7 @@ def crash(data: bytes, file_name: str, max_expanded_bytes: int, options: ParseOp
 
 def echo(data: bytes, file_name: str, max_expanded_bytes: int, options: ParseOptions) -> ParsedDocument:
     return ParsedDocument(title=file_name, text=f"{data.decode()} (pid {os.getpid()})")
+
+
+def options(data: bytes, file_name: str, max_expanded_bytes: int, options: ParseOptions) -> ParsedDocument:
+    return ParsedDocument(title=file_name, text=options.model_dump_json())

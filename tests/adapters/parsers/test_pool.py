@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from knora.adapters.parsers.pool import ProcessParsers
-from knora.ports.parser import DocumentParsers, ParseError, ParseLimits
+from knora.ports.parser import DocumentParsers, ParseError, ParseLimits, ParseOptions
 from tests.adapters.parsers.test_parsers import make_docx
 from tests.polling import eventually
 
@@ -145,3 +145,12 @@ def test_the_runner_registry_names_process_and_thread() -> None:
     limits = ParseLimits(1 << 20)
     assert isinstance(build_document_parsers("process", limits, workers=1), ProcessParsers)
     assert isinstance(build_document_parsers("thread", limits, workers=1), ThreadParsers)
+
+
+async def test_ocr_gets_a_share_of_the_time_limit_unless_the_upload_set_a_budget(make_pool: Make) -> None:
+    pool = make_pool("tests.adapters.parsers.hostile:options", timeout=100.0)
+    seen = ParseOptions.model_validate_json((await pool.parse(b"x", "a.pdf")).text)
+    assert seen.time_budget_seconds == pytest.approx(70.0)  # a partial parse is saved before the kill
+    own = ParseOptions(time_budget_seconds=5.0)
+    seen = ParseOptions.model_validate_json((await pool.parse(b"x", "a.pdf", own)).text)
+    assert seen.time_budget_seconds == 5.0

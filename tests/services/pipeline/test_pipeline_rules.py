@@ -192,6 +192,15 @@ class TestMergeSteps:
         assert out[0].r.score == 0.7
         assert out[0].sub_ids == ["b"]
 
+    def test_merged_chunks_cite_every_page_they_cover(self) -> None:
+        page = {"page_kind": "page"}
+        a = R("a", "first page text", 0.5, chunk_index=0, start_at=0, end_at=15,
+              chunk_metadata={**page, "page": 2})
+        b = R("b", "next page text", 0.7, chunk_index=1, start_at=15, end_at=29,
+              chunk_metadata={**page, "page": 3})
+        [merged] = group_and_merge([Item.of(r) for r in (b, a)])
+        assert merged.r.chunk_metadata == {"page_kind": "page", "page": 2, "page_end": 3}
+
     def test_join_chunk_content_overlap(self) -> None:
         assert join_chunk_content("hello big world", "big world again") == \
             "hello big world\n\nbig world again"  # an overlap of 9 runes is below the 12-rune minimum
