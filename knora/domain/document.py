@@ -73,3 +73,12 @@ def location_text(metadata: dict[str, object]) -> str:
     if label:
         return f"{kind} {label}"
     return f"{kind}s {page}–{end}" if isinstance(end, int) else f"{kind} {page}"
+
+
+def same_location(a: dict[str, object], b: dict[str, object]) -> bool:
+    """Whether two chunks' metadata put them on the same page, slide, sheet or attachment (True when
+    either has no location: a document without pages is one place). Retrieval joins neighbouring chunks
+    only within one place, so a merged passage is still cited where it is."""
+    if not isinstance(a.get("page"), int) or not isinstance(b.get("page"), int):
+        return True
+    return all(a.get(k) == b.get(k) for k in ("page", "page_end", "page_kind", "page_label"))

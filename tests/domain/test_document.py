@@ -35,3 +35,15 @@ def test_location_text_for_people() -> None:
     assert PageSpan(number=12, start=0, end=1).display() == "p. 12"
     attachment = PageSpan(number=2, start=0, end=1, kind="attachment", label="a.pdf")
     assert attachment.display() == "attachment a.pdf"
+
+
+def test_same_location() -> None:
+    from knora.domain.document import same_location
+
+    p2 = {"page": 2, "page_kind": "page"}
+    assert same_location(p2, dict(p2))
+    assert not same_location(p2, {"page": 3, "page_kind": "page"})
+    assert not same_location(p2, {"page": 2, "page_kind": "slide"})
+    assert not same_location({"page": 1, "page_kind": "sheet", "page_label": "A"},
+                             {"page": 1, "page_kind": "sheet", "page_label": "B"})
+    assert same_location({}, p2)  # a document without pages is one place

@@ -192,14 +192,18 @@ class TestMergeSteps:
         assert out[0].r.score == 0.7
         assert out[0].sub_ids == ["b"]
 
-    def test_merged_chunks_cite_every_page_they_cover(self) -> None:
-        page = {"page_kind": "page"}
-        a = R("a", "first page text", 0.5, chunk_index=0, start_at=0, end_at=15,
-              chunk_metadata={**page, "page": 2})
-        b = R("b", "next page text", 0.7, chunk_index=1, start_at=15, end_at=29,
-              chunk_metadata={**page, "page": 3})
-        [merged] = group_and_merge([Item.of(r) for r in (b, a)])
-        assert merged.r.chunk_metadata == {"page_kind": "page", "page": 2, "page_end": 3}
+    def test_neighbours_on_other_pages_or_slides_stay_passages_of_their_own(self) -> None:
+        def chunk(cid: str, index: int, start: int, page: int, kind: str = "page") -> SearchResult:
+            return R(cid, "x" * 10, 0.5, chunk_index=index, start_at=start, end_at=start + 10,
+                     chunk_metadata={"page_kind": kind, "page": page})
+
+        a, b, c = chunk("a", 0, 0, 2), chunk("b", 1, 8, 2), chunk("c", 2, 12, 3)
+        out = group_and_merge([Item.of(r) for r in (a, b, c)])
+        assert sorted((i.r.id, i.sub_ids) for i in out) == [("a", ["b"]), ("c", [])]  # same page merges
+        assert [i.r.chunk_metadata for i in out if i.r.id == "a"] == [{"page_kind": "page", "page": 2}]
+        slides = [chunk("s1", 0, 0, 1, "slide"), chunk("s2", 1, 12, 2, "slide")]
+        slides[1].start_at = 5  # even overlapping neighbours (a join) stay apart across slides
+        assert len(group_and_merge([Item.of(r) for r in slides])) == 2
 
     def test_join_chunk_content_overlap(self) -> None:
         assert join_chunk_content("hello big world", "big world again") == \

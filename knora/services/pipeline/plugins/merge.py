@@ -11,6 +11,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from knora.domain.document import same_location
 from knora.domain.knowledge import Chunk
 from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps, Reads
@@ -104,7 +105,8 @@ class _Expansion:
     def take(self, side: str, found: dict[str, Chunk]) -> bool:
         cid = self.prev_cursor if side == "prev" else self.next_cursor
         c = found.get(cid) if cid else None
-        if c is None or c.knowledge_id != self.base.knowledge_id:
+        if (c is None or c.knowledge_id != self.base.knowledge_id
+                or not same_location(c.metadata, self.base.metadata)):
             if side == "prev":
                 self.prev_cursor = None
             else:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knora.domain.document import same_location
 from knora.domain.search import MatchType, SearchResult
 from knora.ports.turn import HistoryTurn
 from knora.services.pipeline.textutil import (
@@ -106,24 +107,6 @@ def _trusted(i: Item) -> bool:
     return not i.rewritten and r.end_at > r.start_at and len(r.content) == r.end_at - r.start_at
 
 
-def _merge_location(target: Item, source: Item) -> None:
-    """The merged passage's place covers both chunks' pages (chunk metadata ``page``/``page_end``, see
-    ``knora.domain.document.chunk_location``), so its citation names "pp. 2–3", not only the leader's page."""
-    tm, sm = target.r.chunk_metadata, source.r.chunk_metadata
-    if not tm or not sm:
-        return
-    pages = [v for m in (tm, sm) for v in (m.get("page"), m.get("page_end")) if isinstance(v, int)]
-    same_place = tm.get("page_kind") == sm.get("page_kind") and tm.get("page_label") == sm.get("page_label")
-    if not pages or not same_place:
-        return
-    first, last = min(pages), max(pages)
-    merged = {**tm, "page": first}
-    merged.pop("page_end", None)
-    if last != first:
-        merged["page_end"] = last
-    target.r.chunk_metadata = merged
-
-
 def _merge_images(target: Item, source: Item) -> None:
     def load(s: str) -> list[dict[str, Any]]:
         try:
@@ -153,7 +136,9 @@ def merge_sequential(group: Sequence[Item]) -> list[Item]:
             continue
         lr, cr = leader.r, cur.r
         action = "separate"
-        if _trusted(leader) and _trusted(cur) and cr.start_at >= lr.start_at:
+        if not same_location(lr.chunk_metadata or {}, cr.chunk_metadata or {}):
+            pass  # another page, slide or attachment: a passage of its own, cited there
+        elif _trusted(leader) and _trusted(cur) and cr.start_at >= lr.start_at:
             if cr.start_at > lr.end_at:
                 action = "separate"
             elif cr.end_at > lr.end_at:
@@ -181,7 +166,6 @@ def merge_sequential(group: Sequence[Item]) -> list[Item]:
         for sub in cur.sub_ids:
             leader.add_sub(sub)
         _merge_images(leader, cur)
-        _merge_location(leader, cur)
         last_index = max(last_index, cr.chunk_index)
         lr.score = max(lr.score, cr.score)
     out.sort(key=lambda i: -i.r.score)
