@@ -383,40 +383,10 @@ def ods_sheets(sheets: int = 3, rows: int = 2_000) -> bytes:
 
 
 def odp_deck(slides: int = 100) -> bytes:
-    from odf.draw import Frame, Page, TextBox
-    from odf.opendocument import OpenDocumentPresentation
-    from odf.presentation import Notes
-    from odf.style import MasterPage, PageLayout, PageLayoutProperties
-    from odf.text import P
+    """The tests' presentation (titles, bodies, a footer, notes, a picture), ``slides`` long."""
+    from tests.adapters.parsers.test_odf import make_odp
 
-    doc = OpenDocumentPresentation()
-    layout = PageLayout(name="Layout")
-    layout.addElement(PageLayoutProperties(pagewidth="28cm", pageheight="21cm"))
-    doc.automaticstyles.addElement(layout)
-    master = MasterPage(name="Master", pagelayoutname=layout)
-    doc.masterstyles.addElement(master)
-    ns = "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"
-
-    def box(parent: object, lines: list[str], y: str, cls: str) -> None:
-        frame = Frame(width="24cm", height="3cm", x="2cm", y=y)
-        frame.setAttrNS(ns, "class", cls)
-        tb = TextBox()
-        for line in lines:
-            tb.addElement(P(text=line))
-        frame.addElement(tb)
-        parent.addElement(frame)  # type: ignore[attr-defined]
-
-    for n in range(slides):
-        page = Page(masterpagename=master, name=f"page{n + 1}")
-        box(page, [f"Slide {n + 1}"], "1cm", "title")
-        box(page, [_slide_sentence(n * 5 + k) for k in range(5)], "5cm", "outline")
-        notes = Notes()
-        box(notes, [" ".join(_slide_sentence(n + k) for k in range(4))], "12cm", "notes")
-        page.addElement(notes)
-        doc.presentation.addElement(page)
-    buf = io.BytesIO()
-    doc.write(buf)
-    return buf.getvalue()
+    return make_odp(slides)
 
 
 def markdown_with_images(paragraphs: int = 300, images: int = 20) -> bytes:

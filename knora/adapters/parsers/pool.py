@@ -98,19 +98,6 @@ class _Worker:
         return f"the parser process exited with code {code}"
 
 
-# Share of the document's time limit that OCR may use when the upload sets no budget of its own: the parser
-# then stops OCR'ing and saves a partial parse (the pages left named in ``skipped``) before the worker is
-# killed at the limit with nothing saved; the rest is for the text pages after it and the trip back.
-OCR_SHARE_OF_TIMEOUT = 0.7
-
-
-def with_ocr_budget(options: ParseOptions, limits: ParseLimits) -> ParseOptions:
-    """``options`` with ``time_budget_seconds`` set from the time limit when the upload left it at 0."""
-    if options.time_budget_seconds > 0 or limits.timeout_seconds <= 0:
-        return options
-    return options.model_copy(update={"time_budget_seconds": limits.timeout_seconds * OCR_SHARE_OF_TIMEOUT})
-
-
 class ProcessParsers:
     """``DocumentParsers`` over up to ``workers`` warm worker processes. ``entry`` ("module:function", called
     as ``fn(data, file_name, max_expanded_bytes, options)`` in the child) is the parse to run; tests name
@@ -134,7 +121,7 @@ class ProcessParsers:
 
     async def parse(self, data: bytes, file_name: str,
                     options: ParseOptions | None = None) -> ParsedDocument:
-        opts = with_ocr_budget(options or ParseOptions(), self.limits).model_dump()
+        opts = (options or ParseOptions()).model_dump()
         async with self._slots:
             if self._closed:
                 raise ParseError("the server is shutting down; the document will be parsed after a restart")
