@@ -28,10 +28,11 @@ mimetypes.add_type("text/css", ".css")
 
 # The UI needs nothing beyond its own origin: ES modules and one stylesheet (no inline <script> or <style>;
 # the few computed styles are set through the CSSOM, which CSP allows), fetch/XHR/SSE to /api, and a data: URL
-# for the favicon (img-src). Remote images in answers are rendered as links (markdown.js), so img-src stays
-# closed to other hosts and an answer cannot leak text through an image URL.
+# for the favicon and blob: URLs for a document's images in the chunk viewer (img-src; fetched from /api with
+# the key, knora/web/static/js/api.js imageURL). Remote images in answers are rendered as links (markdown.js),
+# so img-src stays closed to other hosts and an answer cannot leak text through an image URL.
 CONTENT_SECURITY_POLICY = "; ".join((
-    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob:",
     "connect-src 'self'", "object-src 'none'", "base-uri 'self'", "frame-ancestors 'none'",
     "form-action 'self'"))
 

@@ -3,6 +3,7 @@ ready, open the chunk viewer and edit a chunk, and query the search playground."
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -163,3 +164,52 @@ def test_kb_settings_and_delete(server: KnoraServer, new_page: Callable[..., Any
     page.locator("dialog").get_by_role("button", name="Delete").click()
     expect(page).to_have_url(f"{server.base_url}/kb")
     expect(page.get_by_text("No knowledge bases yet.")).to_be_visible()
+
+
+def _deck_with_picture() -> bytes:
+    import io
+
+    from PIL import Image
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    picture = io.BytesIO()
+    Image.new("RGB", (320, 200), "teal").save(picture, "PNG")
+    deck = Presentation()
+    for n, title in enumerate(("Overview", "Architecture"), start=1):
+        slide = deck.slides.add_slide(deck.slide_layouts[5])
+        slide.shapes.title.text = title
+        if n == 2:
+            slide.shapes.add_picture(io.BytesIO(picture.getvalue()), Inches(1), Inches(2))
+            slide.notes_slide.notes_text_frame.text = "The diagram shows the gateway."
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+def test_chunk_viewer_shows_the_slide_and_the_picture(server: KnoraServer,
+                                                       new_page: Callable[..., Any]) -> None:
+    import json
+    import time
+
+    kb = server.api("POST", "/knowledge-bases", json={"name": "Decks"})["id"]
+    doc = server.api("POST", f"/knowledge-bases/{kb}/knowledge/file",
+                     files={"file": ("deck.pptx", _deck_with_picture())},
+                     data={"process_config": json.dumps({"parser_engine_overrides": {"ocr": "false"}})})
+    for _ in range(600):
+        if server.api("GET", f"/knowledge/{doc['id']}")["parse_status"] not in ("pending", "processing"):
+            break
+        time.sleep(0.1)
+    assert server.api("GET", f"/knowledge/{doc['id']}")["parse_status"] == "completed"
+    page = new_page()
+    page.goto(f"{server.base_url}/kb/{kb}/doc/{doc['id']}")
+    second = page.locator("#chunk-list .chunk", has_text="Architecture")
+    expect(second.locator(".chunk-location")).to_have_text("slide 2")
+    expect(page.locator("#chunk-list .chunk", has_text="Overview").locator(".chunk-location")).to_have_text(
+        "slide 1")
+    image = second.locator("img.chunk-image")
+    expect(image).to_have_attribute("src", re.compile(r"^blob:"))  # fetched with the API key
+    image.scroll_into_view_if_needed()
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    assert image.evaluate("img => img.naturalWidth") == 320
+    shot(page, "knowledge-chunk-slide")
