@@ -121,7 +121,7 @@ class TestPutConfig:
         {"documentSplitting": {"separators": "\n"}},
         {"documentSplitting": {"parserEngineRules": [{"file_types": ["pdf"], "engine": "mineru"}]}},
         {"documentSplitting": {"parserEngineRules": [{"file_types": ["md"], "engine": "pdf"}]}},
-        {"documentSplitting": {"parserEngineRules": [{"file_types": ["pptx"], "engine": "pptx"}]}},
+        {"documentSplitting": {"parserEngineRules": [{"file_types": ["dwg"], "engine": "dwg"}]}},
         {"documentSplitting": []},
         {"multimodal": {"enabled": True}, "vlm_config": {"enabled": True, "model_id": "x"}},
         {"asr_config": {"enabled": True, "model_id": "x"}},

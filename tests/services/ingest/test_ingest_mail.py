@@ -31,7 +31,9 @@ async def test_chunks_from_attachments_name_them(sqlite_container: Any) -> None:
     assert k.title == "Budget 2026"
     chunks = (await c.repos.chunks.list(c.default_tenant_id, k.id, page=1, page_size=100)).items
     where = {location_text(ch.metadata) for ch in chunks}
-    assert {"attachment budget.csv", "attachment plan.pdf"} <= where
-    assert any(ch.metadata.get("page_label") == "plan.pdf" and "press kit" in ch.content for ch in chunks)
+    # the PDF's own pages are kept inside the attachment
+    assert {"attachment budget.csv", "attachment plan.pdf, p. 1"} <= where
+    assert any(ch.metadata.get("page_label") == "plan.pdf, p. 1" and "press kit" in ch.content
+               for ch in chunks)
     body = next(ch for ch in chunks if "Hello team" in ch.content)
     assert location_text(body.metadata) == ""
