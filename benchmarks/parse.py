@@ -128,7 +128,7 @@ def text_pdf(pages: int, table_every: int = 10) -> bytes:
 
 # Run in a fresh process by section_pdf: its peak RSS is the parse's alone.
 _PDF_CHILD = """
-import json, resource, sys, time
+import json, sys, time
 import psutil
 import pypdfium2  # loaded before the baseline, like a warm worker
 from knora.adapters.parsers.registry import parse_bytes
@@ -138,7 +138,9 @@ base = psutil.Process().memory_info().rss / 1024  # now, not the high-water mark
 start = time.perf_counter()
 doc = parse_bytes(data, "bench.pdf", options=ParseOptions(ocr=False))
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child of a big parent (this script after its
+# OCR section holds ~480 MB) would report the parent's peak; VmHWM belongs to this process image alone
+peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"base_mb": base / 1024, "peak_mb": peak / 1024, "seconds": seconds,
                   "chars": len(doc.text)}))
 """
