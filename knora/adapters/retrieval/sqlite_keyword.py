@@ -253,7 +253,7 @@ class KeywordSearch(SqliteStore):
             rows = conn.execute(f"SELECT id, chunk_id, source_id, content FROM knora_ret_rows"
                                 f" WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
         by_id = {r[0]: r for r in rows}
-        return [EngineHit(chunk_id=by_id[rid][1], source_id=by_id[rid][2], score=min(max(s, 0.0) / norm, 1.0),
+        return [EngineHit(chunk_id=by_id[rid][1], source_id=by_id[rid][2], score=max(s, 0.0) / norm,
                           match_type=MatchType.KEYWORDS, content=by_id[rid][3])
                 for rid, s in found if rid in by_id]
 
@@ -285,5 +285,5 @@ class KeywordSearch(SqliteStore):
                    f" ORDER BY bm25(knora_ret_fts) LIMIT ?")
             params.append(query.top_k)
             rows = conn.execute(sql, params).fetchall()
-        return [EngineHit(chunk_id=c, source_id=s, score=min(max(score, 0.0) / norm, 1.0),
+        return [EngineHit(chunk_id=c, source_id=s, score=max(score, 0.0) / norm,
                           match_type=MatchType.KEYWORDS, content=content) for c, s, content, score in rows]

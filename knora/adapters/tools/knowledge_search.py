@@ -1,8 +1,9 @@
 """``knowledge_search``: hybrid search over the turn's knowledge scope, then rerank (spec §6.13).
 
 Numbers follow WeKnora's agent path (``config.yaml`` conversation values, not the agent's retrieval settings):
-top-k 30 per query, vector threshold 0.2, keyword threshold 0.3, rerank threshold 0.3 with a top-1 fallback
-when the best score is at least 0.15. Without a rerank model the fused scores order the hits.
+top-k 30 per query, rerank threshold 0.3 with a top-1 fallback when the best score is at least 0.15; the
+recall thresholds are Knora's measured defaults (WeKnora's 0.2 / 0.3 cost recall, docs/retrieval.md).
+Without a rerank model the fused scores order the hits.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import logging
 from typing import Any, ClassVar
 
 from knora.adapters.tools._base import BaseTool, need, result_row
+from knora.domain.knowledge import DEFAULT_KEYWORD_THRESHOLD, DEFAULT_VECTOR_THRESHOLD
 from knora.domain.search import SearchParams, SearchResult
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 log = logging.getLogger(__name__)
-TOP_K, VECTOR_T, KEYWORD_T, RERANK_T, RERANK_FLOOR, MAX_RESULTS = 30, 0.2, 0.3, 0.3, 0.15, 10
+TOP_K, RERANK_T, RERANK_FLOOR, MAX_RESULTS = 30, 0.3, 0.15, 10
+VECTOR_T, KEYWORD_T = DEFAULT_VECTOR_THRESHOLD, DEFAULT_KEYWORD_THRESHOLD  # Knora's measured defaults
 
 
 class KnowledgeSearchTool(BaseTool):

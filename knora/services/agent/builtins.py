@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from knora.domain.knowledge import AGENT_VECTOR_THRESHOLD, DEFAULT_KEYWORD_THRESHOLD
 from knora.domain.models import BUILTIN_CREATED_AT, AgentConfig
 
 QUICK_ANSWER_ID = "builtin-quick-answer"
 SMART_REASONING_ID = "builtin-smart-reasoning"
 
 _RETRIEVAL: dict[str, Any] = {
-    "embedding_top_k": 10, "keyword_threshold": 0.3, "vector_threshold": 0.5, "rerank_top_k": 10,
+    "embedding_top_k": 10, "keyword_threshold": DEFAULT_KEYWORD_THRESHOLD,
+    "vector_threshold": AGENT_VECTOR_THRESHOLD, "rerank_top_k": 10,
     "rerank_threshold": 0.3, "faq_priority_enabled": True, "faq_direct_answer_threshold": 0.9,
     "faq_score_boost": 1.2, "enable_query_expansion": True, "enable_rewrite": True,
     "fallback_strategy": "model",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from knora.domain.knowledge import AGENT_VECTOR_THRESHOLD, DEFAULT_KEYWORD_THRESHOLD
 from knora.domain.search import SearchResult, SearchTarget
 from knora.ports.chat import ChatModel, ChatModels
 from knora.ports.turn import HistoryTurn, TurnContext
@@ -90,8 +91,8 @@ class PipelineRequest:
     knowledge_ids: tuple[str, ...] = ()
     tag_ids: tuple[str, ...] = ()
     search_targets: tuple[SearchTarget, ...] = ()
-    vector_threshold: float = 0.5
-    keyword_threshold: float = 0.3
+    vector_threshold: float = AGENT_VECTOR_THRESHOLD
+    keyword_threshold: float = DEFAULT_KEYWORD_THRESHOLD
     embedding_top_k: int = 10
     rerank_model_id: str = ""
     rerank_top_k: int = 10

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from types import ModuleType
 
+from knora.domain.knowledge import DEFAULT_KEYWORD_THRESHOLD, DEFAULT_VECTOR_THRESHOLD
 from knora.domain.search import SearchParams, SearchResult, SearchTarget
 from knora.services.retrieval.hybrid import HybridSearch
 
@@ -84,8 +85,9 @@ def expand_queries(rewrite_query: str, original_query: str = "") -> list[str]:
 
 
 async def run_query_expansion(search: HybridSearch, tenant_id: int, targets: Sequence[SearchTarget], *,
-                              rewrite_query: str, original_query: str = "", vector_threshold: float = 0.2,
-                              keyword_threshold: float = 0.3, embedding_top_k: int = 10,
+                              rewrite_query: str, original_query: str = "",
+                              vector_threshold: float = DEFAULT_VECTOR_THRESHOLD,
+                              keyword_threshold: float = DEFAULT_KEYWORD_THRESHOLD, embedding_top_k: int = 10,
                               rerank_top_k: int = 10) -> list[SearchResult]:
     variants = expand_queries(rewrite_query, original_query)
     jobs = [(v, t) for v in variants for t in targets if t.knowledge_base_id]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knora.domain.errors import AppError
-from knora.domain.knowledge import KBType
+from knora.domain.knowledge import DEFAULT_KEYWORD_THRESHOLD, DEFAULT_VECTOR_THRESHOLD, KBType
 from knora.domain.search import SearchParams, SearchResult, SearchTarget
 from knora.services.retrieval.bounds import engine_query
 from knora.services.retrieval.hybrid import HybridSearch
@@ -74,8 +74,8 @@ class TargetSearch:
     """Thresholds and sizes of one pipeline-style search (the chat pipeline's ``chunk_search``)."""
 
     query: str
-    vector_threshold: float = 0.2
-    keyword_threshold: float = 0.3
+    vector_threshold: float = DEFAULT_VECTOR_THRESHOLD
+    keyword_threshold: float = DEFAULT_KEYWORD_THRESHOLD
     match_count: int = 10  # EmbeddingTopK
     skip_context_enrichment: bool = True
 

@@ -87,7 +87,7 @@ def fts5_reference(path: Path, q: EngineQuery) -> list[tuple[str, float]]:
                             f" ORDER BY bm25(knora_ret_fts)", params).fetchall()
     finally:
         conn.close()
-    out = [(c, min(max(s, 0.0) / norm, 1.0)) for c, s in rows if s >= q.threshold * norm]
+    out = [(c, max(s, 0.0) / norm) for c, s in rows if s >= q.threshold * norm]
     return out
 
 

@@ -20,7 +20,7 @@ from knora.adapters.tools import (
     thinking,
     todo_write,
 )
-from knora.domain.knowledge import KnowledgeBase
+from knora.domain.knowledge import DEFAULT_KEYWORD_THRESHOLD, DEFAULT_VECTOR_THRESHOLD, KnowledgeBase
 from knora.domain.search import SearchParams, SearchResult
 from knora.ports.reranker import RerankScore
 from knora.ports.tool import ToolContext, ToolDeps
@@ -170,7 +170,8 @@ class TestKnowledgeSearch:
         res = await tool.execute({"queries": ["leave days", "parking"]}, ctx())
         assert [p.query_text for p in search.params] == ["leave days", "parking"]
         assert search.params[0].match_count == 30
-        assert search.params[0].vector_threshold == 0.2
+        assert (search.params[0].vector_threshold, search.params[0].keyword_threshold) == (
+            DEFAULT_VECTOR_THRESHOLD, DEFAULT_KEYWORD_THRESHOLD)
         assert [r["content"] for r in res.data["results"]] == ["leave is 20 days"]  # below 0.3 dropped
         assert res.data["results"][0]["score"] == 0.9
 

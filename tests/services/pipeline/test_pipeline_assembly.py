@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from knora import prompts
-from knora.domain.knowledge import IndexingStrategy, KnowledgeBase
+from knora.domain.knowledge import (
+    AGENT_VECTOR_THRESHOLD,
+    DEFAULT_KEYWORD_THRESHOLD,
+    IndexingStrategy,
+    KnowledgeBase,
+)
 from knora.domain.models import AgentConfig
 from knora.ports.turn import TurnRequest
 from knora.services.pipeline.assembly import build_request, build_stages
@@ -54,7 +59,8 @@ class TestAssembly:
         pr, _ = await build_request(deps(), req(knowledge_base_ids=["kb1", "kbx"]))
         assert [t.knowledge_base_id for t in pr.search_targets] == ["kb1"]  # foreign KB dropped
         assert (pr.embedding_top_k, pr.vector_threshold, pr.keyword_threshold, pr.rerank_top_k,
-                pr.rerank_threshold, pr.max_rounds) == (10, 0.5, 0.3, 10, 0.3, 5)
+                pr.rerank_threshold, pr.max_rounds) == (
+            10, AGENT_VECTOR_THRESHOLD, DEFAULT_KEYWORD_THRESHOLD, 10, 0.3, 5)
         assert pr.summary.prompt == prompts.content("default_kb")
         assert pr.fallback_strategy == "model"
         assert build_stages(pr) == [E.LOAD_HISTORY, E.QUERY_UNDERSTAND, E.CHUNK_SEARCH_PARALLEL,
