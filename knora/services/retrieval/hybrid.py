@@ -26,6 +26,7 @@ from knora.services.retrieval import faq_rules
 from knora.services.retrieval.bounds import engine_query
 from knora.services.retrieval.fusion import FusionConfig, dedupe_by_score, fuse
 from knora.services.retrieval.hydrate import Hit, hydrate
+from knora.services.retrieval.turn_reads import TurnReads
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,13 @@ class HybridSearch:
 
     # --- the search -----------------------------------------------------------------------------------------
     async def search(self, tenant_id: int, params: SearchParams) -> list[SearchResult]:
+        # a request's view (the chat pipeline passes its own), else one for this call: the KBs and the
+        # tenant's config then come in one read
+        view = self if isinstance(self.store, TurnReads) else self.with_store(TurnReads(self.store,
+                                                                                        tenant_id=tenant_id))
+        return await view._search(tenant_id, params)
+
+    async def _search(self, tenant_id: int, params: SearchParams) -> list[SearchResult]:
         text = engine_query(self.validate(params))  # the engines see a bounded query (``bounds``)
         primary, kbs = await self.load_scope(tenant_id, params)
         cfg = effective_config(primary, await self.store.tenant_retrieval_config(tenant_id))
