@@ -253,10 +253,9 @@ class KeywordSearch(SqliteStore):
             rows = conn.execute(f"SELECT id, chunk_id, source_id, content FROM knora_ret_rows"
                                 f" WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
         by_id = {r[0]: r for r in rows}
-        return [EngineHit.model_construct(chunk_id=by_id[rid][1], source_id=by_id[rid][2],
-                                          score=max(float(s), 0.0) / norm, match_type=MatchType.KEYWORDS,
-                                          content=by_id[rid][3])
-                for rid, s in found if rid in by_id]  # typed values from our own tables: no validation
+        return [EngineHit(chunk_id=by_id[rid][1], source_id=by_id[rid][2], score=max(s, 0.0) / norm,
+                          match_type=MatchType.KEYWORDS, content=by_id[rid][3])
+                for rid, s in found if rid in by_id]
 
     # --- keyword: FTS5 (fallback) ---------------------------------------------------------------------------
     def _keyword_fts(self, terms: list[str], query: EngineQuery) -> list[EngineHit]:

@@ -158,6 +158,5 @@ class VectorSearch(SqliteStore):
                 f" WHERE id IN ({','.join('?' * len(ids))})",
                 ids).fetchall()
         by_id = {r[0]: r for r in rows}
-        return [EngineHit.model_construct(chunk_id=by_id[rid][1], source_id=by_id[rid][2], score=float(score),
-                                          match_type=match_type, content=by_id[rid][3])
-                for rid, score in found if rid in by_id]  # typed values from our own table: no validation
+        return [EngineHit(chunk_id=by_id[rid][1], source_id=by_id[rid][2], score=score, match_type=match_type,
+                          content=by_id[rid][3]) for rid, score in found if rid in by_id]

@@ -34,9 +34,7 @@ def is_searchable(chunk: Chunk | None, knowledge: Knowledge | None) -> bool:
 
 
 def build_result(chunk: Chunk, k: Knowledge, hit: Hit) -> SearchResult:
-    # every value comes typed from the domain models: constructed without re-validation (a search builds up
-    # to 500 of these; validation was the largest share of the hydration's CPU)
-    return SearchResult.model_construct(
+    return SearchResult(
         id=chunk.id, content=chunk.content, knowledge_id=chunk.knowledge_id, chunk_index=chunk.chunk_index,
         knowledge_title=k.title, start_at=chunk.start_at, end_at=chunk.end_at, seq=chunk.chunk_index,
         score=hit.score, match_type=int(hit.match_type), metadata=dict(k.metadata),
