@@ -15,6 +15,7 @@ through Knora, in numpy:
 
 from __future__ import annotations
 
+import logging
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -292,6 +293,7 @@ def reference(ds: SetData, match_count: int = 100, alpha: float = 0.5) -> dict[s
     import jieba
     import Stemmer
 
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
     cjk = _is_cjk(ds.texts)
     retriever = bm25s.BM25()  # Lucene BM25, k1 1.5, b 0.75
     if cjk:

@@ -206,7 +206,7 @@ def _summary(ranked: list[list[str]], lat: list[float], ds: SetData) -> dict[str
 
 
 async def search_path(c: Any, kb_id: str, ds: SetData, mapping: dict[str, str],
-                      body: dict[str, Any]) -> dict[str, float]:
+                      body: dict[str, Any], *, quiet: bool = False) -> dict[str, float]:
     """Every question through Knora's ``HybridSearch`` in-process (query vector given: search alone)."""
     ranked, lat = [], []
     for j, q in enumerate(ds.queries):
@@ -218,8 +218,9 @@ async def search_path(c: Any, kb_id: str, ds: SetData, mapping: dict[str, str],
         lat.append((time.perf_counter() - t0) * 1000)
         ranked.append([mapping[h.id] for h in hits])
     out = _summary(ranked, lat, ds)
-    print(f"  {ds.name} {body or 'default'}: nDCG@10 {out['ndcg@10']} R@100 {out['recall@100']} "
-          f"p50 {out['p50_ms']} ms", file=sys.stderr)
+    if not quiet:
+        print(f"  {ds.name} {body or 'default'}: nDCG@10 {out['ndcg@10']} R@100 {out['recall@100']} "
+              f"p50 {out['p50_ms']} ms", file=sys.stderr)
     return out
 
 
@@ -275,8 +276,8 @@ async def bench_set(ds: SetData, embedder: str, paths: list[str], with_reference
             if cache.embed_ms:
                 res["query_embed_ms"] = {"p50": round(statistics.median(cache.embed_ms), 1),
                                          "p95": round(pct(cache.embed_ms, 95), 1)}
-            await search_path(c, kb_id, replace(ds, queries=ds.queries[:10], query_vecs=ds.query_vecs[:10]),
-                              mapping, {})  # warm-up: keyword index load, vector set load
+            await search_path(c, kb_id, replace(ds, queries=ds.queries[:20], query_vecs=ds.query_vecs[:20]),
+                              mapping, {}, quiet=True)  # warm-up: keyword index load, vector set load
             if with_reference:  # interleaved with Knora's paths, so both see the same machine
                 res["reference"] = reference(ds)
             for name in paths:

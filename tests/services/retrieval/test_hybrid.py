@@ -9,7 +9,8 @@ import pytest
 from knora.domain.errors import AppError, BadRequest, NotFound, ValidationFailed
 from knora.domain.knowledge import ChunkType, ParseStatus
 from knora.domain.search import MatchType, SearchParams
-from knora.services.retrieval.hybrid import HybridSearch
+from knora.ports.retrieval import EngineQuery
+from knora.services.retrieval.hybrid import HybridSearch, candidate_pool
 
 pytestmark = pytest.mark.integration
 
@@ -76,6 +77,29 @@ class TestHybridSearch:
                                                                         skip_context_enrichment=True))
         assert [r.content for r in kw_only] == [TEXTS[0]]
         assert 0.3 <= kw_only[0].score < 0.9
+
+    async def test_keyword_scores_order_uncapped_and_show_capped(self, rc: Any, seed: Any) -> None:
+        """Rows that repeat the query's terms score BM25 above Σ idf: capped at 1 they would tie before the
+        fusion's min-max; the engine's order keeps them apart and the public score stays in [0, 1]."""
+        kb = await seed.kb()
+        texts = ["glacier " * n + "ice sheet" for n in (6, 3, 1)] + TEXTS
+        await seed.doc(kb, texts, title="Ice")
+        kw = await rc.search_service.search(rc.default_tenant_id, p(
+            kb.id, "glacier", disable_vector_match=True, keyword_threshold=0.0, skip_context_enrichment=True))
+        assert [r.content for r in kw][:3] == texts[:3]  # more repetitions rank higher: no tie at the cap
+        assert all(0.0 <= r.score <= 1.0 and r.score == r.scores["keyword"] for r in kw)
+        raw = await rc.retrieval.search(EngineQuery(mode="keyword", knowledge_base_ids=[kb.id],
+                                                    text="glacier", top_k=10, threshold=0.0))
+        assert raw[0].score > raw[1].score > 1.0  # what the fusion sees
+        hybrid = await rc.search_service.search(rc.default_tenant_id, p(kb.id, "glacier", keyword_threshold=0,
+                                                                       vector_threshold=0,
+                                                                       skip_context_enrichment=True))
+        assert all(r.scores.get("keyword", 0.0) <= 1.0 and 0.0 <= r.score <= 1.0 for r in hybrid)
+
+    def test_candidate_pool(self) -> None:
+        assert [candidate_pool(n, 1) for n in (1, 10, 50, 100, 500)] == [50, 50, 50, 100, 500]
+        assert candidate_pool(10, 3) == 150  # per knowledge base
+        assert candidate_pool(200, 3) == 500  # at most 500
 
     @pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan")])
     async def test_threshold_out_of_range_is_400(self, rc: Any, seed: Any, bad: float) -> None:
