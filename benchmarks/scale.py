@@ -50,12 +50,13 @@ sys.path.insert(0, str(ROOT))
 
 from knora.adapters.retrieval.sqlite import SqliteEngine
 from knora.adapters.retrieval.vectors import Filter
+from knora.domain.knowledge import DEFAULT_KEYWORD_THRESHOLD, DEFAULT_VECTOR_THRESHOLD
 from knora.domain.search import IndexRow
 from knora.ports.retrieval import EngineQuery
 from knora.services.retrieval.fusion import FusionConfig, fuse
 
 DIM = 384
-POOL = 50  # a match_count of 10 → max(10*5, 50) = 50 rows per path
+POOL = 50  # a match_count of 10 → candidate_pool(10, 1) = 50 rows per path
 
 
 def rss_mb() -> float:
@@ -121,14 +122,15 @@ def cpu_pct(path: str) -> dict[str, float]:
 
 
 async def measure(engine: SqliteEngine, keep: dict[str, Any], nq: int, rng: np.random.Generator,
-                  paths: str = "all") -> dict[str, Any]:
+                  paths: str = "all", kw_threshold: float = DEFAULT_KEYWORD_THRESHOLD) -> dict[str, Any]:
     if paths == "keyword":
         kw_only: list[float] = []
         cpu0 = time.process_time()
         for _ in range(nq):
             j = int(rng.integers(0, len(keep["texts"])))
             text = " ".join(rng.choice(keep["texts"][j].split(), size=6, replace=False))
-            kq = EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text=text, top_k=POOL, threshold=0.3)
+            kq = EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text=text, top_k=POOL,
+                             threshold=kw_threshold)
             _, t = await timed(engine.search(kq), "keyword")
             kw_only.append(t)
         return {"keyword": {"p50_ms": pct(kw_only, 50), "p95_ms": pct(kw_only, 95), **cpu_pct("keyword"),
@@ -142,8 +144,10 @@ async def measure(engine: SqliteEngine, keep: dict[str, Any], nq: int, rng: np.r
         text = " ".join(rng.choice(words, size=6, replace=False))
         q = keep["vecs"][j] + rng.normal(scale=0.02, size=DIM).astype(np.float32)
         q = (q / np.linalg.norm(q)).tolist()
-        kq = EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text=text, top_k=POOL, threshold=0.3)
-        vq = EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=q, top_k=POOL, threshold=0.2)
+        kq = EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text=text, top_k=POOL,
+                         threshold=kw_threshold)
+        vq = EngineQuery(mode="vector", knowledge_base_ids=["kb"], embedding=q, top_k=POOL,
+                         threshold=DEFAULT_VECTOR_THRESHOLD)
         _, t = await timed(engine.search(kq), "keyword")
         kw_ms.append(t)
         _, t = await timed(engine.search(vq), "dense")
@@ -302,6 +306,8 @@ async def main() -> None:
     ap.add_argument("--paths", choices=["all", "keyword"], default="all")
     ap.add_argument("--db", default="", help="keep the database here and reuse rows already in it")
     ap.add_argument("--no-keyword-index", action="store_true", help="keyword search on FTS5 only")
+    ap.add_argument("--keyword-thresholds", type=lambda s: [float(x) for x in s.split(",")],
+                    default=[DEFAULT_KEYWORD_THRESHOLD, 0.3], help="with --paths keyword: each measured")
     ap.add_argument("--keep-index", action="store_true", help="do not empty the graph directory first")
     ap.add_argument("--replay", type=int, default=2000,
                     help="rows written by another engine before the restart")
@@ -357,7 +363,10 @@ async def main() -> None:
                 kw = {"kw_load_s": round(time.perf_counter() - t0, 1), "kw_rss_mb": round(rss_mb() - base),
                       "kw_index": engine.keyword_index_info()}
             if args.paths == "keyword":
-                res = await measure(engine, keep, args.queries, rng, "keyword")
+                res = {}
+                for th in args.keyword_thresholds:  # same queries for each (a fresh generator each time)
+                    r = await measure(engine, keep, args.queries, np.random.default_rng(11), "keyword", th)
+                    res[f"keyword_t{th}"] = r["keyword"]
                 res.update({**indexed, "rss_mb": round(rss_mb()), "db_mb": round(db.stat().st_size / 2**20),
                             **kw})
                 out[str(size)] = res
