@@ -113,3 +113,47 @@ def test_protocol_prompt_skips_the_stored_reference_scan() -> None:
     prompt = ReferenceRegistry(True).protocol_prompt()
     assert "res://" in prompt
     assert not _may_hold_stored_ref(prompt)
+
+
+class TestHydrationRead:
+    async def test_sqlite_join_equals_sqlalchemys_processing(self, rc: Any, seed: Any) -> None:
+        """The hydration join reads SQLite's values itself (JSON text, naive UTC timestamps): the models it
+        builds must equal the ones SQLAlchemy's own result processing gives, for every column."""
+        from sqlalchemy import update
+
+        from knora.adapters.db.repos import search_reads as sr
+        from knora.adapters.db.tables import ChunkRow, KnowledgeRow
+
+        kb = await seed.kb()
+        k, chunks = await seed.doc(kb, ["first chunk", "second chunk", "third chunk"])
+        async with rc.sessions.begin() as s:  # JSON values, a NULL timestamp, unicode in JSON
+            await s.execute(update(ChunkRow).where(ChunkRow.id == chunks[0].id).values(
+                metadata_={"page": 3, "page_label": "p. 3", "名": ["ä", None]},
+                relation_chunks=[chunks[1].id]))
+            await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == k.id).values(
+                metadata_={"source": "scan"}, processed_at=None))
+        other, more = await seed.doc(kb, ["another document's chunk"])
+        ids = [c.id for c in chunks] + [more[0].id, "missing"]
+        reads = rc.search_service.store
+        raw = reads._read_sync(sr._chunks_with_knowledge, ids, 0)
+
+        def via_sqlalchemy(s: Any) -> tuple[list[Any], list[Any]]:
+            n = len(sr._CHUNK_COLS)
+            out_c, out_k = [], {}
+            for r in s.execute(sr._CHUNKS_WITH_KNOWLEDGE, {"ids": ids}):
+                c = sr._record(sr.Chunk, ChunkRow, r[:n])
+                out_c.append(c)
+                if r[n + sr._KNOWLEDGE_ID_AT] is not None:
+                    out_k[c.knowledge_id] = sr._record(sr.Knowledge, KnowledgeRow, r[n:])
+            return out_c, list(out_k.values())
+
+        ref = reads._read_sync(via_sqlalchemy)
+        key = lambda m: m.id  # noqa: E731
+        assert sorted(raw[0], key=key) == sorted(ref[0], key=key)
+        assert sorted(raw[1], key=key) == sorted(ref[1], key=key)
+        first = next(c for c in raw[0] if c.id == chunks[0].id)
+        assert first.metadata["名"] == ["ä", None]
+        assert first.created_at.tzinfo is not None
+        assert len(raw[0]) == 4  # the missing id is simply absent
+        assert {d.id for d in raw[1]} == {k.id, other.id}
+        assert next(d for d in raw[1] if d.id == k.id).processed_at is None
