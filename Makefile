@@ -48,7 +48,8 @@ lint:
 typecheck:
 	$(BIN)/mypy --strict knora
 
-bench:
+bench: install
+	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python benchmarks/ingest.py
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/pipeline.py
