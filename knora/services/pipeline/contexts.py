@@ -81,6 +81,24 @@ def enrich_with_image_info(r: SearchResult) -> str:
     return text
 
 
+def matched_beyond(r: SearchResult, passage: str) -> str:
+    """What the index matched that the passage does not already show the model, or "".
+
+    The indexed text is the document title, the chunk's context header and its content (``index_content``):
+    the title is the ``<document>``'s attribute and the content is the passage, so repeating them in a
+    ``<match>`` sent every passage twice. Left: a context header, or an FAQ's matched question."""
+    m = r.matched_content.strip()
+    title = (r.knowledge_title or "").strip()
+    if title and m.startswith(title + "\n"):
+        m = m[len(title) + 1:].strip()
+    if not m or m in passage:
+        return ""
+    head, sep, tail = m.partition("\n\n")
+    if sep and tail.strip() and tail.strip() in passage:  # "header\n\nbody": the header alone
+        return head.strip()
+    return m
+
+
 def order_for_model(results: Sequence[SearchResult], faq_priority: bool) -> list[SearchResult]:
     if not faq_priority:
         return list(results)
@@ -150,8 +168,8 @@ class _Knowledge:
         where = f' location="{_a(location)}"' if location else ""
         lines.append(f'<chunk id="{handle}" index="{r.chunk_index}" view="full" type="{_a(r.chunk_type)}"'
                      f'{where}{extra}>')
-        if r.matched_content and r.matched_content.strip() != r.content.strip():
-            lines.append(f"<match>{_t(r.matched_content)}</match>")
+        if match := matched_beyond(r, passage):
+            lines.append(f"<match>{_t(match)}</match>")
         lines.append(f"<content>{_t(passage)}</content>")
         lines.append("</chunk>")
         self.out.passages.append({"handle": handle, "content": passage})
