@@ -43,6 +43,8 @@ def gcra(now: float, tat: float, budget: Budget, cost: int) -> tuple[Decision, f
     start = max(tat, now)
     new_tat = start + cost * budget.interval
     allow_at = new_tat - budget.window_seconds
-    if allow_at > now:
+    # ``(now + w) − w`` can round to just above ``now``: without the microsecond of slack (the Redis script's
+    # resolution) a fresh key's last unit of burst — all of a budget of 1 — was refused "for 1 s" at random
+    if allow_at > now + 1e-6:
         return Decision(False, allow_at - now), tat
     return Decision(True), new_tat

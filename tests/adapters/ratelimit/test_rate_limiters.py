@@ -87,3 +87,15 @@ def test_gcra_costs() -> None:
     assert not decision.allowed
     assert tat2 == tat
     assert decision.retry_after == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("now", [500.49469980918883, 4242.0001, 0.0, 1e6 + 0.1])
+def test_a_fresh_budget_of_one_allows_its_first_request(now: float) -> None:
+    """``(now + 60) − 60`` rounds above ``now`` for some clocks (500.4946998… is one): the single unit of a
+    1/min budget must still be there, and the second request refused for the whole minute."""
+    budget = Budget(1, 60.0)
+    first, tat = gcra(now, 0.0, budget, 1)
+    assert first.allowed
+    second, _ = gcra(now, tat, budget, 1)
+    assert not second.allowed
+    assert second.retry_after == pytest.approx(60.0)
