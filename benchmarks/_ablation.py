@@ -197,7 +197,8 @@ def fuse_one(cfg: Config, vscores: np.ndarray, kscores: np.ndarray, knorm: float
     return sorted(fused, key=lambda i: (-fused[i], i))[:cfg.match_count]
 
 
-def _mean_metrics(ranked: list[list[str]], ds: SetData) -> dict[str, float]:
+def mean_metrics(ranked: list[list[str]], ds: SetData) -> dict[str, float]:
+    """The mean of ``REPORTED`` over the set's questions (the evaluation service's metric code)."""
     tot: dict[str, float] = {}
     for q, r in zip(ds.queries, ranked, strict=True):
         for k, v in retrieval_metrics(r, ds.qrels[q.id]).items():
@@ -225,7 +226,7 @@ class Evaluator:
         kw = self._keyword(cfg)
         dense = self.ds.query_vecs @ self.ds.passages.T
         ranked = [[self.ds.ids[i] for i in fuse_one(cfg, dense[j], s, n)] for j, (s, n) in enumerate(kw)]
-        return _mean_metrics(ranked, self.ds)
+        return mean_metrics(ranked, self.ds)
 
 
 FACTORS: dict[str, list[object]] = {
@@ -330,7 +331,15 @@ def reference(ds: SetData, match_count: int = 100, alpha: float = 0.5) -> dict[s
         top = sorted(fused, key=lambda i: -fused[i])[:match_count]
         lat.append((time.perf_counter() - t0) * 1000)
         ranked.append([ds.ids[i] for i in top])
-    out = _mean_metrics(ranked, ds)
-    out.update({"p50_ms": round(statistics.median(lat), 2),
-                "p95_ms": round(float(np.percentile(lat, 95)), 2)})
-    return out
+    return {**mean_metrics(ranked, ds), **latency(lat)}
+
+
+def pct(values: list[float], p: float) -> float:
+    """The p-th percentile, nearest rank."""
+    s = sorted(values)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def latency(ms: list[float]) -> dict[str, float]:
+    """p50 / p95 of per-query milliseconds."""
+    return {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(pct(ms, 95), 2)}

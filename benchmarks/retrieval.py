@@ -36,24 +36,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _ablation import Config, SetData, ablation, reference
+from _ablation import Config, SetData, ablation, latency, mean_metrics, pct, reference
 from _vectors import passage_texts, vectors
 
 from knora.adapters.db.repos._mapping import to_row
-from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow, TenantRow
+from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus
 from knora.domain.search import IndexRow, SearchParams
 from knora.services.evaluation.dataset import Passage, Query, load_dataset
-from knora.services.evaluation.metrics import retrieval_metrics
 
 API_KEY = "sk-bench"
-FUSIONS = ("convex", "rrf", "weighted_rrf")
-REPORTED = ("ndcg@10", "recall@10", "recall@100", "mrr@10")  # of retrieval_metrics, shared with knora eval
-
-
-def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 async def seed(c: Any, corpus: list[Passage],
@@ -85,35 +77,6 @@ async def seed(c: Any, corpus: list[Passage],
                                       embedding=vecs[i].tolist())
                              for i, (ch, text) in enumerate(zip(chunks, contents, strict=True))])
     return kb.id, mapping
-
-
-async def set_fusion(c: Any, mode: str) -> None:
-    async with c.sessions.begin() as s:
-        row = await s.get(TenantRow, c.default_tenant_id)
-        row.retrieval_config = {"fusion": mode}
-
-
-async def run_path(http: httpx.AsyncClient, kb_id: str, queries: list[Query],
-                   qrels: dict[str, dict[str, float]], mapping: dict[str, str],
-                   body: dict[str, Any]) -> dict[str, float]:
-    totals: dict[str, float] = {}
-    lat: list[float] = []
-    for q in queries:
-        t0 = time.perf_counter()
-        r = await http.post(f"/api/v1/knowledge-bases/{kb_id}/hybrid-search", json={"query_text": q.text,
-                                                                                    **body})
-        lat.append((time.perf_counter() - t0) * 1000)
-        r.raise_for_status()
-        ranked = [mapping[x["id"]] for x in r.json()["data"]]
-        for k, v in retrieval_metrics(ranked, qrels[q.id]).items():
-            if k not in REPORTED:
-                continue
-            totals[k] = totals.get(k, 0.0) + v
-    out = {k: round(v / len(queries), 4) for k, v in totals.items()}
-    print(f"  {body} -> {out.get('ndcg@10')} ({len(queries)} queries, {sum(lat) / 1000:.1f}s)",
-          file=sys.stderr)
-    out.update({"p50_ms": round(statistics.median(lat), 2), "p95_ms": round(pct(lat, 95), 2)})
-    return out
 
 
 class QueryCache:
@@ -194,17 +157,6 @@ async def load_set(path: Path, embedder: str, limit: int | None) -> SetData:
                    qv[[pos[q.id] for q in queries]])
 
 
-def _summary(ranked: list[list[str]], lat: list[float], ds: SetData) -> dict[str, float]:
-    tot: dict[str, float] = {}
-    for q, r in zip(ds.queries, ranked, strict=True):
-        for k, v in retrieval_metrics(r, ds.qrels[q.id]).items():
-            if k in REPORTED:
-                tot[k] = tot.get(k, 0.0) + v
-    out = {k: round(v / len(ranked), 4) for k, v in tot.items()}
-    out.update({"p50_ms": round(statistics.median(lat), 2), "p95_ms": round(pct(lat, 95), 2)})
-    return out
-
-
 async def search_path(c: Any, kb_id: str, ds: SetData, mapping: dict[str, str],
                       body: dict[str, Any], *, quiet: bool = False) -> dict[str, float]:
     """Every question through Knora's ``HybridSearch`` in-process (query vector given: search alone)."""
@@ -217,7 +169,7 @@ async def search_path(c: Any, kb_id: str, ds: SetData, mapping: dict[str, str],
         hits = await c.search_service.search(c.default_tenant_id, params)
         lat.append((time.perf_counter() - t0) * 1000)
         ranked.append([mapping[h.id] for h in hits])
-    out = _summary(ranked, lat, ds)
+    out = {**mean_metrics(ranked, ds), **latency(lat)}
     if not quiet:
         print(f"  {ds.name} {body or 'default'}: nDCG@10 {out['ndcg@10']} R@100 {out['recall@100']} "
               f"p50 {out['p50_ms']} ms", file=sys.stderr)
@@ -234,7 +186,7 @@ async def http_path(http: httpx.AsyncClient, kb_id: str, ds: SetData) -> dict[st
                             json={"query_text": q.text, "match_count": 100, "skip_context_enrichment": True})
         lat.append((time.perf_counter() - t0) * 1000)
         r.raise_for_status()
-    return {"p50_ms": round(statistics.median(lat), 2), "p95_ms": round(pct(lat, 95), 2)}
+    return latency(lat)
 
 
 # Paths measured through Knora. "default" passes nothing: the product's thresholds, fusion and pool.

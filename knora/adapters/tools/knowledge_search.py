@@ -18,7 +18,6 @@ from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 log = logging.getLogger(__name__)
 TOP_K, RERANK_T, RERANK_FLOOR, MAX_RESULTS = 30, 0.3, 0.15, 10
-VECTOR_T, KEYWORD_T = DEFAULT_VECTOR_THRESHOLD, DEFAULT_KEYWORD_THRESHOLD  # Knora's measured defaults
 
 
 class KnowledgeSearchTool(BaseTool):
@@ -52,8 +51,9 @@ class KnowledgeSearchTool(BaseTool):
         for q in queries:
             params = SearchParams(query_text=q, knowledge_base_ids=kb_ids,
                                   knowledge_ids=list(ctx.knowledge_ids),
-                                  tag_ids=list(ctx.tag_ids), match_count=TOP_K, vector_threshold=VECTOR_T,
-                                  keyword_threshold=KEYWORD_T)
+                                  tag_ids=list(ctx.tag_ids), match_count=TOP_K,
+                                  vector_threshold=DEFAULT_VECTOR_THRESHOLD,
+                                  keyword_threshold=DEFAULT_KEYWORD_THRESHOLD)
             for r in await need(self.deps.search_service, "knowledge search").search(ctx.tenant_id, params):
                 key = r.id
                 if key not in hits or r.score > hits[key][0].score:
