@@ -6,6 +6,7 @@ characters, and tables rendered the same way whichever format they came from.
 
 from __future__ import annotations
 
+import html
 import io
 import re
 import zipfile
@@ -56,6 +57,22 @@ def file_stem(file_name: str) -> str:
     name = PurePath(file_name.replace("\\", "/")).name
     stem = PurePath(name).stem
     return stem or name
+
+
+# inline HTML a title may carry literally (``<title><strong>socat</strong></title>`` is text to HTML);
+# named tags only, so that "Vector<T>" or "a <b> c" read as written stay as they are
+_TITLE_TAG = re.compile(r"</?(?:a|abbr|b|big|br|cite|code|del|dfn|em|font|i|ins|kbd|mark|q|s|samp|small|span|"
+                        r"strike|strong|sub|sup|tt|u|var|wbr|h[1-6]|p|div)(?:\s[^<>]*)?/?>", re.IGNORECASE)
+MAX_TITLE_CHARS = 300
+
+
+def plain_title(title: str) -> str:
+    """A document title as people read it: inline HTML tags and entities resolved, one line, bounded."""
+    text = _TITLE_TAG.sub("", normalise_text(title))
+    if "&" in text:
+        text = html.unescape(text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= MAX_TITLE_CHARS else text[:MAX_TITLE_CHARS - 1].rstrip() + "…"
 
 
 def extension_of(file_name: str) -> str:

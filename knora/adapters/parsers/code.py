@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from knora.adapters.parsers._common import decode_text, extension_of, normalise_text
+from knora.domain.files import looks_binary
 from knora.ports.parser import ParsedDocument, ParseError
 
 # extension → language; what teams keep in their repositories (json, md, txt, csv, html have parsers of
@@ -37,24 +38,9 @@ LANGUAGES: dict[str, str] = {
     "yaml": "yaml", "yml": "yaml", "toml": "toml", "ini": "ini", "cfg": "ini", "conf": "conf",
     "properties": "properties", "xml": "xml", "xsd": "xml", "plist": "xml",
     "css": "css", "scss": "scss", "sass": "sass", "less": "less",
-    "dockerfile": "dockerfile", "mk": "makefile", "cmake": "cmake", "tex": "latex", "rst": "rst",
+    "dockerfile": "dockerfile", "mk": "makefile", "cmake": "cmake", "tex": "latex",
     "diff": "diff", "patch": "diff",
 }
-_SAMPLE = 64 * 1024
-_MAX_CONTROL_SHARE = 0.02  # real text has almost no control characters besides tab, LF, CR, FF
-
-
-def looks_binary(data: bytes) -> bool:
-    """NUL bytes (outside a UTF-16 BOM'd file) or many control characters in the first 64 KiB."""
-    sample = data[:_SAMPLE]
-    if sample.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return False
-    if b"\x00" in sample:
-        return True
-    controls = sum(1 for b in sample if b < 32 and b not in (9, 10, 12, 13, 27))
-    return controls > _MAX_CONTROL_SHARE * max(len(sample), 1)
-
-
 class CodeParser:
     extensions: frozenset[str] = frozenset(LANGUAGES)
 

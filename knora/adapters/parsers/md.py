@@ -24,11 +24,26 @@ _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _ANY_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
+_INLINE_MARKUP: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),  # [text](url), ![alt](src)
+    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # **strong**, __strong__
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
+    (re.compile(r"(?<!\w)_(?=\S)([^_]+?)(?<=\S)_(?!\w)"), r"\1"),  # _emphasis_ (not snake_case)
+    (re.compile(r"`([^`]+)`"), r"\1"),  # `code`
+)
+
+
 def markdown_title(text: str) -> str:
-    """First level-1 heading outside code fences, else the first heading of any level, else ''."""
+    """First level-1 heading outside code fences, else the first heading of any level, else '' — as read:
+    links, emphasis and code marks removed."""
     visible = _FENCE.sub("", text)
     match = _H1.search(visible) or _ANY_HEADING.search(visible)
-    return match.group(1).strip() if match else ""
+    if not match:
+        return ""
+    title = match.group(1).strip()
+    for pattern, replacement in _INLINE_MARKUP:
+        title = pattern.sub(replacement, title)
+    return title.strip()
 
 
 class MarkdownParser:

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from knora.adapters.parsers._common import DEFAULT_MAX_EXPANDED_BYTES, extension_of, normalise_text
+from knora.adapters.parsers._common import (
+    DEFAULT_MAX_EXPANDED_BYTES,
+    extension_of,
+    normalise_text,
+    plain_title,
+)
+from knora.adapters.parsers.adoc import AsciiDocParser
 from knora.adapters.parsers.code import CodeParser
 from knora.adapters.parsers.csv import CsvParser
 from knora.adapters.parsers.doc import DocParser
@@ -25,6 +31,7 @@ from knora.adapters.parsers.odf import OdfParser
 from knora.adapters.parsers.pdf import PdfParser
 from knora.adapters.parsers.ppt import LegacyPowerPointParser
 from knora.adapters.parsers.pptx import PptxParser
+from knora.adapters.parsers.rst import RstParser
 from knora.adapters.parsers.rtf import RtfParser
 from knora.adapters.parsers.txt import TextParser
 from knora.adapters.parsers.xls import XlsParser
@@ -67,6 +74,9 @@ register(lambda ctx: PptxParser(ctx.max_expanded_bytes, ctx), PptxParser.extensi
 register(lambda _ctx: LegacyPowerPointParser(), LegacyPowerPointParser.extensions)
 register(lambda ctx: OdfParser(ctx.max_expanded_bytes, ctx), OdfParser.extensions)
 register(ImageParser, ImageParser.extensions)
+# structured text (issue 18): headings and blocks kept as Markdown for the chunker
+register(lambda _ctx: RstParser(), RstParser.extensions)
+register(lambda _ctx: AsciiDocParser(), AsciiDocParser.extensions)
 
 
 def context(max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
@@ -125,7 +135,7 @@ def parse_with(ctx: ParseContext, data: bytes, file_name: str) -> ParsedDocument
     if (doc.pages or doc.images) and text != doc.text:
         raise ParseError(f"could not parse {file_name!r}: the parser's page offsets do not match its text "
                          "(a bug: please report it)")
-    return doc.model_copy(update={"text": text, "title": normalise_text(doc.title).replace("\n", " ")})
+    return doc.model_copy(update={"text": text, "title": plain_title(doc.title)})
 
 
 class ParserRegistry:

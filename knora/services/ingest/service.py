@@ -24,7 +24,7 @@ from typing import Any
 
 from knora.domain.common import safe_name, utcnow
 from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
-from knora.domain.files import file_type
+from knora.domain.files import SNIFF_BYTES, content_type, file_type
 from knora.domain.knowledge import Chunk, ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus
 from knora.domain.search import IndexRow
 from knora.ports.blobs import BlobStore
@@ -132,7 +132,7 @@ class IngestService:
         name = safe_name(file_name or "")
         if not name:
             raise BadRequest("A file name is required")
-        ext = file_extension(name)
+        ext = content_type(name, data[:SNIFF_BYTES], self.d.parsers.extensions)
         self._check_extension(ext, name)
         if not data.strip():
             raise BadRequest(f"{name!r} is empty")

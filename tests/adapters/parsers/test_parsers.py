@@ -237,3 +237,22 @@ def test_json_is_flattened_to_key_paths() -> None:
     assert lines.text == "[0].name: first\n[0].v: 1\n[1].v: 2"
     with pytest.raises(ParseError, match="invalid JSON"):
         parse_bytes(b'{"unterminated": ', "bad.json")
+
+
+@pytest.mark.parametrize(("name", "data", "title"), [
+    ("socat.html", b"<html><head><title><strong>socat</strong> &amp; friends</title></head>"
+                   b"<body><p>Relay data.</p></body></html>", "socat & friends"),
+    ("vector.html", b"<html><head><title>Vector<T> reference</title></head><body><p>x y</p></body></html>",
+     "Vector<T> reference"),
+    ("guide.md", b"# **Install** the [CLI](https://example.org) with `pip`\n\nText.",
+     "Install the CLI with pip"),
+    ("names.md", b"# my_config_file options\n\nText.", "my_config_file options"),
+])
+def test_titles_are_shown_without_markup(name: str, data: bytes, title: str) -> None:
+    assert parse_bytes(data, name).title == title
+
+
+def test_a_very_long_title_is_bounded() -> None:
+    doc = parse_bytes(("# " + "word " * 200 + "\n\nText.").encode(), "long.md")
+    assert len(doc.title) <= 300
+    assert doc.title.endswith("…")

@@ -95,6 +95,32 @@ class TestIngestFile:
         assert (await c.repos.knowledge.list(c.default_tenant_id, kb.id, page=1, page_size=10)).total == 0
         assert not list((c.settings.data_dir / "blobs").rglob("*.*"))
 
+    @pytest.mark.parametrize(("name", "data"), [
+        ("README", b"socat - multipurpose relay.\n\nSocat relays data between two channels."),
+        ("zone.dns", b"; the example zone\n$ORIGIN example.org.\nwww IN A 192.0.2.10\n"),
+        ("NEWS", "版本 2.0：新增中文界面。".encode("gb18030")),
+    ])
+    async def test_text_files_without_a_known_extension_are_read_as_text(self, sqlite_container: Any,
+                                                                         name: str,
+                                                                         data: bytes) -> None:
+        c = sqlite_container
+        kb = await _kb(c)
+        k = await _ingest(c, kb, name, data)
+        assert k.parse_status == ParseStatus.COMPLETED, k.error_message
+        assert k.file_type == "txt"
+        assert k.file_name == name
+        first = (await _chunks(c, k.id))[0].content
+        assert data.decode("utf-8" if name != "NEWS" else "gb18030")[:10] in first
+
+    @pytest.mark.parametrize("name", ["blob", "payload.dat", "tool.exe"])
+    async def test_binary_files_without_a_known_type_are_refused_naming_it(self, sqlite_container: Any,
+                                                                           name: str) -> None:
+        c = sqlite_container
+        kb = await _kb(c)
+        with pytest.raises(BadRequest, match="Unsupported file type"):
+            await c.ingest_service.add_file(c.default_tenant_id, kb.id, name,
+                                            b"\x00\x01\x02 binary \xff" * 50)
+
     async def test_upload_over_the_limit_is_refused(self, make_settings: Callable[..., Settings]) -> None:
         async with started(make_settings(max_upload_bytes=100), RECORDING) as c:
             kb = await _kb(c)
