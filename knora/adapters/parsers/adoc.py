@@ -1,8 +1,8 @@
-"""AsciiDoc (``.adoc``, ``.asciidoc``): read line by line into Markdown, which the chunker understands —
-``= Title`` / ``== Section`` headings become ``#`` headings, listing and literal blocks fences
-(``[source,go]`` names the language), ``|===`` tables pipe tables, lists lists; comments, attribute entries, ``include::`` and
-conditional directives are dropped (nothing is read from disk); inline macros keep their text
-(``link:url[text]`` → text, ``<<id,text>>`` → text). The title is the document title (``= Title``), else the
+"""AsciiDoc (``.adoc``, ``.asciidoc``), read line by line into Markdown, which the chunker understands:
+document and section titles (``= Title``, ``== Section``) become ``#`` headings, listing and literal blocks
+fences (``[source,go]`` names the language), ``|===`` tables pipe tables, lists lists; comments, attribute
+entries, ``include::`` and conditional directives are dropped (nothing is read from disk); inline macros keep
+their text (``link:url[text]`` → text, ``<<id,text>>`` → text). The title is the document title, else the
 first heading, else the file stem.
 
 No maintained, permissively licensed AsciiDoc parser exists for Python (the reference implementations are Ruby
