@@ -11,11 +11,19 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-install: $(BIN)/python
+# pip runs only when pyproject.toml changed since the last install (a stamp in the venv): `make run` on an
+# unchanged checkout starts in seconds. `make clean` or deleting .venv starts over.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
+	@touch $@
 
-install-test: $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test,minilm]'
+	@touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
 	@$(MAKE) -s browser fonts
 
 # Chromium for the browser tests comes from Debian's packages (no browser download by Playwright).

@@ -13,6 +13,7 @@ from knora.api import errors
 from knora.api.body import install_openapi
 from knora.api.body_limit import BodyLimitMiddleware, limits
 from knora.api.cors import KnoraCors
+from knora.api.docs_pages import install_docs
 from knora.api.mcp_server.http import MCP_PATH, McpEndpoint
 from knora.api.metrics import MetricsMiddleware
 from knora.api.openai import routes as openai_routes
@@ -121,7 +122,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         finally:
             await built.aclose()
 
-    app = FastAPI(title="Knora", version=__version__, lifespan=lifespan, docs_url="/docs",
+    app = FastAPI(title="Knora", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url="/openapi.json", redirect_slashes=True)
     if services is not None:
         app.state.services = services
@@ -148,5 +149,6 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     app.include_router(openai_routes.router, prefix=OPENAI_PREFIX)  # the OpenAI-compatible API
     install_openapi(app)
+    install_docs(app)  # Swagger UI and ReDoc from local assets
     mount_web(app)
     return app

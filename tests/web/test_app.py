@@ -111,3 +111,24 @@ def test_models_and_language(server: KnoraServer, new_page: Callable[..., Any]) 
     page.goto(f"{server.base_url}/chat")
     expect(page.locator("#chat-input")).to_have_attribute(
         "placeholder", "输入问题…（Enter 发送，Shift+Enter 换行，@ 指定范围）")
+
+
+def test_api_docs_render_offline(server: KnoraServer, new_page: Callable[..., Any]) -> None:
+    """Swagger UI and ReDoc load nothing from another host: every request the pages send goes to the server
+    (ReDoc's CDN logo is refused by the pages' CSP), and both render the API's operations."""
+    for path, rendered in (("/docs", ".swagger-ui .opblock"), ("/redoc", "[data-section-id]")):
+        page = new_page()
+        foreign: list[str] = []
+
+        def guard(route: Any, foreign: list[str] = foreign) -> None:  # a request CSP blocks never gets here
+            if route.request.url.startswith(server.base_url):
+                route.continue_()
+            else:
+                foreign.append(route.request.url)
+                route.abort()
+
+        page.route("**/*", guard)
+        page.goto(server.base_url + path)
+        expect(page.locator(rendered).first).to_be_visible()
+        assert "Knora" in page.title()
+        assert foreign == [], path

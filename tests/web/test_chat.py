@@ -4,6 +4,7 @@ smart-reasoning turn with a tool call, and the session list."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -89,7 +90,7 @@ def test_answer_streams_with_citation_popover(server: KnoraServer, director: Dir
     expect(drawer).to_be_hidden()
 
     # the session got a title and is listed; the URL names it
-    expect(page.locator(".session.current .session-title")).to_have_text("Lighthouse keepers", timeout=10_000)
+    expect(page.locator(".session.current .session-name")).to_have_text("Lighthouse keepers", timeout=10_000)
     assert "/chat/" in page.url
 
 
@@ -177,10 +178,14 @@ def test_sessions_rename_pin_delete(server: KnoraServer, new_page: Callable[...,
     page.goto(f"{server.base_url}/chat/{a['id']}")
     items = page.locator(".session-list .session")
     expect(items).to_have_count(2)
+    for i in range(2):  # each session says when it was last used (today: a time of day)
+        date = items.nth(i).locator("time.session-date")
+        expect(date).to_have_text(re.compile(r"\d{1,2}\D\d{2}"))
+        assert date.get_attribute("datetime")
     page.get_by_role("button", name="Rename: Alpha").click()
     page.fill("dialog input[name=title]", "Alpha renamed")
     page.keyboard.press("Enter")
-    expect(page.locator(".session.current .session-title")).to_have_text("Alpha renamed")
+    expect(page.locator(".session.current .session-name")).to_have_text("Alpha renamed")
     assert server.api("GET", f"/sessions/{a['id']}")["title"] == "Alpha renamed"
     page.get_by_role("button", name="Pin: Beta").click()
     expect(items.first).to_contain_text("Beta")

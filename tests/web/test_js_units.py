@@ -227,3 +227,23 @@ class TestTurnReducer:
 
 def test_every_string_is_translated(js: Callable[[str], Any]) -> None:
     assert js("return i18n.missingKeys()") == {"zh": [], "en": []}
+
+
+class TestShortDate:
+    def test_today_week_and_older(self, js: Callable[..., Any]) -> None:
+        got = js("""const dom = await import('/js/dom.js');
+            const now = new Date(2026, 11, 7, 15, 0);
+            return [dom.formatShortDate(new Date(2026, 11, 7, 9, 5).toISOString(), now),
+                    dom.formatShortDate(new Date(2026, 11, 4, 9, 5).toISOString(), now),
+                    dom.formatShortDate(new Date(2026, 10, 2, 9, 5).toISOString(), now),
+                    dom.formatShortDate(new Date(2025, 10, 2, 9, 5).toISOString(), now),
+                    dom.formatShortDate('', now), dom.formatShortDate('not a date', now)];""")
+        today, this_week, this_year, last_year, empty, bad = got
+        assert "09" in today  # a time of day
+        assert "05" in today
+        assert "05" in this_week  # a weekday with the time
+        assert today != this_week
+        assert "2026" not in this_year
+        assert "2" in this_year
+        assert "2025" in last_year
+        assert (empty, bad) == ("", "")

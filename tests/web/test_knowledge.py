@@ -88,12 +88,18 @@ def test_folder_upload_manual_entry_and_failure_reason(server: KnoraServer, new_
     (folder / "intro.txt").write_text("Welcome to the handbook. The harbour opens at dawn.", encoding="utf-8")
     (folder / "ops" / "tides.md").write_text("# Tides\n\nHigh tide is twice a day.", encoding="utf-8")
     (folder / "ops" / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    (folder / "ops" / "NOTES").write_text("Night shifts end at six.", encoding="utf-8")  # no extension: text
+    (folder / "ops" / "tool.exe").write_bytes(b"MZ\x90\x00\x03" + bytes(200))  # refused at upload
     page = new_page()
     page.goto(f"{server.base_url}/kb/{kb['id']}")
     page.set_input_files("#upload-folder", str(folder))
+    refused = page.locator(".upload-queue li.failed", has_text="tool.exe")
+    expect(refused).to_contain_text("✗ handbook/ops/tool.exe")  # not "Uploading …" once it failed
+    expect(refused).to_contain_text("Unsupported file type .exe")
+    expect(refused.locator("progress")).to_have_count(0)
     rows = page.locator("#doc-list tbody tr")
-    expect(rows).to_have_count(3, timeout=30_000)
-    expect(page.locator("#doc-list tbody tr[data-status=completed]")).to_have_count(2, timeout=60_000)
+    expect(rows).to_have_count(4, timeout=30_000)
+    expect(page.locator("#doc-list tbody tr[data-status=completed]")).to_have_count(3, timeout=60_000)
     failed = page.locator("#doc-list tbody tr[data-status=failed]")
     expect(failed).to_have_count(1, timeout=60_000)
     expect(failed).to_contain_text("broken")
@@ -101,8 +107,9 @@ def test_folder_upload_manual_entry_and_failure_reason(server: KnoraServer, new_
     expect(reason).not_to_be_empty()  # the parser's error message is shown next to the document
     names = sorted((d.get("file_name") or d.get("title") or "") for d in
                    server.api("GET", f"/knowledge-bases/{kb['id']}/knowledge"))
-    assert len(names) == 3, names
+    assert len(names) == 4, names
     assert any("tides" in n for n in names), names
+    assert "NOTES" in names, names
 
     page.locator("details.card > summary", has_text="Write an entry").click()
     page.fill("#manual-title", "Harbour rules")
@@ -140,6 +147,8 @@ def test_faq_entries_editor(server: KnoraServer, new_page: Callable[..., Any]) -
 
 def test_kb_settings_and_delete(server: KnoraServer, new_page: Callable[..., Any]) -> None:
     kb = server.api("POST", "/knowledge-bases", json={"name": "Draft KB"})
+    saved_before = server.api("GET", f"/knowledge-bases/{kb['id']}")
+    assert saved_before["embedding_model_id"]  # the settings page shows it, not an empty choice
     doc = server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
                      json={"title": "Scratch", "content": "to be removed", "status": "publish"})
     page = new_page()
@@ -151,6 +160,8 @@ def test_kb_settings_and_delete(server: KnoraServer, new_page: Callable[..., Any
     assert all(d["id"] != doc["id"] for d in server.api("GET", f"/knowledge-bases/{kb['id']}/knowledge"))
 
     page.get_by_role("link", name="Settings", exact=True).last.click()
+    expect(page.get_by_label("Embedding model")).to_have_value(saved_before["embedding_model_id"])
+    expect(page.get_by_label("Chat model")).to_have_value(saved_before["summary_model_id"])
     page.fill("#kbs-name", "Final KB")
     page.fill("#kbs-size", "300")
     page.fill("#kbs-overlap", "40")

@@ -165,7 +165,8 @@ class _Writer:
         elif isinstance(node, nodes.title):
             return  # written by its section
         elif isinstance(node, (nodes.literal_block, nodes.doctest_block)):
-            classes: list[str] = [str(c) for c in node.get("classes", []) if c != "code"]
+            given: list[object] = list(node.get("classes", []))
+            classes = [str(name) for name in given if name != "code"]
             language = str(node.get("language") or (classes[0] if classes else ""))
             self.add(f"```{language}\n{node.astext()}\n```")
         elif isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):

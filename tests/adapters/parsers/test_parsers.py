@@ -256,3 +256,15 @@ def test_a_very_long_title_is_bounded() -> None:
     doc = parse_bytes(("# " + "word " * 200 + "\n\nText.").encode(), "long.md")
     assert len(doc.title) <= 300
     assert doc.title.endswith("…")
+
+
+@pytest.mark.parametrize(("text", "title"), [
+    ("gsettings-desktop-schemas\n=========================\n\nSchemas for the desktop.",
+     "gsettings-desktop-schemas"),
+    ("base-passwd for Debian\n----------------------\n\nThe master copies.", "base-passwd for Debian"),
+    ("What is GNU Nettle? A quote from the manual:\n\n  Nettle is a library.", "README"),
+    ("Long opening line of prose\n===\n\nText.", "README"),  # an underline much shorter is no title
+    ("----------\n----------\nrules only", "README"),
+])
+def test_plain_text_titles_from_an_underlined_first_line(text: str, title: str) -> None:
+    assert parse_bytes(text.encode(), "README.txt").title == title

@@ -1,6 +1,6 @@
 // The chat page: sessions sidebar, message history (paged), the composer with mode / web search / @-scoping,
 // streamed answers, stop, and resume of an unfinished answer after a reload.
-import { h, clear, toast, promptDialog, confirmDialog, formatTime } from "./dom.js";
+import { h, clear, toast, promptDialog, confirmDialog, formatTime, formatShortDate } from "./dom.js";
 import { t } from "./i18n.js";
 import { api, request, stream } from "./api.js";
 import { newTurn, applyFrame, fromMessage, isTerminal } from "./turn.js";
@@ -97,9 +97,11 @@ function renderSessions() {
   if (!S.sessions.length) E.sessionList.append(h("li", { class: "muted empty" }, t("sessions.empty")));
   for (const s of sortedSessions()) {
     const title = s.title || t("sessions.untitled");
+    const when = s.updated_at || s.created_at;
     E.sessionList.append(h("li", { class: `session${s.id === S.sid ? " current" : ""}${s.is_pinned ? " pinned" : ""}`, dataset: { sid: s.id } },
-      h("a", { href: `/chat/${s.id}`, "data-link": "", class: "session-title", "aria-current": s.id === S.sid ? "page" : null, title },
-        s.is_pinned ? h("span", { class: "pin-mark", "aria-hidden": "true" }, "★ ") : null, title),
+      h("a", { href: `/chat/${s.id}`, "data-link": "", class: "session-title", "aria-current": s.id === S.sid ? "page" : null, title: `${title}\n${formatTime(when)}` },
+        h("span", { class: "session-name" }, s.is_pinned ? h("span", { class: "pin-mark", "aria-hidden": "true" }, "★ ") : null, title),
+        when ? h("time", { class: "session-date", datetime: String(when) }, formatShortDate(when)) : null),
       h("span", { class: "session-actions" },
         h("button", { type: "button", class: "icon", "aria-label": `${t("sessions.rename")}: ${title}`, title: t("sessions.rename"), onclick: () => renameSession(s) }, "✎"),
         h("button", { type: "button", class: "icon", "aria-label": `${t(s.is_pinned ? "sessions.unpin" : "sessions.pin")}: ${title}`, title: t(s.is_pinned ? "sessions.unpin" : "sessions.pin"), onclick: () => togglePin(s) }, s.is_pinned ? "★" : "☆"),

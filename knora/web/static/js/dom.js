@@ -43,6 +43,21 @@ export function formatTime(iso) {
   return isNaN(d) ? "" : d.toLocaleString();
 }
 
+// A list's date: the time for today, the weekday within a week, else the day (and year when not this one),
+// in the browser's locale. ``now`` is for tests.
+export function formatShortDate(iso, now = new Date()) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (isNaN(d)) return "";
+  const day = (x) => new Date(x.getFullYear(), x.getMonth(), x.getDate()).getTime();
+  const days = Math.round((day(now) - day(d)) / 86400000);
+  if (days === 0) return d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+  if (days > 0 && days < 7) return d.toLocaleDateString(undefined, { weekday: "short" }) + " " + d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+  const opts = { month: "short", day: "numeric" };
+  if (d.getFullYear() !== now.getFullYear()) opts.year = "numeric";
+  return d.toLocaleDateString(undefined, opts);
+}
+
 export function formatBytes(n) {
   if (!n && n !== 0) return "";
   const units = ["B", "KB", "MB", "GB"];

@@ -140,6 +140,8 @@ function renderDocs(root, kb) {
         bar.value = 1; row.classList.add("ok"); row.firstChild.textContent = `✓ ${name}`; done++;
       } catch (e) {
         row.classList.add("failed");
+        bar.remove();
+        row.firstChild.textContent = `✗ ${name}`;
         row.append(h("span", { class: "error" }, e.status === 409 ? t("doc.duplicate", { name }) : e.message));
       }
       refresh();
@@ -364,8 +366,14 @@ async function renderKbSettings(root, kb) {
   const desc = h("input", { id: "kbs-desc", value: kb.description || "" });
   const size = h("input", { id: "kbs-size", type: "number", min: "50", value: cc.chunk_size ?? 512 });
   const overlap = h("input", { id: "kbs-overlap", type: "number", min: "0", value: cc.chunk_overlap ?? 80 });
-  const sel = (type, current) => h("select", null, h("option", { value: "" }, "—"),
-    models.filter((m) => m.type === type).map((m) => h("option", { value: m.id, selected: m.id === current }, m.display_name || m.name)));
+  // a knowledge base may name a model the list does not show (an older built-in id, a model since deleted):
+  // it is shown by its id rather than as an empty choice
+  const sel = (type, current) => {
+    const own = models.filter((m) => m.type === type);
+    const missing = current && !own.some((m) => m.id === current) ? [h("option", { value: current, selected: true }, current)] : [];
+    return h("select", null, h("option", { value: "" }, t("kb.defaultModel")), missing,
+      own.map((m) => h("option", { value: m.id, selected: m.id === current }, m.display_name || m.name)));
+  };
   const emb = sel("Embedding", kb.embedding_model_id);
   const sum = sel("KnowledgeQA", kb.summary_model_id);
   const form = h("form", { class: "card form-grid", onsubmit: async (e) => {
