@@ -39,6 +39,7 @@ from knora.adapters.db.repos.tags import SqlTagRepo
 from knora.adapters.db.repos.tenants import SqlTenantRepo
 from knora.adapters.db.repos.web_search_providers import SqlWebSearchProviderRepo
 from knora.adapters.duckdb_sandbox import DuckDBSandbox, SandboxLimits
+from knora.adapters.embedders.lanes import BackgroundLane
 from knora.adapters.embedders.registry import build_embedder
 from knora.adapters.graph.sqlite_graph import SqlGraphStore
 from knora.adapters.jobs.registry import build_job_queue
@@ -216,7 +217,8 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
                          chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated),
                          jobs=SqlJobRepo(gated), pins=SqlKnowledgeBasePinRepo(gated),
                          chunk_revisions=SqlChunkRevisionRepo(gated))
-    embedders = EmbedderRegistry(s, build_embedder, _outbound(s))
+    embedders = EmbedderRegistry(s, build_embedder, _outbound(s),
+                                 lane=BackgroundLane(s.embed_background_nice))
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
     return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,

@@ -91,6 +91,11 @@ class Settings(BaseSettings):
     embedder_dimension: int | None = None
     embed_batch_size: int = 32
     embed_threads: int | None = None
+    embed_background_nice: int = Field(
+        default=10, ge=0, le=19,
+        description="Ingestion embeds on a model instance of its own, in a thread this much lower in "
+        "priority (nice; Linux), so chat's query embedding and answers keep the CPU during a large upload "
+        "and ingestion still takes every idle core. 0 = same priority (still its own instance)")
 
     chat_model: str | None = Field(default=None, description="provider:model, e.g. openai:gpt-4o-mini, "
                                    "ollama:qwen2.5; unset = the local extractive answerer")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -29,3 +30,11 @@ class Embedder(Protocol):
     async def embed_query(self, text: str) -> Vector:
         """Shape (dimension,)."""
         ...
+
+
+@runtime_checkable
+class BackgroundCopyable(Protocol):
+    """An embedder that computes on this machine's CPU: ingestion gets an instance of its own that embeds
+    passages on ``lane`` (a low-priority thread), so a user's query never waits behind an upload."""
+
+    def background_copy(self, lane: Executor) -> Embedder: ...

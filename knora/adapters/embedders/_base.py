@@ -9,9 +9,11 @@ The model itself loads lazily on first use, inside the worker thread, so buildin
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from concurrent.futures import Executor
 
 import numpy as np
 
@@ -45,6 +47,17 @@ class LocalEmbedder(ABC):
         self._batch_size = max(int(batch_size), 1)
         self._lock = threading.Lock()
         self._loaded = False
+        self._lane: Executor | None = None  # where passages are embedded; None: asyncio's default threads
+
+    def background_copy(self, lane: Executor) -> LocalEmbedder:
+        """Another instance of the same model (loaded on its first batch) that embeds passages on ``lane``:
+        ingestion's work then never holds the lock a user's query embedding waits for, and runs at the
+        lane's priority (``knora.adapters.embedders.lanes``)."""
+        twin = copy.copy(self)
+        twin._lock = threading.Lock()
+        twin._loaded = False  # ``_load`` replaces the model fields the copy shares until then
+        twin._lane = lane
+        return twin
 
     @property
     def model_id(self) -> str:
@@ -85,7 +98,8 @@ class LocalEmbedder(ABC):
         # in while a large document is being ingested instead of waiting for the whole document.
         out = np.zeros((0, self._dimension), dtype=np.float32)
         chunks = [list(texts[i:i + self._batch_size]) for i in range(0, len(texts), self._batch_size)]
-        parts = [await asyncio.to_thread(self.encode_sync, batch, False) for batch in chunks]
+        loop = asyncio.get_running_loop()
+        parts = [await loop.run_in_executor(self._lane, self.encode_sync, batch, False) for batch in chunks]
         return np.concatenate(parts, axis=0) if parts else out
 
     async def embed_query(self, text: str) -> Vector:

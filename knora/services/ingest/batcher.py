@@ -57,6 +57,28 @@ class EmbedBatcher:
         rows = await asyncio.gather(*futures)
         return np.stack(rows).astype(np.float32, copy=False)
 
+    async def embed_bounded(self, texts: Sequence[str], slice_size: int) -> Vector:
+        """``embed`` for a document of any size: at most two slices of ``slice_size`` texts are handed over at a
+        time (the next waits while the current is embedded, so the embedder never idles between them), so a
+        huge upload neither floods the queue other documents share nor keeps computing after it is cancelled
+        (a cancelled job leaves at most the slices in flight)."""
+        size = max(1, slice_size)
+        if len(texts) <= size:
+            return await self.embed(texts)
+        parts: list[Vector] = []
+        in_flight: deque[asyncio.Task[Vector]] = deque()
+        try:
+            for start in range(0, len(texts), size):
+                in_flight.append(asyncio.ensure_future(self.embed(texts[start:start + size])))
+                if len(in_flight) >= 2:
+                    parts.append(await in_flight.popleft())
+            while in_flight:
+                parts.append(await in_flight.popleft())
+        finally:
+            for task in in_flight:
+                task.cancel()
+        return np.concatenate(parts, axis=0)
+
     def _arrived(self) -> None:
         self._kick_soon = None
         self._kick(after_batch=False)

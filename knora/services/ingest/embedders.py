@@ -10,12 +10,13 @@ tenant: callers pass the knowledge base's ``tenant_id``.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Executor
 from typing import Any, Protocol
 
 from knora.domain.errors import BadRequest
 from knora.domain.models import ModelConfig
 from knora.netguard import Outbound, OutboundPolicy
-from knora.ports.embedder import Embedder
+from knora.ports.embedder import BackgroundCopyable, Embedder
 from knora.services.ingest.batcher import EmbedBatcher
 from knora.settings import Settings
 
@@ -58,8 +59,10 @@ def model_spec(m: ModelConfig) -> tuple[str, dict[str, Any]]:
 
 
 class EmbedderRegistry:
-    def __init__(self, settings: Settings, build: BuildFn, outbound: Outbound | None = None) -> None:
+    def __init__(self, settings: Settings, build: BuildFn, outbound: Outbound | None = None, *,
+                 lane: Executor | None = None) -> None:
         self._settings = settings
+        self._lane = lane  # where local embedders compute ingestion's passages (None: beside the queries)
         self._build = build
         self._outbound = outbound or Outbound.from_settings(settings.effective_outbound_allowed_hosts,
                                                             settings.outbound_allow_private)
@@ -120,8 +123,13 @@ class EmbedderRegistry:
         return self._outbound.tenant
 
     def batcher(self, model_id: str | None, *, tenant_id: int | None) -> EmbedBatcher:
+        """The batcher ingestion embeds passages through. A local embedder's batcher runs on an instance of
+        its own, on the background lane: queries (``get``) keep their instance, their lock and their
+        priority."""
         embedder = self.get(model_id, tenant_id=tenant_id)
         key = id(embedder)
         if key not in self._batchers:
-            self._batchers[key] = EmbedBatcher(embedder, self._settings.embed_batch_size)
+            worker = (embedder.background_copy(self._lane)
+                      if self._lane is not None and isinstance(embedder, BackgroundCopyable) else embedder)
+            self._batchers[key] = EmbedBatcher(worker, self._settings.embed_batch_size)
         return self._batchers[key]

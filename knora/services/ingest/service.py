@@ -89,6 +89,7 @@ class IngestDeps:
 # what a partial parse left out, each with its reason (``ParsedDocument.skipped``), in the document's metadata
 SKIPPED_KEY = "parse_skipped"
 MAX_SKIPPED_NOTES = 50
+EMBED_SLICE_BATCHES = 8  # a large document is embedded this many batches at a time (EmbedBatcher.embed_bounded)
 
 
 def file_extension(name: str) -> str:
@@ -446,7 +447,7 @@ class IngestService:
         if kb.indexing_strategy.vector_enabled and contents:
             batcher = self.d.embedders.batcher(kb.embedding_model_id, tenant_id=kb.tenant_id)
             t = time.time_ns()
-            vectors = await batcher.embed(contents)
+            vectors = await batcher.embed_bounded(contents, EMBED_SLICE_BATCHES * s.embed_batch_size)
             span.record("embed", t, time.time_ns(), {"knora.passages": len(contents)})
         rows = [IndexRow(source_id=c.id, chunk_id=c.id, knowledge_id=k.id, knowledge_base_id=kb.id,
                          tenant_id=k.tenant_id, content=text, tag_id=c.tag_id, is_enabled=c.is_enabled,

@@ -118,3 +118,46 @@ async def test_the_oldest_text_waits_behind_at_most_one_window() -> None:
     await asyncio.gather(oldest, *newer)
     first_window = [t for b in model.batches[:2] for t in b]
     assert "z" * 50 in first_window
+
+
+class _Counting(_Recorder):
+    """Records how many texts were handed over but not yet embedded, at the most."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.most_waiting = 0
+        self.batcher: EmbedBatcher | None = None
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        assert self.batcher is not None
+        waiting = len(self.batcher._pending) + sum(len(b) for b in self.batcher._ready) + len(texts)
+        self.most_waiting = max(self.most_waiting, waiting)
+        return await super().embed_passages(texts)
+
+
+async def test_a_large_document_is_handed_over_two_slices_at_a_time() -> None:
+    model = _Counting()
+    batcher = EmbedBatcher(model, batch_size=4, window=1)  # type: ignore[arg-type]
+    model.batcher = batcher
+    texts = ["x" * (i % 7 + 1) for i in range(100)]
+    vectors = await batcher.embed_bounded(texts, slice_size=8)
+    assert vectors[:, 0].tolist() == [len(t) for t in texts]  # every row back, in order
+    assert sum(len(b) for b in model.batches) == 100
+    assert model.most_waiting <= 2 * 8  # never the whole document in the queue
+    small = await batcher.embed_bounded(["ab", "c"], slice_size=8)
+    assert small[:, 0].tolist() == [2.0, 1.0]
+
+
+async def test_a_cancelled_large_document_stops_embedding() -> None:
+    model = _Gated()
+    batcher = EmbedBatcher(model, batch_size=4, window=1)  # type: ignore[arg-type]
+    job = asyncio.ensure_future(batcher.embed_bounded([f"t{i}" for i in range(400)], slice_size=8))
+    await eventually(lambda: model.batches)
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    model.gate.set()
+    await _settle()
+    await asyncio.sleep(0.05)
+    # what was in flight when it was cancelled (two slices at most), not the 400 texts
+    assert sum(len(b) for b in model.batches) <= 16
