@@ -58,10 +58,10 @@ class EmbedBatcher:
         return np.stack(rows).astype(np.float32, copy=False)
 
     async def embed_bounded(self, texts: Sequence[str], slice_size: int) -> Vector:
-        """``embed`` for a document of any size: at most two slices of ``slice_size`` texts are handed over at a
-        time (the next waits while the current is embedded, so the embedder never idles between them), so a
-        huge upload neither floods the queue other documents share nor keeps computing after it is cancelled
-        (a cancelled job leaves at most the slices in flight)."""
+        """``embed`` for a document of any size: at most two slices of ``slice_size`` texts are handed over at
+        a time (the next waits while the current is embedded, so the embedder never idles between them), so
+        a huge upload neither floods the queue other documents share nor keeps computing after it is
+        cancelled (a cancelled job leaves at most the slices in flight)."""
         size = max(1, slice_size)
         if len(texts) <= size:
             return await self.embed(texts)

@@ -89,7 +89,7 @@ class IngestDeps:
 # what a partial parse left out, each with its reason (``ParsedDocument.skipped``), in the document's metadata
 SKIPPED_KEY = "parse_skipped"
 MAX_SKIPPED_NOTES = 50
-EMBED_SLICE_BATCHES = 8  # a large document is embedded this many batches at a time (EmbedBatcher.embed_bounded)
+EMBED_SLICE_BATCHES = 8  # a large document is embedded this many batches at a time (embed_bounded)
 
 
 def file_extension(name: str) -> str:
