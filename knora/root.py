@@ -218,12 +218,13 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
                          jobs=SqlJobRepo(gated), pins=SqlKnowledgeBasePinRepo(gated),
                          chunk_revisions=SqlChunkRevisionRepo(gated))
     embedders = EmbedderRegistry(s, build_embedder, _outbound(s),
-                                 lane=BackgroundLane(s.embed_background_nice))
+                                 lane=BackgroundLane(s.background_nice))
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
     return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,
                   parsers=build_document_parsers(s.parse_isolation, ParseLimits(
-                      s.max_expanded_bytes, s.parse_memory_limit_mb, s.parse_timeout_seconds),
+                      s.max_expanded_bytes, s.parse_memory_limit_mb, s.parse_timeout_seconds,
+                      s.background_nice),
                       workers=s.parse_workers), repos=repos,
                   jobs=build_job_queue(s.job_queue, repos.jobs, workers=max(s.ingest_concurrency,
                                                                             s.ingest_workers),

@@ -91,11 +91,13 @@ class Settings(BaseSettings):
     embedder_dimension: int | None = None
     embed_batch_size: int = 32
     embed_threads: int | None = None
-    embed_background_nice: int = Field(
+    background_nice: int = Field(
         default=10, ge=0, le=19,
-        description="Ingestion embeds on a model instance of its own, in a thread this much lower in "
-        "priority (nice; Linux), so chat's query embedding and answers keep the CPU during a large upload "
-        "and ingestion still takes every idle core. 0 = same priority (still its own instance)")
+        description="Ingestion's CPU work runs this much lower in priority (nice) than the server: the "
+        "parsing processes (OCR included), and the embedding of passages, on a model instance of its own in "
+        "one thread (per-thread priority: Linux). Chat's query embedding and answers keep the CPU during a "
+        "large upload; ingestion still takes every idle core. 0 = same priority (embedding still on its own "
+        "instance)")
 
     chat_model: str | None = Field(default=None, description="provider:model, e.g. openai:gpt-4o-mini, "
                                    "ollama:qwen2.5; unset = the local extractive answerer")

@@ -80,6 +80,7 @@ class ParseLimits:
     max_expanded_bytes: int  # bytes a zip container (DOCX, XLSX) may expand to, counted as they are read
     memory_mb: int = 1536  # address space of the parsing process (settings.parse_memory_limit_mb)
     timeout_seconds: float = 300.0  # one document, from the moment the worker has it
+    nice: int = 0  # how much lower the parsing processes run than the server (settings.background_nice)
 
 
 @runtime_checkable

@@ -172,7 +172,8 @@ class ProcessParsers:
         with child:
             process = subprocess.Popen(
                 [sys.executable, "-m", "knora.adapters.parsers.worker", str(child.fileno()), str(os.getpid()),
-                 str(self.limits.memory_mb), str(self.limits.max_expanded_bytes), self._entry],
+                 str(self.limits.memory_mb), str(self.limits.max_expanded_bytes), self._entry,
+                 str(self.limits.nice)],
                 pass_fds=(child.fileno(),), env=env, stdin=subprocess.DEVNULL)
         worker = _Worker(process, Connection(parent.detach()))
         try:

@@ -60,9 +60,12 @@ def _out_of_memory(exc: BaseException) -> bool:
     return False
 
 
-def serve(conn: Connection, parent_pid: int, memory_mb: int, max_expanded_bytes: int, entry: str) -> None:
+def serve(conn: Connection, parent_pid: int, memory_mb: int, max_expanded_bytes: int, entry: str,
+          nice: int = 0) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops its workers
     _die_with_parent(parent_pid)
+    if nice > 0:  # background work: an OCR'd scan or a huge file must not take chat's CPU
+        os.nice(nice)
     if memory_mb > 0:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -96,8 +99,9 @@ def serve(conn: Connection, parent_pid: int, memory_mb: int, max_expanded_bytes:
 
 
 def main(argv: list[str]) -> None:
-    fd, parent_pid, memory_mb, max_expanded_bytes, entry = argv
-    serve(Connection(int(fd)), int(parent_pid), int(memory_mb), int(max_expanded_bytes), entry)
+    fd, parent_pid, memory_mb, max_expanded_bytes, entry, *rest = argv
+    serve(Connection(int(fd)), int(parent_pid), int(memory_mb), int(max_expanded_bytes), entry,
+          int(rest[0]) if rest else 0)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from knora.domain.knowledge import Chunk, ChunkingConfig, Knowledge, KnowledgeBa
 from knora.domain.search import IndexRow
 from knora.ports.blobs import BlobStore
 from knora.ports.chat import ChatModels, ModelError
+from knora.ports.embedder import Vector
 from knora.ports.jobs import JobQueue, JobRequest
 from knora.ports.parser import DocumentParsers, ParsedDocument, ParseError
 from knora.ports.retrieval import RetrievalEngine
@@ -435,7 +436,8 @@ class IngestService:
         # no chunk crosses a page, slide or attachment boundary: each cites exactly where it is from
         cuts = [offset for page in doc.pages for offset in (page.start, page.end)]
         drafts = await asyncio.to_thread(self.d.split, doc.text, config, cuts)
-        chunks = build_chunks(k, drafts, doc.pages)
+        # off the event loop too: 50 MB of text is ~150k chunk records (seconds of CPU chat would wait for)
+        chunks = await asyncio.to_thread(build_chunks, k, drafts, doc.pages)
         span.record("chunk", t, time.time_ns(), {"knora.chunks": len(chunks)})
         image_notes = await self._images(k, kb, doc, chunks, overrides, options.extract_images, span)
         if not chunks:
@@ -449,11 +451,7 @@ class IngestService:
             t = time.time_ns()
             vectors = await batcher.embed_bounded(contents, EMBED_SLICE_BATCHES * s.embed_batch_size)
             span.record("embed", t, time.time_ns(), {"knora.passages": len(contents)})
-        rows = [IndexRow(source_id=c.id, chunk_id=c.id, knowledge_id=k.id, knowledge_base_id=kb.id,
-                         tenant_id=k.tenant_id, content=text, tag_id=c.tag_id, is_enabled=c.is_enabled,
-                         embedding=vectors[i].tolist() if vectors is not None else None,
-                         knowledge_type="faq" if kb.type == "faq" else "document")
-                for i, (c, text) in enumerate(zip(to_index, contents, strict=True))]
+        rows = await asyncio.to_thread(_index_rows, k, kb, to_index, contents, vectors)
         metadata = dict(k.metadata)
         metadata.update({f"doc_{a}": str(b) for a, b in doc.metadata.items()} if doc.metadata else {})
         if doc.tables:
@@ -503,6 +501,17 @@ class IngestService:
         chunks.extend(attach_images(k, chunks, stored))
         span.record("images", t, time.time_ns(), {"knora.images": len(stored)})
         return notes
+
+
+def _index_rows(k: Knowledge, kb: KnowledgeBase, chunks: Sequence[Chunk], contents: Sequence[str],
+                vectors: Vector | None) -> list[IndexRow]:
+    """The retrieval rows of a document's searchable chunks (built in a thread: one per chunk, vectors as
+    lists)."""
+    kind = "faq" if kb.type == "faq" else "document"
+    return [IndexRow(source_id=c.id, chunk_id=c.id, knowledge_id=k.id, knowledge_base_id=kb.id,
+                     tenant_id=k.tenant_id, content=text, tag_id=c.tag_id, is_enabled=c.is_enabled,
+                     embedding=vectors[i].tolist() if vectors is not None else None, knowledge_type=kind)
+            for i, (c, text) in enumerate(zip(chunks, contents, strict=True))]
 
 
 def _with_overrides(metadata: dict[str, Any], overrides: ProcessOverrides | None) -> dict[str, Any]:

@@ -155,3 +155,18 @@ async def test_the_upload_options_reach_the_worker(make_pool: Make) -> None:
     own = ParseOptions(time_budget_seconds=5.0, ocr=False)
     seen = ParseOptions.model_validate_json((await pool.parse(b"x", "a.pdf", own)).text)
     assert seen == own
+
+
+async def test_workers_run_at_the_background_priority() -> None:
+    """Parsing (OCR'd scans, huge files) is background work: its processes run ``nice`` lower than the
+    server, so chat keeps the CPU."""
+    import os
+
+    pool = ProcessParsers(ParseLimits(64 << 20, 512, 30.0, nice=5), workers=1,
+                          entry="tests.adapters.parsers.hostile:echo")
+    try:
+        await pool.parse(b"hello", "a.txt")
+        (pid,) = pool.worker_pids()
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)
+    finally:
+        await pool.aclose()
