@@ -14,12 +14,14 @@ import asyncio
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knora.cli._common import add_mode_flag, choose_mode, fail, print_json
 from knora.cli.ingest_backends import TERMINAL, Abort, IngestBackend
-from knora.cli.ingest_progress import IngestProgress
 from knora.domain.files import file_type
+
+if TYPE_CHECKING:
+    from knora.cli.ingest_progress import IngestProgress
 
 POLL_S = 0.5
 
@@ -88,6 +90,8 @@ def _name(source: Path | str) -> str:
 
 
 async def ingest_with(backend: IngestBackend, args: argparse.Namespace) -> int:
+    from knora.cli.ingest_progress import IngestProgress  # rich: loaded by the command that uses it
+
     started = time.monotonic()
     try:
         kb_id, kb_name, created = await backend.knowledge_base(args.kb)

@@ -88,6 +88,12 @@ async def _serve(args: argparse.Namespace) -> int:
                 print(f"API key (shown once, keep it): {c.generated_api_key}", flush=True)
             await _announce(c, url)
 
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # first, so a command started meanwhile does not pick a server going away; here, not after
+            # serve(): uvicorn re-raises a SIGTERM it caught once serve() ends, and that ends the process
+            remove_record(settings.data_dir)
+            await super().shutdown(sockets)
+
     try:
         config = uvicorn.Config(create_app(services=c), host=host, port=port,
                                 log_level=settings.log_level.lower(), lifespan="on")
