@@ -11,16 +11,20 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.fakes.model_server import FakeModelServer, Reply
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -58,11 +62,11 @@ def _flags(env: dict[str, str]) -> list[str]:
     return ["-X", "importtime"] if env.get("IMPORTTIME") else []
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    data_dir = tmp_path_factory.mktemp("served")
+@contextmanager
+def served(data_dir: Path, **env: str) -> Iterator[Server]:
+    """``knora serve --port 0`` on ``data_dir``, up once it wrote ``server.json``; stopped with SIGTERM."""
     proc = subprocess.Popen([sys.executable, "-m", "knora.cli.main", "serve", "--port", "0"],
-                            env=_env(data_dir, KNORA_EMBEDDER="local:hash"), stdout=subprocess.PIPE,
+                            env=_env(data_dir, KNORA_EMBEDDER="local:hash", **env), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     record = data_dir / "server.json"
     deadline = time.monotonic() + 120
@@ -81,6 +85,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         proc.wait(timeout=60)
     assert not record.exists(), "a clean shutdown removes server.json"
     assert (data_dir / "cli.key").exists(), "the CLI key outlives the server"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with served(tmp_path_factory.mktemp("served")) as s:
+        yield s
 
 
 def test_the_server_records_where_it_listens(server: Server) -> None:
@@ -185,3 +195,34 @@ def test_a_knora_url_that_does_not_answer_is_an_error_not_a_fallback(tmp_path: P
     assert failed.returncode == 1
     assert "cannot reach the Knora server at http://127.0.0.1:9" in failed.stderr
     assert "unset KNORA_URL" in failed.stderr
+
+
+def test_ask_streams_as_the_answer_arrives_and_ctrl_c_stops_it(tmp_path: Path) -> None:
+    """A model that streams slowly: the CLI prints the answer's start while the model is still writing, and
+    Ctrl-C stops the turn on the server (which closes the model request), keeping the partial answer."""
+    slow = Reply(content="Streaming slowly " + "word " * 200, chunk_size=5, delay_per_chunk=0.05)
+    with FakeModelServer() as fake:
+        fake.handler = lambda body: slow if body.get("stream") else Reply(content="rewritten question")
+        chat = {"KNORA_CHAT_MODEL": "openai:fake", "KNORA_CHAT_BASE_URL": fake.base_url,
+                "KNORA_CHAT_API_KEY": "x"}
+        with served(tmp_path / "data", **chat) as server:
+            proc = subprocess.Popen([sys.executable, "-m", "knora.cli.main", "ask", "Tell me something"],
+                                    env=_env(server.data_dir, KNORA_EMBEDDER="no-such-provider:x"),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            assert proc.stdout is not None
+            first = proc.stdout.read(9)
+            assert first == b"Streaming"  # printed while the model has about 40 more chunks to send
+            assert fake.disconnects == []
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 130, err
+            assert b"[stopped]" in err
+            session_id = err.decode().rsplit("session ", 1)[-1].strip()
+            deadline = time.monotonic() + 30
+            while not fake.disconnects and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert fake.disconnects, "the stop reached the server, which closed the model request"
+            answer = next(m for m in server.api.get(f"/messages/{session_id}/load").json()["data"]
+                          if m["role"] == "assistant")
+            assert answer["content"].startswith("Streaming")
+            assert len(answer["content"]) < len(slow.content)  # the partial answer is kept
