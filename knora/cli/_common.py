@@ -33,8 +33,9 @@ def choose_mode(args: argparse.Namespace) -> Server | None:
     from knora.settings import ClientSettings
 
     settings = ClientSettings()
-    server = None if getattr(args, "in_process", False) else find_server(settings)
-    announce(server, settings)
+    asked = bool(getattr(args, "in_process", False))
+    server = None if asked else find_server(settings)
+    announce(server, settings, asked=asked)
     return server
 
 

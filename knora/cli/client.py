@@ -61,9 +61,11 @@ def find_server(settings: ClientSettings) -> Server | None:
     return Server(record.url, settings.api_key or read_key(data_dir), str(data_dir / "server.json"))
 
 
-def announce(server: Server | None, settings: ClientSettings) -> None:
-    """The one stderr line saying where the command runs."""
-    if server is None:
+def announce(server: Server | None, settings: ClientSettings, *, asked: bool = False) -> None:
+    """The one stderr line saying where the command runs (``asked``: in-process because ``--in-process``)."""
+    if server is None and asked:
+        sys.stderr.write(f"knora: working in-process on {settings.data_dir} (--in-process)\n")
+    elif server is None:
         sys.stderr.write(f"knora: no server running on {settings.data_dir}; working in-process (the engine "
                          "starts in this process)\n")
     else:

@@ -181,12 +181,13 @@ def test_in_process_on_request_and_with_a_stale_record(server: Server, tmp_path:
     local = run_cli(server.data_dir, "kb", "list", "--json", "--in-process", KNORA_EMBEDDER="local:hash")
     assert local.returncode == 0, local.stderr
     assert "working in-process" in local.stderr
+    assert "using the server" not in local.stderr
     assert "Handbook" in {r["name"] for r in json.loads(local.stdout)}  # the same data dir, read directly
     # a record whose process is alive but does not answer (this test's own pid, a closed port)
     (tmp_path / "server.json").write_text(json.dumps({"url": "http://127.0.0.1:9", "pid": os.getpid()}))
     stale = run_cli(tmp_path, "kb", "list", "--json", KNORA_EMBEDDER="local:hash")
     assert stale.returncode == 0, stale.stderr
-    assert "working in-process" in stale.stderr
+    assert "no server running on" in stale.stderr
     assert json.loads(stale.stdout) == []
 
 
