@@ -10,7 +10,9 @@ atomically (a reader sees the old file or the whole new one):
   database like every key. It outlives the server, so a restart keeps it; a server that finds it invalid
   (another database, a deleted key) mints a new one, which revokes the last.
 
-The CLI sends ``cli.key`` only to the server ``server.json`` names, never to a ``KNORA_URL`` elsewhere. This
+The CLI sends ``cli.key`` only to the server ``server.json`` names, never to a ``KNORA_URL`` elsewhere, and
+trusts either file only when it belongs to the user running the CLI and nobody else may read or write it: a
+``server.json`` planted by another user (naming a server of theirs) would otherwise collect the key. This
 module is read on the CLI's fast path: standard library (and httpx, for ``/health``) only.
 """
 
@@ -64,10 +66,27 @@ def remove_record(data_dir: Path) -> None:
             path.unlink()
 
 
-def read_record(data_dir: Path) -> ServerRecord | None:
-    """The recorded server, or None when there is no file or it is not one this module wrote."""
+def private(path: Path) -> bool:
+    """Whether ``path`` is this user's and no one else's (0600 or stricter); on a system without POSIX
+    owners, whether it exists."""
     try:
-        raw = json.loads((data_dir / RECORD_FILE).read_text(encoding="utf-8"))
+        st = path.stat()
+    except OSError:
+        return False
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return True
+    return st.st_uid == getuid() and st.st_mode & 0o077 == 0
+
+
+def read_record(data_dir: Path) -> ServerRecord | None:
+    """The recorded server, or None when there is no file, it is not one this module wrote, or it is not
+    private (``private``)."""
+    path = data_dir / RECORD_FILE
+    if not private(path):
+        return None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(raw, dict):
@@ -79,8 +98,13 @@ def read_record(data_dir: Path) -> ServerRecord | None:
 
 
 def read_key(data_dir: Path) -> str | None:
+    """The CLI key, or None when there is none or the file is not private (then ``knora serve`` replaces
+    it: a key others could read is not kept)."""
+    path = data_dir / KEY_FILE
+    if not private(path):
+        return None
     try:
-        key = (data_dir / KEY_FILE).read_text(encoding="utf-8").strip()
+        key = path.read_text(encoding="utf-8").strip()
     except OSError:
         return None
     return key or None

@@ -38,6 +38,10 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _record(data_dir: Path, record: dict[str, object]) -> None:
+    discovery.write_private(data_dir / discovery.RECORD_FILE, json.dumps(record))
+
+
 class TestFiles:
     def test_record_and_key_are_owner_only_and_round_trip(self, tmp_path: Path) -> None:
         discovery.write_record(tmp_path, "http://127.0.0.1:8080", "0.1.0")
@@ -49,17 +53,26 @@ class TestFiles:
         assert sorted(p.name for p in tmp_path.iterdir()) == ["cli.key", "server.json"]  # no temp file left
 
     def test_a_record_is_removed_only_by_the_process_it_names(self, tmp_path: Path) -> None:
-        (tmp_path / discovery.RECORD_FILE).write_text(json.dumps({"url": "http://127.0.0.1:1", "pid": 1}))
+        _record(tmp_path, {"url": "http://127.0.0.1:1", "pid": 1})
+        assert discovery.read_record(tmp_path) is not None
         discovery.remove_record(tmp_path)
         assert (tmp_path / discovery.RECORD_FILE).exists()
         discovery.write_record(tmp_path, "http://127.0.0.1:2", "0.1.0")
         discovery.remove_record(tmp_path)
         assert not (tmp_path / discovery.RECORD_FILE).exists()
 
+    def test_files_others_may_read_or_write_are_not_trusted(self, tmp_path: Path) -> None:
+        discovery.write_record(tmp_path, "http://127.0.0.1:8080", "0.1.0")
+        discovery.write_key(tmp_path, "sk-secret")
+        for name, mode in ((discovery.RECORD_FILE, 0o620), (discovery.KEY_FILE, 0o644)):
+            (tmp_path / name).chmod(mode)
+        assert discovery.read_record(tmp_path) is None  # another user's record could name their server
+        assert discovery.read_key(tmp_path) is None  # and knora serve replaces a key others could read
+
     @pytest.mark.parametrize("text", ["", "not json", "[]", '{"url": "ftp://x", "pid": 1}',
                                       '{"url": "http://x"}', '{"url": "http://x", "pid": "1"}'])
     def test_a_broken_record_is_no_record(self, tmp_path: Path, text: str) -> None:
-        (tmp_path / discovery.RECORD_FILE).write_text(text)
+        discovery.write_private(tmp_path / discovery.RECORD_FILE, text)
         assert discovery.read_record(tmp_path) is None
 
 
@@ -67,12 +80,13 @@ class TestFiles:
 class TestStaleness:
     def test_a_dead_process_is_stale(self, tmp_path: Path) -> None:
         record = {"url": "http://127.0.0.1:9", "pid": _dead_pid()}
-        (tmp_path / discovery.RECORD_FILE).write_text(json.dumps(record))
+        _record(tmp_path, record)
+        assert discovery.read_record(tmp_path) is not None
         assert discovery.live_record(tmp_path) is None
 
     def test_a_live_process_that_does_not_answer_is_stale(self, tmp_path: Path) -> None:
         url = f"http://127.0.0.1:{_closed_port()}"
-        (tmp_path / discovery.RECORD_FILE).write_text(json.dumps({"url": url, "pid": os.getpid()}))
+        _record(tmp_path, {"url": url, "pid": os.getpid()})
         assert discovery.read_record(tmp_path) is not None
         assert discovery.live_record(tmp_path) is None
 

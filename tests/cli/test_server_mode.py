@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from knora.cli.discovery import write_private
 from tests.fakes.model_server import FakeModelServer, Reply
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -184,7 +185,7 @@ def test_in_process_on_request_and_with_a_stale_record(server: Server, tmp_path:
     assert "using the server" not in local.stderr
     assert "Handbook" in {r["name"] for r in json.loads(local.stdout)}  # the same data dir, read directly
     # a record whose process is alive but does not answer (this test's own pid, a closed port)
-    (tmp_path / "server.json").write_text(json.dumps({"url": "http://127.0.0.1:9", "pid": os.getpid()}))
+    write_private(tmp_path / "server.json", json.dumps({"url": "http://127.0.0.1:9", "pid": os.getpid()}))
     stale = run_cli(tmp_path, "kb", "list", "--json", KNORA_EMBEDDER="local:hash")
     assert stale.returncode == 0, stale.stderr
     assert "no server running on" in stale.stderr
