@@ -37,7 +37,8 @@ def register(subparsers: Any) -> None:
 
 
 def collect(paths: list[str], extensions: frozenset[str]) -> tuple[list[Path | str], list[dict[str, Any]]]:
-    """(sources to ingest, skipped entries with a reason). Hidden files and unsupported types are skipped."""
+    """(sources to ingest, skipped entries with a reason). Unsupported types are skipped (a file named on its
+    own too: a refusal is listed before anything is sent), and so are hidden files inside folders."""
     sources: list[Path | str] = []
     skipped: list[dict[str, Any]] = []
     for raw in paths:
@@ -50,15 +51,20 @@ def collect(paths: list[str], extensions: frozenset[str]) -> tuple[list[Path | s
                 rel = f.relative_to(p)
                 if any(part.startswith(".") for part in rel.parts):
                     continue
-                if file_type(f.name) in extensions:
-                    sources.append(f)
-                else:
-                    skipped.append({"source": str(f), "status": "skipped", "error": "unsupported file type"})
-        elif p.is_file():
-            sources.append(p)
+                _take(f, extensions, sources, skipped)
+        elif p.is_file():  # named on its own, hidden or not
+            _take(p, extensions, sources, skipped)
         else:
             skipped.append({"source": raw, "status": "skipped", "error": "no such file or folder"})
     return sources, skipped
+
+
+def _take(f: Path, extensions: frozenset[str], sources: list[Path | str],
+          skipped: list[dict[str, Any]]) -> None:
+    if file_type(f.name) in extensions:
+        sources.append(f)
+    else:
+        skipped.append({"source": str(f), "status": "skipped", "error": "unsupported file type"})
 
 
 async def _ingest(args: argparse.Namespace) -> int:
@@ -94,8 +100,16 @@ async def ingest_with(backend: IngestBackend, args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     try:
-        kb_id, kb_name, created = await backend.knowledge_base(args.kb)
         sources, skipped = collect(args.paths, await backend.extensions())
+        if not sources:  # no knowledge base is created for nothing (a typo in a path or a name)
+            IngestProgress(sys.stderr, files=0, total_bytes=0, quiet=args.json).refused(skipped)
+            if args.json:
+                print_json({"knowledge_base": None, "completed": 0, "failed": 0, "cancelled": 0,
+                            "duplicate": 0, "skipped": len(skipped), "chunks": 0, "items": skipped})
+            else:
+                print("nothing to ingest")
+            return 0
+        kb_id, kb_name, created = await backend.knowledge_base(args.kb)
     except Abort as exc:
         return fail(exc.message)
     sizes = [_size(s) for s in sources]

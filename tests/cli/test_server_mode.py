@@ -157,6 +157,11 @@ def test_ingest_search_and_ask_through_the_server(server: Server, tmp_path: Path
     summary = json.loads(again.stdout)
     assert (summary["failed"], summary["duplicate"]) == (1, 1)
 
+    nothing = server.cli("ingest", "--kb", "Typo", str(docs / "drawing.dwg"))
+    assert nothing.returncode == 0
+    assert "drawing.dwg: unsupported file type" in nothing.stderr
+    assert "Typo" not in {k["name"] for k in server.api.get("/knowledge-bases").json()["data"]}
+
     found = server.cli("search", "--kb", "Letters", "first letter", "--json")
     assert found.returncode == 0, found.stderr
     assert "Alpha is the first letter" in json.loads(found.stdout)[0]["content"]
