@@ -154,11 +154,13 @@ async def ask_remote(api: ApiClient, args: argparse.Namespace, out: TextIO = sys
     printer = FramePrinter(args, out, err)
     try:
         async with api.stream("POST", path, body) as response:
-            async for frame in sse_frames(response.aiter_lines()):
+            async for frame in sse_frames(api.lines(response)):
                 printer.frame(frame)
     except ApiError as exc:
-        print(f"error: {exc.message}", file=err)
-        return 2 if 400 <= exc.status < 500 else 1
+        print(f"{chr(10) if printer.message_id else ''}error: {exc.message}", file=err)
+        if not printer.message_id:  # refused before the turn started
+            return 2 if 400 <= exc.status < 500 else 1
+        printer.code = 1  # lost midway: what arrived stands, the turn goes on on the server
     except asyncio.CancelledError:
         if printer.message_id:
             try:

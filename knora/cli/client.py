@@ -161,6 +161,17 @@ class ApiClient:
         finally:
             await response.aclose()
 
+    async def lines(self, response: httpx.Response) -> AsyncIterator[str]:
+        """The lines of a streaming response; a connection lost midway is an ``ApiError``."""
+        import httpx
+
+        try:
+            async for line in response.aiter_lines():
+                yield line
+        except httpx.HTTPError as exc:
+            raise ApiError(f"the connection to the server at {self.server.url} was lost: "
+                           f"{exc or type(exc).__name__}") from exc
+
     def _unreachable(self, exc: Exception) -> str:
         named = self.server.source == "KNORA_URL"
         hint = " (KNORA_URL names it; unset KNORA_URL to work in-process)" if named else ""
@@ -197,23 +208,29 @@ def _json(r: httpx.Response) -> dict[str, Any]:
     return body
 
 
+def _frame(data: list[str]) -> dict[str, Any] | None:
+    try:
+        frame = json.loads("\n".join(data))
+    except ValueError as exc:
+        raise ApiError(f"the server sent a stream frame that is not JSON: {data[0][:80]!r}") from exc
+    return frame if isinstance(frame, dict) else None
+
+
 async def sse_frames(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
     """The JSON frames of an SSE stream (``event:message`` / ``data:{…}`` / blank line; comments skipped)."""
     data: list[str] = []
     async for line in lines:
         if not line:
-            if data:
-                frame = json.loads("\n".join(data))
-                data = []
-                if isinstance(frame, dict):
-                    yield frame
+            frame = _frame(data) if data else None
+            data = []
+            if frame is not None:
+                yield frame
             continue
         if line.startswith(":"):
             continue
         field, _, value = line.partition(":")
         if field == "data":
             data.append(value[1:] if value.startswith(" ") else value)
-    if data:
-        frame = json.loads("\n".join(data))
-        if isinstance(frame, dict):
-            yield frame
+    frame = _frame(data) if data else None
+    if frame is not None:
+        yield frame

@@ -72,3 +72,30 @@ async def test_sse_frames_skip_comments_and_join_data_lines() -> None:
         'data:{"response_type":"complete"}'))]
     assert frames == [{"response_type": "answer", "content": "Hi"},
                       {"response_type": "answer", "content": "!"}, {"response_type": "complete"}]
+
+
+async def test_a_frame_that_is_not_json_is_a_clear_error() -> None:
+    with pytest.raises(ApiError, match="not JSON"):
+        [f async for f in sse_frames(_lines("data:{broken", ""))]
+
+
+async def test_a_stream_cut_midway_is_a_clear_error() -> None:
+    class Cut(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            yield b'event:message\ndata:{"response_type":"answer","content":"Hi"}\n\n'
+            raise httpx.RemoteProtocolError("peer closed connection")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=Cut(), headers={"content-type": "text/event-stream"})
+
+    got: list[dict[str, object]] = []
+
+    async def read(api: ApiClient) -> None:
+        async with api.stream("POST", "/knowledge-chat/s", {"query": "q"}) as response:
+            async for frame in sse_frames(api.lines(response)):
+                got.append(frame)
+
+    async with ApiClient(SERVER, transport=httpx.MockTransport(answer)) as api:
+        with pytest.raises(ApiError, match="connection to the server at http://127.0.0.1:8080 was lost"):
+            await read(api)
+    assert got == [{"response_type": "answer", "content": "Hi"}]  # what arrived before the cut is kept
