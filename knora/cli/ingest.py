@@ -123,6 +123,12 @@ async def ingest_with(backend: IngestBackend, args: argparse.Namespace) -> int:
         await _follow(backend, kb_id, sources, entries, progress, args.timeout)
     except Abort as exc:
         aborted = exc.message
+    except asyncio.CancelledError:  # Ctrl-C
+        progress.close()
+        unfinished = sum(e.get("status") == "pending" for e in entries)
+        if unfinished:
+            fail(f"interrupted; {backend.unfinished(unfinished)}")
+        raise
     finally:
         progress.close()
     for e in entries:

@@ -44,6 +44,10 @@ class DocState:
 
 
 class IngestBackend(Protocol):
+    def unfinished(self, count: int) -> str:
+        """What becomes of ``count`` documents sent but not finished when the command is interrupted."""
+        ...
+
     def on_wait(self, callback: Callable[[float], None]) -> None:
         """``callback(seconds)`` is called when the backend waits before it can go on (a rate limit)."""
         ...
@@ -71,6 +75,9 @@ class RemoteBackend:
 
     def on_wait(self, callback: Callable[[float], None]) -> None:
         self.api.on_wait = callback
+
+    def unfinished(self, count: int) -> str:
+        return f"the server goes on processing the {count} document(s) already sent"
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         from knora.cli.client import ApiError
@@ -142,6 +149,9 @@ class LocalBackend:
 
     def on_wait(self, callback: Callable[[float], None]) -> None:
         pass  # nothing here waits
+
+    def unfinished(self, count: int) -> str:
+        return f"the {count} document(s) already sent are processed when Knora next runs (knora serve)"
 
     async def knowledge_base(self, name_or_id: str) -> tuple[str, str, bool]:
         from knora.domain.errors import AppError
