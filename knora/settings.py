@@ -1,4 +1,5 @@
-"""The one settings class. Nothing else in Knora reads the environment.
+"""The settings classes (``Settings``, and ``ClientSettings``: the few fields the CLI reads first). Nothing
+else in Knora reads the environment.
 
 Values come, highest priority first, from keyword arguments, ``KNORA_*`` environment variables, and an
 optional TOML file (``KNORA_CONFIG_FILE``, default ``<data_dir>/knora.toml`` when present).
@@ -23,12 +24,58 @@ from pydantic_settings import (
 )
 
 
-class Settings(BaseSettings):
+class ClientSettings(BaseSettings):
+    """What the CLI reads before it knows whether a server is running: where the data dir is, which server to
+    talk to and with which key. A class of its own so that ``knora kb list`` against a server validates these
+    four fields, not every adapter name (which imports the registries); ``Settings`` has them all."""
+
     model_config = SettingsConfigDict(env_prefix="KNORA_", extra="ignore", validate_default=True)
 
     # --- where things live ----------------------------------------------------------------------------------
     data_dir: Path = Path(".knora")
     config_file: Path | None = None
+
+    # --- the server and its key -----------------------------------------------------------------------------
+    api_key: str | None = Field(
+        default=None, description="Key of the default tenant; generated if unset. The CLI sends it to the "
+        "server it talks to (else the key `knora serve` keeps for it in the data dir, docs/cli.md)")
+    url: str | None = Field(
+        default=None, description="The Knora server the CLI talks to (KNORA_URL, e.g. "
+        "http://127.0.0.1:8080). Unset: the server `knora serve` recorded in the data dir, if it answers; "
+        "else the CLI works in-process")
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _expand(cls, v: Path) -> Path:
+        return v.expanduser()
+
+    @field_validator("url", mode="after")
+    @classmethod
+    def _server_url(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        v = v.strip().rstrip("/")
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("url must be an http:// or https:// URL, e.g. http://127.0.0.1:8080")
+        return v
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml_path = _toml_path(init_settings)
+        if toml_path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return tuple(sources)
+
+
+class Settings(ClientSettings):
     database_url: str | None = Field(
         default=None,
         description="SQLAlchemy async URL. Default: sqlite+aiosqlite:///<data_dir>/knora.db",
@@ -37,7 +84,6 @@ class Settings(BaseSettings):
     # --- server ---------------------------------------------------------------------------------------------
     host: str = "127.0.0.1"
     port: int = 8080
-    api_key: str | None = Field(default=None, description="Key of the default tenant; generated if unset")
     cors_origins: list[str] = Field(
         default_factory=list,
         description="Origins allowed to call the API from a browser (JSON list). Empty: the UI Knora serves "
@@ -238,11 +284,6 @@ class Settings(BaseSettings):
                             description="Ingest the bundled sample knowledge base on first start")
     log_level: str = "INFO"
 
-    @field_validator("data_dir", mode="after")
-    @classmethod
-    def _expand(cls, v: Path) -> Path:
-        return v.expanduser()
-
     @field_validator("retrieval_engine", "stream_log", "job_queue", "web_search_provider", "parse_isolation",
                      mode="after")
     @classmethod
@@ -292,21 +333,6 @@ class Settings(BaseSettings):
         if self.retrieval_engine:
             return self.retrieval_engine
         return "sqlite" if self.is_sqlite else "postgres"
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        toml_path = _toml_path(init_settings)
-        if toml_path is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
-        return tuple(sources)
 
 
 def _toml_path(init_settings: PydanticBaseSettingsSource) -> Path | None:

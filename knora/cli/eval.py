@@ -19,7 +19,6 @@ from rich.table import Table
 
 from knora.cli._common import fail, find_kb, print_json, running_services
 from knora.domain.errors import AppError
-from knora.ports.chat import ModelError
 from knora.services.retrieval.fusion import DEFAULT_FUSION, FUSIONS
 
 
@@ -52,6 +51,7 @@ def register(subparsers: Any) -> None:
 async def _eval(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from knora.ports.chat import ModelError
     from knora.services.evaluation.options import EvalOptions
 
     try:

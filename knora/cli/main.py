@@ -1,8 +1,11 @@
 """``knora``: one program for serving, managing knowledge bases and ingesting documents.
 
 Each sub-command lives in its own module (``knora/cli/<area>.py`` exposing ``register(subparsers)``), listed
-in ``COMMANDS``. Each command builds the services in-process on the configured data dir (``knora/root.py``),
-so the CLI works next to a running server (SQLite WAL).
+in ``COMMANDS``. ``kb``, ``search``, ``ask`` and ``ingest`` talk to the running server's HTTP API when there
+is one (``knora.cli.client``), else build the services in-process on the configured data dir
+(``knora/root.py``; SQLite WAL lets that run next to a server too); ``serve``, ``mcp`` and ``eval`` always run
+in-process. The command modules import the engine only inside their handlers, so a command that talks to a
+server starts in a fraction of a second (docs/cli.md).
 """
 
 from __future__ import annotations

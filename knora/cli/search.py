@@ -1,7 +1,8 @@
 """``knora search --kb NAME "query"``: hybrid search from the terminal, with the per-path scores.
 
-Registered by ``knora.cli.main`` through ``register(subparsers)``; runs against the same data dir / database
-as the server (the embedded engine notices rows other processes wrote).
+Registered by ``knora.cli.main`` through ``register(subparsers)``. Through the running server's
+``POST /knowledge-bases/:id/hybrid-search`` when one is up, else in-process against the same data dir /
+database (the embedded engine notices rows other processes wrote).
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from knora.domain.errors import AppError
-from knora.domain.search import SearchParams, SearchResult
+from knora.cli._common import add_mode_flag, choose_mode, fail, find_kb, find_kb_json
 
 
 def register(subparsers: Any) -> None:
@@ -24,41 +24,68 @@ def register(subparsers: Any) -> None:
     p.add_argument("--keyword-threshold", type=float, default=None)
     p.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default="hybrid")
     p.add_argument("--json", action="store_true", help="print the SearchResult list as JSON")
+    add_mode_flag(p)
     p.set_defaults(handler=run)
 
 
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    """The search's fields as ``HybridSearchBody`` / ``SearchParams`` name them."""
+    return {"query_text": args.query, "match_count": args.top_k, "vector_threshold": args.vector_threshold,
+            "keyword_threshold": args.keyword_threshold, "skip_context_enrichment": True,
+            "disable_vector_match": args.mode == "keyword", "disable_keywords_match": args.mode == "vector"}
+
+
 async def run(args: argparse.Namespace) -> int:
-    from knora.cli._common import fail, find_kb, running_services
+    server = choose_mode(args)
+    if server is not None:
+        from knora.cli.client import ApiClient, ApiError
 
-    async with running_services() as c:
-        ids = []
-        for ref in args.kb:
-            kb = await find_kb(c, ref)
-            if kb is None:
-                return fail(f"knowledge base {ref!r} not found")
-            ids.append(kb.id)
-        params = SearchParams(knowledge_base_id=ids[0], knowledge_base_ids=ids, query_text=args.query,
-                              match_count=args.top_k, vector_threshold=args.vector_threshold,
-                              keyword_threshold=args.keyword_threshold, skip_context_enrichment=True,
-                              disable_vector_match=args.mode == "keyword",
-                              disable_keywords_match=args.mode == "vector")
         try:
-            results = await c.search_service.search(c.default_tenant_id, params)
-        except AppError as exc:
-            return fail(exc.message, 2)
-        print(json.dumps([r.model_dump(mode="json") for r in results], ensure_ascii=False, indent=2)
-              if args.json else format_results(results))
-        return 0
+            async with ApiClient(server) as api:
+                kbs = await api.data("GET", "/knowledge-bases")
+                ids = []
+                for ref in args.kb:
+                    found = find_kb_json(kbs, ref)
+                    if found is None:
+                        return fail(f"knowledge base {ref!r} not found")
+                    ids.append(str(found["id"]))
+                results: list[dict[str, Any]] = await api.data(
+                    "POST", f"/knowledge-bases/{ids[0]}/hybrid-search",
+                    json={**_params(args), "knowledge_base_ids": ids})
+        except ApiError as exc:
+            return fail(exc.message, 2 if 400 <= exc.status < 500 else 1)
+    else:
+        from knora.cli._common import running_services
+        from knora.domain.errors import AppError
+        from knora.domain.search import SearchParams
+
+        async with running_services() as c:
+            ids = []
+            for ref in args.kb:
+                kb = await find_kb(c, ref)
+                if kb is None:
+                    return fail(f"knowledge base {ref!r} not found")
+                ids.append(kb.id)
+            params = SearchParams(knowledge_base_id=ids[0], knowledge_base_ids=ids, **_params(args))
+            try:
+                found_results = await c.search_service.search(c.default_tenant_id, params)
+            except AppError as exc:
+                return fail(exc.message, 2)
+            results = [r.model_dump(mode="json") for r in found_results]
+    print(json.dumps(results, ensure_ascii=False, indent=2) if args.json else format_results(results))
+    return 0
 
 
-def format_results(results: list[SearchResult]) -> str:
+def format_results(results: list[dict[str, Any]]) -> str:
+    """Search results (``SearchResult`` as JSON) as numbered lines with their scores and a snippet."""
     if not results:
         return "no results"
     lines = []
     for i, r in enumerate(results, 1):
-        s = r.scores
+        s = r.get("scores") or {}
         parts = " ".join(f"{k}={s[k]:.3f}" for k in ("vector", "keyword", "fused", "rerank") if k in s)
-        title = r.knowledge_title or r.knowledge_filename or r.knowledge_id
-        snippet = " ".join(r.content.split())[:200]
-        lines.append(f"{i:>2}. [{r.score:.4f}] {title} #{r.chunk_index}  ({parts})\n    {snippet}")
+        title = r.get("knowledge_title") or r.get("knowledge_filename") or r.get("knowledge_id")
+        snippet = " ".join(str(r.get("content", "")).split())[:200]
+        lines.append(f"{i:>2}. [{float(r.get('score') or 0):.4f}] {title} #{r.get('chunk_index', 0)}  "
+                     f"({parts})\n    {snippet}")
     return "\n".join(lines)

@@ -1,47 +1,104 @@
-"""``knora serve``: the HTTP API (and web UI when present) with uvicorn."""
+"""``knora serve``: the HTTP API (and web UI when present) with uvicorn.
+
+Once uvicorn listens, the data dir records where (``server.json``) and holds the CLI's key (``cli.key``), so
+the other commands talk to this server instead of starting the engine themselves (``knora.cli.discovery``,
+docs/cli.md). ``--port 0`` takes a free port; the record names the one bound.
+"""
 
 from __future__ import annotations
 
 import argparse
 import gc
-from typing import Any
+import socket
+import sys
+from typing import TYPE_CHECKING, Any
 
 from knora.settings import Settings
+
+if TYPE_CHECKING:
+    from knora.root import Services
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("serve", help="run the HTTP API on --host/--port")
     p.add_argument("--host", default=None, help="default: settings.host (127.0.0.1)")
-    p.add_argument("--port", type=int, default=None, help="default: settings.port (8080)")
+    p.add_argument("--port", type=int, default=None, help="default: settings.port (8080); 0 = a free port")
     p.set_defaults(handler=_serve)
+
+
+def local_url(host: str, port: int) -> str:
+    """The URL a client on this machine reaches a server bound to ``host:port`` at."""
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def bound_port(server: Any, fallback: int) -> int:
+    """The port uvicorn's first listening socket is bound to (the one chosen for ``--port 0``)."""
+    for listener in getattr(server, "servers", None) or []:
+        for sock in getattr(listener, "sockets", None) or []:
+            if sock.family in (socket.AF_INET, socket.AF_INET6):
+                return int(sock.getsockname()[1])
+    return fallback
+
+
+async def _announce(c: Services, url: str) -> None:
+    """Writes the record and the CLI key into the data dir; warns about another live server there."""
+    from knora import __version__
+    from knora.cli.discovery import live_record, read_key, write_key, write_record
+
+    data_dir = c.settings.data_dir
+    other = live_record(data_dir)
+    if other is not None and other.url != url:
+        print(f"knora: another server (pid {other.pid}, {other.url}) uses this data dir; the CLI will talk "
+              "to this one", file=sys.stderr, flush=True)
+    key, new = await c.tenants.cli_key(read_key(data_dir))
+    if new:
+        write_key(data_dir, key)
+    write_record(data_dir, url, __version__)
 
 
 async def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from knora.api.app import create_app
+    from knora.cli.discovery import remove_record
     from knora.root import build_services
 
     settings = Settings()
     host = args.host or settings.host
-    port = args.port or settings.port
+    port = settings.port if args.port is None else args.port
     c = await build_services(settings)
     # Everything loaded so far (modules, models, compiled statements) lives as long as the process: moved out
     # of the cyclic collector's generations, so its collections stop walking it again and again under load
     # (benchmarks/stream.py: about a sixth less CPU per streamed event with a thousand turns in flight).
     gc.freeze()
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.should_exit:  # the port was taken: nothing listens
+                return
+            url = local_url(host, bound_port(self, port))
+            print(f"Knora {settings.data_dir.resolve()} → {url}  (API: {url}/api/v1, docs: /docs)",
+                  flush=True)
+            if c.generated_api_key:
+                print(f"API key (shown once, keep it): {c.generated_api_key}", flush=True)
+            await _announce(c, url)
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # first, so a command started meanwhile does not pick a server going away; here, not after
+            # serve(): uvicorn re-raises a SIGTERM it caught once serve() ends, and that ends the process
+            remove_record(settings.data_dir)
+            await super().shutdown(sockets)
+
     try:
-        shown = "localhost" if host in ("0.0.0.0", "::") else host
-        print(f"Knora {settings.data_dir.resolve()} → http://{shown}:{port}  "
-              f"(API: http://{shown}:{port}/api/v1, docs: /docs)", flush=True)
-        if c.generated_api_key:
-            print(f"API key (shown once, keep it): {c.generated_api_key}", flush=True)
         config = uvicorn.Config(create_app(services=c), host=host, port=port,
-                                log_level=settings.log_level.lower(),
-                                lifespan="on")
-        await uvicorn.Server(config).serve()
+                                log_level=settings.log_level.lower(), lifespan="on")
+        await Server(config).serve()
     finally:
+        remove_record(settings.data_dir)
         await c.aclose()
     return 0
-
-

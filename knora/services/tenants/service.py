@@ -14,6 +14,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TENANT_NAME = "default"
 UI_KEY_NAME = "ui"  # the key the local web UI signs in with; a new one replaces the last
+CLI_KEY_NAME = "cli"  # the key the CLI on the server's machine calls it with (knora/cli/discovery.py)
 _GENERATED = "sk-"
 # Before issue 20 item 11 every key was stored under the column's default name and with its first 8 characters
 # as prefix; each process started without KNORA_API_KEY added its UI key that way, valid forever.
@@ -99,6 +100,21 @@ class TenantService:
                                                key_prefix(key, generated=True))
             self._ui_key = key
         return self._ui_key
+
+    async def cli_key(self, kept: str | None) -> tuple[str, bool]:
+        """The default tenant's key for the CLI on this machine, and whether it is new. ``kept`` is the key
+        the last server left in the data dir: still a key of the default tenant, it stays (every server on
+        one data dir and database shares it, a restart does not break a running command); else a new one
+        is generated and replaces the last CLI key, so at most one is ever valid. Stored hashed only."""
+        tenant_id = self._default_id
+        if tenant_id is None:
+            tenant_id, _ = await self.ensure_default(None)
+        if kept and await self.authenticate(kept) == tenant_id:
+            return kept, False
+        key = generate_key()
+        await self._repo.replace_named_key(tenant_id, CLI_KEY_NAME, hash_key(key),
+                                           key_prefix(key, generated=True))
+        return key, True
 
     async def ensure_default(self, api_key: str | None) -> tuple[int, str | None]:
         """The embedded profile's default tenant. Returns (tenant id, a newly generated key or None).

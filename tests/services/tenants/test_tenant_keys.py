@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select, update
 
 from knora.adapters.db.tables import ApiKeyRow
-from knora.services.tenants.service import UI_KEY_NAME, hash_key
+from knora.services.tenants.service import CLI_KEY_NAME, UI_KEY_NAME, hash_key
 from knora.settings import Settings
 from tests.conftest import RECORDING, started
 
@@ -53,6 +53,25 @@ async def test_each_process_ui_key_revokes_the_last(make_settings: Callable[...,
         keys = await _keys(second)
         assert len(keys) == 2  # the start key and one UI key
         assert [k.name for k in keys].count(UI_KEY_NAME) == 1
+
+
+async def test_the_cli_key_is_kept_while_valid_and_one_at_most(make_settings: Callable[..., Settings],
+                                                               db_url: str) -> None:
+    settings = make_settings(database_url=db_url, api_key=None)
+    async with started(settings, RECORDING) as first:
+        key, new = await first.tenants.cli_key(None)
+        assert new
+        assert await first.tenants.authenticate(key) == first.default_tenant_id
+    async with started(settings, RECORDING) as second:
+        assert await second.tenants.cli_key(key) == (key, False)  # a restart keeps the data dir's key
+        replaced, new = await second.tenants.cli_key("sk-not-a-key-of-this-database")
+        assert new
+        assert replaced != key
+        assert await second.tenants.authenticate(replaced) == second.default_tenant_id
+        keys = await _keys(second)
+        assert [k.name for k in keys].count(CLI_KEY_NAME) == 1  # the new key revoked the last
+        assert hash_key(key) not in {k.key_hash for k in keys}
+        assert all(replaced not in (k.prefix, k.key_hash) for k in keys)  # stored hashed
 
 
 async def test_a_chosen_key_stores_no_plaintext(make_settings: Callable[..., Settings], db_url: str) -> None:
