@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from knora.cli._common import add_mode_flag, choose_mode, fail, print_json
 from knora.cli.ingest_backends import TERMINAL, Abort, IngestBackend
-from knora.domain.files import file_type
+from knora.domain.files import SNIFF_BYTES, content_type
 
 if TYPE_CHECKING:
     from knora.cli.ingest_progress import IngestProgress
@@ -61,7 +61,15 @@ def collect(paths: list[str], extensions: frozenset[str]) -> tuple[list[Path | s
 
 def _take(f: Path, extensions: frozenset[str], sources: list[Path | str],
           skipped: list[dict[str, Any]]) -> None:
-    if file_type(f.name) in extensions:
+    """A file the server would parse: by its name, or (no extension, or one with no parser) by its first
+    bytes being text, as the server decides (``knora.domain.files.content_type``)."""
+    try:
+        with f.open("rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError as exc:
+        skipped.append({"source": str(f), "status": "skipped", "error": f"cannot be read: {exc.strerror}"})
+        return
+    if content_type(f.name, head, extensions) in extensions:
         sources.append(f)
     else:
         skipped.append({"source": str(f), "status": "skipped", "error": "unsupported file type"})

@@ -47,7 +47,7 @@ def test_ingest_files_and_folders_with_json_summary(env: Path, tmp_path: Path,
     (docs / "a.md").write_text("# Alpha\n\nAlpha is the first letter.")
     (docs / "sub" / "b.txt").write_text("Beta is the second letter.")
     (docs / "sub" / "empty.txt").write_text("")
-    (docs / "drawing.dwg").write_bytes(b"AC1032")
+    (docs / "drawing.dwg").write_bytes(b"AC1032\x00\x00\x06\x00" + bytes(range(256)))  # binary: refused
     (docs / ".hidden.md").write_text("secret")
     single = tmp_path / "c.csv"
     single.write_text("name,value\ngamma,3\n")

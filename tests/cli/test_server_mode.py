@@ -135,7 +135,7 @@ def test_ingest_search_and_ask_through_the_server(server: Server, tmp_path: Path
     (docs / "sub").mkdir(parents=True)
     (docs / "alpha.md").write_text("# Alpha\n\nAlpha is the first letter of the Greek alphabet.")
     (docs / "sub" / "beta.txt").write_text("Beta is the second letter of the Greek alphabet.")
-    (docs / "drawing.dwg").write_bytes(b"AC1032")
+    (docs / "drawing.dwg").write_bytes(b"AC1032\x00\x00\x00\x00\x06\x00" + bytes(range(256)))  # binary
     ingested = server.cli("ingest", "--kb", "Letters", str(docs), str(tmp_path / "missing"))
     assert ingested.returncode == 0, ingested.stderr  # refusals are not failures
     err = ingested.stderr
@@ -156,6 +156,11 @@ def test_ingest_search_and_ask_through_the_server(server: Server, tmp_path: Path
     assert again.returncode == 1  # the empty file was sent and failed
     summary = json.loads(again.stdout)
     assert (summary["failed"], summary["duplicate"]) == (1, 1)
+
+    (tmp_path / "NOTES").write_text("Gamma is the third letter of the Greek alphabet.")  # no extension: text
+    notes = server.cli("ingest", "--kb", "Letters", str(tmp_path / "NOTES"))
+    assert notes.returncode == 0, notes.stderr
+    assert "Letters: 1 completed, 0 failed" in notes.stdout
 
     nothing = server.cli("ingest", "--kb", "Typo", str(docs / "drawing.dwg"))
     assert nothing.returncode == 0
