@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from knora.root import Services
 
 
+GIL_SWITCH_SECONDS = 0.001
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("serve", help="run the HTTP API on --host/--port")
     p.add_argument("--host", default=None, help="default: settings.host (127.0.0.1)")
@@ -75,6 +78,11 @@ async def _serve(args: argparse.Namespace) -> int:
     # of the cyclic collector's generations, so its collections stop walking it again and again under load
     # (benchmarks/stream.py: about a sixth less CPU per streamed event with a thousand turns in flight).
     gc.freeze()
+    # Ingestion's Python work (chunking a large text, building its records) runs in threads; the event loop
+    # waits up to one switch interval for the interpreter lock at each of a chat turn's thread hops. 1 ms
+    # instead of CPython's 5 ms keeps a turn's added wait small during a large upload
+    # (benchmarks/ingest_fairness.py), at a cost to throughput too small to measure here.
+    sys.setswitchinterval(GIL_SWITCH_SECONDS)
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
