@@ -23,6 +23,14 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 _BATCH = 200  # ids per GET /knowledge/batch (the route's cap)
 
 
+def upload_name(source: Path) -> str:
+    """The name a file is sent under: its folder and its name, so that the server lists a folder of READMEs
+    as "socat/README", "gzip/README" … until each document's own title is known (the stored file name stays
+    the last part)."""
+    folder = source.absolute().parent.name
+    return f"{folder}/{source.name}" if folder else source.name
+
+
 class Abort(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -108,7 +116,8 @@ class RemoteBackend:
             else:
                 data = await asyncio.to_thread(source.read_bytes)
                 r = await self.api.request("POST", f"/knowledge-bases/{kb_id}/knowledge/file", ok=(409,),
-                                           files={"file": (source.name, data)}, data={"channel": "api"})
+                                           files={"file": (source.name, data)},
+                                           data={"channel": "api", "fileName": upload_name(source)})
         except OSError as exc:
             return Added("failed", error=str(exc))
         except ApiError as exc:
@@ -178,7 +187,7 @@ class LocalBackend:
                 k = await ingest.add_url(tenant, kb_id, source)
             else:
                 data = await asyncio.to_thread(source.read_bytes)
-                k = await ingest.add_file(tenant, kb_id, source.name, data, channel="api")
+                k = await ingest.add_file(tenant, kb_id, upload_name(source), data, channel="api")
         except DuplicateKnowledge as exc:
             return Added("duplicate", knowledge_id=exc.existing.id)
         except AppError as exc:

@@ -6,6 +6,7 @@ import re
 import unicodedata
 import uuid
 from datetime import UTC, datetime
+from pathlib import PurePosixPath
 
 
 def new_id() -> str:
@@ -40,6 +41,16 @@ _SAFE = re.compile(r"[^A-Za-z0-9._\-\u0080-\U0010ffff]+")
 # characters, line/paragraph separators, the BOM, C1 controls and lone surrogates (which no file system
 # encodes). They are removed, not replaced, so the visible name is what remains.
 _INVISIBLE = re.compile("[\u0080-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]")
+
+
+def folder_title(name: str) -> str:
+    """The title a file is listed under before its own is known: its stem, after the folder it came from when
+    the name carries one (``"socat/README"`` for ``"doc/socat/README"``), so that a folder of READMEs is not a
+    list of identical titles."""
+    parts = [p for p in name.replace("\\", "/").split("/") if p.strip()]
+    stem = PurePosixPath(safe_name(parts[-1] if parts else "")).stem
+    folder = safe_name(parts[-2]) if len(parts) > 1 else ""
+    return f"{folder}/{stem}" if folder and stem else stem
 
 
 def safe_name(name: str, *, max_len: int = 200) -> str:

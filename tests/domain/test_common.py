@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from knora.domain.common import safe_name
+from knora.domain.common import folder_title, safe_name
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -29,3 +29,13 @@ def test_safe_name_keeps_emoji_and_stores_nfc() -> None:
     assert safe_name("Party \U0001F600 notes.md") == "Party_\U0001F600_notes.md"
     assert safe_name("U\u0308bersicht.md") == "\u00dcbersicht.md"
     assert safe_name("a\ud800b.md") == "ab.md"  # a lone surrogate is still removed
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("README", "README"), ("guide.md", "guide"), ("doc/socat/README", "socat/README"),
+    ("handbook/ops/tides.md", "ops/tides"), ("C:\\docs\\gzip\\NEWS", "gzip/NEWS"),
+    ("../../etc/passwd", "etc/passwd"),
+    ("a/<b>/c.txt", "b/c"), ("x/../", ""), ("", ""),
+])
+def test_folder_title(raw: str, expected: str) -> None:
+    assert folder_title(raw) == expected

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from knora.domain.common import safe_name, utcnow
+from knora.domain.common import folder_title, safe_name, utcnow
 from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
 from knora.domain.files import SNIFF_BYTES, content_type, file_type
 from knora.domain.knowledge import Chunk, ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus
@@ -144,7 +144,7 @@ class IngestService:
         if existing is not None:
             raise DuplicateKnowledge(existing, "duplicate_file")
         k = Knowledge(tenant_id=tenant_id, knowledge_base_id=kb.id, type="file",
-                      title=PurePosixPath(name).stem,
+                      title=folder_title(file_name),
                       source=name, file_name=name, file_type=ext, file_size=len(data), file_hash=digest,
                       metadata=_with_overrides({str(a): str(b) for a, b in (metadata or {}).items()},
                                                process_config),
@@ -428,7 +428,10 @@ class IngestService:
         # A file's own title (PDF metadata, first heading, <title>) beats its file name; a title the user
         # typed for a manual or URL document beats both.
         explicit = k.title if k.type in ("manual", "url") else ""
-        title = explicit or doc.title or k.title or PurePosixPath(name).stem
+        # a parser with no title of its own falls back to the file's stem: then the upload's folder-qualified
+        # name ("socat/README") stays
+        own = doc.title if doc.title != PurePosixPath(name).stem else ""
+        title = explicit or own or k.title or doc.title or PurePosixPath(name).stem
         k = k.model_copy(update={"title": title})
         config = config_for_format(overrides.chunking(kb.chunking_config).normalised(),
                                    doc.metadata.get("format", ""))

@@ -112,6 +112,20 @@ class TestIngestFile:
         first = (await _chunks(c, k.id))[0].content
         assert data.decode("utf-8" if name != "NEWS" else "gb18030")[:10] in first
 
+    async def test_a_folder_of_readmes_is_listed_by_folder_until_a_document_titles_itself(
+            self, sqlite_container: Any) -> None:
+        c = sqlite_container
+        kb = await _kb(c)
+        plain = await c.ingest_service.add_file(c.default_tenant_id, kb.id, "doc/socat/README",
+                                                b"socat relays data between two channels.")
+        assert plain.title == "socat/README"  # while it is processed
+        assert plain.file_name == "README"
+        titled = await c.ingest_service.add_file(c.default_tenant_id, kb.id, "doc/gzip/README",
+                                                 b"gzip for Debian\n---------------\n\nCompression.")
+        await c.jobs.wait_idle(30)
+        assert (await c.repos.knowledge.get(None, plain.id)).title == "socat/README"  # no title of its own
+        assert (await c.repos.knowledge.get(None, titled.id)).title == "gzip for Debian"
+
     @pytest.mark.parametrize("name", ["blob", "payload.dat", "tool.exe"])
     async def test_binary_files_without_a_known_type_are_refused_naming_it(self, sqlite_container: Any,
                                                                            name: str) -> None:
