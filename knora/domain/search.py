@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 
 class MatchType(IntEnum):
@@ -46,8 +46,22 @@ class EngineHit(BaseModel):
     content: str = ""  # the indexed text that matched
 
 
+class ChunkSpan(BaseModel):
+    """Where one source chunk sits in a merged passage: ``content[start:end]`` (code points) is that chunk's
+    text (spans of neighbours may overlap where the chunker overlapped them; the last one may be cut where
+    the passage was capped). ``location`` is the chunk's place in its document ("p. 12"), "" when none."""
+
+    chunk_id: str
+    start: int
+    end: int
+    chunk_index: int = 0
+    location: str = ""
+
+
 class SearchResult(BaseModel):
-    """WeKnora's SearchResult JSON plus Knora's per-path scores (``scores``) for the debug view."""
+    """WeKnora's SearchResult JSON plus Knora's per-path scores (``scores``) for the debug view, and — for a
+    passage merged from several chunks — ``spans``, the map from its text back to each source chunk (an
+    additive field, left out of the JSON when empty, so an unmerged result keeps WeKnora's exact shape)."""
 
     id: str
     content: str
@@ -73,6 +87,15 @@ class SearchResult(BaseModel):
     chunk_metadata: dict[str, Any] | None = None
     # vector, keyword, fused, rerank … (Knora extension)
     scores: dict[str, float] = Field(default_factory=dict)
+    spans: list[ChunkSpan] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_spans(self, handler: SerializerFunctionWrapHandler,
+                          info: SerializationInfo) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.spans:
+            data.pop("spans", None)
+        return data
 
 
 class SearchParams(BaseModel):
