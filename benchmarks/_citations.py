@@ -9,7 +9,7 @@ and each tag is checked against the text of the chunk it names (whitespace ignor
   line: the answerer may quote two adjacent sentences) is in the cited chunk.
 - ``fake_model``: a model behind the HTTP fake of tests/fakes, answering as a model does: the best sentence
   quoted with a mark after it, then the second best paraphrased ("Also, …") with the mark before the final
-  full stop. The fake records the passage sentence behind each claim; a tag is precise when its chunk holds
+  full stop (Chinese: "此外，…"). The fake records the passage sentence behind each claim; a tag is precise when its chunk holds
   that sentence.
 
 ``before`` is the same tags as they were cited before issue #18: under the merged passage's first chunk
@@ -48,6 +48,7 @@ from tests.fakes.model_server import FakeModelServer, Reply
 _REF = re.compile(r'<ref id="(c\d+)"/>')
 _KB = re.compile(r'<kb\s[^>]*chunk_id="([^"]+)"[^>]*/>')
 _WS = re.compile(r"\s+")
+_CJK = re.compile(r"[\u3400-\u9fff]")
 PER_DOCUMENT = 4
 
 
@@ -95,6 +96,14 @@ async def seed(c: Services, docs: list[tuple[str, list[tuple[str, int, int]]]]) 
     return kb.id, {ch.id: ch.content for ch in chunks}
 
 
+def _question(user: str) -> str:
+    """The user's question in a request: after "Latest message:" (query rewrite), else the last line."""
+    if "Latest message:\n" in user:
+        return user.split("Latest message:\n", 1)[1].split("\n\n", 1)[0].strip()
+    lines = [ln for ln in user.strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else ""
+
+
 class ModelLike:
     """The fake server's handler: a rewrite for the query-understanding call, else a cited answer."""
 
@@ -104,10 +113,9 @@ class ModelLike:
     def __call__(self, body: dict[str, Any]) -> Reply:
         messages = [ChatMessage(role=m["role"], content=m.get("content") or "") for m in body["messages"]]
         passages = passages_from_messages(messages)
-        question = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        question = _question(next((m.content for m in reversed(messages) if m.role == "user"), ""))
         if not passages:
-            query = question.strip().splitlines()[-1] if question.strip() else ""
-            return Reply(content=json.dumps({"rewrite_query": query, "intent": "kb_search"}))
+            return Reply(content=json.dumps({"rewrite_query": question, "intent": "kb_search"}))
         picks = [p for p in rank_sentences(question, passages) if p.order[2] == 1][:2]
         self.claims.append([p.sentence for p in picks])
         if not picks:
@@ -115,7 +123,10 @@ class ModelLike:
         text = f'{picks[0].sentence} <ref id="{picks[0].handle}"/>'
         if len(picks) > 1:
             second = picks[1].sentence.rstrip("。.!?！？")
-            text += f' Also, {second[:1].lower()}{second[1:]} <ref id="{picks[1].handle}"/>.'
+            if _CJK.search(second):
+                text += f'此外，{second} <ref id="{picks[1].handle}"/>。'
+            else:
+                text += f' Also, {second[:1].lower()}{second[1:]} <ref id="{picks[1].handle}"/>.'
         return Reply(content=text, chunk_size=16)
 
 
