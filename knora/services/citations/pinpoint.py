@@ -25,7 +25,7 @@ _MAX_TOKENS = 200
 _TAGS = re.compile(r"(?is)<(?:kb|web|ref)\b[^>]*>")
 _SENT_END = re.compile(r"(?<=[.!?;。！？；])\s+|(?<=[。！？；])|\n+")
 _DECOR = re.compile(r"^\s*(?:[-*+>]|\d+[.)]|#+)\s+|[*_`]+")
-_PIECE = re.compile(r"[^\n.!?;。！？；]+[.!?;。！？；]*")
+_PIECE = re.compile(r"[^\s.!?;。！？；][^\n.!?;。！？；]*[.!?;。！？；]*")
 _NOISE = re.compile(r"[\W_]+")
 _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
