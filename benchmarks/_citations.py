@@ -1,4 +1,5 @@
-"""Citation precision for ``benchmarks/pipeline.py`` (issue #18): does the cited chunk hold the cited sentence?
+"""Citation precision for ``benchmarks/pipeline.py`` (issue #18): does the cited chunk hold the cited
+sentence?
 
 For each question of a set a quick-answer turn runs end to end (real container, retrieval and merge), the
 answer's ``<ref id="cN"/>`` marks are decoded to public ``<kb chunk_id=…/>`` tags as the UI receives them,
@@ -8,9 +9,9 @@ and each tag is checked against the text of the chunk it names (whitespace ignor
   verbatim). ``whole_quote`` also asks that the whole quoted unit (all text since the previous tag or blank
   line: the answerer may quote two adjacent sentences) is in the cited chunk.
 - ``fake_model``: a model behind the HTTP fake of tests/fakes, answering as a model does: the best sentence
-  quoted with a mark after it, then the second best paraphrased ("Also, …") with the mark before the final
-  full stop (Chinese: "此外，…"). The fake records the passage sentence behind each claim; a tag is precise when its chunk holds
-  that sentence.
+  quoted with a mark after it, then the second best paraphrased ("Also, …"; Chinese "此外，…") with the mark
+  before the final full stop. The fake records the passage sentence behind each claim; a tag is precise when
+  its chunk holds that sentence.
 
 ``before`` is the same tags as they were cited before issue #18: under the merged passage's first chunk
 (``ReferenceRegistry.resolve``), measured in the same turns. Corpora: each set as it is (one passage = one
@@ -75,7 +76,8 @@ async def seed(c: Services, docs: list[tuple[str, list[tuple[str, int, int]]]]) 
     ks: list[Knowledge] = []
     chunks: list[Chunk] = []
     for title, parts in docs:
-        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=title, parse_status=ParseStatus.COMPLETED)
+        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=title,
+                      parse_status=ParseStatus.COMPLETED)
         ks.append(k)
         mine = [Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=p, chunk_index=i,
                       start_at=s, end_at=e) for i, (p, s, e) in enumerate(parts)]

@@ -43,6 +43,8 @@ sys.path.insert(0, str(ROOT))
 
 import itertools
 
+from _citations import precision as citation_precision  # noqa: E402 - benchmarks/ is on sys.path
+
 from knora.adapters.db.repos._mapping import to_row
 from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow
 from knora.adapters.llm.extractive import Passage, compose_answer
@@ -57,8 +59,6 @@ from knora.services.citations.registry import ReferenceRegistry
 from knora.services.pipeline.runner import QuickAnswerRunner
 from knora.services.streaming.bus import EventBus
 from knora.settings import Settings
-
-from _citations import precision as citation_precision  # noqa: E402 - benchmarks/ is on sys.path
 
 DATA = ROOT.parent / "shared" / "data"
 

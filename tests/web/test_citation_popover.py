@@ -30,7 +30,8 @@ def _seed(server: KnoraServer) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     kb = server.api("POST", "/knowledge-bases", json={
         "name": "Lighthouses", "chunking_config": {"chunk_size": 100, "chunk_overlap": 20}})
     doc = server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
-                     json={"title": "Créac'h lighthouse", "content": "\n\n".join(PARAGRAPHS), "status": "publish"})
+                     json={"title": "Créac'h lighthouse", "content": "\n\n".join(PARAGRAPHS),
+                           "status": "publish"})
     for _ in range(600):
         if server.api("GET", f"/knowledge/{doc['id']}")["parse_status"] in ("completed", "failed"):
             break

@@ -236,7 +236,8 @@ class TestCitedQuote:
         ref = {"id": "a", "content": "😀 one.\n\nTwo 𝄞 here.", "chunk_index": 0,
                "spans": [{"chunk_id": "a", "start": 0, "end": 6, "chunk_index": 0},
                          {"chunk_id": "b", "start": 8, "end": 19, "chunk_index": 1}]}
-        got = js("const c = await import('/js/cited.js'); return [c.chunkText(arg, 'b'), c.chunkText(arg, 'a'),"
+        got = js("const c = await import('/js/cited.js');"
+                 " return [c.chunkText(arg, 'b'), c.chunkText(arg, 'a'),"
                  " c.chunkText({content: 'solo', chunk_index: 4}, 'x')]", ref)
         assert got == [{"text": "Two 𝄞 here.", "chunkIndex": 1}, {"text": "😀 one.", "chunkIndex": 0},
                        {"text": "solo", "chunkIndex": 4}]

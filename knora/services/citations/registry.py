@@ -161,8 +161,9 @@ class ReferenceRegistry:
             self._register(self._docs, r.knowledge_id, title=r.knowledge_title or r.knowledge_filename)
             self._register(self._kbs, r.knowledge_base_id)
             location = location_text(r.chunk_metadata or {})
-            handle = self._register(self._chunks, r.id, knowledge_id=r.knowledge_id, kb_id=r.knowledge_base_id,
-                                    title=r.knowledge_title or r.knowledge_filename, chunk_index=r.chunk_index,
+            title = r.knowledge_title or r.knowledge_filename
+            handle = self._register(self._chunks, r.id, knowledge_id=r.knowledge_id,
+                                    kb_id=r.knowledge_base_id, title=title, chunk_index=r.chunk_index,
                                     chunk_type=r.chunk_type, location=location)
             if handle and r.spans and handle not in self._passages:
                 self._passages[handle] = (r.content, list(r.spans))

@@ -1,4 +1,5 @@
-"""The extractive answerer's marks on a merged passage: one after each sentence when no chunk holds the quote."""
+"""The extractive answerer's marks on a merged passage: one after each sentence when no one chunk holds the
+quote."""
 
 from __future__ import annotations
 
@@ -39,5 +40,6 @@ def test_a_quote_inside_one_chunk_keeps_one_mark() -> None:
 def test_chinese_quote_across_chunks_is_marked_without_spaces() -> None:
     text = "铁塔位于巴黎。塔身为铁制。\n\n铁塔于1889年建成。"
     p = Passage("c1", text, 0, ((0, 13), (15, len(text))))
-    got = cite_quote(Pick(sentence="塔身为铁制。铁塔于1889年建成。", handle="c1", score=1.0, order=(0, 1, 2)), p)
+    quote = Pick(sentence="塔身为铁制。铁塔于1889年建成。", handle="c1", score=1.0, order=(0, 1, 2))
+    got = cite_quote(quote, p)
     assert got == '塔身为铁制。 <ref id="c1"/>铁塔于1889年建成。 <ref id="c1"/>'

@@ -15,7 +15,8 @@ KB = "bbbbbbbb-0000-0000-0000-000000000001"
 EN = ["The pump was designed in Oslo. It has a steel housing.",
       "The pump weighs 41 kilograms when empty. Its motor draws 2.2 kW.",
       "Service is due every 18 months. Filters are changed yearly."]
-ZH = ["水泵由奥斯陆的团队设计。外壳为钢制。", "水泵空载重四十一公斤。电机功率为二点二千瓦。", "每十八个月需要保养一次。滤芯每年更换。"]
+ZH = ["水泵由奥斯陆的团队设计。外壳为钢制。", "水泵空载重四十一公斤。电机功率为二点二千瓦。",
+      "每十八个月需要保养一次。滤芯每年更换。"]
 
 
 def merged(parts: list[str], pages: list[str] | None = None, sep: str = "\n\n") -> SearchResult:
@@ -24,8 +25,8 @@ def merged(parts: list[str], pages: list[str] | None = None, sep: str = "\n\n") 
         spans.append(ChunkSpan(chunk_id=f"chunk-{n}", start=pos, end=pos + len(p), chunk_index=n,
                                location=pages[n] if pages else ""))
         pos += len(p) + len(sep)
-    return SearchResult(id="chunk-0", content=sep.join(parts), knowledge_id=DOC, knowledge_title="Pump manual",
-                        knowledge_base_id=KB, spans=spans)
+    return SearchResult(id="chunk-0", content=sep.join(parts), knowledge_id=DOC,
+                        knowledge_title="Pump manual", knowledge_base_id=KB, spans=spans)
 
 
 def registry(r: SearchResult) -> ReferenceRegistry:
@@ -83,16 +84,19 @@ def test_a_sentence_in_two_overlapping_chunks_names_the_first_that_holds_it_whol
     text = "Alpha one. Beta two. Gamma three."
     spans = [ChunkSpan(chunk_id="a", start=0, end=20), ChunkSpan(chunk_id="b", start=11, end=len(text))]
     point = pinpoint(text, spans, "Beta two. ")
-    assert point is not None and point.span.chunk_id == "a"
+    assert point is not None
+    assert point.span.chunk_id == "a"
     assert text[point.quote_start:point.quote_end] == "Beta two."
     point = pinpoint(text, spans, "Gamma three.")
-    assert point is not None and point.span.chunk_id == "b"
+    assert point is not None
+    assert point.span.chunk_id == "b"
     assert text[11 + point.quote_start:11 + point.quote_end] == "Gamma three."
 
 
 def test_streaming_names_the_same_chunks_at_every_split() -> None:
     refs = registry(merged(EN))
-    answer = 'The pump weighs 41 kilograms when empty. <ref id="c1"/> Filters are changed yearly. <ref id="c1"/>'
+    answer = ('The pump weighs 41 kilograms when empty. <ref id="c1"/> Filters are changed yearly. '
+              '<ref id="c1"/>')
     whole = refs.decode_output(answer)
     assert cited_ids(whole) == ["chunk-1", "chunk-2"]
     for cut in range(len(answer) + 1):
@@ -101,7 +105,7 @@ def test_streaming_names_the_same_chunks_at_every_split() -> None:
 
 
 def test_an_unmerged_passage_is_cited_exactly_as_before() -> None:
-    r = SearchResult(id="solo", content="The pump weighs 41 kilograms.", knowledge_id=DOC, knowledge_base_id=KB,
-                     knowledge_title="Pump manual")
+    r = SearchResult(id="solo", content="The pump weighs 41 kilograms.", knowledge_id=DOC,
+                     knowledge_base_id=KB, knowledge_title="Pump manual")
     out = registry(r).decode_output('The pump weighs 41 kilograms. <ref id="c1"/>')
     assert out == f'The pump weighs 41 kilograms. <kb doc="Pump manual" chunk_id="solo" kb_id="{KB}" />'

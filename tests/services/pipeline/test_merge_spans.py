@@ -24,7 +24,8 @@ pytestmark = pytest.mark.unit
 DOC = "kkkkkkkk-0000-0000-0000-000000000001"
 
 
-def _hit(i: int, content: str, start: int, end: int, score: float = 0.5, page: int | None = None) -> SearchResult:
+def _hit(i: int, content: str, start: int, end: int, score: float = 0.5,
+         page: int | None = None) -> SearchResult:
     meta = {"page": page} if page is not None else None
     return SearchResult(id=f"chunk-{i}", content=content, knowledge_id=DOC, chunk_index=i, start_at=start,
                         end_at=end, score=score, chunk_metadata=meta)
@@ -35,7 +36,8 @@ def _check(r: SearchResult, texts: dict[str, str]) -> None:
     assert r.spans, "a merged passage carries its spans"
     for s in r.spans:
         piece = r.content[s.start:s.end]
-        assert texts[s.chunk_id].startswith(piece) and piece, (s, piece)
+        assert piece, s
+        assert texts[s.chunk_id].startswith(piece), (s, piece)
 
 
 def test_overlapping_chunks_merged_by_offsets_map_back_to_each_chunk() -> None:
@@ -46,13 +48,15 @@ def test_overlapping_chunks_merged_by_offsets_map_back_to_each_chunk() -> None:
     assert len(drafts) >= 3
     hits = [_hit(d.chunk_index, d.content, d.start_at, d.end_at) for d in drafts]
     [merged] = [i.result() for i in group_and_merge(Item.of(h) for h in hits)]
-    assert merged.id == "chunk-0" and merged.content == text[:drafts[-1].end_at]
+    assert merged.id == "chunk-0"
+    assert merged.content == text[:drafts[-1].end_at]
     texts = {h.id: h.content for h in hits}
     _check(merged, texts)
     assert [s.chunk_id for s in merged.spans] == [h.id for h in hits]
     weighs = merged.content.index("weighs 41")
     holder = [s.chunk_id for s in merged.spans if s.start <= weighs < s.end]
-    assert holder and all("weighs 41" in texts[c] for c in holder)
+    assert holder
+    assert all("weighs 41" in texts[c] for c in holder)
 
 
 def test_adjacent_chunks_joined_without_offsets_are_mapped_after_the_separator() -> None:
@@ -68,17 +72,20 @@ def test_an_unmerged_passage_has_no_spans_and_the_wire_shape_is_unchanged() -> N
     r = _hit(3, "Only one chunk here.", 0, 20)
     out = Item.of(r).result()
     assert out.spans == []
-    assert "spans" not in out.model_dump() and '"spans"' not in out.model_dump_json()
+    assert "spans" not in out.model_dump()
+    assert '"spans"' not in out.model_dump_json()
 
 
 def test_a_passage_cut_at_the_cap_maps_the_cut_chunk_to_what_is_left() -> None:
-    parts = [SourcePart("a", "Alpha sentence one is here.", 0), SourcePart("b", "Beta sentence two is longer.", 1)]
+    parts = [SourcePart("a", "Alpha sentence one is here.", 0),
+             SourcePart("b", "Beta sentence two is longer.", 1)]
     text = "Alpha sentence one is here.\n\nBeta sentence t"
     assert [(s.chunk_id, s.start, s.end) for s in locate(text, parts)] == [("a", 0, 27), ("b", 29, len(text))]
 
 
 def test_a_merged_history_reference_keeps_its_spans_through_another_merge() -> None:
-    spans = [ChunkSpan(chunk_id="x", start=0, end=5, location="p. 2"), ChunkSpan(chunk_id="y", start=7, end=12)]
+    spans = [ChunkSpan(chunk_id="x", start=0, end=5, location="p. 2"),
+             ChunkSpan(chunk_id="y", start=7, end=12)]
     r = SearchResult(id="x", content="aaaaa\n\nbbbbb", knowledge_id=DOC, spans=spans)
     assert [(p.chunk_id, p.content, p.location) for p in parts_of(r)] == [("x", "aaaaa", "p. 2"),
                                                                           ("y", "bbbbb", "")]
@@ -118,13 +125,16 @@ async def test_short_hit_expanded_with_neighbours_cites_the_neighbour_that_holds
     m.register(ChunkMerge(PipelineDeps(chat_models=None, rerankers=None,  # type: ignore[arg-type]
                                        reads=_Reads(chunks))))
     ctx, _ = make_ctx()
-    cm = ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query="q"), PipelineState(), ctx)
+    cm = ChatManage(PipelineRequest(tenant_id=1, session_id="s", request_id="r", query="q"), PipelineState(),
+                    ctx)
     cm.state.rerank_result = [SearchResult(id="n2", content=texts[1], knowledge_id=DOC, chunk_index=1,
                                            score=0.9, knowledge_title="泵手册", knowledge_base_id="kb",
                                            chunk_metadata={"page": 4})]
     assert await m.trigger(cm, EventType.CHUNK_MERGE) is None
     [merged] = cm.state.merge_result
-    assert merged.id == "n2" and texts[0] in merged.content and texts[2][:20] in merged.content
+    assert merged.id == "n2"
+    assert texts[0] in merged.content
+    assert texts[2][:20] in merged.content
     _check(merged, dict(zip(ids, texts, strict=True)))
     assert [s.chunk_id for s in merged.spans] == ids
     assert {s.location for s in merged.spans} == {"p. 4"}
@@ -132,4 +142,5 @@ async def test_short_hit_expanded_with_neighbours_cites_the_neighbour_that_holds
     refs = ReferenceRegistry()
     refs.register_search_results([merged])
     answer = refs.decode_output('每十八个月或运行四千小时后需要保养。<ref id="c1"/>')
-    assert 'chunk_id="n3"' in answer and 'page="p. 4"' in answer
+    assert 'chunk_id="n3"' in answer
+    assert 'page="p. 4"' in answer

@@ -84,6 +84,5 @@ def locate(text: str, parts: Sequence[SourcePart]) -> list[ChunkSpan]:
 def spans_for(r: SearchResult, parts: Sequence[SourcePart]) -> list[ChunkSpan]:
     """``r``'s spans; [] when the passage is exactly its own chunk (nothing to map)."""
     spans = locate(r.content, parts)
-    if len(spans) == 1 and spans[0].chunk_id == r.id and spans[0].start == 0 and spans[0].end == len(r.content):
-        return []
-    return spans
+    whole = len(spans) == 1 and (spans[0].chunk_id, spans[0].start, spans[0].end) == (r.id, 0, len(r.content))
+    return [] if whole else spans
