@@ -48,7 +48,7 @@ from tests.fakes.model_server import FakeModelServer, Reply
 
 _REF = re.compile(r'<ref id="(c\d+)"/>')
 _KB = re.compile(r'<kb\s[^>]*chunk_id="([^"]+)"[^>]*/>')
-_WS = re.compile(r"\s+")
+_WS = re.compile(r"[\s*_`]+")  # white space and Markdown decoration are not compared
 _CJK = re.compile(r"[\u3400-\u9fff]")
 PER_DOCUMENT = 4
 
@@ -132,12 +132,17 @@ class ModelLike:
         return Reply(content=text, chunk_size=16)
 
 
+COUNTS = ("tags", "precise", "precise_before", "whole_quote", "merged", "straddling", "straddling_most")
+
+
 def _score(public: str, raw: str, refs: ReferenceRegistry, chunks: dict[str, str],
            claims: list[str] | None) -> dict[str, int]:
-    """Counts for one answer: tags, precise now, precise before, whole quotes, tags of merged passages."""
+    """Counts for one answer: tags, precise now, precise before, whole quotes, tags of merged passages, and
+    tags whose sentence no chunk holds whole (the chunker cut it: ``straddling``; ``straddling_most``: the
+    cited chunk holds the larger part of it). ``chunks``: chunk id → text as ``_flat`` leaves it."""
     tags = list(_KB.finditer(public))
     olds = [(refs.resolve(m.group(1)) or {}).get("id", "") for m in _REF.finditer(raw)]
-    got = {"tags": 0, "precise": 0, "precise_before": 0, "whole_quote": 0, "merged": 0}
+    got = dict.fromkeys(COUNTS, 0)
     if len(olds) != len(tags):
         return got  # a mark that did not decode (never seen): the answer is left out
     prev_end = 0
@@ -149,13 +154,26 @@ def _score(public: str, raw: str, refs: ReferenceRegistry, chunks: dict[str, str
         else:
             sentence = cited_sentence(public[:m.start()])
         quote = _KB.sub("", segment.split("\n\n")[-1]).strip()
-        new = m.group(1)
+        new, flat = m.group(1), _flat(sentence)
         got["tags"] += 1
         got["merged"] += new != old
-        got["precise"] += bool(sentence) and _flat(sentence) in _flat(chunks.get(new, ""))
-        got["precise_before"] += bool(sentence) and _flat(sentence) in _flat(chunks.get(old, ""))
-        got["whole_quote"] += bool(quote) and _flat(quote) in _flat(chunks.get(new, ""))
+        got["precise"] += bool(flat) and flat in chunks.get(new, "")
+        got["precise_before"] += bool(flat) and flat in chunks.get(old, "")
+        got["whole_quote"] += bool(quote) and _flat(quote) in chunks.get(new, "")
+        if flat and not any(flat in text for text in chunks.values()):
+            got["straddling"] += 1
+            got["straddling_most"] += _held(flat, chunks.get(new, "")) * 2 > len(flat)
     return got
+
+
+def _held(flat: str, chunk: str) -> int:
+    """How much of ``flat`` the chunk holds: its longest prefix ending the chunk or suffix starting it."""
+    best = 0
+    for k in range(len(flat), 0, -1):
+        if chunk.endswith(flat[:k]) or chunk.startswith(flat[-k:]):
+            best = k
+            break
+    return best
 
 
 async def precision(name: str, queries: list[dict[str, Any]], corpus: list[dict[str, Any]], embedder: str,
@@ -173,8 +191,9 @@ async def precision(name: str, queries: list[dict[str, Any]], corpus: list[dict[
                                                   embedder=embedder, sample_kb=False, api_key="sk-bench",
                                                   **extra))
                 try:
-                    kb_id, chunks = await seed(c, documents(corpus, layout == "multi"))
-                    total = {"tags": 0, "precise": 0, "precise_before": 0, "whole_quote": 0, "merged": 0}
+                    kb_id, texts = await seed(c, documents(corpus, layout == "multi"))
+                    chunks = {cid: _flat(t) for cid, t in texts.items()}
+                    total = dict.fromkeys(COUNTS, 0)
                     for q in queries:
                         refs = ReferenceRegistry(True)
                         model.claims.clear()
@@ -187,10 +206,17 @@ async def precision(name: str, queries: list[dict[str, Any]], corpus: list[dict[
                                            claims).items():
                             total[k] += v
                     n = total["tags"] or 1
+                    whole = (total["tags"] - total["straddling"]) or 1
                     res = {"chunks": len(chunks), "tags": total["tags"],
                            "tags_of_merged_passages_moved": total["merged"],
                            "precision": round(total["precise"] / n, 4),
-                           "precision_before": round(total["precise_before"] / n, 4)}
+                           "precision_before": round(total["precise_before"] / n, 4),
+                           # the sentence is in some chunk whole (the rest: the chunker cut it in two)
+                           "precision_where_one_chunk_holds_it": round(total["precise"] / whole, 4),
+                           "precision_before_where_one_chunk_holds_it": round(total["precise_before"] / whole,
+                                                                              4),
+                           "tags_whose_sentence_two_chunks_share": total["straddling"],
+                           "of_which_cited_chunk_holds_most": total["straddling_most"]}
                     if arm == "extractive":
                         res["whole_quote_in_cited_chunk"] = round(total["whole_quote"] / n, 4)
                     out[f"{arm}/{layout}"] = res

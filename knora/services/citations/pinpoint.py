@@ -23,7 +23,8 @@ MIN_OVERLAP = 0.35  # a paraphrase must share this share (Dice) of character big
 _MAX_TOKENS = 200
 
 _TAGS = re.compile(r"(?is)<(?:kb|web|ref)\b[^>]*>")
-_SENT_END = re.compile(r"(?<=[.!?;。！？；])\s+|(?<=[。！？；])|\n+")
+# a sentence ends at . ! ? ; (also before a closing quote or bracket: 'said "no." Then') or a Chinese stop
+_SENT_END = re.compile(r"(?<=[.!?;。！？；])\s+|(?<=[.!?;。！？；][\"'”’»）)\]])\s*|(?<=[。！？；])|\n+")
 _DECOR = re.compile(r"^\s*(?:[-*+>]|\d+[.)]|#+)\s+|[*_`]+")
 _PIECE = re.compile(r"[^\s.!?;。！？；][^\n.!?;。！？；]*[.!?;。！？；]*")
 _NOISE = re.compile(r"[\W_]+")

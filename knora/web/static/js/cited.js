@@ -1,6 +1,6 @@
 // What a citation popover shows of a cited passage: the cited chunk's own text (a merged passage's `spans` map
 // its text back to each source chunk, in code points) with the sentence the marker follows highlighted.
-const SENT_END = /(?<=[.!?;。！？；])\s+|(?<=[。！？；])|\n+/u;
+const SENT_END = /(?<=[.!?;。！？；])\s+|(?<=[.!?;。！？；]["'”’»）)\]])\s*|(?<=[。！？；])|\n+/u;
 const PIECE = /[^\s.!?;。！？；][^\n.!?;。！？；]*[.!?;。！？；]*/gu;
 const HAN = /[\u3400-\u9fff\uf900-\ufaff]/u;
 const NOISE = /[^\p{L}\p{N}]+/gu;
