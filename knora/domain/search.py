@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
-from pydantic import BaseModel, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, Field
 
 
 class MatchType(IntEnum):
@@ -87,15 +87,7 @@ class SearchResult(BaseModel):
     chunk_metadata: dict[str, Any] | None = None
     # vector, keyword, fused, rerank … (Knora extension)
     scores: dict[str, float] = Field(default_factory=dict)
-    spans: list[ChunkSpan] = Field(default_factory=list)
-
-    @model_serializer(mode="wrap")
-    def _drop_empty_spans(self, handler: SerializerFunctionWrapHandler,
-                          info: SerializationInfo) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if not self.spans:
-            data.pop("spans", None)
-        return data
+    spans: list[ChunkSpan] = Field(default_factory=list, exclude_if=lambda spans: not spans)
 
 
 class SearchParams(BaseModel):
