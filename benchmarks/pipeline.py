@@ -15,9 +15,12 @@
 3. Accuracy of the extractive answerer (no chat model configured) on ../shared/data/xquad-en and xquad-zh: the
    share of questions whose answer contains a gold answer string, end to end (retrieval + answer), and with
    the gold passage given directly (answering alone).
+4. Citation precision (``citation_precision``, benchmarks/_citations.py): the share of citation tags whose
+   chunk holds the cited sentence, with the extractive answerer and with a model behind the HTTP fake, on
+   each QA set as it is and with four passages per document (chunks merged); now and as cited before.
 
     python benchmarks/pipeline.py [--sizes 10000,100000] [--turns 50] [--qa-limit 0] [--qa-embedder
-    local:hash] [--telemetry-size 10000] [--telemetry-turns 100]
+    local:hash] [--telemetry-size 10000] [--telemetry-turns 100] [--citation-limit 0] [--skip-accuracy]
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import itertools
+
+from _citations import precision as citation_precision  # noqa: E402 - benchmarks/ is on sys.path
 
 from knora.adapters.db.repos._mapping import to_row
 from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow
@@ -416,6 +421,8 @@ async def main() -> None:
     ap.add_argument("--telemetry-size", type=int, default=10000,
                     help="chunks for the metrics-on/off turn comparison (0 = skip it)")
     ap.add_argument("--telemetry-turns", type=int, default=100)
+    ap.add_argument("--citation-limit", type=int, default=0, help="questions per set (0 = all; -1 = skip)")
+    ap.add_argument("--skip-accuracy", action="store_true", help="leave out the extractive accuracy")
     ap.add_argument("--telemetry-control", action="store_true",
                     help="both arms without metrics: the noise floor of the on/off ratios")
     args = ap.parse_args()
@@ -427,7 +434,12 @@ async def main() -> None:
         out["telemetry_overhead"] = await telemetry_overhead(args.telemetry_size, args.telemetry_turns, rng,
                                                              args.telemetry_control)
     for name in [s for s in args.qa_sets.split(",") if s]:
-        out["extractive_accuracy"][name] = await accuracy(name, args.qa_limit, args.qa_embedder)
+        if not args.skip_accuracy:
+            out["extractive_accuracy"][name] = await accuracy(name, args.qa_limit, args.qa_embedder)
+        if args.citation_limit >= 0:
+            corpus, queries, _qrels, _answers = load_qa(name, args.citation_limit)
+            out.setdefault("citation_precision", {})[name] = await citation_precision(
+                name, queries, corpus, args.qa_embedder, turn)
     print(json.dumps(out, ensure_ascii=False))
 
 

@@ -46,8 +46,22 @@ class EngineHit(BaseModel):
     content: str = ""  # the indexed text that matched
 
 
+class ChunkSpan(BaseModel):
+    """Where one source chunk sits in a merged passage: ``content[start:end]`` (code points) is that chunk's
+    text (spans of neighbours may overlap where the chunker overlapped them; the last one may be cut where
+    the passage was capped). ``location`` is the chunk's place in its document ("p. 12"), "" when none."""
+
+    chunk_id: str
+    start: int
+    end: int
+    chunk_index: int = 0
+    location: str = ""
+
+
 class SearchResult(BaseModel):
-    """WeKnora's SearchResult JSON plus Knora's per-path scores (``scores``) for the debug view."""
+    """WeKnora's SearchResult JSON plus Knora's per-path scores (``scores``) for the debug view, and — for a
+    passage merged from several chunks — ``spans``, the map from its text back to each source chunk (an
+    additive field, left out of the JSON when empty, so an unmerged result keeps WeKnora's exact shape)."""
 
     id: str
     content: str
@@ -73,6 +87,7 @@ class SearchResult(BaseModel):
     chunk_metadata: dict[str, Any] | None = None
     # vector, keyword, fused, rerank … (Knora extension)
     scores: dict[str, float] = Field(default_factory=dict)
+    spans: list[ChunkSpan] = Field(default_factory=list, exclude_if=lambda spans: not spans)
 
 
 class SearchParams(BaseModel):

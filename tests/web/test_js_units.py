@@ -247,3 +247,34 @@ class TestShortDate:
         assert "2" in this_year
         assert "2025" in last_year
         assert (empty, bad) == ("", "")
+
+
+class TestCitedQuote:
+    """js/cited.js: the cited chunk's text inside a merged reference, and the quote located in it."""
+
+    def test_chunk_text_from_spans_in_code_points(self, js: Callable[..., Any]) -> None:
+        ref = {"id": "a", "content": "😀 one.\n\nTwo 𝄞 here.", "chunk_index": 0,
+               "spans": [{"chunk_id": "a", "start": 0, "end": 6, "chunk_index": 0},
+                         {"chunk_id": "b", "start": 8, "end": 19, "chunk_index": 1}]}
+        got = js("const c = await import('/js/cited.js');"
+                 " return [c.chunkText(arg, 'b'), c.chunkText(arg, 'a'),"
+                 " c.chunkText({content: 'solo', chunk_index: 4}, 'x')]", ref)
+        assert got == [{"text": "Two 𝄞 here.", "chunkIndex": 1}, {"text": "😀 one.", "chunkIndex": 0},
+                       {"text": "solo", "chunkIndex": 4}]
+
+    def test_last_sentence_and_its_place_exact_chinese_and_paraphrased(self, js: Callable[..., Any]) -> None:
+        got = js("""const c = await import('/js/cited.js');
+            const text = 'Alpha one. The pump weighs 41 kg when\\nempty. Service is due yearly.';
+            return [c.lastSentence('First. **Second** claim here '), c.lastSentence('第一句。第二句'),
+                    c.locateQuote(text, c.lastSentence('So. The pump weighs 41 kg when empty. ')),
+                    c.locateQuote('水泵重四十一\\n公斤。保养每年一次。', '水泵重四十一公斤。'),
+                    c.locateQuote(text, 'servicing is due every year'),
+                    c.locateQuote(text, 'nothing alike at all zzz'),
+                    c.quoteWindow('x'.repeat(50) + 'QUOTE' + 'y'.repeat(50), [50, 55], 20)]""")
+        assert got[0] == "Second claim here"
+        assert got[1] == "第二句"
+        assert got[2] == [11, 44]
+        assert got[3] == [0, 10]
+        assert got[4] == [45, 67]  # "Service is due yearly."
+        assert got[5] is None
+        assert got[6] == ["…xxxxx", "QUOTE", "y" * 10 + "…"]

@@ -136,6 +136,7 @@ class Passage:
     handle: str
     content: str
     rank: int
+    chunk_spans: tuple[tuple[int, int], ...] = ()  # a merged passage: where each source chunk is in content
 
 
 @dataclass
@@ -241,8 +242,34 @@ def compose_answer(query: str, passages: Sequence[Passage], max_sentences: int =
         chosen.append(p)
         used |= span
     chosen.sort(key=lambda p: p.order)  # read in document order
-    lines = [f"{p.sentence} <ref id=\"{p.handle}\"/>" for p in chosen]
+    by_handle = {p.handle: p for p in passages}
+    lines = [cite_quote(p, by_handle.get(p.handle)) for p in chosen]
     return (NO_MODEL_ZH if zh else NO_MODEL_EN) + "\n\n" + "\n\n".join(lines)
+
+
+def parse_chunk_spans(raw: str) -> tuple[tuple[int, int], ...]:
+    """``"0-512,430-900"`` (the pipeline's ``spans`` of a merged passage) → ((0, 512), (430, 900))."""
+    out: list[tuple[int, int]] = []
+    for part in raw.split(","):
+        a, sep, b = part.partition("-")
+        if sep and a.strip().isdigit() and b.strip().isdigit():
+            out.append((int(a), int(b)))
+    return tuple(out)
+
+
+def cite_quote(pick: Pick, passage: Passage | None) -> str:
+    """The quoted unit and its mark. The pipeline names the source chunk of a merged passage by the sentence
+    a mark follows, so a quote of two sentences that no one chunk holds both of gets a mark after each."""
+    mark = f'<ref id="{pick.handle}"/>'
+    if passage is None or len(passage.chunk_spans) < 2:
+        return f"{pick.sentence} {mark}"
+    sentences = split_sentences(pick.sentence)
+    places = [(at, at + len(s)) for s in sentences if (at := passage.content.find(s)) >= 0]
+    if len(sentences) < 2 or len(places) != len(sentences) or any(
+            a <= places[0][0] and places[-1][1] <= b for a, b in passage.chunk_spans):
+        return f"{pick.sentence} {mark}"
+    joiner = "" if is_cjk(pick.sentence) else " "
+    return joiner.join(f"{s} {mark}" for s in sentences)
 
 
 def _pieces(text: str, size: int = 12) -> list[str]:
@@ -289,7 +316,8 @@ class ExtractiveAnswerer:
             return re.sub(r"\s+", " ", query).strip()[:30]
         raw = opts.extra.get("passages")
         if raw is not None:
-            passages = [Passage(handle=str(p.get("handle", "")), content=str(p.get("content", "")), rank=i)
+            passages = [Passage(handle=str(p.get("handle", "")), content=str(p.get("content", "")), rank=i,
+                                chunk_spans=parse_chunk_spans(str(p.get("spans") or "")))
                         for i, p in enumerate(raw) if p.get("handle")]
         else:
             passages = passages_from_messages(messages)

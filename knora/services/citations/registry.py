@@ -17,7 +17,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from knora.domain.document import location_text
-from knora.domain.search import SearchResult
+from knora.domain.search import ChunkSpan, SearchResult
+from knora.services.citations.pinpoint import pinpoint
 from knora.services.citations.stream import CitationStreamDecoder, expand_citations
 
 HANDLE_SHAPE = re.compile(r"(?i)^[cdbw][1-9][0-9]*$")
@@ -142,6 +143,8 @@ class ReferenceRegistry:
         self._web = _HandleTable("w")
         self._resources = _HandleTable("res://", width=4)
         self._tables = {"c": self._chunks, "d": self._docs, "b": self._kbs, "w": self._web}
+        # chunk handle → (the passage text the model read, its spans): what a citation is pinpointed in
+        self._passages: dict[str, tuple[str, list[ChunkSpan]]] = {}
 
     # --- registration ---------------------------------------------------------------------------------------
     def _register(self, table: _HandleTable, key: str, **meta: Any) -> str | None:
@@ -157,9 +160,13 @@ class ReferenceRegistry:
         for r in results:
             self._register(self._docs, r.knowledge_id, title=r.knowledge_title or r.knowledge_filename)
             self._register(self._kbs, r.knowledge_base_id)
-            self._register(self._chunks, r.id, knowledge_id=r.knowledge_id, kb_id=r.knowledge_base_id,
-                           title=r.knowledge_title or r.knowledge_filename, chunk_index=r.chunk_index,
-                           chunk_type=r.chunk_type, location=location_text(r.chunk_metadata or {}))
+            location = location_text(r.chunk_metadata or {})
+            title = r.knowledge_title or r.knowledge_filename
+            handle = self._register(self._chunks, r.id, knowledge_id=r.knowledge_id,
+                                    kb_id=r.knowledge_base_id, title=title, chunk_index=r.chunk_index,
+                                    chunk_type=r.chunk_type, location=location)
+            if handle and r.spans and handle not in self._passages:
+                self._passages[handle] = (r.content, list(r.spans))
 
     def register_chunk(self, chunk_id: str, *, knowledge_id: str = "", kb_id: str = "",
                        title: str = "") -> str | None:
@@ -211,18 +218,27 @@ class ReferenceRegistry:
         return f"{_PROTOCOL_SOURCES}\n\n{cite}\n\n{_PROTOCOL_RESOURCES}"
 
     # --- model output → public text -------------------------------------------------------------------------
-    def public_tag(self, handle: str) -> str:
-        """The public tag for a cited handle, or "" (fail-closed) when it is not a known chunk or web page."""
+    def public_tag(self, handle: str, before: str = "") -> str:
+        """The public tag for a cited handle, or "" (fail-closed) when it is not a known chunk or web page.
+
+        ``before`` is the answer text before the mark: when the cited passage was merged from several chunks,
+        the tag names the one holding the sentence the mark follows, with its page (the tag's shape is
+        unchanged; a passage of one chunk is cited exactly as before)."""
         h = handle.strip().lower()
         if not HANDLE_SHAPE.match(h):
             return ""
         if h[0] == "c" and (entry := self._chunks.by_handle(h)):
             kb = entry.meta.get("kb_id") or ""
             kb_attr = f' kb_id="{esc(kb)}"' if kb else ""
+            chunk_id = entry.key
             # where in the document ("p. 12", "slide 3"): an extra attribute WeKnora's UI ignores
             location = entry.meta.get("location") or ""
+            passage = self._passages.get(h)
+            point = pinpoint(passage[0], passage[1], before) if passage and len(passage[1]) > 1 else None
+            if point is not None:
+                chunk_id, location = point.span.chunk_id, point.span.location or location
             page_attr = f' page="{esc(location)}"' if location else ""
-            return (f'<kb doc="{esc(entry.meta.get("title", ""))}" chunk_id="{esc(entry.key)}"{kb_attr}'
+            return (f'<kb doc="{esc(entry.meta.get("title", ""))}" chunk_id="{esc(chunk_id)}"{kb_attr}'
                     f'{page_attr} />')
         if h[0] == "w" and (entry := self._web.by_handle(h)):
             url = entry.meta.get("url", entry.key)

@@ -20,7 +20,10 @@ _ORPHAN = re.compile(r"res://\d+")
 _ORPHAN_TAIL = re.compile(r"res://\d*")
 _RES_PREFIX = "res://"
 
-TagFor = Callable[[str], str]
+# (handle, the answer text before the mark) → the public tag; the text lets a citation of a merged passage
+# name the chunk that holds the sentence it follows (knora/services/citations/pinpoint.py).
+TagFor = Callable[[str, str], str]
+BEFORE_WINDOW = 1200
 
 
 class _CitationStage:
@@ -31,6 +34,7 @@ class _CitationStage:
         self._tag_for = tag_for
         self._enabled = enabled
         self._pending = ""
+        self._released = ""  # the last BEFORE_WINDOW characters released, the context of the next mark
 
     def _classify(self, buf: str, j: int, final: bool) -> str:
         """'tag', 'literal' or 'hold' for the ``<`` at ``buf[j]``."""
@@ -73,9 +77,12 @@ class _CitationStage:
             if self._enabled and tag[1:4].lower() == "ref":
                 m = _STRICT_REF.fullmatch(tag)
                 if m:
-                    out.append(self._tag_for(m.group(1)))
+                    before = (self._released + "".join(out))[-BEFORE_WINDOW:]
+                    out.append(self._tag_for(m.group(1), before))
             i = end + 1
-        return "".join(out)
+        released = "".join(out)
+        self._released = (self._released + released)[-BEFORE_WINDOW:]
+        return released
 
 
 class _ResourceStage:

@@ -108,7 +108,8 @@ def order_for_model(results: Sequence[SearchResult], faq_priority: bool) -> list
 @dataclass
 class RenderedContext:
     xml: str = ""
-    # [{handle, content}] for the extractive answerer
+    # [{handle, content[, spans]}] for the extractive answerer; ``spans`` ("0-512,430-900": where each
+    # source chunk of a merged passage is in ``content``) lets it cite a quote that crosses two chunks twice
     passages: list[dict[str, str]] = field(default_factory=list)
     has_images: bool = False
 
@@ -172,7 +173,10 @@ class _Knowledge:
             lines.append(f"<match>{_t(match)}</match>")
         lines.append(f"<content>{_t(passage)}</content>")
         lines.append("</chunk>")
-        self.out.passages.append({"handle": handle, "content": passage})
+        entry = {"handle": handle, "content": passage}
+        if r.spans and passage == r.content:  # offsets hold only for the text as merged (no captions added)
+            entry["spans"] = ",".join(f"{sp.start}-{sp.end}" for sp in r.spans)
+        self.out.passages.append(entry)
 
 
 def _web_page(r: SearchResult, refs: ReferenceRegistryPort, out: RenderedContext, lines: list[str]) -> None:

@@ -17,6 +17,7 @@ from knora.ports.turn import TurnContext
 from knora.services.pipeline.deps import PipelineDeps, Reads
 from knora.services.pipeline.errors import PluginError
 from knora.services.pipeline.framework import Next
+from knora.services.pipeline.plugins.merge_spans import part_of_chunk
 from knora.services.pipeline.plugins.merge_steps import (
     Item,
     dedup_items,
@@ -157,6 +158,7 @@ async def expand_short(items: list[Item], cache: _ChunkCache) -> None:
         if w.prev or w.next:
             w.item.r.content = w.merged
             w.item.rewritten = True
+            w.item.parts = [*map(part_of_chunk, w.prev), *w.item.parts, *map(part_of_chunk, w.next)]
             for c in [*w.prev, *w.next]:
                 w.item.add_sub(c.id)
 

@@ -17,6 +17,7 @@ from typing import Any
 from knora.domain.document import same_location
 from knora.domain.search import MatchType, SearchResult
 from knora.ports.turn import HistoryTurn
+from knora.services.pipeline.plugins.merge_spans import SourcePart, parts_of, spans_for
 from knora.services.pipeline.textutil import (
     MARKDOWN_IMAGE,
     append_with_exact_overlap,
@@ -45,6 +46,7 @@ class Item:
     r: SearchResult
     rewritten: bool = False
     sub_ids: list[str] = field(default_factory=list)
+    parts: list[SourcePart] = field(default_factory=list)  # the chunks the passage is made of (spans)
 
     @staticmethod
     def of(r: SearchResult) -> Item:
@@ -53,10 +55,11 @@ class Item:
         return Item(r=r.model_copy(update={
             "metadata": dict(r.metadata), "scores": dict(r.scores), "sub_chunk_id": list(r.sub_chunk_id),
             "chunk_metadata": dict(r.chunk_metadata) if r.chunk_metadata is not None else None}),
-            sub_ids=list(r.sub_chunk_id))
+            sub_ids=list(r.sub_chunk_id), parts=parts_of(r))
 
     def result(self) -> SearchResult:
-        return self.r.model_copy(update={"sub_chunk_id": list(dict.fromkeys(self.sub_ids))})
+        return self.r.model_copy(update={"sub_chunk_id": list(dict.fromkeys(self.sub_ids)),
+                                         "spans": spans_for(self.r, self.parts)})
 
     def add_sub(self, chunk_id: str) -> None:
         if chunk_id and chunk_id not in self.sub_ids:
@@ -163,6 +166,7 @@ def merge_sequential(group: Sequence[Item]) -> list[Item]:
             lr.content = join_chunk_content(lr.content, cr.content, "\n\n")
             leader.rewritten = True
         leader.add_sub(cr.id)
+        leader.parts.extend(cur.parts)
         for sub in cur.sub_ids:
             leader.add_sub(sub)
         _merge_images(leader, cur)

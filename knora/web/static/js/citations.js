@@ -72,13 +72,19 @@ export function findReference(c, references) {
     return references.find((r) => r.knowledge_source === c.url || r.metadata?.url === c.url || r.id === c.url) || null;
   }
   return references.find((r) => r.id === c.chunk_id) ||
+    references.find((r) => (r.spans || []).some((s) => s.chunk_id === c.chunk_id)) ||
     references.find((r) => (r.sub_chunk_id || []).includes(c.chunk_id)) || null;
 }
 
-// In-app link to the cited document (its chunk list); "_" when the KB is unknown.
-export function docLink(ref) {
+// In-app link to the cited document (its chunk list); "_" when the KB is unknown. With a chunk id the viewer
+// scrolls to that chunk (its index, when known, says which page of the list to open first).
+export function docLink(ref, chunkId = "", chunkIndex = null) {
   if (!ref || !ref.knowledge_id) return null;
-  return `/kb/${encodeURIComponent(ref.knowledge_base_id || "_")}/doc/${encodeURIComponent(ref.knowledge_id)}`;
+  const base = `/kb/${encodeURIComponent(ref.knowledge_base_id || "_")}/doc/${encodeURIComponent(ref.knowledge_id)}`;
+  if (!chunkId) return base;
+  const q = new URLSearchParams({ chunk: chunkId });
+  if (Number.isInteger(chunkIndex)) q.set("index", String(chunkIndex));
+  return `${base}?${q}`;
 }
 
 // Where a chunk is in its document ("p. 12", "slide 3", "sheet Budget"), from the metadata the parser set.

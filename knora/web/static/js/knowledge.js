@@ -202,22 +202,46 @@ async function renderChunks(root, kbId, docId) {
     h("h1", null, t("chunk.title", { name })),
     doc ? h("p", { class: "muted" }, statusBadge(doc), " ", doc.source || "", doc.error_message ? h("span", { class: "error" }, ` ${doc.error_message}`) : null) : null,
     list, pager));
-  let page = 1;
   const size = 20;
+  // ?chunk=<id>[&index=<n>] (a citation's "Open document"): open the page holding that chunk, scroll to it
+  const wanted = new URLSearchParams(location.search);
+  let target = wanted.get("chunk");
+  const index = Number.parseInt(wanted.get("index") ?? "", 10);
+  let page = target && index >= 0 ? Math.floor(index / size) + 1 : 1;
+  const tried = new Set();
   async function load() {
     let env;
     try { env = await request("GET", `/chunks/${docId}`, undefined, { query: { page, page_size: size } }); } catch (e) { fail(e); return; }
     const chunks = env.data || [];
+    const total = env.total ?? chunks.length;
+    if (target && !chunks.some((c) => c.id === target)) { // not on the page its index suggested: look on the others
+      tried.add(page);
+      const pages = Math.max(1, Math.ceil(total / size));
+      const next = Array.from({ length: pages }, (_, i) => i + 1).find((p) => !tried.has(p));
+      if (next) { page = next; return load(); }
+      target = null; // not in this document (any more): its first page
+      if (page !== 1) { page = 1; return load(); }
+    }
     clear(list);
     if (!chunks.length) list.append(h("li", { class: "muted" }, t("chunk.empty")));
     for (const c of chunks) list.append(chunkItem(docId, c));
+    if (target) showTarget(list, target);
+    target = null;
     clear(pager);
-    const total = env.total ?? chunks.length;
     if (page > 1) pager.append(h("button", { type: "button", class: "btn ghost small", onclick: () => { page--; load(); } }, "←"));
     pager.append(h("span", { class: "muted small" }, ` ${page} / ${Math.max(1, Math.ceil(total / size))} `));
     if (page * size < total) pager.append(h("button", { type: "button", class: "btn ghost small", onclick: () => { page++; load(); } }, "→"));
   }
   load();
+}
+
+function showTarget(list, id) {
+  const li = [...list.children].find((el) => el.dataset.chunkId === id);
+  if (!li) return;
+  li.classList.add("chunk-target");
+  li.setAttribute("tabindex", "-1");
+  li.scrollIntoView({ block: "center" });
+  li.focus({ preventScroll: true });
 }
 
 function chunkImages(c) {

@@ -3,6 +3,7 @@
 import { h, clear } from "./dom.js";
 import { t } from "./i18n.js";
 import { docLink, chunkLocation } from "./citations.js";
+import { chunkText, lastSentence, locateQuote, quoteWindow } from "./cited.js";
 import { safeUrl } from "./safe-url.js";
 
 let pop = null;
@@ -74,16 +75,38 @@ export function showCitation(marker, c, ref, opts = {}) {
     const name = ref?.knowledge_title || ref?.knowledge_filename || c.doc || t("cite.document");
     const where = c.page || chunkLocation(ref?.chunk_metadata);
     const title = where ? `${name} · ${where}` : name;
-    const link = ref ? docLink(ref) : c.kb_id ? `/kb/${encodeURIComponent(c.kb_id)}` : null;
+    const cited = ref ? chunkText(ref, c.chunk_id) : null;
+    const link = ref ? docLink(ref, c.chunk_id, cited.chunkIndex) : c.kb_id ? `/kb/${encodeURIComponent(c.kb_id)}` : null;
     pop.append(
       h("div", { class: "pop-kind" }, `[${c.n}] ${t("cite.document")}`),
       h("div", { class: "pop-title" }, title),
       ref ? h("div", { class: "pop-score" }, `${t("cite.score")}: ${Number(ref.score || 0).toFixed(3)}`) : null,
-      ref ? h("div", { class: "pop-text" }, (ref.content || "").slice(0, 800)) : h("div", { class: "pop-text muted" }, t("cite.unknown")),
+      ref ? quoted(cited.text, textBefore(marker)) : h("div", { class: "pop-text muted" }, t("cite.unknown")),
       link ? h("a", { class: "pop-link", href: link, "data-link": "" }, t("cite.open")) : null);
   }
   pop.hidden = false;
   position(marker);
+}
+
+// The cited chunk's text with the sentence the marker follows highlighted (scrolled into view when long).
+function quoted(text, before) {
+  const [head, quote, tail] = quoteWindow(text, locateQuote(text, lastSentence(before)));
+  const mark = quote ? h("mark", { class: "pop-quote" }, quote) : null;
+  const box = h("div", { class: "pop-text" }, head, mark, tail);
+  if (mark) requestAnimationFrame(() => { box.scrollTop = Math.max(0, mark.offsetTop - box.offsetTop - 24); });
+  return box;
+}
+
+// The answer text before a marker in its paragraph (other markers left out).
+function textBefore(marker) {
+  const block = marker.closest("p, li, td, th, blockquote, .answer") || marker.parentElement;
+  if (!block) return "";
+  const range = document.createRange();
+  range.setStart(block, 0);
+  range.setEndBefore(marker);
+  const part = range.cloneContents();
+  part.querySelectorAll("button.cite").forEach((b) => b.replaceWith(" "));
+  return part.textContent || "";
 }
 
 function position(marker) {
