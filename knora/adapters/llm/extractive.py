@@ -10,8 +10,8 @@ cut are left out (``extractive_sentences``). Sentence score = IDF-weighted query
 stemming for Latin script; jieba words plus character bigrams for Chinese) + a proximity bonus (how tightly
 the matched terms cluster) + a small prior for the passage's retrieval rank + a bonus when the sentence holds
 the kind of answer the question asks for (``extractive_types``: a name for who, a date for when, a number for
-how many, a place for where, "X is …" for what is X). When no sentence holds at least a third of the
-question's IDF-weighted words (``RELEVANCE_FLOOR``), the answer says the documents found do not answer the
+how many, a place for where, "X is …" for what is X). When no passage holds at least a third of the
+question's content words (``RELEVANCE_FLOOR``), the answer says the documents found do not answer the
 question instead of quoting something unrelated.
 """
 
@@ -62,8 +62,18 @@ NO_ANSWER_EN = ("No generative model is configured, and the documents found do n
                 "use, or configure a chat model (KNORA_CHAT_MODEL or a KnowledgeQA model).")
 NO_ANSWER_ZH = ("未配置生成式模型，检索到的文档没有回答这个问题：其中没有与问题足够相关、可以直接引用的句子。"
                 "可以换用文档中的说法提问，或配置对话模型。")
-# A unit holding less than this share of the question's IDF-weighted words does not answer it.
+# A passage holding less than this share of the question's content words does not answer it. Unweighted: IDF
+# over the few sentences retrieved gives the words no sentence holds the largest weights, so a weighted share
+# would mostly measure how many question words are missing everywhere.
 RELEVANCE_FLOOR = 1 / 3
+# Question and function words a sentence need not repeat to answer: "how many", and Chinese pronouns,
+# conjunctions and question words jieba keeps as words (the scoring's stopwords are kept short on purpose).
+_QUESTION_WORDS = frozenset(
+    ["mani", "much", "哪位", "哪一位", "能否", "还是", "我们", "你们", "他们", "她们", "它们", "人们",
+     "大家", "自己", "如果", "因为", "所以", "但是", "而且", "虽然", "除了", "之外", "还有", "以及",
+     "或者", "可以", "能够", "应该", "需要", "怎样", "怎么样", "什么样", "哪种", "哪一种", "哪些",
+     "哪一年", "哪年", "时候", "这种", "那种", "这些", "那些", "为了", "通过", "关于", "对于", "已经",
+     "一种", "一些", "主要", "其中", "当时", "认为", "之后", "之前", "以后", "以前"])
 
 
 def is_cjk(text: str) -> bool:
@@ -117,7 +127,7 @@ class Pick:
     score: float
     order: tuple[int, int, int]  # (passage rank, first sentence, sentence count)
     span: tuple[int, int] = (0, 0)  # offsets of the quoted text in the passage's content
-    relevance: float = 1.0  # IDF-weighted share of the question's words the unit holds
+    relevance: float = 1.0  # share of the question's content words the unit holds
 
 
 def passages_from_messages(messages: Sequence[ChatMessage]) -> list[Passage]:
@@ -158,10 +168,12 @@ def _units(passages: Sequence[Passage]) -> list[_Unit]:
 
 
 def _query_words(query: str) -> list[str]:
-    """The question's words without Chinese bigrams: what the relevance floor counts."""
+    """The question's content words (no Chinese bigrams, no "many"/"much" of "how many"): what the relevance
+    floor counts."""
     bigrams = {t for piece in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query.lower())
                for t in (piece[i : i + 2] for i in range(len(piece) - 1))}
-    words = [t for t in terms(query) if t not in bigrams or t in _jieba_words(query)]
+    jieba_words = _jieba_words(query)
+    words = [t for t in terms(query) if (t not in bigrams or t in jieba_words) and t not in _QUESTION_WORDS]
     return list(dict.fromkeys(words))
 
 
@@ -170,11 +182,27 @@ def _jieba_words(query: str) -> set[str]:
         return set()
     import jieba
 
-    return {w for w in jieba.cut(query.lower(), HMM=True) if len(w) > 1}
+    return {w for w in jieba.cut(query.lower(), HMM=True) if len(w) > 1 and w not in _STOP_ZH}
 
 
-def _holds(word: str, unit: _Unit) -> bool:
-    return word in unit.terms or (is_cjk(word) and word in unit.text)
+def _holds(word: str, have: set[str], text: str) -> float:
+    """1 when the text (its terms ``have``) holds the word; a Chinese word of three or more characters that
+    jieba may cut otherwise in the text counts by the share of its character pairs the text holds."""
+    if word in have:
+        return 1.0
+    if not is_cjk(word):
+        return 0.0
+    if word in text:
+        return 1.0
+    pairs = [word[i : i + 2] for i in range(len(word) - 1)]
+    return sum(p in text for p in pairs) / len(pairs) if len(word) > 2 else 0.0
+
+
+def relevance(query: str, text: str) -> float:
+    """The share of the question's content words ``text`` holds (1.0 when the question has none)."""
+    words = _query_words(query)
+    have = set(terms(text))
+    return sum(_holds(w, have, text) for w in words) / len(words) if words else 1.0
 
 
 def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
@@ -192,8 +220,6 @@ def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
     idf = {t: math.log(1 + (n + 1) / (df[t] + 0.5)) for t in q_terms}
     total_idf = sum(idf.values()) or 1.0
     words = _query_words(query)
-    word_idf = {w: idf[w] for w in words}
-    total_word_idf = sum(word_idf.values()) or 1.0
     qtype = question_type(query)
     picks: list[Pick] = []
     for u in units:
@@ -208,10 +234,10 @@ def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
         score = coverage + 0.15 * proximity + 0.05 / (1 + u.passage.rank) + type_bonus(query, text, qtype)
         if len(u.sentences) > 1:
             score -= 0.08  # a pair must earn its extra length
-        relevance = sum(word_idf[w] for w in words if _holds(w, u)) / total_word_idf if words else 1.0
+        held = sum(_holds(w, set(u.terms), text) for w in words) / len(words) if words else 1.0
         picks.append(Pick(sentence=text, handle=u.passage.handle, score=score,
                           order=(u.passage.rank, u.first, len(u.sentences)),
-                          span=(u.sentences[0].start, u.sentences[-1].end), relevance=relevance))
+                          span=(u.sentences[0].start, u.sentences[-1].end), relevance=held))
     picks.sort(key=lambda k: (-k.score, k.order))
     return picks
 
@@ -222,7 +248,8 @@ def compose_answer(query: str, passages: Sequence[Passage], max_sentences: int =
     picks = rank_sentences(query, passages)
     if not picks:
         return NOTHING_ZH if zh else NOTHING_EN
-    picks = [p for p in picks if p.relevance >= RELEVANCE_FLOOR]
+    answering = {p.handle for p in passages if relevance(query, p.content) >= RELEVANCE_FLOOR}
+    picks = [p for p in picks if p.handle in answering]
     if not picks:
         return NO_ANSWER_ZH if zh else NO_ANSWER_EN
     chosen = choose(picks, max_sentences, relative_floor)
