@@ -101,7 +101,8 @@ class Tally:
 
     def report(self) -> dict[str, float]:
         n = self.n or 1
-        return {"contains_gold": round(self.gold / n, 4), "contains_gold_substring": round(self.substring / n, 4),
+        return {"contains_gold": round(self.gold / n, 4),
+                "contains_gold_substring": round(self.substring / n, 4),
                 "no_answer": round(self.no_answer / n, 4), "mean_chars": round(self.chars / n, 1),
                 "compose_ms_mean": round(sum(self.ms) / n, 3)}
 

@@ -163,17 +163,21 @@ async def test_smart_reasoning_without_any_model_key_says_it_needs_one(sqlite_cl
         "agent_id": "builtin-smart-reasoning", "knowledge_base_ids": [kb]})
     assert r.status_code == 200
     s = parse_sse(r.content)
-    assert not s.of("tool_call") and not s.of("error")
+    assert not s.of("tool_call")
+    assert not s.of("error")
     answer = s.answer()
     assert answer.startswith("Smart reasoning needs a chat model")
-    assert "Quick answer" in answer and "KNORA_CHAT_MODEL" in answer
+    assert "Quick answer" in answer
+    assert "KNORA_CHAT_MODEL" in answer
     assert "Annual leave is 20 days" not in answer
     frames = s.of("answer")
-    assert frames[-1]["done"] is True and all(not f["done"] for f in frames[:-1])
+    assert frames[-1]["done"] is True
+    assert all(not f["done"] for f in frames[:-1])
     assert "complete" in s.types
     await sqlite_container.chat_service.wait_idle()
     bot = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
-    assert bot["content"] == answer and bot["is_completed"]
+    assert bot["content"] == answer
+    assert bot["is_completed"]
 
     r = await sqlite_client.post(f"/api/v1/agent-chat/{sid}", json={
         "query": "我可以休几天年假？", "agent_enabled": True, "agent_id": "builtin-smart-reasoning",

@@ -245,9 +245,9 @@ def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
 def compose_answer(query: str, passages: Sequence[Passage], max_sentences: int = 2,
                    relative_floor: float = 0.6) -> str:
     zh = is_cjk(query)
-    picks = rank_sentences(query, passages)
-    if not picks:
+    if not any(p.content.strip() for p in passages):
         return NOTHING_ZH if zh else NOTHING_EN
+    picks = rank_sentences(query, passages)
     answering = {p.handle for p in passages if relevance(query, p.content) >= RELEVANCE_FLOOR}
     picks = [p for p in picks if p.handle in answering]
     if not picks:

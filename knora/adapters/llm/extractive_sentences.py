@@ -34,7 +34,7 @@ _CJK_AT_END = re.compile(rf"[{_CJK_CHAR}]$")
 _HAS_CJK = re.compile(rf"[{_CJK_CHAR}]")
 _CLOSERS = "\"'”’」』）)]"
 _END_PUNCT = re.compile(rf"[.!?。！？…][{re.escape(_CLOSERS)}]*$")
-_STARTS_MID = re.compile(r"^(?:[a-z]|[,;:)\]}”’，、；：）」』])")
+_STARTS_MID = re.compile(r"^[,;:)\]}”’，、；：）」』.]")
 _MD_HEADING = re.compile(r"^#{1,6}(?:\s|$)")
 _SETEXT = re.compile(r"^(?:=+|-{2,})$")
 _LIST_ITEM = re.compile(r"^(?:[-*+•▪◦]\s+|\(?[0-9]{1,3}[.)]\s+|\(?[a-z][.)]\s+)")
@@ -57,6 +57,15 @@ _DANGLING = frozenset(["a", "an", "the", "to", "of", "in", "on", "at", "by", "fo
                        "is", "are", "was", "were", "be", "been", "has", "have", "had", "do", "does", "can",
                        "will", "would", "should", "must", "may", "you", "we", "they", "it", "its", "their",
                        "your", "our", "this", "these", "such", "not", "also", "very", "so", "because"])
+# A passage whose first word is one of these in lower case starts mid-sentence ("the daemon reads …", "and
+# then …"); a lower-case first word that is not (a command name: "socat is a relay …") may start a sentence.
+_CONTINUING = _DANGLING | frozenset(["then", "while", "where", "after", "before", "since", "until", "unless",
+                                     "although", "though", "however", "therefore", "thus", "whereas", "or",
+                                     "between", "through", "during", "without", "within", "about", "over",
+                                     "under", "he", "she", "his", "her", "them", "there", "those", "what",
+                                     "how", "whether", "only", "even", "just", "all", "each", "both",
+                                     "either", "neither", "more", "most", "less", "other", "another",
+                                     "same", "being"])
 _ABBREVIATIONS = frozenset(["e.g", "i.e", "cf", "vs", "viz", "al", "approx", "ca", "dr", "mr", "mrs", "ms",
                             "prof", "st", "mt", "jr", "sr", "no", "nos", "fig", "figs", "eq", "vol", "pp",
                             "ch", "sec", "art", "gen", "col", "lt", "sgt", "capt", "gov", "sen", "rep", "rev",
@@ -148,7 +157,7 @@ def is_heading(line: str) -> bool:
     words = _WORDS.findall(s)
     if not words or len(s.split()) > _HEADER_WORDS or re.search(r":\s+\S", s):
         return False  # "Version: 2.3" is a label with its value
-    if any(w in _VERBS for w in words):
+    if any(w.lower() in _VERBS for w in words):
         return False
     numbered = _NUMBERED_TITLE.match(s)
     if numbered:
@@ -258,7 +267,9 @@ def _continues(prev: Line, nxt: Line) -> bool:
         return False
     if _CJK_AT_END.search(prev.text) and _CJK_AT_START.search(nxt.text):
         return True
-    return nxt.text[:1].islower() or (len(prev.text) >= _WRAPPED_LINE and not prev.text.endswith(":"))
+    last = prev.text.rsplit(None, 1)[-1].lower()
+    return (nxt.text[:1].islower() or nxt.text[:1].isdigit() or last in _DANGLING or prev.text.endswith(",")
+            or (len(prev.text) >= _WRAPPED_LINE and not prev.text.endswith(":")))
 
 
 @dataclass
@@ -332,6 +343,17 @@ def split_block(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def starts_mid_sentence(text: str) -> bool:
+    """Does the text begin inside a sentence: continuing punctuation, or a lower-case function word?"""
+    s = text.lstrip()
+    if _STARTS_MID.match(s):
+        return True
+    first = re.match(r"[a-z]+", s)
+    if first is None or first.group(0) not in _CONTINUING:
+        return False
+    return not s[first.end():first.end() + 1].isalnum()
+
+
 def _cut_at_end(text: str, inline: bool) -> bool:
     """A passage's last sentence the chunker cut: no end punctuation and inline after a sentence, long, or
     ending in a function word or a comma."""
@@ -341,7 +363,7 @@ def _cut_at_end(text: str, inline: bool) -> bool:
     if s.endswith((",", "，", "、", ";", "；", "-", "(", "—")):
         return True
     if is_cjk_text(s):
-        return inline or len(s) >= 30
+        return inline or len(s) >= 30 or bool(re.search(r"[，,、]", s))  # a title has no comma
     words = s.split()
     last = re.sub(r"[^\w'’]", "", words[-1].lower()) if words else ""
     return inline or len(words) >= _LONG_FRAGMENT_WORDS or last in _DANGLING
@@ -354,7 +376,7 @@ def _is_fragment(text: str, first_cut: bool, last: bool, *, inline: bool) -> boo
 def passage_sentences(content: str, repeated: frozenset[str] = frozenset()) -> list[Sentence]:
     """Every sentence of the passage in order, each marked ``quotable`` or not (and why)."""
     blocks = _blocks(classify_lines(content, repeated))
-    starts_mid = bool(_STARTS_MID.match(content.lstrip()))
+    starts_mid = bool(blocks) and blocks[0].kind is LineKind.PROSE and starts_mid_sentence(blocks[0].text)
     out: list[Sentence] = []
     for b_index, b in enumerate(blocks):
         spans = split_block(b.text) if b.kind in (LineKind.PROSE, LineKind.LIST) else [(0, len(b.text))]

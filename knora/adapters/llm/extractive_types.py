@@ -54,14 +54,16 @@ _ZH_DEFINITION = (
 )
 # A "what is" subject that is a relation, not a term: "what is the name of …", "what is used for …"
 _NOT_A_TERM = re.compile(r"\b(?:of|that|which|who|in|for|on|at|by|to|did|does|do|used|called|named)\b")
-_EN_COPULA = r"\s*(?:\([^)]{0,80}\)\s*)?(?:,[^,]{0,80},\s*)?(?:is|are|was|were|refers to|means|denotes|" \
-             r"stands for|describes|designates)\b"
+# "X is a …", "X (…) is the …", "X, …, is one of …", "X refers to …": a definition names what X is.
+_EN_COPULA = (r"\s*(?:\([^)]{0,80}\)\s*)?(?:,[^,]{0,80},\s*)?(?:(?:is|are|was|were)\s+(?:also\s+)?"
+              r"(?:an?|the|one|any|some|usually|generally|typically|defined as|called|known as)\b|"
+              r"refers? to\b|means\b|denotes\b|stands? for\b)")
 _ZH_COPULA_RE = r"(?:[（(][^）)]{0,40}[）)])?(?:是|指|即|就是|是指|意为|意思是|为|，?是一)"
 
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b|\b(?:january|february|march|april|may|june|july|august|"
                    r"september|october|november|december|monday|tuesday|wednesday|thursday|friday|"
                    r"saturday|sunday|century|centuries|decade|bc|bce|ad)\b|\b[0-9]{1,2}(?::[0-9]{2})?\s*"
-                   r"(?:a\.m\.|p\.m\.|am|pm)\b|\b[0-9]{1,2}:[0-9]{2}\b|\b[0-9]{1,2}(?:st|nd|rd|th)\b")
+                   r"(?:a\.m\.|p\.m\.|am\b|pm\b)|\b[0-9]{1,2}:[0-9]{2}\b|\b[0-9]{1,2}(?:st|nd|rd|th)\b")
 _ZH_TIME = re.compile(r"[0-9０-９零〇一二三四五六七八九十百千]+\s*(?:年|月|日|号|世纪|年代)|公元|朝|时期|"
                       r"[0-9]{1,2}[:：][0-9]{2}")
 _NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
