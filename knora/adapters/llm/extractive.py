@@ -128,6 +128,7 @@ class Pick:
     order: tuple[int, int, int]  # (passage rank, first sentence, sentence count)
     span: tuple[int, int] = (0, 0)  # offsets of the quoted text in the passage's content
     relevance: float = 1.0  # share of the question's content words the unit holds
+    passage_relevance: float = 1.0  # ... and the passage it is quoted from
 
 
 def passages_from_messages(messages: Sequence[ChatMessage]) -> list[Passage]:
@@ -186,22 +187,21 @@ def _jieba_words(query: str) -> set[str]:
 
 
 def _holds(word: str, have: set[str], text: str) -> float:
-    """1 when the text (its terms ``have``) holds the word; a Chinese word of three or more characters that
-    jieba may cut otherwise in the text counts by the share of its character pairs the text holds."""
+    """1 when the text (its terms ``have``, its lower-cased ``text``) holds the word; a Chinese word of three
+    or more characters that jieba may cut otherwise in the text counts by the share of its character pairs the
+    text holds."""
     if word in have:
         return 1.0
-    if not is_cjk(word):
-        return 0.0
+    if not is_cjk(word):  # a stem starting a word of the text ("configur" in "configuration")
+        return 1.0 if re.search(r"\b" + re.escape(word), text) else 0.0
     if word in text:
         return 1.0
     pairs = [word[i : i + 2] for i in range(len(word) - 1)]
     return sum(p in text for p in pairs) / len(pairs) if len(word) > 2 else 0.0
 
 
-def relevance(query: str, text: str) -> float:
-    """The share of the question's content words ``text`` holds (1.0 when the question has none)."""
-    words = _query_words(query)
-    have = set(terms(text))
+def relevance(words: Sequence[str], have: set[str], text: str) -> float:
+    """The share of the question's content ``words`` a text holds (1.0 when the question has none)."""
     return sum(_holds(w, have, text) for w in words) / len(words) if words else 1.0
 
 
@@ -221,6 +221,10 @@ def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
     total_idf = sum(idf.values()) or 1.0
     words = _query_words(query)
     qtype = question_type(query)
+    passage_terms: dict[int, set[str]] = {}
+    for u in singles:
+        passage_terms.setdefault(id(u.passage), set()).update(u.terms)
+    on_topic = {id(p): relevance(words, passage_terms.get(id(p), set()), p.content.lower()) for p in passages}
     picks: list[Pick] = []
     for u in units:
         present = [t for t in q_terms if t in u.terms]
@@ -231,13 +235,15 @@ def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
         window = (positions[-1] - positions[0] + 1) if len(positions) > 1 else 1
         proximity = min(1.0, len(set(present)) / window) if len(present) > 1 else 0.0
         text = u.text
-        score = coverage + 0.15 * proximity + 0.05 / (1 + u.passage.rank) + type_bonus(query, text, qtype)
+        kind = max(type_bonus(query, s.text, qtype) for s in u.sentences)  # per sentence: tags are cached
+        score = coverage + 0.15 * proximity + 0.05 / (1 + u.passage.rank) + kind
         if len(u.sentences) > 1:
             score -= 0.08  # a pair must earn its extra length
-        held = sum(_holds(w, set(u.terms), text) for w in words) / len(words) if words else 1.0
         picks.append(Pick(sentence=text, handle=u.passage.handle, score=score,
                           order=(u.passage.rank, u.first, len(u.sentences)),
-                          span=(u.sentences[0].start, u.sentences[-1].end), relevance=held))
+                          span=(u.sentences[0].start, u.sentences[-1].end),
+                          relevance=relevance(words, set(u.terms), text.lower()),
+                          passage_relevance=on_topic[id(u.passage)]))
     picks.sort(key=lambda k: (-k.score, k.order))
     return picks
 
@@ -247,9 +253,7 @@ def compose_answer(query: str, passages: Sequence[Passage], max_sentences: int =
     zh = is_cjk(query)
     if not any(p.content.strip() for p in passages):
         return NOTHING_ZH if zh else NOTHING_EN
-    picks = rank_sentences(query, passages)
-    answering = {p.handle for p in passages if relevance(query, p.content) >= RELEVANCE_FLOOR}
-    picks = [p for p in picks if p.handle in answering]
+    picks = [p for p in rank_sentences(query, passages) if p.passage_relevance >= RELEVANCE_FLOOR]
     if not picks:
         return NO_ANSWER_ZH if zh else NO_ANSWER_EN
     chosen = choose(picks, max_sentences, relative_floor)
