@@ -123,11 +123,19 @@ def header_key(line: str) -> str:
 
 
 def _header_candidate(line: str) -> bool:
+    """Looks like a running header or footer ("User Guide 12", "Debian Reference — Chapter 3"), not like a
+    line of wrapped prose: short, no end punctuation and no sentence end inside, not starting in lower case,
+    no auxiliary verb, not ending in a function word."""
     s = line.strip()
     if not s or ends_sentence(s) or s.startswith("|") or _LIST_ITEM.match(s) or _MD_HEADING.match(s):
         return False
-    size = len(s) if is_cjk_text(s) else len(s.split())
-    return size <= (30 if is_cjk_text(s) else _HEADER_WORDS) and bool(re.search(r"[^\W\d_]", s))
+    if is_cjk_text(s):
+        return len(s) <= 30 and not re.search(r"[。！？，；]", s)
+    words = s.split()
+    lowered = [w.lower().strip(",;:()\"'") for w in words]
+    return (len(words) <= _HEADER_WORDS and bool(re.search(r"[^\W\d_]", s)) and not s[0].islower()
+            and not re.search(r"[.!?]\s", s) and not any(w in _VERBS for w in lowered)
+            and lowered[-1] not in _DANGLING)
 
 
 def repeated_lines(contents: Iterable[str]) -> frozenset[str]:
@@ -221,6 +229,14 @@ def _fold_tables(lines: list[Line]) -> list[Line]:
     return out
 
 
+_MARKUP = re.compile(r"<[^>]*>|!\[[^\]]*\]\([^)]*\)|\[!\[[^\]]*\]\([^)]*\)\]\([^)]*\)")
+
+
+def _markup_only(line: str) -> bool:
+    """An HTML tag line, an image or a badge: nothing to quote ("<p align=center><img …></p>")."""
+    return bool(_MARKUP.search(line)) and not re.search(r"[^\W\d_]", _MARKUP.sub("", line))
+
+
 def classify_lines(content: str, repeated: frozenset[str] = frozenset()) -> list[Line]:
     lines = _fold_tables(_split_lines(content))
     out: list[Line] = []
@@ -230,7 +246,7 @@ def classify_lines(content: str, repeated: frozenset[str] = frozenset()) -> list
             continue
         kind = LineKind.PROSE
         nxt = lines[i + 1].text if i + 1 < len(lines) else ""
-        if _PAGE_NUMBER.match(ln.text) or _SETEXT.match(ln.text) or (
+        if _PAGE_NUMBER.match(ln.text) or _SETEXT.match(ln.text) or _markup_only(ln.text) or (
                 _header_candidate(ln.text) and header_key(ln.text) in repeated):
             kind = LineKind.DROPPED
         elif _MD_HEADING.match(ln.text) or (nxt and _SETEXT.match(nxt) and not _LIST_ITEM.match(ln.text)):

@@ -73,6 +73,27 @@ class TestRunningHeadersAndPages:
         assert quotable(doc) == ["Before you start the server you have to install the certificates first.",
                                  "Then start it."]
 
+    def test_wrapped_prose_is_not_taken_for_an_interrupting_header(self) -> None:
+        doc = ("gzip (GNU zip) is a compression utility designed to be a replacement\n"
+               "for 'compress'. Its main advantages over compress are much better\n"
+               "compression and freedom from patented algorithms.  The GNU Project\n"
+               "uses it as the standard compression program for its system.")
+        assert quotable(doc) == [
+            "gzip (GNU zip) is a compression utility designed to be a replacement for 'compress'.",
+            "Its main advantages over compress are much better compression and freedom from patented "
+            "algorithms.",
+            "The GNU Project uses it as the standard compression program for its system."]
+
+    def test_repeated_prose_lines_are_not_running_headers(self) -> None:
+        line = "Its main advantages over compress are much better"
+        got = quotable_sentences([f"Intro.\n{line}\ncompression.", f"{line}\ncompression. More."])
+        assert [s.text for _, s in got[0]] == ["Intro.", f"{line} compression."]
+
+    def test_markup_only_lines_are_dropped(self) -> None:
+        doc = ('<p align="center"><img src="logo.png" alt="Zstandard"></p>\n\n'
+               "[![Build](https://ci/badge.svg)](https://ci)\n![logo](logo.png)\n\nZstandard is fast.")
+        assert quotable(doc) == ["Zstandard is fast."]
+
     def test_chinese_page_footer(self) -> None:
         assert quotable("服务启动时读取配置文件。\n第 3 页 共 10 页\n默认端口是8080。") == [
             "服务启动时读取配置文件。", "默认端口是8080。"]
