@@ -172,11 +172,13 @@ async def test_smart_reasoning_without_any_model_key_says_it_needs_one(sqlite_cl
     assert "Annual leave is 20 days" not in answer
     frames = s.of("answer")
     assert frames[-1]["done"] is True
+    assert not any(f.get("data", {}).get("is_fallback") for f in frames)  # not "no matching content"
     assert all(not f["done"] for f in frames[:-1])
     assert "complete" in s.types
     await sqlite_container.chat_service.wait_idle()
     bot = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
     assert bot["content"] == answer
+    assert bot["is_fallback"] is False
     assert bot["is_completed"]
 
     r = await sqlite_client.post(f"/api/v1/agent-chat/{sid}", json={

@@ -153,9 +153,10 @@ class SmartReasoningRunner:
         text = prompts.needs_chat_model(req.language, req.query)
         eid = event_id("answer")
         for content, done in ((text, False), ("", True)):
+            # not is_fallback: the UI labels those "no matching content", which is not what happened
             await ctx.bus.emit(BusEvent.FINAL_ANSWER, {"content": content, "done": done, "event_id": eid,
-                                                       "is_fallback": True}, event_id=eid)
-        return TurnOutcome(answer=text, is_fallback=True, model_id=model_id,
+                                                       "is_fallback": False}, event_id=eid)
+        return TurnOutcome(answer=text, model_id=model_id,
                            debug={"rounds": 0, "stop_reason": "needs_chat_model"})
 
     async def _add_mcp_tools(self, req: TurnRequest, agent: AgentSettings,
