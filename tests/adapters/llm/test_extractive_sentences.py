@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from knora.adapters.llm.extractive_sentences import (
-    is_heading,
     passage_sentences,
     quotable_sentences,
     split_block,
@@ -26,21 +25,6 @@ def texts(text: str) -> list[str]:
 
 
 class TestHeadings:
-    @pytest.mark.parametrize("line", [
-        "# Installing socat", "### Options", "1.2 Building From Source", "2. Configuration", "3 Networking",
-        "Getting Started", "Frequently Asked Questions", "GNU GENERAL PUBLIC LICENSE", "第三章 配置",
-        "一、概述", "安装说明", "IV. Results and Discussion"])
-    def test_heading_lines(self, line: str) -> None:
-        assert is_heading(line)
-
-    @pytest.mark.parametrize("line", [
-        "Run make to build it.", "Version: 2.3", "This Is Fine", "Steps Are Simple",
-        "socat needs a POSIX system",
-        "2. Install the package with apt", "服务启动时读取配置文件。", "修改后需要重启服务，否则会失败",
-        "| Leeds | 41 |"])
-    def test_sentences_and_labels_are_not_headings(self, line: str) -> None:
-        assert not is_heading(line)
-
     def test_headings_are_not_quoted(self) -> None:
         doc = ("# Installing socat\n\n## Requirements\n\nsocat needs a POSIX system.\n\n"
                "Build Options\n=============\n\nRun make to build it.\n\n1.2 Building From Source\n\n"
