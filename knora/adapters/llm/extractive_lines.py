@@ -205,8 +205,9 @@ def classify_lines(content: str, repeated: frozenset[str] = frozenset()) -> list
             kind = LineKind.DROPPED
         elif _MD_HEADING.match(ln.text) or (nxt and _SETEXT.match(nxt) and not _LIST_ITEM.match(ln.text)):
             kind = LineKind.HEADING
-        elif _LIST_ITEM.match(ln.text):
-            kind = LineKind.LIST
+        elif _LIST_ITEM.match(ln.text):  # "2. Configuration" is a section title, "2. Run make." a step
+            numbered_title = ln.text[:1].isdigit() and is_heading(ln.text)
+            kind = LineKind.HEADING if numbered_title else LineKind.LIST
         elif is_heading(ln.text):
             kind = LineKind.HEADING
         out.append(Line(ln.text, ln.start, ln.end, kind))

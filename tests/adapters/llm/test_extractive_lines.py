@@ -25,6 +25,12 @@ def test_sentences_and_labels_are_not_headings(line: str) -> None:
     assert not is_heading(line)
 
 
+def test_numbered_titles_are_headings_numbered_steps_and_bullets_are_list_items() -> None:
+    doc = "2. Configuration\n2. Install the package with apt\n- Getting Started\n3. Run make."
+    assert [ln.kind for ln in classify_lines(doc)] == [LineKind.HEADING, LineKind.LIST, LineKind.LIST,
+                                                       LineKind.LIST]
+
+
 def test_classify_lines() -> None:
     doc = ("# Title\n\nSome prose here.\n- an item\n12\n| a | b |\n| --- | --- |\n| 1 | 2 |\n"
            "<img src=x.png>\nGuide 3")
