@@ -217,15 +217,22 @@ def classify_lines(content: str, repeated: frozenset[str] = frozenset()) -> list
 def _drop_interruptions(lines: list[Line]) -> list[Line]:
     """A short line between a line that does not end its sentence and one that goes on in lower case is a
     header or footer printed across a page break ("… you have to" / "User Guide 12" / "install it …")."""
-    out = list(lines)
-    for i in range(1, len(out) - 1):
-        ln = out[i]
-        if ln.kind not in (LineKind.PROSE, LineKind.HEADING) or not _header_candidate(ln.text):
-            continue
-        before = next((x for x in reversed(out[:i]) if x.kind is not LineKind.DROPPED), None)
-        after = next((x for x in out[i + 1:] if x.kind is not LineKind.DROPPED), None)
-        if (before is not None and after is not None and before.kind is LineKind.PROSE
-                and after.kind is LineKind.PROSE and not ends_sentence(before.text)
-                and after.text[:1].islower()):
-            out[i] = Line(ln.text, ln.start, ln.end, LineKind.DROPPED)
+    following: list[Line | None] = [None] * len(lines)  # the next line that is not dropped, one pass back
+    nxt: Line | None = None
+    for i in range(len(lines) - 1, -1, -1):
+        following[i] = nxt
+        if lines[i].kind is not LineKind.DROPPED:
+            nxt = lines[i]
+    out: list[Line] = []
+    before: Line | None = None
+    for i, ln in enumerate(lines):
+        after = following[i]
+        if (ln.kind in (LineKind.PROSE, LineKind.HEADING) and before is not None and after is not None
+                and before.kind is LineKind.PROSE and after.kind is LineKind.PROSE
+                and not ends_sentence(before.text) and after.text[:1].islower()
+                and _header_candidate(ln.text)):
+            ln = Line(ln.text, ln.start, ln.end, LineKind.DROPPED)
+        if ln.kind is not LineKind.DROPPED:
+            before = ln
+        out.append(ln)
     return out
