@@ -150,20 +150,42 @@ async def test_mcp_approval_over_http(app: tuple[Any, Any], fake: FakeModelServe
     assert tools == ["mcp_ops_add", "mcp_ops_delete_all", "mcp_ops_explode", "thinking"]
 
 
-async def test_smart_reasoning_without_any_model_key(sqlite_client: httpx.AsyncClient,
-                                                     sqlite_container: Any) -> None:
-    """No chat model configured: the extractive answerer (no function calling) gets the text protocol, seeded
-    with a knowledge search for the question, and answers with cited sentences."""
+async def test_smart_reasoning_without_any_model_key_says_it_needs_one(sqlite_client: httpx.AsyncClient,
+                                                                       sqlite_container: Any) -> None:
+    """No chat model configured: the agent cannot plan or call tools with the extractive answerer, so the turn
+    answers (an answer frame, as the engine's) that smart reasoning needs a chat model and offers quick answer
+    — it does not quote sentences as if the agent had reasoned. Quick answer on the same session still
+    quotes the document."""
     kb = await kb_with_document(sqlite_client)
     sid = (await sqlite_client.post("/api/v1/sessions", json={})).json()["data"]["id"]
     r = await sqlite_client.post(f"/api/v1/agent-chat/{sid}", json={
         "query": "How many days of annual leave?", "agent_enabled": True,
-                                                                    "agent_id": "builtin-smart-reasoning",
-        "knowledge_base_ids": [kb]})
+        "agent_id": "builtin-smart-reasoning", "knowledge_base_ids": [kb]})
+    assert r.status_code == 200
     s = parse_sse(r.content)
-    assert s.of("tool_call")[0]["data"]["tool_name"] == "knowledge_search"
+    assert not s.of("tool_call")
+    assert not s.of("error")
+    answer = s.answer()
+    assert answer.startswith("Smart reasoning needs a chat model")
+    assert "Quick answer" in answer
+    assert "KNORA_CHAT_MODEL" in answer
+    assert "Annual leave is 20 days" not in answer
+    frames = s.of("answer")
+    assert frames[-1]["done"] is True
+    assert not any(f.get("data", {}).get("is_fallback") for f in frames)  # not "no matching content"
+    assert all(not f["done"] for f in frames[:-1])
+    assert "complete" in s.types
     await sqlite_container.chat_service.wait_idle()
     bot = (await sqlite_client.get(f"/api/v1/messages/{sid}/load")).json()["data"][-1]
-    assert "Annual leave is 20 days per year." in bot["content"]
-    assert "<kb " in bot["content"]
-    assert bot["agent_steps"][0]["tool_calls"][0]["name"] == "knowledge_search"
+    assert bot["content"] == answer
+    assert bot["is_fallback"] is False
+    assert bot["is_completed"]
+
+    r = await sqlite_client.post(f"/api/v1/agent-chat/{sid}", json={
+        "query": "我可以休几天年假？", "agent_enabled": True, "agent_id": "builtin-smart-reasoning",
+        "knowledge_base_ids": [kb]})
+    assert parse_sse(r.content).answer().startswith("智能推理需要对话模型")
+
+    r = await sqlite_client.post(f"/api/v1/knowledge-chat/{sid}", json={
+        "query": "How many days of annual leave?", "knowledge_base_ids": [kb]})
+    assert "Annual leave is 20 days per year." in parse_sse(r.content).answer()

@@ -5,10 +5,14 @@ pipeline retrieved (``ChatOptions.extra["passages"]`` = ``[{"handle": "c1", "con
 that only have messages — the ``<chunk id="cN">…<content>…</content>`` XML the pipeline renders), it picks the
 sentences that best answer the question, cites each with ``<ref id="cN"/>`` and says plainly that no
 generative model is configured, so nobody mistakes quoted sentences for a model's answer.
-
-Sentence score = IDF-weighted query-term coverage (words with stemming for Latin script; jieba words plus
-character bigrams for Chinese) + a proximity bonus (how tightly the matched terms cluster) + a small prior for
-the passage's retrieval rank.
+Only whole sentences are quoted: headings, running headers and footers, page numbers and fragments the chunker
+cut are left out (``extractive_sentences``). Sentence score = IDF-weighted query-term coverage (words with
+stemming for Latin script; jieba words plus character bigrams for Chinese) + a proximity bonus (how tightly
+the matched terms cluster) + a small prior for the passage's retrieval rank + a bonus when the sentence holds
+the kind of answer the question asks for (``extractive_types``: a name for who, a date for when, a number for
+how many, a place for where, "X is …" for what is X). When no passage holds at least a third of the
+question's content words (``RELEVANCE_FLOOR``), the answer says the documents found do not answer the
+question instead of quoting something unrelated.
 """
 
 from __future__ import annotations
@@ -21,13 +25,17 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from knora.adapters.llm.extractive_sentences import Sentence, quotable_sentences, split_sentences
+from knora.adapters.llm.extractive_types import question_type, type_bonus
 from knora.ports.chat import ChatChunk, ChatMessage, ChatOptions, ChatResponse, Usage
+
+__all__ = ["EXTRACTIVE_MODEL_ID", "ExtractiveAnswerer", "Passage", "Pick", "compose_answer", "rank_sentences",
+           "split_sentences", "terms"]
 
 EXTRACTIVE_MODEL_ID = "local:extractive"
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
-_SENT_SPLIT = re.compile(r"(?<=[.!?;。！？；])\s+|(?<=[。！？；])|\n+")
 _CHUNK_XML = re.compile(r'<chunk\s+id="(c\d+)"[^>]*>(.*?)</chunk>', re.DOTALL)
 _CONTENT_XML = re.compile(r"<(?:content|match)>(.*?)</(?:content|match)>", re.DOTALL)
 _STOP_EN = frozenset(
@@ -49,6 +57,23 @@ NOTHING_EN = ("No generative model is configured and no retrieved passage matche
               "conversation.")
 NOTHING_ZH = ("未配置生成式模型，且没有检索到与问题相关的内容，因此无法回答。"
               "配置对话模型后即可进行开放式对话。")
+NO_ANSWER_EN = ("No generative model is configured, and the documents found do not answer this question: "
+                "none of their sentences matches it closely enough to quote. Try the words your documents "
+                "use, or configure a chat model (KNORA_CHAT_MODEL or a KnowledgeQA model).")
+NO_ANSWER_ZH = ("未配置生成式模型，检索到的文档没有回答这个问题：其中没有与问题足够相关、可以直接引用的句子。"
+                "可以换用文档中的说法提问，或配置对话模型。")
+# A passage holding less than this share of the question's content words does not answer it. Unweighted: IDF
+# over the few sentences retrieved gives the words no sentence holds the largest weights, so a weighted share
+# would mostly measure how many question words are missing everywhere.
+RELEVANCE_FLOOR = 1 / 3
+# Question and function words a sentence need not repeat to answer: "how many", and Chinese pronouns,
+# conjunctions and question words jieba keeps as words (the scoring's stopwords are kept short on purpose).
+_QUESTION_WORDS = frozenset(
+    ["mani", "much", "哪位", "哪一位", "能否", "还是", "我们", "你们", "他们", "她们", "它们", "人们",
+     "大家", "自己", "如果", "因为", "所以", "但是", "而且", "虽然", "除了", "之外", "还有", "以及",
+     "或者", "可以", "能够", "应该", "需要", "怎样", "怎么样", "什么样", "哪种", "哪一种", "哪些",
+     "哪一年", "哪年", "时候", "这种", "那种", "这些", "那些", "为了", "通过", "关于", "对于", "已经",
+     "一种", "一些", "主要", "其中", "当时", "认为", "之后", "之前", "以后", "以前"])
 
 
 def is_cjk(text: str) -> bool:
@@ -88,49 +113,6 @@ def terms(text: str) -> list[str]:
     return out
 
 
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT_SPLIT.split(_table_rows_as_sentences(text)) if s and len(s.strip()) > 1]
-
-
-_CELL_SPLIT = re.compile(r"(?<!\\)\|")
-_SEPARATOR_CELL = re.compile(r":?-{3,}:?")
-
-
-def _cells(line: str) -> list[str] | None:
-    s = line.strip()
-    if len(s) < 2 or not (s.startswith("|") and s.endswith("|")):
-        return None
-    return [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(s[1:-1])]
-
-
-def _table_rows_as_sentences(text: str) -> str:
-    """Markdown table rows (parsers render tables so) as sentences that carry their header: "| Leeds | 41 |"
-    under "| Warehouse | Shortfall |" reads "Warehouse: Leeds, Shortfall: 41", so a question naming a column
-    finds the row with the value, not the header row alone."""
-    if "|" not in text:
-        return text
-    lines = text.split("\n")
-    out: list[str] = []
-    header: list[str] | None = None
-    for i, line in enumerate(lines):
-        cells = _cells(line)
-        if cells is None:
-            header = None
-            out.append(line)
-            continue
-        if header is None:
-            following = _cells(lines[i + 1]) if i + 1 < len(lines) else None
-            if following and all(_SEPARATOR_CELL.fullmatch(c) for c in following if c):
-                header = cells  # folded into every row below instead of quoted alone
-                continue
-            out.append(line)
-            continue
-        if all(_SEPARATOR_CELL.fullmatch(c) for c in cells if c):
-            continue
-        out.append(", ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells, strict=False) if v))
-    return "\n".join(out)
-
-
 @dataclass
 class Passage:
     handle: str
@@ -145,6 +127,9 @@ class Pick:
     handle: str
     score: float
     order: tuple[int, int, int]  # (passage rank, first sentence, sentence count)
+    span: tuple[int, int] = (0, 0)  # offsets of the quoted text in the passage's content
+    relevance: float = 1.0  # share of the question's content words the unit holds
+    passage_relevance: float = 1.0  # ... and the passage it is quoted from
 
 
 def passages_from_messages(messages: Sequence[ChatMessage]) -> list[Passage]:
@@ -157,54 +142,90 @@ def passages_from_messages(messages: Sequence[ChatMessage]) -> list[Passage]:
     return found
 
 
-_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b|\b(january|february|march|april|may|june|july|august|"
-                   r"september|october|november|december)\b|[0-9]+\s*年|[0-9]+月")
-_NUMBER = re.compile(r"[0-9]|\b(one|two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|million|"
-                     r"billion)\b|[一二三四五六七八九十百千万亿两]")
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
-
-
-def _answer_type_bonus(query: str, unit: str) -> float:
-    """A light preference for units holding the kind of thing the question asks for (date, number, name)."""
-    q = query.lower()
-    if re.search(r"\bwhen\b|what year|which year|何时|什么时候|哪一年|哪年", q):
-        return 0.1 if _YEAR.search(unit.lower()) else 0.0
-    if re.search(r"how many|how much|how long|how old|what percentage|多少|几|多长|多大|多久", q):
-        return 0.1 if _NUMBER.search(unit.lower()) else 0.0
-    if re.search(r"\bwho\b|\bwhom\b|谁", q):
-        q_words = set(re.findall(r"[a-z]+", q))
-        return 0.1 if any(m.group(0).lower() not in q_words for m in _NAME.finditer(unit)) else 0.0
-    return 0.0
-
-
 @dataclass
 class _Unit:
     passage: Passage
     first: int  # index of the first sentence in the passage
-    sentences: list[str]
+    sentences: list[Sentence]
     terms: list[str]
+
+    @property
+    def text(self) -> str:
+        texts = [s.text for s in self.sentences]
+        return "".join(texts) if is_cjk(texts[0]) else " ".join(texts)
+
+
+def _units(passages: Sequence[Passage]) -> list[_Unit]:
+    """Quotable single sentences, then adjacent pairs of one block (an answer often sits in the sentence
+    after the one naming the subject: "The tower is in Paris. It was completed in 1889.")."""
+    singles: list[_Unit] = []
+    pairs: list[_Unit] = []
+    for p, sentences in zip(passages, quotable_sentences([p.content for p in passages]), strict=True):
+        mine = [_Unit(p, i, [s], terms(s.text)) for i, s in sentences]
+        singles.extend(mine)
+        for a, b in itertools.pairwise(mine):
+            if b.first == a.first + 1 and a.sentences[0].block == b.sentences[0].block:
+                pairs.append(_Unit(p, a.first, [*a.sentences, *b.sentences], [*a.terms, *b.terms]))
+    return singles + pairs
+
+
+def _query_words(query: str) -> list[str]:
+    """The question's content words (no Chinese bigrams, no "many"/"much" of "how many"): what the relevance
+    floor counts."""
+    bigrams = {t for piece in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query.lower())
+               for t in (piece[i : i + 2] for i in range(len(piece) - 1))}
+    jieba_words = _jieba_words(query)
+    words = [t for t in terms(query) if (t not in bigrams or t in jieba_words) and t not in _QUESTION_WORDS]
+    return list(dict.fromkeys(words))
+
+
+def _jieba_words(query: str) -> set[str]:
+    if not is_cjk(query):
+        return set()
+    import jieba
+
+    return {w for w in jieba.cut(query.lower(), HMM=True) if len(w) > 1 and w not in _STOP_ZH}
+
+
+def _holds(word: str, have: set[str], text: str) -> float:
+    """1 when the text (its terms ``have``, its lower-cased ``text``) holds the word; a Chinese word of three
+    or more characters that jieba may cut otherwise in the text counts by the share of its character pairs the
+    text holds."""
+    if word in have:
+        return 1.0
+    if not is_cjk(word):  # a stem starting a word of the text ("configur" in "configuration")
+        return 1.0 if re.search(r"\b" + re.escape(word), text) else 0.0
+    if word in text:
+        return 1.0
+    pairs = [word[i : i + 2] for i in range(len(word) - 1)]
+    return sum(p in text for p in pairs) / len(pairs) if len(word) > 2 else 0.0
+
+
+def relevance(words: Sequence[str], have: set[str], text: str) -> float:
+    """The share of the question's content ``words`` a text holds (1.0 when the question has none)."""
+    return sum(_holds(w, have, text) for w in words) / len(words) if words else 1.0
 
 
 def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
-    """Score single sentences and adjacent pairs (an answer often sits in the sentence after the one naming
-    the subject: "The tower is in Paris. It was completed in 1889.")."""
+    """Score quotable sentences and adjacent pairs: IDF-weighted coverage of the question's terms, how tightly
+    they cluster, the passage's rank, and whether the unit holds the kind of answer asked for."""
     q_terms = list(dict.fromkeys(terms(query)))
     if not q_terms:
         return []
-    singles: list[_Unit] = []
-    for p in passages:
-        for i, s in enumerate(split_sentences(p.content)):
-            singles.append(_Unit(p, i, [s], terms(s)))
+    units = _units(passages)
+    singles = [u for u in units if len(u.sentences) == 1]
     if not singles:
         return []
     n = len(singles)
     df = {t: sum(1 for u in singles if t in u.terms) for t in q_terms}
     idf = {t: math.log(1 + (n + 1) / (df[t] + 0.5)) for t in q_terms}
     total_idf = sum(idf.values()) or 1.0
-    units = list(singles)
-    for a, b in itertools.pairwise(singles):
-        if a.passage is b.passage:
-            units.append(_Unit(a.passage, a.first, [*a.sentences, *b.sentences], [*a.terms, *b.terms]))
+    words = _query_words(query)
+    qtype = question_type(query)
+    passage_terms: dict[int, set[str]] = {}
+    for u in singles:
+        passage_terms.setdefault(id(u.passage), set()).update(u.terms)
+    on_topic = {id(p): relevance(words, passage_terms.get(id(p), set()), p.content.lower()) for p in passages}
     picks: list[Pick] = []
     for u in units:
         present = [t for t in q_terms if t in u.terms]
@@ -214,12 +235,16 @@ def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
         positions = sorted(j for j, t in enumerate(u.terms) if t in present)
         window = (positions[-1] - positions[0] + 1) if len(positions) > 1 else 1
         proximity = min(1.0, len(set(present)) / window) if len(present) > 1 else 0.0
-        text = " ".join(u.sentences) if not is_cjk(u.sentences[0]) else "".join(u.sentences)
-        score = coverage + 0.15 * proximity + 0.05 / (1 + u.passage.rank) + _answer_type_bonus(query, text)
+        text = u.text
+        kind = max(type_bonus(query, s.text, qtype) for s in u.sentences)  # per sentence: tags are cached
+        score = coverage + 0.15 * proximity + 0.05 / (1 + u.passage.rank) + kind
         if len(u.sentences) > 1:
             score -= 0.08  # a pair must earn its extra length
         picks.append(Pick(sentence=text, handle=u.passage.handle, score=score,
-                          order=(u.passage.rank, u.first, len(u.sentences))))
+                          order=(u.passage.rank, u.first, len(u.sentences)),
+                          span=(u.sentences[0].start, u.sentences[-1].end),
+                          relevance=relevance(words, set(u.terms), text.lower()),
+                          passage_relevance=on_topic[id(u.passage)]))
     picks.sort(key=lambda k: (-k.score, k.order))
     return picks
 
@@ -227,9 +252,20 @@ def rank_sentences(query: str, passages: Sequence[Passage]) -> list[Pick]:
 def compose_answer(query: str, passages: Sequence[Passage], max_sentences: int = 2,
                    relative_floor: float = 0.6) -> str:
     zh = is_cjk(query)
-    picks = rank_sentences(query, passages)
-    if not picks:
+    if not any(p.content.strip() for p in passages):
         return NOTHING_ZH if zh else NOTHING_EN
+    picks = [p for p in rank_sentences(query, passages) if p.passage_relevance >= RELEVANCE_FLOOR]
+    if not picks:
+        return NO_ANSWER_ZH if zh else NO_ANSWER_EN
+    chosen = choose(picks, max_sentences, relative_floor)
+    by_handle = {p.handle: p for p in passages}
+    lines = [cite_quote(p, by_handle.get(p.handle)) for p in chosen]
+    return (NO_MODEL_ZH if zh else NO_MODEL_EN) + "\n\n" + "\n\n".join(lines)
+
+
+def choose(picks: Sequence[Pick], max_sentences: int, relative_floor: float) -> list[Pick]:
+    """The best picks within ``relative_floor`` of the best, never quoting a sentence twice, in document
+    order."""
     best = picks[0].score
     chosen: list[Pick] = []
     used: set[tuple[int, int]] = set()
@@ -238,13 +274,11 @@ def compose_answer(query: str, passages: Sequence[Passage], max_sentences: int =
             break
         span = {(p.order[0], p.order[1] + k) for k in range(p.order[2])}
         if span & used:
-            continue  # never quote a sentence twice
+            continue
         chosen.append(p)
         used |= span
     chosen.sort(key=lambda p: p.order)  # read in document order
-    by_handle = {p.handle: p for p in passages}
-    lines = [cite_quote(p, by_handle.get(p.handle)) for p in chosen]
-    return (NO_MODEL_ZH if zh else NO_MODEL_EN) + "\n\n" + "\n\n".join(lines)
+    return chosen
 
 
 def parse_chunk_spans(raw: str) -> tuple[tuple[int, int], ...]:

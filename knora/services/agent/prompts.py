@@ -39,6 +39,26 @@ SYNTHESIS = ("Based on the above tool call results, generate a complete answer f
              "4. IMPORTANT: Respond in the same language as the user's question\n"
              "Now generate the final answer:")
 
+NEEDS_CHAT_MODEL_EN = (
+    "Smart reasoning needs a chat model, and none is configured: the agent plans its searches and writes its "
+    "answer with the model, so it cannot run without one.\n\n"
+    "- Switch the mode to **Quick answer** to get the most relevant sentences quoted from your documents, "
+    "with citations, without a model.\n"
+    "- Or configure a chat model (`KNORA_CHAT_MODEL`, or a KnowledgeQA model under Settings → Models) to use "
+    "smart reasoning.")
+NEEDS_CHAT_MODEL_ZH = (
+    "智能推理需要对话模型，但当前没有配置：智能体依靠模型规划检索并撰写回答，没有模型无法运行。\n\n"
+    "- 切换到**快速回答**模式，无需模型即可引用文档中最相关的原文句子（带引用）。\n"
+    "- 或配置对话模型（`KNORA_CHAT_MODEL`，或在 设置 → 模型 中添加 KnowledgeQA 模型）后使用智能推理。")
+
+
+def needs_chat_model(language: str, query: str) -> str:
+    """What a smart-reasoning turn answers when the chat model is not generative (the extractive answerer)."""
+    lang = language.strip().lower()
+    zh = lang.startswith("zh") if lang else any("\u3400" <= ch <= "\u9fff" for ch in query)
+    return NEEDS_CHAT_MODEL_ZH if zh else NEEDS_CHAT_MODEL_EN
+
+
 LANGUAGES = {"zh": "Chinese (Simplified)", "zh-cn": "Chinese (Simplified)", "zh-tw": "Chinese (Traditional)",
              "en": "English", "en-us": "English", "ja": "Japanese", "ko": "Korean", "ru": "Russian"}
 

@@ -29,6 +29,7 @@ from knora.services.agent.config import EngineConfig
 from knora.services.agent.engine import AgentEngine
 from knora.services.agent.images import describe_for_agent
 from knora.services.agent.registry import ToolRegistry
+from knora.services.agent.think import event_id
 from knora.services.agent.usage import CountedModel
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,8 @@ class SmartReasoningRunner:
             model = CountedModel(await self.d.chat_models.get(model_id, tenant_id=req.tenant_id), ctx)
         except Exception as exc:  # noqa: BLE001 - a clear error event, never a hang
             return await self._fail(ctx, f"chat model unavailable: {exc}", str(exc))
+        if not getattr(model, "generative", True):
+            return await self._needs_chat_model(req, ctx, model.model_id)
         web = bool(req.web_search_enabled and agent.web_search_enabled
                    and await resolve_web_search(req.tenant_id, self.d.tool_deps.web_search,
                                                 self.d.tool_deps.web_searches) is not None)
@@ -141,6 +144,20 @@ class SmartReasoningRunner:
     async def _fail(ctx: TurnContext, message: str, debug: str) -> TurnOutcome:
         await ctx.bus.emit(BusEvent.ERROR, {"error": message, "stage": "agent_execution"})
         return TurnOutcome(debug={"error": debug})
+
+    @staticmethod
+    async def _needs_chat_model(req: TurnRequest, ctx: TurnContext, model_id: str) -> TurnOutcome:
+        """No generative model (the extractive answerer cannot plan or call tools): the turn's answer says so
+        and offers quick answer, as an answer event like the engine's, instead of quoting sentences as if the
+        agent had reasoned."""
+        text = prompts.needs_chat_model(req.language, req.query)
+        eid = event_id("answer")
+        for content, done in ((text, False), ("", True)):
+            # not is_fallback: the UI labels those "no matching content", which is not what happened
+            await ctx.bus.emit(BusEvent.FINAL_ANSWER, {"content": content, "done": done, "event_id": eid,
+                                                       "is_fallback": False}, event_id=eid)
+        return TurnOutcome(answer=text, model_id=model_id,
+                           debug={"rounds": 0, "stop_reason": "needs_chat_model"})
 
     async def _add_mcp_tools(self, req: TurnRequest, agent: AgentSettings,
                              registry: ToolRegistry) -> list[str]:
