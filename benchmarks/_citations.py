@@ -69,10 +69,15 @@ def documents(corpus: list[dict[str, Any]], multi: bool) -> list[tuple[str, list
     return out
 
 
-async def seed(c: Services, docs: list[tuple[str, list[tuple[str, int, int]]]]) -> tuple[str, dict[str, str]]:
-    """One KB of linked chunks (pre/next, real offsets), indexed; returns the KB id and chunk id → text."""
+async def seed_chunks(c: Services, docs: list[tuple[str, list[tuple[str, int, int]]]]
+                      ) -> tuple[str, list[Chunk]]:
+    """One KB of linked chunks (pre/next like the chunker links them; each part is its text and offsets),
+    written and indexed in batches; returns the KB id and the chunks. benchmarks/pipeline.py seeds with it
+    too."""
     tenant = c.default_tenant_id
-    kb = KnowledgeBase(tenant_id=tenant, name=f"cite-{uuid.uuid4().hex[:6]}")
+    kb = KnowledgeBase(tenant_id=tenant, name=f"bench-{uuid.uuid4().hex[:6]}")
+    async with c.sessions.begin() as s:
+        s.add(to_row(KnowledgeBaseRow, kb))
     ks: list[Knowledge] = []
     chunks: list[Chunk] = []
     for title, parts in docs:
@@ -80,22 +85,31 @@ async def seed(c: Services, docs: list[tuple[str, list[tuple[str, int, int]]]]) 
                       parse_status=ParseStatus.COMPLETED)
         ks.append(k)
         mine = [Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=p, chunk_index=i,
-                      start_at=s, end_at=e) for i, (p, s, e) in enumerate(parts)]
+                      start_at=start, end_at=end) for i, (p, start, end) in enumerate(parts)]
         for a, b in itertools.pairwise(mine):
             a.next_chunk_id, b.pre_chunk_id = b.id, a.id
         chunks.extend(mine)
     titles = {k.id: k.title for k in ks}
-    for rows in ([to_row(KnowledgeBaseRow, kb)], [to_row(KnowledgeRow, k) for k in ks],
-                 [to_row(ChunkRow, ch) for ch in chunks]):
-        async with c.sessions.begin() as s:  # one transaction per table: the foreign keys in order
-            s.add_all(rows)
-    texts = [ch.index_content(titles[ch.knowledge_id]) for ch in chunks]
-    vecs = await c.embedders.default.embed_passages(texts)
-    await c.retrieval.index([IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=ch.knowledge_id,
-                                      knowledge_base_id=kb.id, tenant_id=tenant, content=t,
-                                      embedding=vecs[j].tolist())
-                             for j, (ch, t) in enumerate(zip(chunks, texts, strict=True))])
-    return kb.id, {ch.id: ch.content for ch in chunks}
+    for i in range(0, len(ks), 2000):
+        async with c.sessions.begin() as s:
+            s.add_all([to_row(KnowledgeRow, k) for k in ks[i : i + 2000]])
+    for i in range(0, len(chunks), 5000):
+        part = chunks[i : i + 5000]
+        async with c.sessions.begin() as s:
+            s.add_all([to_row(ChunkRow, ch) for ch in part])
+        texts = [ch.index_content(titles[ch.knowledge_id]) for ch in part]
+        vecs = await c.embedders.default.embed_passages(texts)
+        await c.retrieval.index([IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=ch.knowledge_id,
+                                          knowledge_base_id=kb.id, tenant_id=tenant, content=t,
+                                          embedding=vecs[j].tolist())
+                                 for j, (ch, t) in enumerate(zip(part, texts, strict=True))])
+    return kb.id, chunks
+
+
+async def seed(c: Services, docs: list[tuple[str, list[tuple[str, int, int]]]]) -> tuple[str, dict[str, str]]:
+    """``seed_chunks``, returning the KB id and chunk id → text."""
+    kb_id, chunks = await seed_chunks(c, docs)
+    return kb_id, {ch.id: ch.content for ch in chunks}
 
 
 def _question(user: str) -> str:

@@ -41,16 +41,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import itertools
 
 from _citations import precision as citation_precision  # noqa: E402 - benchmarks/ is on sys.path
+from _citations import seed_chunks  # noqa: E402
 
-from knora.adapters.db.repos._mapping import to_row
-from knora.adapters.db.tables import ChunkRow, KnowledgeBaseRow, KnowledgeRow
 from knora.adapters.llm.extractive import Passage, compose_answer
-from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase, ParseStatus
+from knora.domain.knowledge import Chunk
 from knora.domain.models import AgentConfig
-from knora.domain.search import IndexRow
 from knora.domain.stream import BusEvent, Event
 from knora.ports.chat import ChatChunk, ChatMessage, ChatModel, ChatOptions, ChatResponse
 from knora.ports.turn import TurnContext, TurnRequest
@@ -129,38 +126,8 @@ async def start(embedder: str) -> Services:
 
 
 async def seed(c: Services, docs: list[tuple[str, list[str]]]) -> tuple[str, list[Chunk]]:
-    """One KB; each document's chunks linked pre/next like the chunker links them."""
-    tenant = c.default_tenant_id
-    kb = KnowledgeBase(tenant_id=tenant, name=f"bench-{uuid.uuid4().hex[:6]}")
-    async with c.sessions.begin() as s:
-        s.add(to_row(KnowledgeBaseRow, kb))
-    ks: list[Knowledge] = []
-    chunks: list[Chunk] = []
-    for title, parts in docs:
-        k = Knowledge(tenant_id=tenant, knowledge_base_id=kb.id, title=title,
-                      parse_status=ParseStatus.COMPLETED)
-        ks.append(k)
-        mine = [Chunk(tenant_id=tenant, knowledge_base_id=kb.id, knowledge_id=k.id, content=p, chunk_index=i,
-                      start_at=0, end_at=len(p)) for i, p in enumerate(parts)]
-        for a, b in itertools.pairwise(mine):
-            a.next_chunk_id, b.pre_chunk_id = b.id, a.id
-        chunks.extend(mine)
-    titles = {k.id: k.title for k in ks}
-    for i in range(0, len(ks), 2000):
-        async with c.sessions.begin() as s:
-            s.add_all([to_row(KnowledgeRow, k) for k in ks[i : i + 2000]])
-    for i in range(0, len(chunks), 5000):
-        part = chunks[i : i + 5000]
-        async with c.sessions.begin() as s:
-            s.add_all([to_row(ChunkRow, ch) for ch in part])
-        texts = [ch.index_content(titles[ch.knowledge_id]) for ch in part]
-        vecs = await c.embedders.default.embed_passages(texts)
-        await c.retrieval.index([IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=ch.knowledge_id,
-                                          knowledge_base_id=kb.id, tenant_id=tenant, content=t,
-                                          embedding=vecs[j].tolist()) for j, (ch,
-                                                                              t) in enumerate(zip(part, texts,
-                                                                                                       strict=True))])
-    return kb.id, chunks
+    """One KB; each document's chunks linked pre/next like the chunker links them (_citations.seed_chunks)."""
+    return await seed_chunks(c, [(title, [(p, 0, len(p)) for p in parts]) for title, parts in docs])
 
 
 def synthetic_docs(n_chunks: int, rng: random.Random) -> list[tuple[str, list[str]]]:
