@@ -203,7 +203,10 @@ async def _follow(backend: IngestBackend, kb_id: str, sources: list[Path | str],
                             entry["error"] = state.error or state.status
                         progress.finished(entry, int(entry["bytes"]))
                     elif state.status == "processing":
-                        working.append(Path(entry["source"]).name)
+                        name = Path(entry["source"]).name
+                        # a large document says how far its embedding is
+                        working.append(name if state.done_fraction is None
+                                       else f"{name} {int(state.done_fraction * 100)}%")
             progress.active([*working, *sending])
             if (sender.done() and not pending) or loop.time() >= deadline:
                 break

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import ValidationError
+
 from knora.cli._common import find_kb, find_kb_json
+from knora.domain.knowledge import PROGRESS_KEY, IngestProgress
 
 if TYPE_CHECKING:
     from knora.cli.client import ApiClient
@@ -49,6 +52,17 @@ class DocState:
     status: str  # a ParseStatus value; "failed" for a document deleted while processing
     title: str = ""
     error: str = ""
+    done_fraction: float | None = None  # a large document's embedding, while it runs (metadata.progress)
+
+
+def done_fraction(metadata: object) -> float | None:
+    """How far a large document's job is, from its metadata (``IngestProgress``); None when not reported."""
+    raw = metadata.get(PROGRESS_KEY) if isinstance(metadata, dict) else None
+    try:
+        p = IngestProgress.model_validate(raw) if raw is not None else None
+    except ValidationError:
+        return None
+    return p.done / p.total if p is not None and p.total else None
 
 
 class IngestBackend(Protocol):
@@ -137,7 +151,7 @@ class RemoteBackend:
                 k = found.get(kid)
                 out[kid] = (DocState("failed", error="deleted while processing") if k is None else
                             DocState(str(k.get("parse_status", "")), str(k.get("title") or ""),
-                                     str(k.get("error_message") or "")))
+                                     str(k.get("error_message") or ""), done_fraction(k.get("metadata"))))
         return out
 
     async def chunk_count(self, knowledge_id: str) -> int:
@@ -201,7 +215,8 @@ class LocalBackend:
         for kid in ids:
             k = await self.c.repos.knowledge.get(None, kid)
             out[kid] = (DocState("failed", error="deleted while processing") if k is None
-                        else DocState(str(k.parse_status), k.title, k.error_message))
+                        else DocState(str(k.parse_status), k.title, k.error_message,
+                                      done_fraction(k.metadata)))
         return out
 
     async def chunk_count(self, knowledge_id: str) -> int:

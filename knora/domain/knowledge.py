@@ -162,6 +162,27 @@ class KnowledgeBase(BaseModel):
         return VLMConfig() if value is None else value  # rows stored before migration 0007
 
 
+# A running job's progress, kept in the document's ``metadata`` under this key while it is ``processing`` (so
+# every replica's document list shows it), and dropped when the job ends.
+PROGRESS_KEY = "progress"
+
+
+class ProgressStage(StrEnum):
+    EMBEDDING = "embedding"
+    INDEXING = "indexing"
+
+
+class IngestProgress(BaseModel):
+    """Where a large document's job is: ``done`` of ``total`` passages embedded, and the time left at the
+    rate measured since the stage began (None until a first slice has been measured)."""
+
+    stage: ProgressStage
+    done: int = Field(ge=0)
+    total: int = Field(ge=0)
+    started_at: datetime
+    eta_seconds: float | None = None
+
+
 class Knowledge(BaseModel):
     """One document in a knowledge base."""
 

@@ -15,7 +15,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from knora.domain.knowledge import Chunk, ChunkRevision, Knowledge, KnowledgeBase, ParseStatus, Tag
+from knora.domain.knowledge import (
+    Chunk,
+    ChunkRevision,
+    IngestProgress,
+    Knowledge,
+    KnowledgeBase,
+    ParseStatus,
+    Tag,
+)
 from knora.domain.models import ModelConfig
 from knora.ports.jobs import JobRequest
 
@@ -129,6 +137,11 @@ class KnowledgeRepo(Protocol):
 
     async def mark_processing(self, knowledge_ids: Sequence[str]) -> None:
         """pending → processing for many documents in one statement."""
+        ...
+
+    async def set_progress(self, knowledge_id: str, progress: IngestProgress | None) -> bool:
+        """Records (None: removes) a ``processing`` document's progress in its metadata, leaving the rest of
+        the row (and ``updated_at``) as it is; False when the document is not ``processing``."""
         ...
 
 

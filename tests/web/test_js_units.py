@@ -249,6 +249,13 @@ class TestShortDate:
         assert (empty, bad) == ("", "")
 
 
+class TestFormatDuration:
+    def test_time_left_as_a_person_says_it(self, js: Callable[..., Any]) -> None:
+        got = js("""const dom = await import('/js/dom.js');
+            return [0.2, 44.6, 90, 719, 3600, 7800, null, -1, Infinity].map((s) => dom.formatDuration(s));""")
+        assert got == ["1 s", "45 s", "2 min", "12 min", "1 h", "2 h 10 min", "", "", ""]
+
+
 class TestCitedQuote:
     """js/cited.js: the cited chunk's text inside a merged reference, and the quote located in it."""
 

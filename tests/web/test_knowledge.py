@@ -224,3 +224,30 @@ def test_chunk_viewer_shows_the_slide_and_the_picture(server: KnoraServer,
     page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
     assert image.evaluate("img => img.naturalWidth") == 320
     shot(page, "knowledge-chunk-slide")
+
+
+def test_a_large_document_shows_its_embedding_progress(server: KnoraServer,
+                                                       new_page: Callable[..., Any]) -> None:
+    """The list renders ``metadata.progress`` of a document still processing. The server's job is too fast
+    here (hashing embedder) to be caught mid-way, so the real list response is altered on its way to the page
+    — the server side of the figure is tested in tests/services/ingest/test_progress.py."""
+    kb = server.api("POST", "/knowledge-bases", json={"name": "Big"})
+    server.api("POST", f"/knowledge-bases/{kb['id']}/knowledge/manual",
+               json={"title": "Big manual", "content": "Some text.", "status": "publish"})
+    page = new_page()
+
+    def processing(route: Any) -> None:
+        body = route.fetch().json()
+        for doc in body["data"]:
+            doc["parse_status"] = "processing"
+            doc["metadata"] = {**(doc.get("metadata") or {}), "progress": {
+                "stage": "embedding", "done": 12400, "total": 150000,
+                "started_at": "2026-12-07T10:00:00Z", "eta_seconds": 7800}}
+        route.fulfill(json=body)
+
+    page.route(re.compile(r".*/api/v1/knowledge-bases/[^/]+/knowledge\?.*"), processing)
+    page.goto(f"{server.base_url}/kb/{kb['id']}")
+    note = page.locator("#doc-list .doc-progress")
+    expect(note).to_contain_text("Embedding 12,400 / 150,000")
+    expect(note).to_contain_text("2 h 10 min left")
+    expect(note.locator("progress")).to_have_attribute("value", "12400")

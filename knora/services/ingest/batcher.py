@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -57,23 +57,35 @@ class EmbedBatcher:
         rows = await asyncio.gather(*futures)
         return np.stack(rows).astype(np.float32, copy=False)
 
-    async def embed_bounded(self, texts: Sequence[str], slice_size: int) -> Vector:
+    async def embed_bounded(self, texts: Sequence[str], slice_size: int,
+                            on_progress: Callable[[int], None] | None = None) -> Vector:
         """``embed`` for a document of any size: at most two slices of ``slice_size`` texts are handed over at
         a time (the next waits while the current is embedded, so the embedder never idles between them), so
         a huge upload neither floods the queue other documents share nor keeps computing after it is
-        cancelled (a cancelled job leaves at most the slices in flight)."""
+        cancelled (a cancelled job leaves at most the slices in flight). ``on_progress`` hears the number of
+        texts embedded so far after each slice."""
         size = max(1, slice_size)
         if len(texts) <= size:
             return await self.embed(texts)
         parts: list[Vector] = []
         in_flight: deque[asyncio.Task[Vector]] = deque()
+        done = 0
+
+        async def collect() -> None:
+            nonlocal done
+            part = await in_flight.popleft()
+            parts.append(part)
+            done += len(part)
+            if on_progress is not None:
+                on_progress(done)
+
         try:
             for start in range(0, len(texts), size):
                 in_flight.append(asyncio.ensure_future(self.embed(texts[start:start + size])))
                 if len(in_flight) >= 2:
-                    parts.append(await in_flight.popleft())
+                    await collect()
             while in_flight:
-                parts.append(await in_flight.popleft())
+                await collect()
         finally:
             for task in in_flight:
                 task.cancel()

@@ -25,7 +25,14 @@ from typing import Any
 from knora.domain.common import folder_title, safe_name, utcnow
 from knora.domain.errors import AppError, BadRequest, NotFound, PayloadTooLarge
 from knora.domain.files import SNIFF_BYTES, content_type, file_type
-from knora.domain.knowledge import Chunk, ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus
+from knora.domain.knowledge import (
+    PROGRESS_KEY,
+    Chunk,
+    ChunkingConfig,
+    Knowledge,
+    KnowledgeBase,
+    ParseStatus,
+)
 from knora.domain.search import IndexRow
 from knora.ports.blobs import BlobStore
 from knora.ports.chat import ChatModels, ModelError
@@ -44,6 +51,7 @@ from knora.services.ingest.embedders import EmbedderRegistry
 from knora.services.ingest.images import attach_images, image_prefix, store_images
 from knora.services.ingest.passages import NewPassage, add_passages
 from knora.services.ingest.process_config import METADATA_KEY, ProcessOverrides, stored_overrides
+from knora.services.ingest.progress import ProgressReporter
 from knora.services.ingest.quota import StorageQuota
 from knora.services.ingest.running import RunningWork
 from knora.settings import Settings
@@ -448,31 +456,35 @@ class IngestService:
                 f" (images: {image_notes['image_captions']})" if image_notes.get("image_captions") else ""))
         to_index = searchable(chunks)
         contents = [c.index_content(title) for c in to_index]
-        vectors = None
-        if kb.indexing_strategy.vector_enabled and contents:
-            batcher = self.d.embedders.batcher(kb.embedding_model_id, tenant_id=kb.tenant_id)
-            t = time.time_ns()
-            vectors = await batcher.embed_bounded(contents, EMBED_SLICE_BATCHES * s.embed_batch_size)
-            span.record("embed", t, time.time_ns(), {"knora.passages": len(contents)})
-        rows = await asyncio.to_thread(_index_rows, k, kb, to_index, contents, vectors)
         metadata = dict(k.metadata)
         metadata.update({f"doc_{a}": str(b) for a, b in doc.metadata.items()} if doc.metadata else {})
         if doc.tables:
             metadata["tables"] = json.dumps(doc.tables[:5])[:200_000]
-        for key in ("images", "image_captions", SKIPPED_KEY):
+        for key in ("images", "image_captions", SKIPPED_KEY, PROGRESS_KEY):
             metadata.pop(key, None)  # an earlier parse's
         metadata.update(image_notes)
         if doc.skipped:  # a partial parse says what it left out (the document list shows it)
             metadata[SKIPPED_KEY] = doc.skipped[:MAX_SKIPPED_NOTES]
         complete: dict[str, Any] = {"parse_status": str(ParseStatus.COMPLETED), "error_message": "",
-                                    "title": title,
-                                    "processed_at": utcnow(), "metadata": metadata, **extra,
+                                    "title": title, "metadata": metadata, **extra,
                                     "embedding_model_id": kb.embedding_model_id}
-        t = time.time_ns()
-        await self._committer.commit(k.id, chunks, rows, complete)
-        span.record("index", t, time.time_ns(), {"knora.rows": len(rows)})
+        vectors = None
+        slice_size = EMBED_SLICE_BATCHES * s.embed_batch_size
+        embedding = kb.indexing_strategy.vector_enabled and bool(contents)
+        # a document embedded in several slices shows how far it is in the document list
+        async with ProgressReporter(self.d.repos.knowledge, k.id, len(contents),
+                                    enabled=embedding and len(contents) > slice_size) as progress:
+            if embedding:
+                batcher = self.d.embedders.batcher(kb.embedding_model_id, tenant_id=kb.tenant_id)
+                t = time.time_ns()
+                vectors = await batcher.embed_bounded(contents, slice_size, progress.embedded)
+                span.record("embed", t, time.time_ns(), {"knora.passages": len(contents)})
+            await progress.indexing()
+            rows = await asyncio.to_thread(_index_rows, k, kb, to_index, contents, vectors)
+            t = time.time_ns()
+            await self._committer.commit(k.id, chunks, rows, {**complete, "processed_at": utcnow()})
+            span.record("index", t, time.time_ns(), {"knora.rows": len(rows)})
         return _Done(chunks=len(chunks), size=len(data))
-
 
     async def _images(self, k: Knowledge, kb: KnowledgeBase, doc: ParsedDocument, chunks: list[Chunk],
                       overrides: ProcessOverrides, extract: bool, span: Span) -> dict[str, str]:

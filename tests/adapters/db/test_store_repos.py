@@ -7,7 +7,18 @@ from typing import Any
 
 import pytest
 
-from knora.domain.knowledge import Chunk, ChunkingConfig, Knowledge, KnowledgeBase, ParseStatus, Tag
+from knora.domain.common import utcnow
+from knora.domain.knowledge import (
+    PROGRESS_KEY,
+    Chunk,
+    ChunkingConfig,
+    IngestProgress,
+    Knowledge,
+    KnowledgeBase,
+    ParseStatus,
+    ProgressStage,
+    Tag,
+)
 from knora.domain.models import ModelConfig
 from knora.ports.store import KnowledgeFilter
 
@@ -85,6 +96,24 @@ class TestKnowledgeRepo:
         kw = await r.knowledge.list(kb.tenant_id, kb.id, page=1, page_size=10,
                                     filters=KnowledgeFilter(keyword="doc 3"))
         assert [k.title for k in kw.items] == ["Doc 3"]
+
+    async def test_progress_is_kept_only_while_processing_beside_the_rest(self, container: Any) -> None:
+        r = container.repos
+        kb = await r.kbs.create(_kb(container))
+        k = await r.knowledge.create(_doc(kb, metadata={"doc_author": "Ann"}))
+        progress = IngestProgress(stage=ProgressStage.EMBEDDING, done=64, total=640, started_at=utcnow(),
+                                  eta_seconds=12.5)
+        assert not await r.knowledge.set_progress(k.id, progress)  # pending: nothing is running
+        await r.knowledge.mark_processing([k.id])
+        before = await r.knowledge.get(None, k.id)
+        assert await r.knowledge.set_progress(k.id, progress)
+        after = await r.knowledge.get(None, k.id)
+        assert after.metadata["doc_author"] == "Ann"
+        assert IngestProgress.model_validate(after.metadata[PROGRESS_KEY]) == progress
+        assert after.updated_at == before.updated_at  # progress is not a change of the document
+        assert await r.knowledge.set_progress(k.id, None)
+        assert (await r.knowledge.get(None, k.id)).metadata == {"doc_author": "Ann"}
+        assert not await r.knowledge.set_progress("no-such-document", progress)
 
     async def test_storage_used_sums_the_tenants_file_sizes(self, container: Any) -> None:
         r = container.repos

@@ -161,3 +161,10 @@ async def test_a_cancelled_large_document_stops_embedding() -> None:
     await asyncio.sleep(0.05)
     # what was in flight when it was cancelled (two slices at most), not the 400 texts
     assert sum(len(b) for b in model.batches) <= 16
+
+
+async def test_a_large_document_reports_each_slice_embedded() -> None:
+    batcher = EmbedBatcher(_Recorder(), batch_size=4, window=1)  # type: ignore[arg-type]
+    heard: list[int] = []
+    await batcher.embed_bounded([f"t{i}" for i in range(37)], slice_size=8, on_progress=heard.append)
+    assert heard == [8, 16, 24, 32, 37]

@@ -19,7 +19,7 @@ from knora.adapters.db.repos._mapping import (
 from knora.adapters.db.repos.jobs import ACTIVE, new_job_row
 from knora.adapters.db.tables import ChunkRow, JobRow, KnowledgeRow
 from knora.domain.common import utcnow
-from knora.domain.knowledge import Knowledge, ParseStatus
+from knora.domain.knowledge import PROGRESS_KEY, IngestProgress, Knowledge, ParseStatus
 from knora.ports.jobs import JobRequest
 from knora.ports.store import KnowledgeFilter, Page
 
@@ -170,6 +170,25 @@ class SqlKnowledgeRepo:
                 KnowledgeRow.id.in_(list(knowledge_ids)),
                 KnowledgeRow.parse_status == str(ParseStatus.PENDING))
                 .values(parse_status=str(ParseStatus.PROCESSING), error_message="", updated_at=utcnow()))
+
+    async def set_progress(self, knowledge_id: str, progress: IngestProgress | None) -> bool:
+        async with self._sessions.begin() as s:
+            # locked (PostgreSQL) so that a concurrent metadata write is not lost; SQLite serialises writers
+            row = (await s.execute(select(KnowledgeRow).where(KnowledgeRow.id == knowledge_id)
+                                   .with_for_update())).scalar_one_or_none()
+            if row is None or row.parse_status != str(ParseStatus.PROCESSING):
+                return False
+            metadata = dict(row.metadata_ or {})
+            if progress is None:
+                if metadata.pop(PROGRESS_KEY, None) is None:
+                    return True
+            else:
+                metadata[PROGRESS_KEY] = progress.model_dump(mode="json")
+            # a JSON column is compared, not tracked: assigning a new dict is what marks it changed; the
+            # explicit updated_at keeps onupdate from moving it (progress is not a change of the document)
+            await s.execute(update(KnowledgeRow).where(KnowledgeRow.id == knowledge_id)
+                            .values(metadata_=metadata, updated_at=row.updated_at))
+            return True
 
     async def delete(self, tenant_id: int, knowledge_id: str) -> bool:
         async with self._sessions.begin() as s:

@@ -58,6 +58,16 @@ export function formatShortDate(iso, now = new Date()) {
   return d.toLocaleDateString(undefined, opts);
 }
 
+// Time left, rounded as a person would say it: "45 s", "12 min", "2 h 10 min".
+export function formatDuration(seconds) {
+  if (seconds == null || !isFinite(seconds) || seconds < 0) return "";
+  if (seconds < 60) return `${Math.max(1, Math.round(seconds))} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const h = Math.floor(minutes / 60), m = minutes % 60;
+  return m ? `${h} h ${m} min` : `${h} h`;
+}
+
 export function formatBytes(n) {
   if (!n && n !== 0) return "";
   const units = ["B", "KB", "MB", "GB"];

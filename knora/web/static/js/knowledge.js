@@ -1,6 +1,6 @@
 // Knowledge pages: KB list/create, a KB's documents (upload files/folders with progress, URL, manual entry, live
 // parse status), FAQ entries, the search playground (scores by path), KB settings, and the chunk viewer/editor.
-import { h, clear, toast, confirmDialog, formatBytes, formatTime } from "./dom.js";
+import { h, clear, toast, confirmDialog, formatBytes, formatDuration, formatTime } from "./dom.js";
 import { t } from "./i18n.js";
 import { api, request, upload, imageURL } from "./api.js";
 import { navigate } from "./router.js";
@@ -160,6 +160,18 @@ function statusBadge(d) {
   return h("span", { class: `badge ${s}`, title: d.error_message || "" }, t(`doc.status.${s}`));
 }
 
+// A large document's job says how far it is (metadata.progress, written by the server every few seconds).
+function progressNote(d) {
+  const p = d.metadata?.progress;
+  if (d.parse_status !== "processing" || !p || !p.total) return null;
+  const n = (x) => Number(x).toLocaleString();
+  const left = p.stage === "embedding" ? formatDuration(p.eta_seconds) : "";
+  return h("div", { class: "small muted doc-progress" },
+    h("progress", { max: p.total, value: p.done }),
+    " ", t(`doc.progress.${p.stage === "indexing" ? "indexing" : "embedding"}`, { done: n(p.done), total: n(p.total) }),
+    left ? ` · ${t("doc.progress.left", { time: left })}` : "");
+}
+
 // A partial parse names what it left out (metadata.parse_skipped): a scanned page with OCR off, the 101st
 // attachment, slides past the limit …
 function skippedNote(d) {
@@ -179,7 +191,7 @@ function drawDocs(table, docs, refresh) {
       h("td", null, h("a", { href: `/kb/${d.knowledge_base_id}/doc/${d.id}`, "data-link": "" }, d.title || d.file_name || d.source || d.id),
         d.parse_status === "failed" && d.error_message ? h("div", { class: "error small fail-reason" }, d.error_message) : null,
         skippedNote(d)),
-      h("td", null, statusBadge(d)),
+      h("td", null, statusBadge(d), progressNote(d)),
       h("td", { class: "num" }, formatBytes(d.file_size)),
       h("td", null, formatTime(d.updated_at)),
       h("td", { class: "actions" },
