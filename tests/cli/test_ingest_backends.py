@@ -1,4 +1,4 @@
-"""What ``knora ingest`` reads of a document's state: a large document's progress, when its job reports one."""
+"""What ``knora ingest`` reads of a document's state: a large document's progress, when its job has one."""
 
 from __future__ import annotations
 
