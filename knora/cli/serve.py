@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from knora.root import Services
 
 
+GC_THRESHOLDS = (50_000, 20, 100)
 GIL_SWITCH_SECONDS = 0.001
 
 
@@ -78,6 +79,12 @@ async def _serve(args: argparse.Namespace) -> int:
     # of the cyclic collector's generations, so its collections stop walking it again and again under load
     # (benchmarks/stream.py: about a sixth less CPU per streamed event with a thousand turns in flight).
     gc.freeze()
+    # A full collection walks every object it tracks while holding the interpreter lock: with the ~600k
+    # objects of a large document's chunk records that is 0.2 s in which chat cannot run, and CPython's
+    # default thresholds start several as those records are built. Young collections every 50k allocations
+    # instead of 700, and an old one every 20 × 100 of them, leave cyclic garbage to wait a little longer
+    # (it is still collected) and make those pauses rare (benchmarks/ingest_fairness.py).
+    gc.set_threshold(*GC_THRESHOLDS)
     # Ingestion's Python work (chunking a large text, building its records) runs in threads; the event loop
     # waits up to one switch interval for the interpreter lock at each of a chat turn's thread hops. 1 ms
     # instead of CPython's 5 ms keeps a turn's added wait small during a large upload

@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,17 +36,33 @@ from knora.domain.knowledge import ChunkingConfig
 # sentences or words rather than mid-word.
 _FALLBACK_SEPARATORS = ("。", "！", "？", "；", ". ", "! ", "? ", "; ", "，", ", ", " ")
 
+@dataclass(frozen=True, slots=True)
+class _Pattern:
+    """A protected construct: its regex, the substrings one of which every match holds, and how many lines a
+    match spans at most (0: any number; such a pattern is searched in one piece, if the text holds one of its
+    substrings at all)."""
+
+    regex: re.Pattern[str]
+    needles: tuple[str, ...]
+    lines: int
+
+
 _PROTECTED_PATTERNS = (
-    re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.MULTILINE | re.DOTALL),  # fenced code
-    re.compile(r"\$\$.+?\$\$", re.DOTALL),  # display LaTeX
-    re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)"),  # image
-    re.compile(r"\[[^\]\n]+\]\([^)\n]*\)"),  # link
-    # table header+sep
-    re.compile(r"^[ \t]*\|.*\|[ \t]*\n[ \t]*\|[ \t:|-]*-[ \t:|-]*\|[ \t]*$", re.MULTILINE),
-    re.compile(r"^[ \t]*\|.*\|[ \t]*$", re.MULTILINE),  # table row
-    re.compile(r"`[^`\n]+`"),  # inline code
+    _Pattern(re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.MULTILINE | re.DOTALL),
+             ("```", "~~~"), 0),  # fenced code
+    _Pattern(re.compile(r"\$\$.+?\$\$", re.DOTALL), ("$$",), 0),  # display LaTeX
+    _Pattern(re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)"), ("](",), 1),  # image
+    _Pattern(re.compile(r"\[[^\]\n]+\]\([^)\n]*\)"), ("](",), 1),  # link
+    _Pattern(re.compile(r"^[ \t]*\|.*\|[ \t]*\n[ \t]*\|[ \t:|-]*-[ \t:|-]*\|[ \t]*$", re.MULTILINE),
+             ("|",), 2),  # table header + separator
+    _Pattern(re.compile(r"^[ \t]*\|.*\|[ \t]*$", re.MULTILINE), ("|",), 1),  # table row
+    _Pattern(re.compile(r"`[^`\n]+`"), ("`",), 1),  # inline code
 )
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_HEADING = _Pattern(re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE), ("#",), 1)
+# A regex search holds the GIL until it finds a match or its end: over a 50 MB text with no match that is a
+# quarter of a second in which the server's event loop (chat) cannot run. Line-bounded patterns are searched
+# window by window instead, each window ending at a line break.
+_WINDOW = 256 * 1024
 _PUNCT_BOUNDARY = set(" \t\n。！？；，、,.;:!?)]}»”’")
 
 
@@ -69,12 +85,48 @@ class ChunkDraft:
     context_header: str = ""
 
 
+def _line_end(text: str, pos: int) -> int:
+    """The position just after the line break at or after ``pos`` (the text's end when there is none)."""
+    nl = text.find("\n", pos)
+    return len(text) if nl == -1 else nl + 1
+
+
+def _holds(text: str, needles: tuple[str, ...]) -> bool:
+    """``any(n in text for n in needles)``, window by window (one ``in`` over 50 MB holds the GIL ~70 ms)."""
+    width = max(len(n) for n in needles) - 1
+    return any(text.find(n, start, start + _WINDOW + width) != -1
+               for start in range(0, len(text), _WINDOW) for n in needles)
+
+
+def _matches(pattern: _Pattern, text: str) -> Iterator[re.Match[str]]:
+    """``pattern``'s matches in ``text``, in order, found in line-aligned windows when it allows."""
+    if len(text) <= _WINDOW:
+        yield from pattern.regex.finditer(text)
+        return
+    if pattern.lines == 0:
+        if _holds(text, pattern.needles):
+            yield from pattern.regex.finditer(text)
+        return
+    start = 0
+    while start < len(text):
+        end = _line_end(text, start + _WINDOW)
+        # a match starting on the window's last lines may run into the next window's first ones
+        reach = end
+        for _ in range(pattern.lines - 1):
+            reach = _line_end(text, reach)
+        for m in pattern.regex.finditer(text, start, reach):
+            if m.start() >= end:
+                break
+            yield m
+        start = end
+
+
 class _Spans:
     """Sorted, disjoint protected spans with O(log n) 'is this position inside one' lookups."""
 
     def __init__(self, text: str) -> None:
-        raw = sorted((m.start(),
-                      m.end()) for p in _PROTECTED_PATTERNS for m in p.finditer(text) if m.end() > m.start())
+        raw = sorted((m.start(), m.end()) for p in _PROTECTED_PATTERNS for m in _matches(p, text)
+                     if m.end() > m.start())
         merged: list[tuple[int, int]] = []
         for s, e in raw:
             if merged and s < merged[-1][1]:
@@ -206,7 +258,7 @@ class _Section:
 
 def _headings(text: str, spans: _Spans) -> list[tuple[int, int, str]]:
     """(position, level, title) of markdown ATX headings outside protected spans (e.g. code fences)."""
-    return [(m.start(), len(m.group(1)), m.group(2).strip()) for m in _HEADING.finditer(text)
+    return [(m.start(), len(m.group(1)), m.group(2).strip()) for m in _matches(_HEADING, text)
             if spans.containing(m.start()) is None and spans.containing(m.start() + 1) is None]
 
 

@@ -53,6 +53,7 @@ from knora.services.ingest.passages import NewPassage, add_passages
 from knora.services.ingest.process_config import METADATA_KEY, ProcessOverrides, stored_overrides
 from knora.services.ingest.progress import ProgressReporter
 from knora.services.ingest.quota import StorageQuota
+from knora.services.ingest.release import drop_gradually
 from knora.services.ingest.running import RunningWork
 from knora.settings import Settings
 
@@ -446,7 +447,7 @@ class IngestService:
         t = time.time_ns()
         # no chunk crosses a page, slide or attachment boundary: each cites exactly where it is from
         cuts = [offset for page in doc.pages for offset in (page.start, page.end)]
-        drafts = await asyncio.to_thread(self.d.split, doc.text, config, cuts)
+        drafts = list(await asyncio.to_thread(self.d.split, doc.text, config, cuts))
         # off the event loop too: 50 MB of text is ~150k chunk records (seconds of CPU chat would wait for)
         chunks = await asyncio.to_thread(build_chunks, k, drafts, doc.pages)
         span.record("chunk", t, time.time_ns(), {"knora.chunks": len(chunks)})
@@ -484,7 +485,9 @@ class IngestService:
             t = time.time_ns()
             await self._committer.commit(k.id, chunks, rows, {**complete, "processed_at": utcnow()})
             span.record("index", t, time.time_ns(), {"knora.rows": len(rows)})
-        return _Done(chunks=len(chunks), size=len(data))
+        done = _Done(chunks=len(chunks), size=len(data))
+        await drop_gradually(rows, contents, to_index, drafts, chunks)
+        return done
 
     async def _images(self, k: Knowledge, kb: KnowledgeBase, doc: ParsedDocument, chunks: list[Chunk],
                       overrides: ProcessOverrides, extract: bool, span: Span) -> dict[str, str]:

@@ -4,6 +4,7 @@ parents."""
 from __future__ import annotations
 
 import itertools
+import random
 import re
 
 import pytest
@@ -254,3 +255,30 @@ def test_no_chunk_crosses_a_cut_and_blank_gaps_make_no_chunk() -> None:
         assert all(text[d.start_at:d.end_at] == d.content for d in drafts)
         assert [d.chunk_index for d in texts] == [0, 1, 2]
     assert len(split_document(text, ChunkingConfig(chunk_size=512, chunk_overlap=80))) == 1  # no cuts
+
+
+def test_windowed_scans_find_exactly_what_one_scan_of_the_whole_text_finds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Protected spans and headings of a large text are searched in line-aligned windows (so the event loop is
+    not held for a quarter of a second per pattern); tiny windows must change nothing, even for a table
+    whose header and separator lines fall on either side of a window's end."""
+    from knora.services.ingest import chunker
+
+    rng = random.Random(7)
+    pieces = ["# Title", "## Part two", "A [link](https://e.com/x) and `code` here.", "![img](a.png)",
+              "| a | b |", "|---|---|", "| 1 | 2 |", "```py", "x = 1  # not a heading", "```", "$$ x^2", "$$",
+              "Plain prose line with no markup at all.", "", "~~~", "~~~"]
+    text = "\n".join(rng.choice(pieces) for _ in range(3000))
+
+    def reference() -> tuple[list[tuple[int, int]], list[tuple[int, int, str]]]:
+        monkeypatch.setattr(chunker, "_WINDOW", len(text) + 1)
+        spans = chunker._Spans(text)
+        return spans.spans, chunker._headings(text, spans)
+
+    whole = reference()
+    for window in (16, 64, 1000):
+        monkeypatch.setattr(chunker, "_WINDOW", window)
+        spans = chunker._Spans(text)
+        assert (spans.spans, chunker._headings(text, spans)) == whole, window
+    assert whole[0]  # the text does hold spans
+    assert whole[1]  # and headings
