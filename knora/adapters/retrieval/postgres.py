@@ -13,6 +13,7 @@ SQLite engine's BM25 — see docs/retrieval.md.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,6 +60,9 @@ class PgvectorMissing(RuntimeError):
     """Raised by start() when CREATE EXTENSION vector fails."""
 
 
+DIM_RECHECK_SECONDS = 2.0
+
+
 def asyncpg_dsn(url: str) -> str:
     for prefix in ("postgresql+asyncpg://", "postgres+asyncpg://", "postgresql+psycopg://"):
         if url.startswith(prefix):
@@ -77,6 +81,7 @@ class PostgresEngine:
         self._pool_size = pool_size
         self._pool: Any = None
         self._dims: set[int] = set()
+        self._dims_checked: dict[int, float] = {}  # dimension → when the catalog last said it had no table
 
     @property
     def name(self) -> str:
@@ -121,6 +126,23 @@ class PostgresEngine:
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_knora_ret_vec_{dim}_hnsw "
                                f"ON knora_ret_vec_{dim} USING hnsw (embedding vector_cosine_ops)")
         self._dims.add(dim)
+
+    async def _has_dim(self, dim: int) -> bool:
+        """Whether vectors of ``dim`` exist. Another replica may have created their table after this one
+        started (its first ingestion): a table not known here is looked up in the catalog, at most once per
+        ``DIM_RECHECK_SECONDS`` per dimension, so a replica started before the first upload serves vector hits
+        without a restart."""
+        if dim in self._dims:
+            return True
+        now = time.monotonic()
+        if now - self._dims_checked.get(dim, float("-inf")) < DIM_RECHECK_SECONDS:
+            return False
+        self._dims_checked[dim] = now
+        async with self._pool.acquire() as conn:
+            found = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", f"knora_ret_vec_{dim}")
+        if found:
+            self._dims.add(dim)
+        return bool(found)
 
     # --- writes ---------------------------------------------------------------------------------------------
     async def index(self, rows: Sequence[IndexRow]) -> None:
@@ -241,7 +263,7 @@ class PostgresEngine:
     async def _vector(self, query: EngineQuery) -> list[EngineHit]:
         assert query.embedding is not None
         dim = len(query.embedding)
-        if dim not in self._dims:
+        if not await self._has_dim(dim):
             return []
         params: list[Any] = [_vec_literal(query.embedding)]
         where = self._filters(query, params)
