@@ -188,7 +188,7 @@ class TestVectors:
             reused = await engine.rows_for_knowledge([(await _documents(http, same))[0]["id"]])
             fresh = await engine.rows_for_knowledge([(await _documents(http, other))[0]["id"]])
         assert [r.embedding for r in reused] == [pytest.approx(marker)] * len(stored)
-        expected = await sqlite_container.embedders.batcher("local:hash", tenant_id=None).embed(
+        expected = await (await sqlite_container.embedders.batcher("local:hash", tenant_id=None)).embed(
             [r.content for r in fresh])
         for row, vec in zip(fresh, expected, strict=True):
             assert row.embedding != pytest.approx(marker)

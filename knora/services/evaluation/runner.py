@@ -106,7 +106,7 @@ class EvaluationRunner:
         reranker = await self._reranker(tenant_id, opts)
         model = await self._chat_model(tenant_id, opts) if opts.answers and ds.answers else None
         if not opts.knowledge_base_id:
-            self._check_embedder(tenant_id, opts)
+            await self._check_embedder(tenant_id, opts)
         return reranker, model
 
     # --- the knowledge base ---------------------------------------------------------------------------------
@@ -127,10 +127,10 @@ class EvaluationRunner:
         except ModelError as exc:
             raise BadRequest(f"chat model {opts.chat_model!r}: {exc}") from exc
 
-    def _check_embedder(self, tenant_id: int, opts: EvalOptions) -> None:
+    async def _check_embedder(self, tenant_id: int, opts: EvalOptions) -> None:
         """An unknown embedder is a bad request before anything is ingested, not a failure midway."""
         try:
-            self.d.search.embedders.get(opts.embedder or None, tenant_id=tenant_id)
+            await self.d.search.embedders.get(opts.embedder or None, tenant_id=tenant_id)
         except AppError:
             raise
         except Exception as exc:  # noqa: BLE001 - the registries raise ValueError/KeyError kinds

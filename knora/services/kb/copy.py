@@ -225,7 +225,7 @@ class KBCopyService:
         same = src.embedding_model_id == dst.embedding_model_id and src.indexing_strategy.vector_enabled
         todo = [i for i, r in enumerate(rows) if not same or r.embedding is None]
         if todo:
-            batcher = self.embedders.batcher(dst.embedding_model_id or None, tenant_id=dst.tenant_id)
+            batcher = await self.embedders.batcher(dst.embedding_model_id or None, tenant_id=dst.tenant_id)
             vectors = await batcher.embed([rows[i].content for i in todo])
             for i, v in zip(todo, vectors, strict=True):
                 rows[i] = rows[i].model_copy(update={"embedding": v.tolist()})

@@ -61,7 +61,7 @@ class IndexRebuildService:
         docs = await self.c.completed_documents(tenant_id, kb.id)
         p.status, p.total, p.processed, p.message = "processing", len(docs), len(p.copied), "Rebuilding"
         await self.progress.save(tenant_id, p)
-        batcher = (self.c.embedders.batcher(kb.embedding_model_id or None, tenant_id=tenant_id)
+        batcher = (await self.c.embedders.batcher(kb.embedding_model_id or None, tenant_id=tenant_id)
                    if kb.indexing_strategy.vector_enabled else None)
         for k in docs:
             if k.id in p.copied or engine is None:

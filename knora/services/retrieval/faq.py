@@ -120,9 +120,8 @@ class FaqService:
         await engine.delete_chunks([c.id for c in chunks])
         if not texts or not kb.indexing_strategy.vector_enabled:
             return
-        vectors = await self.embedders.get(kb.embedding_model_id or None,
-                                            tenant_id=kb.tenant_id).embed_passages([t for *_,
-                                                                                          t in texts])
+        embedder = await self.embedders.get(kb.embedding_model_id or None, tenant_id=kb.tenant_id)
+        vectors = await embedder.embed_passages([t for *_, t in texts])
         rows = [IndexRow(source_id=c.id if i == 0 else f"{c.id}-{i}", chunk_id=c.id,
                          knowledge_id=c.knowledge_id,
                          knowledge_base_id=kb.id, tenant_id=kb.tenant_id, content=t,

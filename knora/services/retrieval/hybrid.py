@@ -149,7 +149,8 @@ class HybridSearch:
             kb.indexing_strategy.vector_enabled for kb in kbs)
         if embedding is None and wants_vector:
             try:
-                embedder = self.embedders.get(primary.embedding_model_id or None, tenant_id=primary.tenant_id)
+                embedder = await self.embedders.get(primary.embedding_model_id or None,
+                                                    tenant_id=primary.tenant_id)
                 embedding = (await embedder.embed_query(text)).tolist()
             except AppError:
                 raise

@@ -104,7 +104,8 @@ async def search_targets(search: HybridSearch, tenant_id: int, targets: Sequence
         first = kbs.get(members[0].knowledge_base_id)
         if key and first is not None and first.indexing_strategy.vector_enabled:
             try:
-                embedder = search.embedders.get(first.embedding_model_id or None, tenant_id=first.tenant_id)
+                embedder = await search.embedders.get(first.embedding_model_id or None,
+                                                      tenant_id=first.tenant_id)
                 embedding = (await embedder.embed_query(engine_query(req.query))).tolist()
             except Exception as exc:  # noqa: BLE001 - degrade to keyword where a KB has a keyword index
                 log.warning("query embedding failed, keyword only: %s", exc)

@@ -43,7 +43,7 @@ class _Held:
 
 
 async def _hold_embedding(c: Any) -> _Held:
-    batcher = c.embedders.batcher(None, tenant_id=c.default_tenant_id)
+    batcher = await c.embedders.batcher(None, tenant_id=c.default_tenant_id)
     held = _Held(batcher.embedder)
     batcher.embedder = held
     return held

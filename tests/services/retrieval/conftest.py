@@ -81,7 +81,7 @@ class Seeder:
 
     async def index(self, kb: KnowledgeBase, k: Knowledge, chunks: list[Chunk]) -> None:
         contents = [ch.index_content(k.title) for ch in chunks]
-        embedder = self.c.embedders.get(kb.embedding_model_id or None, tenant_id=kb.tenant_id)
+        embedder = await self.c.embedders.get(kb.embedding_model_id or None, tenant_id=kb.tenant_id)
         vectors = await embedder.embed_passages(contents)
         await self.c.retrieval.index([
             IndexRow(source_id=ch.id, chunk_id=ch.id, knowledge_id=k.id, knowledge_base_id=kb.id,

@@ -43,7 +43,8 @@ async def test_the_engines_and_the_embedder_see_a_bounded_query(services: Servic
         return []
 
     monkeypatch.setattr(record_retrieval(c), "search", search)
-    embedder = c.search_service.embedders.get(kb.embedding_model_id or None, tenant_id=c.default_tenant_id)
+    embedder = await c.search_service.embedders.get(kb.embedding_model_id or None,
+                                                    tenant_id=c.default_tenant_id)
     embed_query = embedder.embed_query
     embedded: list[str] = []
 
