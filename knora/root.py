@@ -16,6 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from knora.adapters.blobs.local import LocalBlobStore
@@ -68,7 +69,7 @@ from knora.ports.rate_limit import RateLimiter
 from knora.ports.reranker import Rerankers
 from knora.ports.retrieval import RetrievalEngine
 from knora.ports.store import Repositories
-from knora.ports.stream_log import StopSignals, StreamLog
+from knora.ports.stream_log import Pingable, StopSignals, StreamLog
 from knora.ports.telemetry import Telemetry
 from knora.ports.tool import ToolDeps
 from knora.ports.websearch import WebSearch
@@ -107,6 +108,8 @@ from knora.services.websearch.providers import WebSearchProviderService
 from knora.settings import Settings
 
 log = logging.getLogger(__name__)
+
+READY_TIMEOUT_SECONDS = 2.0  # each backing service must answer the readiness check within this
 
 Closer = Callable[[], Awaitable[None]]
 ToolRegistryFactory = Callable[[list[str], ToolDeps | None], ToolRegistry]
@@ -175,6 +178,30 @@ class Services:
     kb_rebuild: IndexRebuildService  # a knowledge base's index rebuilt from its chunks, as a job
     _closers: list[Closer] = field(default_factory=list, repr=False)
 
+    async def readiness(self, timeout: float = READY_TIMEOUT_SECONDS) -> list[str]:
+        """What keeps this process from serving (empty: ready): the database and, with the Redis stream log,
+        Redis must answer within ``timeout`` seconds each. A load balancer's readiness probe
+        (``GET /health/ready``) sends traffic elsewhere meanwhile; liveness (``/health``) stays up."""
+        problems: list[str] = []
+
+        async def database() -> None:
+            async with self.db.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+
+        checks: list[tuple[str, Callable[[], Awaitable[None]]]] = [("database", database)]
+        named: tuple[tuple[str, object], ...] = (("stop signals", self.stop_signals),
+                                                 ("stream log", self.stream_log))
+        parts = {id(p): (n, p) for n, p in named}
+        for name, part in parts.values():  # one check when one object is both
+            if isinstance(part, Pingable):
+                checks.append((name, part.ping))
+        for name, check in checks:
+            try:
+                await asyncio.wait_for(check(), timeout)
+            except Exception as exc:  # noqa: BLE001 - any failure means "not ready", named for the operator
+                problems.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
+        return problems
+
     async def aclose(self) -> None:
         """Closes what was built, last built first; a failing closer is logged and the rest still run."""
         while self._closers:
@@ -218,7 +245,7 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
                          jobs=SqlJobRepo(gated), pins=SqlKnowledgeBasePinRepo(gated),
                          chunk_revisions=SqlChunkRevisionRepo(gated))
     embedders = EmbedderRegistry(s, build_embedder, _outbound(s),
-                                 lane=BackgroundLane(s.background_nice))
+                                 lane=BackgroundLane(s.background_nice), rows=repos.models)
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
     return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
+from fastapi.responses import JSONResponse
 from starlette.routing import Route
 
 from knora import __version__
@@ -120,6 +121,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             async with mcp.running(built):
                 yield
         finally:
+            app.state.draining = True  # readiness answers 503 from here on
             await built.aclose()
 
     app = FastAPI(title="Knora", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
@@ -141,7 +143,21 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     @app.get("/health", include_in_schema=False)
     async def health() -> dict[str, str]:
+        """Liveness: the process answers."""
         return {"status": "ok"}
+
+    @app.get("/health/ready", include_in_schema=False)
+    async def ready() -> JSONResponse:
+        """Readiness: started, not shutting down, and its database (and Redis, when used) answering; 503
+        with the reasons otherwise, so a load balancer sends requests to another replica."""
+        built: Services | None = getattr(app.state, "services", None)
+        if built is None or getattr(app.state, "draining", False):
+            reason = "starting" if built is None else "shutting down"
+            return JSONResponse({"status": "unavailable", "problems": [reason]}, status_code=503)
+        problems = await built.readiness()
+        if problems:
+            return JSONResponse({"status": "unavailable", "problems": problems}, status_code=503)
+        return JSONResponse({"status": "ready"})
 
     for router in ROUTERS:
         app.include_router(router, prefix=API_PREFIX)

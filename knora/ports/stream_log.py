@@ -46,3 +46,11 @@ class StopSignals(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class Pingable(Protocol):
+    """A backing service that can say it is reachable (``ping`` raises when it is not): the readiness check
+    (``GET /health/ready``) asks every part of the running services that is one."""
+
+    async def ping(self) -> None: ...
