@@ -107,13 +107,20 @@ async def _serve(args: argparse.Namespace) -> int:
             # first, so a command started meanwhile does not pick a server going away; here, not after
             # serve(): uvicorn re-raises a SIGTERM it caught once serve() ends, and that ends the process
             remove_record(settings.data_dir)
+            app.state.draining = True  # /health/ready answers 503 from now on
+            # stops listening, then waits up to shutdown_grace_seconds for requests and streams in flight
+            # (a stream cut then resumes on another replica from the shared log)
             await super().shutdown(sockets)
+            # closed here for the same reason: job leases released, turns' owners gone, the database closed
+            await c.aclose()
+            print("Knora stopped", flush=True)
 
+    app = create_app(services=c)
     try:
-        config = uvicorn.Config(create_app(services=c), host=host, port=port,
-                                log_level=settings.log_level.lower(), lifespan="on")
+        config = uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower(), lifespan="on",
+                                timeout_graceful_shutdown=settings.shutdown_grace_seconds)
         await Server(config).serve()
     finally:
         remove_record(settings.data_dir)
-        await c.aclose()
+        await c.aclose()  # a no-op after a shutdown that closed them; this covers start-up failures
     return 0

@@ -238,3 +238,14 @@ def test_ask_streams_as_the_answer_arrives_and_ctrl_c_stops_it(tmp_path: Path) -
                           if m["role"] == "assistant")
             assert answer["content"].startswith("Streaming")
             assert len(answer["content"]) < len(slow.content)  # the partial answer is kept
+
+
+def test_sigterm_closes_the_services_before_the_process_ends(tmp_path: Path) -> None:
+    """uvicorn re-raises a SIGTERM it caught once it has stopped serving, which ends the process at once: the
+    services (job leases, turn ownership, the database) are closed in the server's own shutdown, before
+    that, and the server says so."""
+    with served(tmp_path / "data") as server:
+        assert httpx.get(f"{server.url}/health/ready").status_code == 200
+        server.proc.send_signal(signal.SIGTERM)
+        out, _ = server.proc.communicate(timeout=60)
+        assert "Knora stopped" in out, out[-2000:]
