@@ -98,10 +98,10 @@ class Settings(ClientSettings):
     stream_log: str = Field(default="memory", description="memory|redis")
     job_queue: str = Field(default="inprocess", description="inprocess|redis (redis: not yet; in-process)")
     redis_url: str = "redis://127.0.0.1:6379/0"
-    shutdown_grace_seconds: float = Field(
-        default=15.0, ge=0, description="On SIGTERM/Ctrl-C, how long `knora serve` waits for requests and "
-        "answer streams in flight before closing them (a cut stream resumes on another replica with the Redis "
-        "stream log); keep it below the orchestrator's kill timeout (Kubernetes: 30 s)")
+    shutdown_grace_seconds: int = Field(
+        default=15, ge=0, description="On SIGTERM/Ctrl-C, how long `knora serve` waits for requests and "
+        "answer streams in flight before closing them (a cut stream resumes on another replica with the "
+        "Redis stream log); keep it below the orchestrator's kill timeout (Kubernetes: 30 s)")
     redis_prefix: str = "knora"
     stream_ttl_seconds: int = 3600
     turn_lease_seconds: float = Field(

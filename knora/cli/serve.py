@@ -117,8 +117,8 @@ async def _serve(args: argparse.Namespace) -> int:
 
     app = create_app(services=c)
     try:
-        config = uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower(), lifespan="on",
-                                timeout_graceful_shutdown=settings.shutdown_grace_seconds)
+        config = uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower(),
+                                lifespan="on", timeout_graceful_shutdown=settings.shutdown_grace_seconds)
         await Server(config).serve()
     finally:
         remove_record(settings.data_dir)
