@@ -50,6 +50,7 @@ from knora.adapters.mcp.toolset import MCPToolset
 from knora.adapters.parsers.runners import build_document_parsers
 from knora.adapters.ratelimit.registry import build as build_rate_limiter
 from knora.adapters.retrieval.registry import build_engine
+from knora.adapters.secrets.fernet import build as build_secret_box
 from knora.adapters.stream.registry import build as build_stream_log
 from knora.adapters.stream.registry import build_leases
 from knora.adapters.telemetry.registry import build_telemetry
@@ -68,6 +69,7 @@ from knora.ports.parser import DocumentParsers, ParseLimits
 from knora.ports.rate_limit import RateLimiter
 from knora.ports.reranker import Rerankers
 from knora.ports.retrieval import RetrievalEngine
+from knora.ports.secrets import SecretBox
 from knora.ports.store import Repositories
 from knora.ports.stream_log import Pingable, StopSignals, StreamLog
 from knora.ports.telemetry import Telemetry
@@ -128,6 +130,7 @@ class Services:
     """Everything a running Knora holds. Built by ``build_services``; closed (once) by ``aclose``."""
 
     settings: Settings
+    secrets: SecretBox  # seals stored credentials (knora secrets rotate)
     db: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     tenants: TenantService
@@ -238,10 +241,10 @@ def _outbound(s: Settings) -> Outbound:
     return Outbound.from_settings(s.effective_outbound_allowed_hosts, s.outbound_allow_private)
 
 
-def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides) -> _Store:
+def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides, box: SecretBox) -> _Store:
     gated = GatedSessions(sessions, asyncio.Lock() if s.is_sqlite else None)
     repos = Repositories(kbs=SqlKnowledgeBaseRepo(gated), knowledge=SqlKnowledgeRepo(gated),
-                         chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated),
+                         chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated, box),
                          jobs=SqlJobRepo(gated), pins=SqlKnowledgeBasePinRepo(gated),
                          chunk_revisions=SqlChunkRevisionRepo(gated))
     embedders = EmbedderRegistry(s, build_embedder, _outbound(s),
@@ -259,7 +262,7 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
 
 
 def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,
-            closers: list[Closer], telemetry: Telemetry) -> _Models:
+            closers: list[Closer], telemetry: Telemetry, box: SecretBox) -> _Models:
     chat_models = ChatModelRegistry(s, repos.models, outbound=_outbound(s), metrics=telemetry.metrics)
     rerankers = RerankerRegistry(s, repos.models, outbound=_outbound(s))
     closers += [chat_models.close, rerankers.close]
@@ -271,7 +274,7 @@ def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repo
     close_web = getattr(web_search, "close", None)
     if close_web is not None:
         closers.append(close_web)
-    providers = WebSearchProviderService(SqlWebSearchProviderRepo(sessions), _outbound(s).tenant)
+    providers = WebSearchProviderService(SqlWebSearchProviderRepo(sessions, box), _outbound(s).tenant)
     closers.append(providers.close)
     fetcher = PageFetcher(allow_private=s.allow_private_network_fetch)
     closers.append(fetcher.close)
@@ -333,7 +336,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
     await tenants.revoke_legacy_ui_keys(s.api_key)
 
-    store = _store(s, sessions, o)
+    box = build_secret_box(s)
+    store = _store(s, sessions, o, box)
     closers.append(store.parsers.aclose)  # closed after the job workers, which may be waiting on a parse
     engine = o.engine(s) if o.engine is not None else build_engine(s.effective_retrieval_engine, s)
     await engine.start()
@@ -362,7 +366,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     kb_rebuild = IndexRebuildService(kb_copy)
     store.jobs.register(KB_REBUILD_JOB, kb_rebuild.run, give_up=kb_rebuild.give_up)
 
-    models = _models(s, sessions, store.repos, closers, telemetry)
+    models = _models(s, sessions, store.repos, closers, telemetry, box)
     deps.chat_models = models.chat_models  # the VLM that captions document images
     pipeline_deps = _pipeline_deps(settings, models, search, store, kbs)
 
@@ -375,7 +379,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     session_service = SessionService(SqlSessionRepo(sessions, writer), SqlMessageRepo(sessions, writer),
                                      title_model)
 
-    agent_repo, mcp_repo = SqlAgentRepo(sessions), SqlMCPServiceRepo(sessions)
+    agent_repo, mcp_repo = SqlAgentRepo(sessions), SqlMCPServiceRepo(sessions, box)
     approvals = await _approvals(s, closers)
     mcp_toolset = MCPToolset(mcp_repo, stdio_enabled=s.mcp_stdio_enabled, approval=approvals,
                              policy=tenant_urls)
@@ -422,7 +426,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         await chat.close_interrupted(s.stream_ttl_seconds)
 
     services = Services(
-        settings=s, db=db, sessions=sessions, tenants=tenants, default_tenant_id=default_tenant_id,
+        settings=s, secrets=box, db=db, sessions=sessions, tenants=tenants,
+        default_tenant_id=default_tenant_id,
         generated_api_key=generated_key, blobs=store.blobs, embedders=store.embedders, parsers=store.parsers,
         repos=store.repos, jobs=store.jobs, kb_service=kbs, ingest_service=ingest,
         chunk_service=ChunkService(deps),

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -39,6 +39,13 @@ class ClientSettings(BaseSettings):
     api_key: str | None = Field(
         default=None, description="Key of the default tenant; generated if unset. The CLI sends it to the "
         "server it talks to (else the key `knora serve` keeps for it in the data dir, docs/cli.md)")
+    secret_key: SecretStr | None = Field(
+        default=None, description="Fernet key sealing stored credentials (model API keys, MCP headers and "
+        "tokens, web-search keys); `knora secrets new-key` makes one. Unset: <data_dir>/secret.key, made on "
+        "first start (one machine only: replicas must share one key)")
+    previous_secret_keys: list[SecretStr] = Field(
+        default_factory=list, description="Keys that sealed credentials before a rotation (JSON list): they "
+        "still open them until `knora secrets rotate` reseals everything with secret_key")
     url: str | None = Field(
         default=None, description="The Knora server the CLI talks to (KNORA_URL, e.g. "
         "http://127.0.0.1:8080). Unset: the server `knora serve` recorded in the data dir, if it answers; "

@@ -16,12 +16,12 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from knora.cli import ask, ingest, kb, mcp, search, serve
+from knora.cli import ask, ingest, kb, mcp, search, secrets, serve
 from knora.cli import eval as eval_command
 
 T = TypeVar("T")
 
-COMMANDS = (serve, kb, ingest, search, ask, mcp, eval_command)
+COMMANDS = (serve, kb, ingest, search, ask, mcp, eval_command, secrets)
 
 
 def build_parser() -> argparse.ArgumentParser:

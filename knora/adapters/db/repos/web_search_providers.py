@@ -6,31 +6,36 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from knora.adapters.db.repos._mapping import apply, row_to, to_row
+from knora.adapters.db.repos._sealed import Sealer
 from knora.adapters.db.tables import WebSearchProviderRow
 from knora.domain.common import utcnow
 from knora.domain.websearch import WebSearchProvider
+from knora.ports.secrets import SecretBox
 
 
 class SqlWebSearchProviderRepo:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], box: SecretBox | None = None) -> None:
         self._sessions = sessions
+        self._sealer = Sealer(box, WebSearchProviderRow)  # credentials sealed at rest
 
     async def create(self, provider: WebSearchProvider) -> WebSearchProvider:
         async with self._sessions.begin() as s:
-            s.add(to_row(WebSearchProviderRow, provider))
+            s.add(to_row(WebSearchProviderRow, self._sealer.seal(provider)))
         return provider
 
     async def get(self, tenant_id: int, provider_id: str) -> WebSearchProvider | None:
         async with self._sessions() as s:
             row = await s.get(WebSearchProviderRow, provider_id)
-            return row_to(WebSearchProvider, row) if row is not None and row.tenant_id == tenant_id else None
+            if row is None or row.tenant_id != tenant_id:
+                return None
+            return self._sealer.open(row_to(WebSearchProvider, row))
 
     async def list(self, tenant_id: int) -> list[WebSearchProvider]:
         async with self._sessions() as s:
             rows = (await s.execute(select(WebSearchProviderRow)
                                     .where(WebSearchProviderRow.tenant_id == tenant_id)
                                     .order_by(WebSearchProviderRow.created_at))).scalars().all()
-            return [row_to(WebSearchProvider, r) for r in rows]
+            return [self._sealer.open(row_to(WebSearchProvider, r)) for r in rows]
 
     async def update(self, provider: WebSearchProvider) -> WebSearchProvider:
         provider = provider.model_copy(update={"updated_at": utcnow()})
@@ -38,7 +43,7 @@ class SqlWebSearchProviderRepo:
             row = await s.get(WebSearchProviderRow, provider.id)
             if row is None or row.tenant_id != provider.tenant_id:
                 raise LookupError(provider.id)
-            apply(row, provider)
+            apply(row, self._sealer.seal(provider))
         return provider
 
     async def delete(self, tenant_id: int, provider_id: str) -> bool:

@@ -1,0 +1,1 @@
+"""Secret boxes (knora/ports/secrets.py)."""

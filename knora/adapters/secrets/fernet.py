@@ -1,0 +1,77 @@
+"""Fernet (AES-128-CBC + HMAC-SHA256, from ``cryptography``) with key rotation: the first key seals, every
+key opens, so values sealed before a rotation stay readable until ``knora secrets rotate`` reseals them."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+
+from knora.ports.secrets import SEALED_PREFIX, SecretError
+from knora.settings import Settings
+
+log = logging.getLogger(__name__)
+
+KEY_FILE = "secret.key"
+
+
+class FernetBox:
+    def __init__(self, keys: list[str]) -> None:
+        if not keys:
+            raise ValueError("a secret box needs at least one key")
+        try:
+            self._fernet = MultiFernet([Fernet(k.encode()) for k in keys])
+        except ValueError as exc:
+            raise ValueError("KNORA_SECRET_KEY must be a Fernet key: 32 url-safe base64 bytes, as "
+                             "`knora secrets new-key` prints") from exc
+
+    def seal(self, plain: str) -> str:
+        if not plain:
+            return plain
+        return SEALED_PREFIX + self._fernet.encrypt(plain.encode()).decode()
+
+    def open(self, stored: str) -> str:
+        if not stored.startswith(SEALED_PREFIX):
+            return stored
+        try:
+            return self._fernet.decrypt(stored[len(SEALED_PREFIX):].encode()).decode()
+        except InvalidToken as exc:
+            raise SecretError("a stored credential cannot be opened with the configured KNORA_SECRET_KEY (or "
+                              "KNORA_PREVIOUS_SECRET_KEYS): was the key changed without a rotation?") from exc
+
+    def reseal(self, stored: str) -> str:
+        if not stored.startswith(SEALED_PREFIX):
+            return self.seal(stored)
+        try:
+            return SEALED_PREFIX + self._fernet.rotate(stored[len(SEALED_PREFIX):].encode()).decode()
+        except InvalidToken as exc:
+            raise SecretError("a stored credential cannot be opened with any configured key") from exc
+
+
+def new_key() -> str:
+    return Fernet.generate_key().decode()
+
+
+def local_key(data_dir: Path) -> str:
+    """The embedded default's key: ``<data_dir>/secret.key`` (0600), made on first start. Replicas must share
+    one key instead (``KNORA_SECRET_KEY``): each would otherwise seal with a key the others do not have."""
+    path = data_dir / KEY_FILE
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key = new_key()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(key + "\n")
+    log.info("made %s: the key that seals stored credentials (keep it with the database)", path)
+    return key
+
+
+def build(settings: Settings) -> FernetBox:
+    """The box of ``settings``: ``secret_key`` (else the data dir's key file) seals; it and every
+    ``previous_secret_keys`` entry open."""
+    current = (settings.secret_key.get_secret_value() if settings.secret_key is not None
+               else local_key(settings.data_dir))
+    return FernetBox([current, *(k.get_secret_value() for k in settings.previous_secret_keys)])
