@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from knora.adapters.blobs.local import LocalBlobStore
-from knora.adapters.db.engine import make_engine, make_sessionmaker, migrate
+from knora.adapters.blobs.registry import build_blob_store
+from knora.adapters.db.engine import make_engine, make_sessionmaker, migrate, startup_lock
 from knora.adapters.db.repos._batch import GroupCommit
 from knora.adapters.db.repos._mapping import GatedSessions
 from knora.adapters.db.repos.agents import SqlAgentRepo
@@ -211,7 +211,7 @@ def _outbound(s: Settings) -> Outbound:
     return Outbound.from_settings(s.effective_outbound_allowed_hosts, s.outbound_allow_private)
 
 
-def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides) -> _Store:
+def _store(s: Settings, db: AsyncEngine, sessions: async_sessionmaker[AsyncSession], o: Overrides) -> _Store:
     gated = GatedSessions(sessions, asyncio.Lock() if s.is_sqlite else None)
     repos = Repositories(kbs=SqlKnowledgeBaseRepo(gated), knowledge=SqlKnowledgeRepo(gated),
                          chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated),
@@ -221,7 +221,7 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
                                  lane=BackgroundLane(s.background_nice))
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
-    return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,
+    return _Store(blobs=build_blob_store(s, db), embedders=embedders,
                   parsers=build_document_parsers(s.parse_isolation, ParseLimits(
                       s.max_expanded_bytes, s.parse_memory_limit_mb, s.parse_timeout_seconds,
                       s.background_nice),
@@ -301,16 +301,24 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     sessions = make_sessionmaker(db)
     telemetry = build_telemetry(s)
     closers: list[Closer] = [telemetry.tracer.close]  # closed last: spans of the last turns are exported
-    await migrate(db)
-    tenants = TenantService(SqlTenantRepo(sessions))
-    default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
-    await tenants.revoke_legacy_ui_keys(s.api_key)
-
-    store = _store(s, sessions, o)
-    closers.append(store.parsers.aclose)  # closed after the job workers, which may be waiting on a parse
+    # The retrieval engine starts before any migration: what it needs of the server (pgvector) is checked
+    # before this process changes the database (issue 16 item 10); it owns its tables, not Alembic.
     engine = o.engine(s) if o.engine is not None else build_engine(s.effective_retrieval_engine, s)
-    await engine.start()
+    try:
+        await engine.start()
+    except BaseException:
+        await db.dispose()
+        raise
     closers.append(engine.close)
+    tenants = TenantService(SqlTenantRepo(sessions))
+    # Replicas started at once: one at a time through migrations and the first start's default tenant.
+    async with startup_lock(db):
+        await migrate(db)
+        default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
+        await tenants.revoke_legacy_ui_keys(s.api_key)
+
+    store = _store(s, db, sessions, o)
+    closers += [store.parsers.aclose, store.blobs.close]  # after the job workers, which may be using them
     reads = SqlSearchReads(sessions)
     closers.append(reads.close)
     search = HybridSearch(reads, store.embedders, lambda _kb: engine,
