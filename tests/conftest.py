@@ -212,3 +212,25 @@ def record_retrieval(c: Services) -> RecordingRetrieval:
     """The ``RecordingRetrieval`` in front of the engine of services built with ``RECORDING``."""
     assert isinstance(c.retrieval, RecordingRetrieval), "build these services with overrides=RECORDING"
     return c.retrieval
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A real S3-compatible HTTP server on 127.0.0.1 (moto's ThreadedMotoServer, from PyPI: ``moto[server]``),
+    for the whole session; yields its endpoint URL. Tests use buckets of their own."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def s3_settings(endpoint: str, bucket: str | None = None) -> dict[str, Any]:
+    """Settings fields of an S3 blob store on ``endpoint`` (moto takes any credentials), a new bucket each."""
+    return {"blob_store": "s3", "s3_endpoint_url": endpoint, "s3_bucket": bucket or f"knora-{uuid.uuid4().hex[:12]}",
+            "s3_region": "us-east-1", "s3_access_key_id": "test", "s3_secret_access_key": "test",
+            "s3_create_bucket": True}
