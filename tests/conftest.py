@@ -231,6 +231,7 @@ def s3_endpoint() -> Iterator[str]:
 
 def s3_settings(endpoint: str, bucket: str | None = None) -> dict[str, Any]:
     """Settings fields of an S3 blob store on ``endpoint`` (moto takes any credentials), a new bucket each."""
-    return {"blob_store": "s3", "s3_endpoint_url": endpoint, "s3_bucket": bucket or f"knora-{uuid.uuid4().hex[:12]}",
+    return {"blob_store": "s3", "s3_endpoint_url": endpoint,
+            "s3_bucket": bucket or f"knora-{uuid.uuid4().hex[:12]}",
             "s3_region": "us-east-1", "s3_access_key_id": "test", "s3_secret_access_key": "test",
             "s3_create_bucket": True}

@@ -87,7 +87,8 @@ class TestBlobStoreContract:
         data = os.urandom(50 * 1024 * 1024 + 17)  # 50 MB and not a whole number of pieces
         await store.put("1/kb/big/scan.pdf", data)
         got = await store.get("1/kb/big/scan.pdf")
-        assert len(got) == len(data) and got == data
+        assert len(got) == len(data)
+        assert got == data
         smaller = data[: 3 * 1024 * 1024]
         await store.put("1/kb/big/scan.pdf", smaller)  # fewer pieces than before: none of the old left
         assert await store.get("1/kb/big/scan.pdf") == smaller
@@ -108,9 +109,9 @@ class TestBlobStoreContract:
 
     @pytest.mark.parametrize("key", UNSAFE_KEYS)
     async def test_unsafe_keys_are_refused_everywhere(self, store: BlobStore, key: str) -> None:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="unsafe blob key"):
             await store.put(key, b"x")
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="unsafe blob key"):
             await store.get(key)
 
     async def test_delete_prefix_removes_only_under_it(self, store: BlobStore) -> None:
@@ -150,7 +151,7 @@ class TestBlobStoreContract:
 class TestLocalStore:
     async def test_no_key_leaves_the_root(self, tmp_path: Path) -> None:
         blobs = LocalBlobStore(tmp_path / "blobs")
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="unsafe blob key"):
             await blobs.put("../outside.txt", b"x")
         assert not (tmp_path / "outside.txt").exists()
 
