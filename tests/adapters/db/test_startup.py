@@ -53,7 +53,7 @@ async def test_three_replicas_started_at_once_on_an_empty_database_all_come_up(
         sys.executable, "-c", _REPLICA, str(tmp_path / f"replica{i}"), fresh_pg_url, str(go), cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE) for i in range(3)]
-    await asyncio.sleep(1.0)  # each has imported Knora and waits at the barrier (a slower one only waits less)
+    await asyncio.sleep(1.0)  # each imports Knora and waits at the barrier (a slower one only waits less)
     go.touch()
     results = await asyncio.wait_for(asyncio.gather(*(p.communicate() for p in procs)), 240)
     codes = [p.returncode for p in procs]
