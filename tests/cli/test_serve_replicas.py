@@ -128,6 +128,7 @@ def test_several_replicas_with_the_local_blob_store_are_refused(tmp_path: Path, 
     assert not (tmp_path / "data" / "server.json").exists()
 
 
+@pytest.mark.redis
 def test_one_replica_said_so_starts_with_the_local_store(tmp_path: Path) -> None:
     proc = _serve(tmp_path / "data", KNORA_STREAM_LOG="redis", KNORA_REPLICAS="1")
     try:

@@ -31,8 +31,12 @@ class S3BlobStore:
     def __init__(self, *, bucket: str, endpoint_url: str | None = None, region: str | None = None,
                  access_key_id: str | None = None, secret_access_key: str | None = None, prefix: str = "",
                  create_bucket: bool = False, max_connections: int = 16) -> None:
-        import boto3
-        from botocore.config import Config
+        try:
+            import boto3
+            from botocore.config import Config
+        except ImportError as exc:  # the optional extra
+            raise RuntimeError("KNORA_BLOB_STORE=s3 needs boto3: pip install 'knora[s3]' "
+                               "(or pip install boto3)") from exc
 
         if not bucket:
             raise ValueError("KNORA_BLOB_STORE=s3 needs KNORA_S3_BUCKET")
