@@ -448,7 +448,10 @@ async def _sample_kb(services: Services) -> None:
     from knora.services.ingest.sample import ensure_sample_kb
 
     try:
-        await ensure_sample_kb(services.settings, services.default_tenant_id, services.kb_service,
-                               services.ingest_service)
+        # under the start-up lock: replicas starting together on an empty database make one sample KB, not
+        # one each (it is looked up by name, then created); only its files' acceptance is inside, not parsing
+        async with startup_lock(services.db):
+            await ensure_sample_kb(services.settings, services.default_tenant_id, services.kb_service,
+                                   services.ingest_service)
     except Exception:
         log.exception("could not ingest the sample knowledge base")

@@ -1,5 +1,5 @@
 """Issue 16 items 3 and 10: replicas started at once on an empty PostgreSQL database all come up (the
-migrations and the first start's default tenant run one process at a time), and the pgvector check runs
+migrations, the first start's default tenant and the sample knowledge base: one process at a time), and the pgvector check runs
 before any migration, with an install hint that is true here."""
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ async def main():
     while not go.exists():
         time.sleep(0.005)
     c = await build_services(Settings(data_dir=sys.argv[1], database_url=sys.argv[2], api_key="sk-replicas",
-                                      embedder="local:hash", sample_kb=False, replicas=3), RECORDING)
+                                      embedder="local:hash", sample_kb=True, replicas=3), RECORDING)
     print("up", c.default_tenant_id, flush=True)
+    for task in [t for t in asyncio.all_tasks() if t.get_name() == "knora-sample-kb"]:
+        await task  # this replica's look-up (and maybe creation) of the sample knowledge base
     await c.aclose()
 
 asyncio.run(main())
@@ -65,6 +67,7 @@ async def test_three_replicas_started_at_once_on_an_empty_database_all_come_up(
         assert await conn.fetchval("SELECT count(*) FROM tenants") == 1
         assert await conn.fetchval("SELECT count(*) FROM alembic_version") == 1
         assert await conn.fetchval("SELECT count(*) FROM api_keys") == 1
+        assert await conn.fetchval("SELECT count(*) FROM knowledge_bases") == 1  # one sample KB, not three
     finally:
         await conn.close()
 
