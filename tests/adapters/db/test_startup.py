@@ -1,6 +1,6 @@
 """Issue 16 items 3 and 10: replicas started at once on an empty PostgreSQL database all come up (the
-migrations, the first start's default tenant and the sample knowledge base: one process at a time), and the pgvector check runs
-before any migration, with an install hint that is true here."""
+migrations, the first start's default tenant and the sample knowledge base: one process at a time), and the
+pgvector check runs before any migration, with an install hint that is true here."""
 
 from __future__ import annotations
 
