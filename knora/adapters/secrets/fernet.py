@@ -75,3 +75,13 @@ def build(settings: Settings) -> FernetBox:
     current = (settings.secret_key.get_secret_value() if settings.secret_key is not None
                else local_key(settings.data_dir))
     return FernetBox([current, *(k.get_secret_value() for k in settings.previous_secret_keys)])
+
+
+def replica_problem(settings: Settings) -> str | None:
+    """Why these settings cannot serve several replicas, or None: each replica would make a key file of its
+    own, and a credential one of them sealed would not open on the others."""
+    if not settings.several_replicas or settings.secret_key is not None:
+        return None
+    return ("these settings run several replicas but KNORA_SECRET_KEY is not set: each would seal stored "
+            "credentials with a key only it has. Set the same KNORA_SECRET_KEY on every replica "
+            "(`knora secrets new-key` makes one; docs/deploy.md).")

@@ -9,8 +9,8 @@ import pytest
 
 from knora.adapters.retrieval import postgres
 from knora.adapters.retrieval.postgres import PostgresEngine
-from tests.adapters.retrieval.conftest import fresh_database
 from tests.adapters.retrieval.test_engine_contract import CORPUS, ids, vec, vq
+from tests.conftest import fresh_database
 
 pytestmark = [pytest.mark.pgvector, pytest.mark.integration]
 
