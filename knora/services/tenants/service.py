@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import logging
 import secrets
+import time
 
 from knora.domain.models import Tenant
 from knora.ports.tenant_store import StoredKey, TenantRepo
@@ -37,22 +38,29 @@ def key_prefix(key: str, *, generated: bool) -> str:
     return key[:len(_GENERATED) + 4] if generated else ""
 
 
+KEY_RECHECK_SECONDS = 1.0  # a cached API key is confirmed with the database again after this
+
+
 class TenantService:
     def __init__(self, repo: TenantRepo) -> None:
         self._repo = repo
-        self._cache: dict[str, int] = {}
+        # key digest → (tenant, when the database last confirmed it): re-confirmed after KEY_RECHECK_SECONDS,
+        # so a key revoked through another replica stops working here within that time
+        self._cache: dict[str, tuple[int, float]] = {}
         self._lookups: dict[str, asyncio.Future[int | None]] = {}  # keys being looked up: later askers wait
         self._ui_key: str | None = None
         self._default_id: int | None = None
 
     async def authenticate(self, key: str) -> int | None:
-        """The tenant of an API key. Known keys are answered from memory; concurrent first requests with one
-        key share a single lookup (a thousand clients connecting at once are one query, not a thousand)."""
+        """The tenant of an API key. A key confirmed less than ``KEY_RECHECK_SECONDS`` ago is answered from
+        memory; concurrent lookups of one key share a single query (a thousand clients connecting at once are
+        one query, not a thousand)."""
         if not key:
             return None
         digest = hash_key(key)
-        if digest in self._cache:
-            return self._cache[digest]
+        cached = self._cache.get(digest)
+        if cached is not None and time.monotonic() - cached[1] < KEY_RECHECK_SECONDS:
+            return cached[0]
         pending = self._lookups.get(digest)
         if pending is not None:
             return await asyncio.shield(pending)
@@ -61,7 +69,9 @@ class TenantService:
         try:
             tenant_id = await self._repo.tenant_of_key(digest)
             if tenant_id is not None:
-                self._cache[digest] = tenant_id
+                self._cache[digest] = (tenant_id, time.monotonic())
+            else:
+                self._cache.pop(digest, None)  # revoked (here or through another replica)
             fut.set_result(tenant_id)
             return tenant_id
         except BaseException as exc:

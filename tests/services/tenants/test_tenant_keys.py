@@ -3,6 +3,7 @@ revoked when a new one is made, and the stored plaintext prefix gives away littl
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -128,3 +129,26 @@ class TestLegacyUiKeys:
             assert await c.tenants.authenticate(chosen) == c.default_tenant_id
             assert await c.tenants.authenticate("first-operator-key") == c.default_tenant_id
             assert await c.tenants.authenticate("sk-old-ui-key") is None
+
+
+async def test_a_key_revoked_through_one_replica_is_refused_by_another_within_seconds(
+        make_settings: Any, db_url: str) -> None:
+    """Two running services on one database: B has the key cached; A revokes it; B refuses it once its cached
+    confirmation is KEY_RECHECK_SECONDS old (issue 14: revocation on every replica within a second)."""
+    from knora.services.tenants.service import KEY_RECHECK_SECONDS
+    from tests.polling import eventually
+
+    async with started(make_settings(database_url=db_url), RECORDING) as a, \
+            started(make_settings(database_url=db_url), RECORDING) as b:
+        tenant, key = await a.tenants.create("team")
+        assert await b.tenants.authenticate(key) == tenant.id  # cached in B
+        stored = await a.tenants._repo.keys(tenant.id)
+        assert await a.tenants._repo.revoke([k.id for k in stored]) == len(stored)
+
+        async def refused() -> bool:
+            return await b.tenants.authenticate(key) is None
+
+        loop = asyncio.get_running_loop()
+        revoked_at = loop.time()
+        assert await eventually(refused, timeout=10)
+        assert loop.time() - revoked_at < KEY_RECHECK_SECONDS + 5  # bounded by the recheck, with slack
