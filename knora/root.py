@@ -259,7 +259,8 @@ def _store(s: Settings, db: AsyncEngine, sessions: async_sessionmaker[AsyncSessi
                       workers=s.parse_workers), repos=repos,
                   jobs=build_job_queue(s.job_queue, repos.jobs, workers=max(s.ingest_concurrency,
                                                                             s.ingest_workers),
-                                       max_attempts=s.ingest_max_attempts, lease_seconds=s.job_lease_seconds))
+                                       max_attempts=s.ingest_max_attempts, lease_seconds=s.job_lease_seconds,
+                                       database_url=s.effective_database_url))
 
 
 def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,

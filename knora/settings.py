@@ -103,7 +103,9 @@ class Settings(ClientSettings):
         default=None, description="sqlite|postgres. Default: follows the database (sqlite for SQLite, "
         "postgres for PostgreSQL)")
     stream_log: str = Field(default="memory", description="memory|redis")
-    job_queue: str = Field(default="inprocess", description="inprocess|redis (redis: not yet; in-process)")
+    job_queue: str = Field(default="inprocess", description="inprocess|postgres|redis: inprocess polls the "
+                           "jobs table every 2 s (one process); postgres wakes on LISTEN/NOTIFY and takes "
+                           "over a dead replica's jobs within seconds (redis: not yet; in-process)")
     replicas: int | None = Field(
         default=None, ge=1,
         description="How many `knora serve` processes share this database. Unset: several when the stream "
@@ -237,10 +239,10 @@ class Settings(ClientSettings):
         default=3, ge=1,
         description="Times an ingestion job is started; a job whose process died this often (a crash or a "
         "restart mid-parse) ends the document as failed instead of running again")
-    job_lease_seconds: float = Field(
-        default=60.0, gt=0,
+    job_lease_seconds: float | None = Field(
+        default=None, gt=0,
         description="A running job whose heartbeat is older than this belongs to a dead process and is "
-        "taken over")
+        "taken over. Unset: 60 s with the in-process queue, 10 s with the postgres queue")
     ingest_workers: int = 1
     ingest_concurrency: int = Field(
         default=64,

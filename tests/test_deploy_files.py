@@ -68,7 +68,7 @@ def test_compose_runs_replicas_on_the_shared_services() -> None:
     assert env["KNORA_STREAM_LOG"] == "redis"
     assert env["KNORA_DATABASE_URL"].startswith("postgresql+asyncpg://")
     assert services["knora"]["deploy"]["replicas"] > 1
-    # the settings the replicas get would start: interpolated as compose does, then checked as knora serve does
+    # the replicas' settings would start: interpolated as compose does, checked as knora serve does
     from knora.adapters.blobs.registry import replica_problem as blob_problem
     from knora.adapters.secrets.fernet import new_key
     from knora.adapters.secrets.fernet import replica_problem as secret_problem

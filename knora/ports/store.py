@@ -265,9 +265,9 @@ class JobRepo(Protocol):
 
     async def fail(self, job_id: str, error: str) -> None: ...
 
-    async def requeue(self, job_id: str, *, refund: bool = False) -> None:
+    async def requeue(self, job_id: str, *, refund: bool = False, delay_seconds: float = 0.0) -> None:
         """Back to ``queued``; ``refund`` takes back the attempt its claim counted (the job was stopped, not
-        at fault: a shutdown)."""
+        at fault: a shutdown); ``delay_seconds``: not claimed again before then (a retry's backoff)."""
         ...
 
     async def count_active(self) -> int: ...

@@ -22,11 +22,14 @@ from knora.ports.store import JobRecord, JobRepo
 
 log = logging.getLogger(__name__)
 
+MAX_BACKOFF_SECONDS = 300.0
+
 
 class InProcessJobQueue:
     def __init__(self, repo: JobRepo, *, workers: int = 4, lease_seconds: float = 60.0,
-                 poll_seconds: float = 2.0, max_attempts: int = 3) -> None:
+                 poll_seconds: float = 2.0, max_attempts: int = 3, retry_seconds: float = 2.0) -> None:
         self._repo = repo
+        self._retry = retry_seconds
         self._handlers: dict[str, JobHandler] = {}
         self._give_up: dict[str, GiveUpHandler] = {}
         self._workers = max(1, workers)
@@ -38,6 +41,11 @@ class InProcessJobQueue:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._finished: list[str] = []
         self._stopping = False
+
+    def backoff(self, attempts: int) -> float:
+        """Seconds before attempt ``attempts + 1`` of a job that failed: doubling from ``retry_seconds``,
+        at most ``MAX_BACKOFF_SECONDS``."""
+        return float(min(self._retry * 2 ** max(attempts - 1, 0), MAX_BACKOFF_SECONDS))
 
     def register(self, kind: str, handler: JobHandler, *, give_up: GiveUpHandler | None = None) -> None:
         self._handlers[kind] = handler
@@ -141,9 +149,14 @@ class InProcessJobQueue:
         except Exception as exc:
             log.exception("job %s (%s) failed", job.id, job.kind)
             if job.attempts < self._max_attempts:
-                await self._repo.requeue(job.id)
-            else:
-                await self._repo.fail(job.id, f"{type(exc).__name__}: {exc}")
+                await self._repo.requeue(job.id, delay_seconds=self.backoff(job.attempts))
+            else:  # the dead letter: failed, and its kind says so where users look (a document's status)
+                reason = f"it failed {job.attempts} times, last with {type(exc).__name__}: {exc}"
+                give_up = self._give_up.get(job.kind)
+                if give_up is not None:
+                    with contextlib.suppress(Exception):
+                        await give_up(job.payload, reason)
+                await self._repo.fail(job.id, reason)
         finally:
             beat.cancel()
             self._running.pop(job.id, None)

@@ -1,7 +1,8 @@
 """Job queues by name (``settings.job_queue``).
 
-``redis`` is accepted (the scale profile names it) but not implemented yet: it builds the durable in-process
-queue on the database and says so, as before the registry existed.
+``inprocess`` (the embedded default) and ``postgres`` (LISTEN/NOTIFY and short leases, for several replicas)
+share the ``jobs`` table. ``redis`` is accepted (the scale profile names it) but not implemented yet: it
+builds the durable in-process queue on the database and says so.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ log = logging.getLogger(__name__)
 class QueueOptions:
     workers: int = 4  # jobs run at once
     max_attempts: int = 3  # starts of one job before it is given up
-    lease_seconds: float = 60.0  # a running job without a heartbeat this long belongs to a dead process
+    lease_seconds: float | None = None  # a running job without a heartbeat this long belongs to a dead
+    # process (None: the queue's own default: 60 s in-process, 10 s on PostgreSQL)
+    database_url: str = ""  # the database the jobs table is in (the postgres queue LISTENs on it)
 
 
 JobQueueFactory = Callable[[JobRepo, QueueOptions], JobQueue]
@@ -32,7 +35,17 @@ def _inprocess(repo: JobRepo, o: QueueOptions) -> JobQueue:
     from knora.adapters.jobs.inprocess import InProcessJobQueue
 
     return InProcessJobQueue(repo, workers=o.workers, max_attempts=o.max_attempts,
-                             lease_seconds=o.lease_seconds)
+                             lease_seconds=o.lease_seconds or 60.0)
+
+
+def _postgres(repo: JobRepo, o: QueueOptions) -> JobQueue:
+    from knora.adapters.jobs.postgres import PostgresJobQueue
+    from knora.adapters.retrieval.postgres import asyncpg_dsn
+
+    if not o.database_url.startswith(("postgresql", "postgres")):
+        raise ValueError("job_queue=postgres needs KNORA_DATABASE_URL=postgresql+asyncpg://…")
+    return PostgresJobQueue(repo, asyncpg_dsn(o.database_url), workers=o.workers, max_attempts=o.max_attempts,
+                            lease_seconds=o.lease_seconds or 10.0)
 
 
 def _redis(repo: JobRepo, o: QueueOptions) -> JobQueue:
@@ -40,10 +53,11 @@ def _redis(repo: JobRepo, o: QueueOptions) -> JobQueue:
     return _inprocess(repo, o)
 
 
-JOB_QUEUES: Registry[JobQueueFactory] = Registry("job queue", {"inprocess": _inprocess, "redis": _redis})
+JOB_QUEUES: Registry[JobQueueFactory] = Registry("job queue", {"inprocess": _inprocess, "postgres": _postgres,
+                                                               "redis": _redis})
 
 
 def build_job_queue(name: str, repo: JobRepo, *, workers: int, max_attempts: int = 3,
-                    lease_seconds: float = 60.0) -> JobQueue:
+                    lease_seconds: float | None = None, database_url: str = "") -> JobQueue:
     """The queue named ``name`` over the ``jobs`` table behind ``repo``; ValueError for an unknown name."""
-    return JOB_QUEUES.get(name)(repo, QueueOptions(workers, max_attempts, lease_seconds))
+    return JOB_QUEUES.get(name)(repo, QueueOptions(workers, max_attempts, lease_seconds, database_url))

@@ -150,3 +150,29 @@ class TestInProcessJobQueue:
         await q.stop()
         assert calls == 2
         assert await repo.count_active() == 0
+
+
+async def test_a_failed_job_waits_longer_each_time_then_its_kind_hears_it(repo: SqlJobRepo) -> None:
+    calls: list[Any] = []
+    given_up: list[str] = []
+
+    async def broken(_p: dict[str, Any]) -> None:
+        calls.append(utcnow())
+        raise RuntimeError("the model server is down")
+
+    async def give_up(_p: dict[str, Any], reason: str) -> None:
+        given_up.append(reason)
+
+    q = InProcessJobQueue(repo, max_attempts=3, retry_seconds=0.2, poll_seconds=0.05)
+    q.register("t", broken, give_up=give_up)
+    assert [q.backoff(n) for n in (1, 2, 3)] == [0.2, 0.4, 0.8]
+    assert q.backoff(40) == 300.0  # capped
+    await q.start()
+    await q.enqueue("t", {})
+    await q.wait_idle(30)
+    await q.stop()
+    assert len(calls) == 3
+    # each retry came no earlier than its backoff (the queue may be later, never earlier)
+    assert calls[1] - calls[0] >= timedelta(seconds=0.2)
+    assert calls[2] - calls[1] >= timedelta(seconds=0.4)
+    assert given_up == ["it failed 3 times, last with RuntimeError: the model server is down"]

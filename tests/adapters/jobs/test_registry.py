@@ -1,4 +1,4 @@
-"""Job queues by name: ``inprocess``, and ``redis`` accepted but served in-process (not implemented yet)."""
+"""Job queues by name: ``inprocess``, ``postgres``, and ``redis`` accepted but served in-process (not yet)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ _REPO = cast(JobRepo, object())  # construction stores the repo and touches noth
 
 
 def test_names() -> None:
-    assert JOB_QUEUES.names() == ("inprocess", "redis")
+    assert JOB_QUEUES.names() == ("inprocess", "postgres", "redis")
 
 
 def test_inprocess_is_built_with_its_workers() -> None:
@@ -33,5 +33,15 @@ def test_redis_falls_back_to_the_inprocess_queue_and_says_so(caplog: pytest.LogC
 
 
 def test_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="unknown job queue 'celery'; known: inprocess, redis"):
+    with pytest.raises(ValueError, match="unknown job queue 'celery'; known: inprocess, postgres, redis"):
         build_job_queue("celery", _REPO, workers=1)
+
+
+def test_postgres_needs_a_postgresql_database() -> None:
+    from knora.adapters.jobs.postgres import PostgresJobQueue
+
+    queue = build_job_queue("postgres", _REPO, workers=2, database_url="postgresql+asyncpg://u@h/db")
+    assert isinstance(queue, PostgresJobQueue)
+    assert queue._lease == 10.0  # short leases by default on the shared queue
+    with pytest.raises(ValueError, match="needs KNORA_DATABASE_URL=postgresql"):
+        build_job_queue("postgres", _REPO, workers=2, database_url="sqlite+aiosqlite:///x.db")

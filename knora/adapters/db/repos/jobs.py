@@ -8,10 +8,10 @@ process died) becomes claimable again once it is stale.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, delete, func, or_, select, update
 
 from knora.adapters.db.repos._mapping import SessionFactory, row_to
 from knora.adapters.db.tables import JobRow
@@ -26,6 +26,14 @@ def new_job_row(kind: str, payload: dict[str, Any], key: str | None) -> JobRow:
     now = utcnow()
     return JobRow(id=new_id(), kind=kind, key=key, payload=payload, status="queued", attempts=0, error="",
                   created_at=now, updated_at=now)
+
+
+def _claimable(kinds: Sequence[str], stale_before: datetime) -> ColumnElement[bool]:
+    """Queued and due (a retry waits for its ``run_after``), or running with a stale heartbeat."""
+    due = or_(JobRow.run_after.is_(None), JobRow.run_after <= utcnow())
+    return and_(JobRow.kind.in_(list(kinds)), or_(
+        and_(JobRow.status == "queued", due),
+        and_(JobRow.status == "running", JobRow.updated_at < stale_before)))
 
 
 class SqlJobRepo:
@@ -44,8 +52,7 @@ class SqlJobRepo:
             return row.id, True
 
     async def claim_next(self, kinds: Sequence[str], stale_before: datetime) -> JobRecord | None:
-        claimable = and_(JobRow.kind.in_(list(kinds)), or_(
-            JobRow.status == "queued", and_(JobRow.status == "running", JobRow.updated_at < stale_before)))
+        claimable = _claimable(kinds, stale_before)
         for _ in range(5):
             async with self._sessions.begin() as s:
                 row = (await s.execute(select(JobRow).where(claimable).order_by(JobRow.created_at, JobRow.id)
@@ -65,8 +72,7 @@ class SqlJobRepo:
                           finished: Sequence[str] = ()) -> list[JobRecord]:
         """Delete ``finished`` jobs and claim up to ``limit`` jobs, all in ONE transaction: a busy queue then
         costs one write per batch of jobs instead of two per job."""
-        claimable = and_(JobRow.kind.in_(list(kinds)), or_(
-            JobRow.status == "queued", and_(JobRow.status == "running", JobRow.updated_at < stale_before)))
+        claimable = _claimable(kinds, stale_before)
         async with self._sessions.begin() as s:
             if finished:
                 await s.execute(delete(JobRow).where(JobRow.id.in_(list(finished))))
@@ -106,11 +112,13 @@ class SqlJobRepo:
             await s.execute(update(JobRow).where(JobRow.id == job_id)
                             .values(status="failed", error=error[:4000], updated_at=utcnow()))
 
-    async def requeue(self, job_id: str, *, refund: bool = False) -> None:
+    async def requeue(self, job_id: str, *, refund: bool = False, delay_seconds: float = 0.0) -> None:
         attempts = JobRow.attempts - 1 if refund else JobRow.attempts
+        now = utcnow()
+        run_after = now + timedelta(seconds=delay_seconds) if delay_seconds > 0 else None
         async with self._sessions.begin() as s:
             await s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running")
-                            .values(status="queued", attempts=attempts, updated_at=utcnow()))
+                            .values(status="queued", attempts=attempts, updated_at=now, run_after=run_after))
 
     async def count_active(self) -> int:
         async with self._sessions() as s:
