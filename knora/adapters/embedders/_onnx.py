@@ -45,8 +45,17 @@ def quantize_matmuls(fp32: Path, int8: Path) -> None:
     """int8 weights for the MatMuls with a constant weight (per output channel); the rest stays fp32."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(fp32), str(int8), op_types_to_quantize=["MatMul"], per_channel=True,
-                     weight_type=QuantType.QInt8)
+    root = logging.getLogger()
+    root.addFilter(_quiet_quantiser)  # it advises "pre-processing" on the root logger at every call
+    try:
+        quantize_dynamic(str(fp32), str(int8), op_types_to_quantize=["MatMul"], per_channel=True,
+                         weight_type=QuantType.QInt8)
+    finally:
+        root.removeFilter(_quiet_quantiser)
+
+
+def _quiet_quantiser(record: logging.LogRecord) -> bool:
+    return "onnxruntime" not in record.pathname or record.levelno > logging.WARNING
 
 
 def build_int8_model(target: Path, export_fp32: Exporter) -> Path:
