@@ -114,6 +114,13 @@ class E5File:
             flat = dequantize_q4(np.asarray(self._buf[t.offset:t.offset + t.nbytes]), t.count)
         return flat.reshape(rows, -1) if rows else flat
 
+    def blocks(self, name: str, rows: int) -> np.ndarray:
+        """A Q4_0 matrix's raw blocks, shape (rows, n/rows/32, 18) uint8 (mapped, not copied)."""
+        t = self._dir[name]
+        if t.dtype != 1:
+            raise ValueError(f"{name} is not a Q4_0 tensor")
+        return np.asarray(self._buf[t.offset:t.offset + t.nbytes]).reshape(rows, -1, _BLOCK_BYTES)
+
     def word_blocks(self) -> np.ndarray:
         """The word-embedding table as raw Q4_0 blocks, shape (vocab_rows, hidden/32, 18) uint8 (mapped)."""
         t = self._dir["emb.word"]
@@ -135,12 +142,22 @@ def dequantize_q4(raw: np.ndarray, count: int) -> np.ndarray:
     return dequantize_blocks(blocks).reshape(-1)[:count]
 
 
+def block_scales(blocks: np.ndarray) -> np.ndarray:
+    """(…, 18) uint8 Q4_0 blocks → (…, 1) fp32 scales."""
+    scale: np.ndarray = np.ascontiguousarray(blocks[..., :2]).view(np.float16).astype(np.float32)
+    return scale
+
+
+def block_nibbles(blocks: np.ndarray) -> np.ndarray:
+    """(…, 18) uint8 Q4_0 blocks → (…, 32) uint8 stored values 0…15 (weight = (value − 8) × scale)."""
+    qs = blocks[..., 2:]
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
+
+
 def dequantize_blocks(blocks: np.ndarray) -> np.ndarray:
     """(…, 18) uint8 Q4_0 blocks → (…, 32) fp32."""
-    scale = np.ascontiguousarray(blocks[..., :2]).view(np.float16).astype(np.float32)  # (…, 1)
-    qs = blocks[..., 2:]
-    q = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.int8) - 8
-    out: np.ndarray = q.astype(np.float32) * scale
+    q = block_nibbles(blocks).astype(np.int8) - 8
+    out: np.ndarray = q.astype(np.float32) * block_scales(blocks)
     return out
 
 

@@ -1,8 +1,9 @@
-"""What the ONNX Runtime embedder backends share: the int8 export cache and the inference session.
+"""What the ONNX Runtime embedder backends share: the export cache and the inference session.
 
-A backend supplies a function that writes its fp32 graph to a path; :func:`cached_session` quantises that
-graph (``quantize_dynamic``, MatMul weights only, per channel, int8 — quantising the whole model is too lossy)
-into ``<cache_dir>/<name>`` once and opens it. The file is written to a temporary path in the same folder and
+A backend supplies a function that writes its graph to a path; :func:`cached_session` quantises that graph
+(``quantize_dynamic``, MatMul weights only, per channel, int8 — quantising the whole model is too lossy;
+``quantize=False`` for a graph that carries its own quantised weights) into ``<cache_dir>/<name>`` once and
+opens it. The file is written to a temporary path in the same folder and
 renamed into place, so a concurrent process sees either no file or a complete one; a cached file that ONNX
 Runtime cannot open (truncated, corrupt) is rebuilt. The cache name carries a key (weights, versions, graph
 version), so a changed model or exporter gets a fresh file.
@@ -58,21 +59,24 @@ def _quiet_quantiser(record: logging.LogRecord) -> bool:
     return "onnxruntime" not in record.pathname or record.levelno > logging.WARNING
 
 
-def build_int8_model(target: Path, export_fp32: Exporter) -> Path:
-    """Export, quantise and move the result to ``target`` atomically."""
+def build_model(target: Path, export: Exporter, *, quantize: bool = True) -> Path:
+    """Export (then, with ``quantize``, quantise the MatMul weights to int8) and move the result to ``target``
+    atomically. ``quantize=False``: the exporter writes the final graph (already quantised weights)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        fp32 = Path(tmp) / "model-fp32.onnx"
-        int8 = Path(tmp) / "model-int8.onnx"
-        export_fp32(fp32)
-        quantize_matmuls(fp32, int8)
-        os.replace(int8, target)
+        exported = Path(tmp) / "model-export.onnx"
+        export(exported)
+        final = exported
+        if quantize:
+            final = Path(tmp) / "model-int8.onnx"
+            quantize_matmuls(exported, final)
+        os.replace(final, target)
     return target
 
 
-def ensure_int8_model(target: Path, export_fp32: Exporter) -> Path:
+def ensure_model(target: Path, export: Exporter, *, quantize: bool = True) -> Path:
     """``target`` if it exists, else built (no validation: :func:`cached_session` checks it opens)."""
-    return target if target.is_file() else build_int8_model(target, export_fp32)
+    return target if target.is_file() else build_model(target, export, quantize=quantize)
 
 
 def open_session(path: Path, threads: int | None) -> Any:
@@ -88,12 +92,12 @@ def open_session(path: Path, threads: int | None) -> Any:
     return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
 
-def cached_session(target: Path, export_fp32: Exporter, threads: int | None) -> Any:
-    """An inference session on the cached int8 model at ``target``, building it if missing or unreadable."""
-    path = ensure_int8_model(target, export_fp32)
+def cached_session(target: Path, export: Exporter, threads: int | None, *, quantize: bool = True) -> Any:
+    """An inference session on the cached model at ``target``, building it if missing or unreadable."""
+    path = ensure_model(target, export, quantize=quantize)
     try:
         return open_session(path, threads)
     except Exception as exc:  # onnxruntime raises its own exception types for an unreadable model
         log.warning("cached ONNX model %s cannot be loaded (%s); rebuilding it", path, exc)
-        build_int8_model(target, export_fp32)
+        build_model(target, export, quantize=quantize)
         return open_session(target, threads)

