@@ -13,7 +13,6 @@ both backends feed the encoder the same ids. ``windows`` splits a long input the
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,14 +125,6 @@ class E5File:
         t = self._dir["emb.word"]
         nb = self.config.hidden // QK
         return np.asarray(self._buf[t.offset:t.offset + t.nbytes]).reshape(-1, nb, _BLOCK_BYTES)
-
-    def digest(self) -> str:
-        """A content hash of the file (for cache keys)."""
-        h = hashlib.sha256()
-        with self.path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 22), b""):
-                h.update(chunk)
-        return h.hexdigest()
 
 
 def dequantize_q4(raw: np.ndarray, count: int) -> np.ndarray:

@@ -37,7 +37,7 @@ from knora.adapters.embedders._e5_file import (
 )
 
 MatMulKind = Literal["mixed", "q4", "fp32"]
-GRAPH_VERSION = 3  # bump when _build_graph changes, so cached exports are rebuilt
+GRAPH_VERSION = 3  # bump when build_graph changes, so cached exports are rebuilt
 _MAX_BATCH_TOKENS = 8192  # padded tokens per session.run: bounds the attention tensors' memory
 
 
