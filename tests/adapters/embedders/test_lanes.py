@@ -82,7 +82,7 @@ async def test_a_query_is_answered_while_an_upload_batch_holds_the_background_in
     lane.shutdown()
 
 
-def test_the_registry_gives_ingestion_a_background_instance_of_local_embedders(tmp_path: object) -> None:
+async def test_the_registry_gives_ingestion_a_background_instance(tmp_path: object) -> None:
     settings = Settings(embedder="local:hash", data_dir=tmp_path)  # type: ignore[arg-type]
     lane = BackgroundLane()
 
@@ -90,11 +90,11 @@ def test_the_registry_gives_ingestion_a_background_instance_of_local_embedders(t
         return HashEmbedder()
 
     registry = EmbedderRegistry(settings, build, lane=lane)  # type: ignore[arg-type]
-    query_side = registry.get(None, tenant_id=1)
-    batcher = registry.batcher(None, tenant_id=1)
+    query_side = await registry.get(None, tenant_id=1)
+    batcher = await registry.batcher(None, tenant_id=1)
     assert batcher.embedder is not query_side
     assert isinstance(batcher.embedder, HashEmbedder)
-    assert registry.batcher(None, tenant_id=1) is batcher  # one per model
+    assert await registry.batcher(None, tenant_id=1) is batcher  # one per model
     plain = EmbedderRegistry(settings, build)  # type: ignore[arg-type]
-    assert plain.batcher(None, tenant_id=1).embedder is plain.get(None, tenant_id=1)
+    assert (await plain.batcher(None, tenant_id=1)).embedder is await plain.get(None, tenant_id=1)
     lane.shutdown()
