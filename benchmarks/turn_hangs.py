@@ -72,7 +72,7 @@ async def chat(services: Any, todo: itertools.count[int], turns: int, deadline: 
         tally.times.append(time.monotonic() - began)
         tally.stopped += end == "stop"
         async with asyncio.timeout(deadline):  # the save happens before the terminal entry: never long
-            while (m := await services.session_service.get_message(tenant, mid)) is None or not m.is_completed:
+            while not ((m := await services.session_service.get_message(tenant, mid)) and m.is_completed):
                 if not chats.is_running(mid):
                     tally.incomplete += 1
                     break
@@ -86,9 +86,10 @@ async def run(turns: int, chats: int, chunks: int, chunk_delay: float, deadline:
         fake.handler = lambda body: Reply(content=answer, chunk_size=max(1, len(answer) // chunks),
                                           delay_per_chunk=chunk_delay)
         prefix = f"knora-hangs-{uuid.uuid4().hex[:8]}"
-        settings = Settings(data_dir=Path(tmp), api_key="bench-key-" + uuid.uuid4().hex, embedder="local:hash",
-                            sample_kb=False, chat_model="openai:fake-chat", chat_base_url=fake.base_url,
-                            chat_api_key="k", stream_log="redis", redis_url=redis_url, redis_prefix=prefix,
+        settings = Settings(data_dir=Path(tmp), api_key="bench-key-" + uuid.uuid4().hex,
+                            embedder="local:hash", sample_kb=False, chat_model="openai:fake-chat",
+                            chat_base_url=fake.base_url, chat_api_key="k", stream_log="redis",
+                            redis_url=redis_url, redis_prefix=prefix,
                             **({"database_url": database_url} if database_url else {}))
         services = await build_services(settings)
         tally = Tally()

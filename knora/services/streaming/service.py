@@ -404,9 +404,10 @@ class ChatService:
         await close_abandoned(message, self.log, self.sessions.messages, self._append_in_order)
 
     def start_sweeper(self, interval: float | None = None) -> None:
-        """Closes abandoned turns now and every ``interval`` seconds (default: the lease TTL) — a replica that
-        dies while others live has its turns closed by them, without waiting for a restart."""
-        every = interval if interval is not None else (self.leases.ttl_seconds if self.leases else 60.0)
+        """Closes abandoned turns now (the start-up sweep) and every ``interval`` seconds (default: half the
+        lease TTL) — a replica that dies while others live has its turns closed by them within about 1.5
+        lease TTLs, without waiting for a restart (issue 16, item 6)."""
+        every = interval if interval is not None else (self.leases.ttl_seconds / 2 if self.leases else 60.0)
 
         async def sweep() -> None:
             while True:
