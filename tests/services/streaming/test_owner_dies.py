@@ -1,6 +1,6 @@
 """The replica running a turn dies; its followers on another replica still get the end (issue 16, item 6).
 
-Two real ``knora serve`` processes share PostgreSQL and the Redis log (a key prefix of their own), answering
+Two real ``knora serve`` processes share one database (a SQLite file, or PostgreSQL) and the Redis log (a key prefix of their own), answering
 with the fake model server, slowly. A turn starts on A; a follower on B reads it (``continue-stream``); A is
 killed with ``kill -9`` mid-answer. A's lease on the turn (``KNORA_TURN_LEASE_SECONDS``) is no longer
 refreshed; B's sweeper sees it lapse, saves the text the log holds in the message (``is_completed``) and ends
@@ -27,7 +27,7 @@ from tests.conftest import REDIS_URL, TEST_API_KEY
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.services.streaming.live import frames
 
-pytestmark = [pytest.mark.integration, pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow,
+pytestmark = [pytest.mark.integration, pytest.mark.redis, pytest.mark.slow,
               pytest.mark.timeout(180)]
 
 LEASE_S = "2"
@@ -67,12 +67,34 @@ def api(url: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=url + "/api/v1", headers={"X-API-Key": TEST_API_KEY}, timeout=60)
 
 
+async def _has_pgvector(url: str) -> bool:
+    import asyncpg
+
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        return bool(await conn.fetchval("SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"))
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """One database both replicas share: a SQLite file (WAL: several processes may use it), or PostgreSQL —
+    where ``knora serve`` needs pgvector for its retrieval engine (skipped on a server without it)."""
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
+    url: str = request.getfixturevalue("pg_url")
+    if not asyncio.run(_has_pgvector(url)):
+        pytest.skip("this PostgreSQL has no pgvector: knora serve refuses to start its retrieval engine")
+    return url
+
+
 async def test_followers_on_b_get_the_end_when_the_owner_a_is_killed(
-        pg_url: str, redis_prefix: str, tmp_path: Path) -> None:
+        database_url: str, redis_prefix: str, tmp_path: Path) -> None:
     with FakeModelServer() as fake:
         fake.handler = lambda body: (Reply(content=ANSWER, chunk_size=4, delay_per_chunk=0.2)
                                      if body.get("stream") else Reply(content="title"))
-        env = {"KNORA_DATABASE_URL": pg_url, "KNORA_STREAM_LOG": "redis", "KNORA_REDIS_URL": REDIS_URL,
+        env = {"KNORA_DATABASE_URL": database_url, "KNORA_STREAM_LOG": "redis", "KNORA_REDIS_URL": REDIS_URL,
                "KNORA_REDIS_PREFIX": redis_prefix, "KNORA_TURN_LEASE_SECONDS": LEASE_S,
                "KNORA_CHAT_MODEL": "openai:fake-chat", "KNORA_CHAT_BASE_URL": fake.base_url,
                "KNORA_CHAT_API_KEY": "k"}
