@@ -3,8 +3,9 @@
 Two real ``knora serve`` processes share one database (a SQLite file; PostgreSQL 18 with pgvector) and the
 Redis log (a key prefix of their own), answering with the fake model server, slowly. A turn starts on A; a
 follower on B reads it (``continue-stream``); A is killed with ``kill -9`` mid-answer. A's lease on the turn
-(``KNORA_TURN_LEASE_SECONDS``) is no longer refreshed; B's sweeper sees it lapse, saves the text the log holds
-in the message (``is_completed``) and ends the log with an error and ``complete``: the follower ends within 10 s of the kill, not after the log's TTL.
+(``KNORA_TURN_LEASE_SECONDS``) is no longer refreshed; B's sweeper sees it lapse, saves the text the log
+holds in the message (``is_completed``) and ends the log with an error and ``complete``: the follower ends
+within 10 s of the kill, not after the log's TTL.
 """
 
 from __future__ import annotations
