@@ -336,8 +336,8 @@ class RedisStopSignals:
     process's one listener and one checker task, for every turn together.
 
     Why (issue 16, item 1): the watcher used to call ``EXISTS`` itself, between ``wait_for`` timeouts. A
-    cancellation that reached it inside redis-py's command (while the pool opened a connection) could come
-    back as a normal return: the watcher looped on, the turn awaited it forever after its answer was logged,
+    cancellation that reached it inside redis-py's command (``send_packed_command``) could come back as a
+    normal return: the watcher looped on, the turn awaited it forever after its answer was logged,
     and ``complete`` never came. An ``Event.wait`` cannot lose a cancellation, so the watcher ends when its
     turn ends, whatever the Redis client does; the shared tasks are ended, bounded, at ``close``."""
 

@@ -2,8 +2,8 @@
 
 At 300 concurrent chats on the Redis log, ~1.7 % of turns hung after their answer was logged: the turn awaited
 its stop watcher, which had been cancelled but went on looping. The watcher called ``EXISTS`` itself, and a
-cancellation that reached redis-py inside a command (while the pool opened a connection) could come back as
-a normal return. ``SwallowingExists`` plays that part deterministically: its first call waits until it is
+cancellation that reached redis-py inside a command (``send_packed_command``) could come back as a normal
+return. ``SwallowingExists`` plays that part deterministically: its first call waits until it is
 cancelled and then returns "not stopped". The old watcher looped on for ever (this test timed out on it);
 now the watcher awaits only its own event, so its cancellation always ends it.
 """
