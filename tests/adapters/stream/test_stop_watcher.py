@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from knora.adapters.stream.redis import RedisStopSignals
+from knora.adapters.stream.redis_stops import RedisStopSignals
 from tests.conftest import REDIS_URL
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
