@@ -136,9 +136,10 @@ class Settings(ClientSettings):
     redis_prefix: str = "knora"
     stream_ttl_seconds: int = 3600
     turn_lease_seconds: float = Field(
-        default=30.0, gt=0, description="Redis log: a running turn's lease (refreshed by its process every "
-        "third of this); a turn whose lease lapsed has no live process and is closed by any replica, saving "
-        "what its log holds")
+        default=5.0, gt=0, description="Redis log: a running turn's lease, its owner's heartbeat "
+        "(refreshed by its process every third of this); every replica sweeps every half of this, and a "
+        "turn whose lease lapsed has no live process: it is closed, saving what its log holds, and its "
+        "followers get the end (within about 1.5 times this after the owner dies)")
     sse_keepalive_seconds: float = Field(default=15.0, gt=0, description="SSE keep-alive comment interval")
     stream_frame_budget: int = Field(
         default=10_000, ge=0,

@@ -72,3 +72,17 @@ class Heartbeat:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+async def end_task(task: asyncio.Task[None], seconds: float = 5.0) -> bool:
+    """Cancels ``task`` and waits for it, at most ``seconds``: a library may swallow a cancellation (redis-py
+    did, inside a command), so the cancel is repeated until the task ends instead of awaited once forever.
+    True if it ended."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not task.done() and loop.time() < deadline:
+        task.cancel()
+        await asyncio.wait({task}, timeout=min(0.5, max(deadline - loop.time(), 0.0)))
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved: an error at shutdown is not reported as never retrieved
+    return task.done()

@@ -213,7 +213,7 @@ class LocalTurnLeases:
 
     shared = False
 
-    def __init__(self, ttl_seconds: float = 30.0) -> None:
+    def __init__(self, ttl_seconds: float = 5.0) -> None:
         self.ttl_seconds = ttl_seconds
         self._held: set[str] = set()
         self._closing: set[str] = set()

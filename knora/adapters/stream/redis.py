@@ -21,8 +21,7 @@ by a single writer task, in the order they were made — a thousand streams appe
 need a thousand connections (and overflow the pool). An append alone is sent at once, so its latency is
 unchanged.
 
-Stop requests are a key (so a late watcher still sees them) plus a pub/sub message (so a waiting watcher on
-any replica wakes at once). One pub/sub connection per process fans out to local waiters.
+Stop signals on Redis live beside it, in ``redis_stops.py``.
 """
 
 from __future__ import annotations
@@ -323,76 +322,4 @@ class RedisStreamLog:
         with contextlib.suppress(Exception):
             await self._client.delete(self._wake_key)
         await self._blocking.aclose()
-        await self._client.aclose()
-
-
-class RedisStopSignals:
-    def __init__(self, url: str, prefix: str = "knora", ttl_seconds: int = 3600) -> None:
-        self.prefix = prefix
-        self.ttl_seconds = max(int(ttl_seconds), 1)
-        self._client = waiting_client(url)
-        self._channel = f"{prefix}:stop"
-        self._waiters: dict[str, set[asyncio.Event]] = {}
-        self._listener: asyncio.Task[None] | None = None
-        self._subscribed = asyncio.Event()
-
-    def _key(self, message_id: str) -> str:
-        return f"{self.prefix}:stop:{message_id}"
-
-    async def request_stop(self, message_id: str) -> None:
-        await self._client.set(self._key(message_id), "1", ex=self.ttl_seconds)
-        await self._client.publish(self._channel, message_id)
-
-    async def is_stopped(self, message_id: str) -> bool:
-        return bool(await self._client.exists(self._key(message_id)))
-
-    async def _listen(self) -> None:
-        while True:
-            pubsub = self._client.pubsub()
-            try:
-                await pubsub.subscribe(self._channel)
-                self._subscribed.set()
-                async for message in pubsub.listen():
-                    if message.get("type") != "message":
-                        continue
-                    mid = message["data"].decode() if isinstance(message["data"],
-                                                                 bytes) else str(message["data"])
-                    for waiter in self._waiters.get(mid, ()):
-                        waiter.set()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.warning("stop-signal subscription lost; reconnecting", exc_info=True)
-                self._subscribed.clear()
-                await asyncio.sleep(0.5)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call,unused-ignore]  # typed from redis 8
-
-    async def wait_for_stop(self, message_id: str) -> None:
-        if self._listener is None or self._listener.done():
-            self._listener = asyncio.create_task(self._listen(), name="knora-stop-signals")
-        waiter = asyncio.Event()
-        self._waiters.setdefault(message_id, set()).add(waiter)
-        try:
-            await self._subscribed.wait()
-            # Checked after subscribing, so a stop published before we listened is still seen (via its key).
-            while not await self.is_stopped(message_id):
-                with contextlib.suppress(TimeoutError):
-                    # The timeout only guards against a lost pub/sub message during a reconnect.
-                    await asyncio.wait_for(waiter.wait(), timeout=5.0)
-                if waiter.is_set():
-                    return
-        finally:
-            waiters = self._waiters.get(message_id)
-            if waiters is not None:
-                waiters.discard(waiter)
-                if not waiters:
-                    self._waiters.pop(message_id, None)
-
-    async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._listener
         await self._client.aclose()

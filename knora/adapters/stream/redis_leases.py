@@ -15,7 +15,7 @@ class RedisTurnLeases:
 
     shared = True
 
-    def __init__(self, url: str, prefix: str = "knora", ttl_seconds: float = 30.0) -> None:
+    def __init__(self, url: str, prefix: str = "knora", ttl_seconds: float = 5.0) -> None:
         self.prefix = prefix
         self.ttl_seconds = ttl_seconds
         self._client = waiting_client(url)

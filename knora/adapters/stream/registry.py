@@ -34,7 +34,7 @@ def _memory_stop(s: Settings) -> StopSignals:
 
 
 def _redis_stop(s: Settings) -> StopSignals:
-    from knora.adapters.stream.redis import RedisStopSignals
+    from knora.adapters.stream.redis_stops import RedisStopSignals
 
     return RedisStopSignals(s.redis_url, prefix=s.redis_prefix, ttl_seconds=s.stream_ttl_seconds)
 

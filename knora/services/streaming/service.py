@@ -250,14 +250,26 @@ class ChatService:
             except Exception as exc:
                 failure = exc
                 log.exception("turn %s failed", mid)
-        stop_task.cancel()
-        await asyncio.gather(stop_task, return_exceptions=True)
+        await self._end_watcher(stop_task, mid)
         try:
             await asyncio.shield(self._finish(req, kind, ctx, handler, registry, outcome, failure, reason,
                                               started, title_task))
         finally:
             observer.end({"user_requested": "stopped", "shutdown": "shutdown"}.get(
                 reason, "failed" if failure is not None else "completed"))
+
+    async def _end_watcher(self, stop_task: asyncio.Task[None], mid: str) -> None:
+        """Ends the stop watcher before the turn ends, bounded: the turn's terminal entry never waits on a
+        watcher that lost its cancellation (issue 16, item 1 — the Redis watcher can no longer lose one, and
+        no ``StopSignals`` may hold a finished turn hostage). The cancel is repeated, as ``end_task`` does."""
+        deadline = time.monotonic() + self.stop_grace_seconds
+        while not stop_task.done() and time.monotonic() < deadline:
+            stop_task.cancel()
+            await asyncio.wait({stop_task}, timeout=min(0.5, max(deadline - time.monotonic(), 0.0)))
+        if not stop_task.done():
+            log.error("stop watcher of turn %s ignored its cancellation; the turn ends without it", mid)
+        elif not stop_task.cancelled():
+            stop_task.exception()  # retrieved (the watcher's own failure was handled above)
 
     async def _finish(self, req: TurnRequest, kind: str, ctx: TurnContext, handler: StreamHandler,
                       registry: ReferenceRegistry, outcome: TurnOutcome | None, failure: BaseException | None,
@@ -392,9 +404,10 @@ class ChatService:
         await close_abandoned(message, self.log, self.sessions.messages, self._append_in_order)
 
     def start_sweeper(self, interval: float | None = None) -> None:
-        """Closes abandoned turns now and every ``interval`` seconds (default: the lease TTL) — a replica that
-        dies while others live has its turns closed by them, without waiting for a restart."""
-        every = interval if interval is not None else (self.leases.ttl_seconds if self.leases else 60.0)
+        """Closes abandoned turns now (the start-up sweep) and every ``interval`` seconds (default: half the
+        lease TTL) — a replica that dies while others live has its turns closed by them within about 1.5
+        lease TTLs, without waiting for a restart (issue 16, item 6)."""
+        every = interval if interval is not None else (self.leases.ttl_seconds / 2 if self.leases else 60.0)
 
         async def sweep() -> None:
             while True:

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from knora.adapters.stream.memory import MemoryStopSignals, MemoryStreamLog
-from knora.adapters.stream.redis import RedisStopSignals, RedisStreamLog
+from knora.adapters.stream.redis import RedisStreamLog
+from knora.adapters.stream.redis_stops import RedisStopSignals
 from knora.domain.stream import StreamEvent
 from knora.ports.stream_log import StopSignals, StreamLog
 from tests.conftest import REDIS_URL

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from knora.adapters.stream.redis import RedisStopSignals, RedisStreamLog
+from knora.adapters.stream.redis import RedisStreamLog
 from knora.adapters.stream.redis_leases import RedisTurnLeases
+from knora.adapters.stream.redis_stops import RedisStopSignals
 from knora.domain.stream import StreamEvent
 from knora.services.streaming.intake import ChatBody
 from knora.services.streaming.service import ChatService
