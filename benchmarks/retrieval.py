@@ -109,7 +109,7 @@ class CachedRegistry:
         self.inner = inner
         self.default = QueryCache(inner.default)
 
-    def get(self, model_id: str | None, *, tenant_id: int | None = None) -> Any:
+    async def get(self, model_id: str | None, *, tenant_id: int | None = None) -> Any:
         return self.default
 
     def __getattr__(self, name: str) -> Any:  # everything else (batchers, model rows) from the real registry
@@ -189,7 +189,8 @@ async def http_path(http: httpx.AsyncClient, kb_id: str, ds: SetData) -> dict[st
         r = await http.post(f"/api/v1/knowledge-bases/{kb_id}/hybrid-search",
                             json={"query_text": q.text, "match_count": 100, "skip_context_enrichment": True})
         lat.append((time.perf_counter() - t0) * 1000)
-        r.raise_for_status()
+        if r.status_code != 200:
+            raise RuntimeError(f"hybrid-search answered {r.status_code}: {r.text[:500]}")
     return latency(lat)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
+from knora.adapters.secrets.fernet import new_key
 from tests.conftest import REDIS_URL, TEST_API_KEY
 from tests.fakes.model_server import FakeModelServer, Reply
 from tests.services.streaming.live import frames
@@ -137,7 +138,13 @@ async def test_followers_on_b_get_the_end_when_the_owner_a_is_killed(
         env = {"KNORA_DATABASE_URL": database_url, "KNORA_STREAM_LOG": "redis", "KNORA_REDIS_URL": REDIS_URL,
                "KNORA_REDIS_PREFIX": redis_prefix, "KNORA_TURN_LEASE_SECONDS": LEASE_S,
                "KNORA_CHAT_MODEL": "openai:fake-chat", "KNORA_CHAT_BASE_URL": fake.base_url,
-               "KNORA_CHAT_API_KEY": "k"}
+               "KNORA_CHAT_API_KEY": "k", "KNORA_REPLICAS": "2", "KNORA_SECRET_KEY": new_key()}
+        if database_url.startswith("sqlite"):
+            # two processes on one SQLite file are one machine's test set-up, not a deployment: no blob store
+            # they could share (the test uploads nothing), so they say they are one replica each
+            env["KNORA_REPLICAS"] = "1"
+        else:
+            env["KNORA_BLOB_STORE"] = "postgres"  # what several replicas on PostgreSQL run with
         with serve(tmp_path / "a", **env) as (proc_a, url_a), serve(tmp_path / "b", **env) as (_, url_b):
             async with api(url_a) as a, api(url_b) as b:
                 sid = (await a.post("/sessions", json={"title": "owner dies"})).json()["data"]["id"]
