@@ -278,6 +278,19 @@ async def fresh_database(pgvector_server: Any) -> AsyncIterator[str]:
 
 
 @pytest.fixture
+def pgvector_db(pgvector_server: Any) -> Iterator[str]:
+    """A fresh database on the embedded PostgreSQL with pgvector (an async SQLAlchemy URL), dropped after: for
+    tests that start ``knora serve`` processes (sync), where ``fresh_database`` is for async tests."""
+    name = f"knora_s_{uuid.uuid4().hex[:10]}"
+    admin = pgvector_server.get_uri("postgres")
+    asyncio.run(_admin(admin, f'CREATE DATABASE "{name}"'))
+    try:
+        yield pgvector_server.get_uri(name).replace("postgresql://", "postgresql+asyncpg://", 1)
+    finally:
+        asyncio.run(_admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
 def fresh_pg_url() -> Iterator[str]:
     """A new, empty PostgreSQL database on 127.0.0.1:5432 for one test (no migration run), dropped after."""
     name = f"knora_f_{uuid.uuid4().hex[:12]}"

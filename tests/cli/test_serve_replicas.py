@@ -8,10 +8,7 @@ import json
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -49,30 +46,6 @@ def _stop(procs: list[subprocess.Popen[str]]) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-
-
-@pytest.fixture
-def pgvector_db(pgvector_server: Any) -> Iterator[str]:
-    """A fresh database on the embedded PostgreSQL with pgvector (an async SQLAlchemy URL), dropped after."""
-    import asyncio
-
-    import asyncpg
-
-    name = f"knora_s_{uuid.uuid4().hex[:10]}"
-    admin = pgvector_server.get_uri("postgres")
-
-    async def _admin(sql: str) -> None:
-        conn = await asyncpg.connect(admin)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    try:
-        yield pgvector_server.get_uri(name).replace("postgresql://", "postgresql+asyncpg://", 1)
-    finally:
-        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.mark.pgvector

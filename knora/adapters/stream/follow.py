@@ -11,6 +11,7 @@ follower).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -72,6 +73,25 @@ class Heartbeat:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+async def wait_registered(waiters: dict[str, set[asyncio.Event]], key: str,
+                          registered: Callable[[], None] | None = None) -> None:
+    """Waits on an Event of its own, registered under ``key`` in ``waiters`` (whoever sets the key's events
+    wakes it) and unregistered however the wait ends. ``registered`` runs once it is in place (e.g. to ask for
+    a check that covers it). The only await is the Event's, so a cancellation always ends the wait."""
+    waiter = asyncio.Event()
+    waiters.setdefault(key, set()).add(waiter)
+    try:
+        if registered is not None:
+            registered()
+        await waiter.wait()
+    finally:
+        mine = waiters.get(key)
+        if mine is not None:
+            mine.discard(waiter)
+            if not mine:
+                waiters.pop(key, None)
 
 
 async def end_task(task: asyncio.Task[None], seconds: float = 5.0) -> bool:

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 
-from knora.adapters.stream.follow import Heartbeat, Waiters
+from knora.adapters.stream.follow import Heartbeat, Waiters, wait_registered
 from knora.domain.stream import StreamEvent, stream_event
 
 TERMINAL = frozenset({"complete", "stop"})
@@ -190,16 +190,7 @@ class MemoryStopSignals:
     async def wait_for_stop(self, message_id: str) -> None:
         if await self.is_stopped(message_id):
             return
-        waiter = asyncio.Event()
-        self._waiters.setdefault(message_id, set()).add(waiter)
-        try:
-            await waiter.wait()
-        finally:
-            waiters = self._waiters.get(message_id)
-            if waiters is not None:
-                waiters.discard(waiter)
-                if not waiters:
-                    self._waiters.pop(message_id, None)
+        await wait_registered(self._waiters, message_id)
 
     async def close(self) -> None:
         for waiters in self._waiters.values():

