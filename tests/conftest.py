@@ -153,6 +153,16 @@ async def started(settings: Settings, overrides: Overrides | None = None) -> Asy
         await services.aclose()
 
 
+async def stop_jobs(c: Services) -> None:
+    """Stops the job workers once the container has started them (they start right after wiring completes),
+    so a test can look at queued work that nothing runs."""
+    for _ in range(500):
+        if c.jobs.started:
+            break
+        await asyncio.sleep(0.01)
+    await c.jobs.stop()
+
+
 @pytest.fixture
 async def container(make_settings: Callable[..., Settings], db_url: str) -> AsyncIterator[Services]:
     """Running services on each database backend."""

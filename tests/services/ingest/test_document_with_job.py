@@ -22,19 +22,11 @@ from knora.domain.knowledge import Knowledge, ParseStatus
 from knora.root import build_services
 from knora.services.ingest.service import JOB_KIND
 from knora.settings import Settings
-from tests.conftest import RECORDING, started
+from tests.conftest import RECORDING, started, stop_jobs
 
 pytestmark = pytest.mark.integration
 
 TEXT = ("Knora keeps a document and its job together. " * 20).encode()
-
-
-async def _stop_jobs(c: Any) -> None:
-    for _ in range(500):
-        if c.jobs.started:
-            break
-        await asyncio.sleep(0.01)
-    await c.jobs.stop()
 
 
 async def _count(c: Any, table: Any) -> int:
@@ -72,7 +64,7 @@ async def test_a_document_without_a_job_is_queued_again_at_start(make_settings: 
                                                                   db_url: str) -> None:
     settings = make_settings(database_url=db_url)
     first = await build_services(settings, RECORDING)
-    await _stop_jobs(first)
+    await stop_jobs(first)
     tid = first.default_tenant_id
     kb = await first.kb_service.create(tid, {"name": "stuck"})
     # As an older version could leave it: the row and the blob, but the job never written.

@@ -15,22 +15,13 @@ from knora.domain.knowledge import ChunkType, ParseStatus
 from knora.root import build_services
 from knora.services.ingest.service import DuplicateKnowledge
 from knora.settings import Settings
-from tests.conftest import RECORDING, record_retrieval, started
+from tests.conftest import RECORDING, record_retrieval, started, stop_jobs
 from tests.fakes.web_site import Page, redirect, serve
 
 pytestmark = pytest.mark.integration
 
 TEXT = "\n\n".join(f"Paragraph {i}. " + ("Knora ingests documents into knowledge bases. " * 6)
                    for i in range(12))
-
-
-async def _stop_jobs(c: Any) -> None:
-    """Stop the workers once the container has started them (they start right after wiring completes)."""
-    for _ in range(500):
-        if c.jobs.started:
-            break
-        await asyncio.sleep(0.01)
-    await c.jobs.stop()
 
 
 async def _kb(c: Any, **body: Any) -> Any:
@@ -245,7 +236,7 @@ class TestReparseDeleteRestart:
     async def test_deleted_while_queued_is_skipped(self, sqlite_container: Any) -> None:
         c = sqlite_container
         rec = record_retrieval(c)
-        await _stop_jobs(c)
+        await stop_jobs(c)
         kb = await _kb(c)
         k = await c.ingest_service.add_file(c.default_tenant_id, kb.id, "a.txt", b"some words here")
         await c.ingest_service.delete(c.default_tenant_id, k.id)
@@ -257,7 +248,7 @@ class TestReparseDeleteRestart:
                                                   db_url: str) -> None:
         settings = make_settings(database_url=db_url)
         first = await build_services(settings, RECORDING)
-        await _stop_jobs(first)  # nothing runs in this process
+        await stop_jobs(first)  # nothing runs in this process
         kb = await _kb(first)
         k = await first.ingest_service.add_file(first.default_tenant_id, kb.id, "guide.md", TEXT.encode())
         assert (await first.repos.knowledge.get(None, k.id)).parse_status == ParseStatus.PENDING

@@ -17,7 +17,7 @@ import pytest
 from knora.domain.knowledge import ParseStatus
 from knora.services.ingest.service import JOB_KIND
 from knora.settings import Settings
-from tests.conftest import RECORDING, s3_settings, started
+from tests.conftest import RECORDING, s3_settings, started, stop_jobs
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -44,14 +44,6 @@ asyncio.run(main())
 """
 
 
-async def _stop_jobs(c: Any) -> None:
-    for _ in range(500):
-        if c.jobs.started:
-            break
-        await asyncio.sleep(0.01)
-    await c.jobs.stop()
-
-
 @pytest.fixture(params=["s3", "postgres", "local"])
 def blob_fields(request: pytest.FixtureRequest) -> dict[str, Any]:
     if request.param == "s3":
@@ -64,7 +56,7 @@ async def test_a_job_run_by_another_process_finds_the_original(
         blob_fields: dict[str, Any]) -> None:
     settings = make_settings(database_url=fresh_pg_url, **blob_fields)
     async with started(settings, RECORDING) as accepting:
-        await _stop_jobs(accepting)  # this process only accepts: the job must be run by the other one
+        await stop_jobs(accepting)  # this process only accepts: the job must be run by the other one
         kb = await accepting.kb_service.create(accepting.default_tenant_id, {"name": "shared"})
         k = await accepting.ingest_service.add_file(accepting.default_tenant_id, kb.id, "shared.md", TEXT)
         assert (await accepting.repos.knowledge.get(None, k.id)).parse_status == ParseStatus.PENDING
