@@ -18,7 +18,8 @@ def _text(n: int) -> str:
     rng = random.Random(3)
     words = ["alpha", "beta", "gamma", "北京", "大学", "`code`", "[a](b)", "| x | y |"]
     paras = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 80))) for _ in range(n)]
-    return "# Title\n\n" + "\n\n".join(f"## Part {i}\n\n{p}" if i % 25 == 0 else p for i, p in enumerate(paras))
+    return "# Title\n\n" + "\n\n".join(f"## Part {i}\n\n{p}" if i % 25 == 0 else p
+                                       for i, p in enumerate(paras))
 
 
 @pytest.mark.parametrize("config", [ChunkingConfig(chunk_size=200, chunk_overlap=40),
