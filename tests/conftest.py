@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +40,22 @@ async def _pg_admin(sql: str) -> None:
         await conn.close()
 
 
-@pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
-    """A fresh PostgreSQL database for this test session; yields its async SQLAlchemy URL."""
-    name = f"knora_t_{uuid.uuid4().hex[:12]}"
+@contextmanager
+def _scratch_database(prefix: str) -> Iterator[str]:
+    """A new, empty database on 127.0.0.1:5432 (its async SQLAlchemy URL), dropped afterwards."""
+    name = f"{prefix}{uuid.uuid4().hex[:12]}"
     asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
     try:
         yield f"postgresql+asyncpg://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}"
     finally:
         asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session; yields its async SQLAlchemy URL."""
+    with _scratch_database("knora_t_") as url:
+        yield url
 
 
 @pytest.fixture
@@ -303,9 +310,5 @@ def pgvector_db(pgvector_server: Any) -> Iterator[str]:
 @pytest.fixture
 def fresh_pg_url() -> Iterator[str]:
     """A new, empty PostgreSQL database on 127.0.0.1:5432 for one test (no migration run), dropped after."""
-    name = f"knora_f_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"postgresql+asyncpg://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}"
-    finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with _scratch_database("knora_f_") as url:
+        yield url

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from secrets import token_hex
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
@@ -61,12 +62,22 @@ def local_key(data_dir: Path) -> str:
     if path.exists():
         return path.read_text(encoding="utf-8").strip()
     data_dir.mkdir(parents=True, exist_ok=True)
-    key = new_key()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(key + "\n")
-    log.info("made %s: the key that seals stored credentials (keep it with the database)", path)
-    return key
+    # written whole beside it, then linked into place: two processes starting at once never see half a key,
+    # and the one whose link fails uses the other's (a rename would let the last writer replace a key the
+    # first one may already have sealed with)
+    tmp = path.with_name(f".{KEY_FILE}.{token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(new_key() + "\n")
+        try:
+            os.link(tmp, path)
+            log.info("made %s: the key that seals stored credentials (keep it with the database)", path)
+        except FileExistsError:
+            pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_text(encoding="utf-8").strip()
 
 
 def build(settings: Settings) -> FernetBox:

@@ -48,3 +48,14 @@ def test_the_embedded_default_keeps_its_key_in_the_data_dir(tmp_path: Path) -> N
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert local_key(tmp_path / "data") == key  # made once, then read
     FernetBox([key])  # a valid key
+
+
+def test_processes_starting_at_once_share_one_key(tmp_path: Path) -> None:
+    """The first to link its key file in place wins; the others read it (none replaces a key in use)."""
+    import concurrent.futures
+
+    data = tmp_path / "data"
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        keys = set(pool.map(lambda _: local_key(data), range(8)))
+    assert len(keys) == 1
+    assert [p.name for p in data.iterdir()] == [KEY_FILE]  # no temporary file left behind
