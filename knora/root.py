@@ -23,7 +23,9 @@ from knora.adapters.blobs.registry import build_blob_store
 from knora.adapters.db.engine import make_engine, make_sessionmaker, migrate, startup_lock
 from knora.adapters.db.repos._batch import GroupCommit
 from knora.adapters.db.repos._mapping import GatedSessions
+from knora.adapters.db.repos.accounts import SqlAccountRepo
 from knora.adapters.db.repos.agents import SqlAgentRepo
+from knora.adapters.db.repos.audit import SqlAuditRepo
 from knora.adapters.db.repos.chunk_revisions import SqlChunkRevisionRepo
 from knora.adapters.db.repos.chunks import SqlChunkRepo
 from knora.adapters.db.repos.faq import SqlFaqRepo
@@ -105,6 +107,10 @@ from knora.services.sessions.suggestions import SuggestionService
 from knora.services.streaming.pacing import DeltaPacer
 from knora.services.streaming.runners import TurnRunners
 from knora.services.streaming.service import ChatService
+from knora.services.tenants.access import AccessService
+from knora.services.tenants.accounts import AccountService
+from knora.services.tenants.audit import AuditService
+from knora.services.tenants.members import MemberService
 from knora.services.tenants.service import TenantService
 from knora.services.websearch.providers import WebSearchProviderService
 from knora.settings import Settings
@@ -134,8 +140,13 @@ class Services:
     db: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     tenants: TenantService
+    accounts: AccountService  # users, passwords, login tokens
+    members: MemberService  # tenants' members and invitations
+    access: AccessService  # who a request is (API key or token)
+    audit: AuditService
     default_tenant_id: int
     generated_api_key: str | None
+    generated_owner: tuple[str, str] | None  # (login, password) of the owner account made on this start
     # knowledge: documents in, chunks out
     blobs: BlobStore
     embedders: EmbedderRegistry
@@ -343,13 +354,21 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         raise
     closers.append(engine.close)
     tenants = TenantService(SqlTenantRepo(sessions))
+    box = build_secret_box(s)
+    rate_limiter = build_rate_limiter(s)
+    closers.append(rate_limiter.close)
+    accounts = AccountService(SqlAccountRepo(sessions), box, rate_limiter, memory_kib=s.password_hash_memory_kib,
+                              iterations=s.password_hash_iterations)
+    members = MemberService(SqlAccountRepo(sessions), tenants, accounts)
     # Replicas started at once: one at a time through migrations and the first start's default tenant.
     async with startup_lock(db):
         await migrate(db)
         default_tenant_id, generated_key = await tenants.ensure_default(s.api_key)
         await tenants.revoke_legacy_ui_keys(s.api_key)
+        generated_owner = await members.ensure_owner(
+            default_tenant_id, s.owner_email,
+            s.owner_password.get_secret_value() if s.owner_password else None)
 
-    box = build_secret_box(s)
     store = _store(s, db, sessions, o, box)
     closers += [store.parsers.aclose, store.blobs.close]  # after the job workers, which may be using them
     reads = SqlSearchReads(sessions)
@@ -420,8 +439,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 
     stream_log, stop_signals = build_stream_log(s)
     leases = build_leases(s)
-    rate_limiter = build_rate_limiter(s)
-    closers += [stream_log.close, stop_signals.close, leases.close, rate_limiter.close]
+    closers += [stream_log.close, stop_signals.close, leases.close]
     chat = ChatService(session_service, stream_log, stop_signals, runners.get, agents,
                        max_query_chars=s.max_query_chars,
                        pacer=DeltaPacer(s.stream_frame_budget, s.stream_max_hold_ms / 1000), leases=leases,
@@ -438,8 +456,10 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         await chat.close_interrupted(s.stream_ttl_seconds)
 
     services = Services(
-        settings=s, secrets=box, db=db, sessions=sessions, tenants=tenants,
-        default_tenant_id=default_tenant_id,
+        settings=s, secrets=box, db=db, sessions=sessions, tenants=tenants, accounts=accounts,
+        members=members,
+        access=AccessService(tenants, accounts), audit=AuditService(SqlAuditRepo(sessions)),
+        default_tenant_id=default_tenant_id, generated_owner=generated_owner,
         generated_api_key=generated_key, blobs=store.blobs, embedders=store.embedders, parsers=store.parsers,
         repos=store.repos, jobs=store.jobs, kb_service=kbs, ingest_service=ingest,
         chunk_service=ChunkService(deps),

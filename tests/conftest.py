@@ -111,6 +111,8 @@ def redis_prefix() -> Iterator[str]:
 
 
 TEST_API_KEY = "sk-test-key"
+TEST_OWNER_EMAIL = "owner@localhost"  # the owner account every test's first start makes
+TEST_OWNER_PASSWORD = "owner-test-password"
 
 
 @pytest.fixture
@@ -143,6 +145,11 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             # process runner (the product's default) has its own tests (tests/adapters/parsers/test_pool.py,
             # tests/services/ingest/test_hostile_files.py), which ask for it by name.
             "parse_isolation": "thread",
+            # Argon2 at its smallest: every test's first start makes an owner account, and the product's
+            # cost (0.1 s a hash) would add minutes to the suite. The cost itself is no test's subject.
+            "owner_password": TEST_OWNER_PASSWORD,
+            "password_hash_memory_kib": 8,
+            "password_hash_iterations": 1,
         }
         values.update(overrides)
         return Settings(**values)

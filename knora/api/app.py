@@ -22,8 +22,8 @@ from knora.api.openai.errors import OPENAI_PREFIX, OpenAIErrorsMiddleware
 from knora.api.rate_limit import RateLimitMiddleware
 from knora.api.request_id import RequestIdMiddleware
 from knora.api.routes import (
+    accounts,
     agents,
-    auth_session,
     chat,
     chat_extras,
     chunk_revisions,
@@ -60,6 +60,7 @@ from knora.api.routes import (
     system,
     tags,
     tenant_settings,
+    tenants,
     unsupported,
     web_search,
 )
@@ -89,7 +90,8 @@ ROUTERS: tuple[APIRouter, ...] = (
     # issue 13 item 9: the routes WeKnora's web UI reads on its main pages
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,
-    feedback.router, credentials.router, ollama.router, auth_session.router,  # issue 13: more UI routes
+    feedback.router, credentials.router, ollama.router,  # issue 13: more UI routes
+    accounts.router, tenants.router,  # issue 14: accounts, tenants, members, keys
     skills.router, mcp_metadata.router, chat_extras.router,  # issue 13 round 3
 )
 

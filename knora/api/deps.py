@@ -12,7 +12,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from knora.adapters.mcp.toolset import MCPToolset
-from knora.domain.errors import Unauthorized
+from knora.api.policy import requirement
+from knora.domain.access import Principal
+from knora.domain.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from knora.ports.blobs import BlobStore
 from knora.ports.parser import DocumentParsers
 from knora.ports.reranker import Rerankers
@@ -31,6 +33,8 @@ from knora.services.retrieval.hybrid import HybridSearch
 from knora.services.sessions.service import SessionService
 from knora.services.sessions.suggestions import SuggestionService
 from knora.services.streaming.service import ChatService
+from knora.services.tenants.access import AccessService
+from knora.services.tenants.accounts import looks_like_token
 from knora.services.tenants.service import TenantService
 from knora.services.websearch.providers import WebSearchProviderService
 from knora.settings import Settings
@@ -159,8 +163,8 @@ WebSearchProvidersDep = Annotated[WebSearchProviderService, Depends(_web_search_
 
 
 def credentials(headers: Mapping[str, str]) -> list[str]:
-    """The keys a request presents: X-API-Key first, then ``Authorization: Bearer`` (the web UI sends the key
-    as a bearer token)."""
+    """The credentials a request presents: X-API-Key first, then ``Authorization: Bearer`` (an API key, or a
+    signed-in user's access token; the web UI sends either as a bearer token)."""
     key = headers.get("x-api-key", "").strip()
     bearer = headers.get("authorization", "")
     found = [key] if key else []
@@ -169,13 +173,22 @@ def credentials(headers: Mapping[str, str]) -> list[str]:
     return found
 
 
-async def authenticate(headers: Mapping[str, str], tenants: TenantService) -> tuple[int, str] | None:
-    """(tenant, key) of the first key the request presents that is known, else None."""
-    for candidate in credentials(headers):
-        tenant_id = await tenants.authenticate(candidate)
-        if tenant_id is not None:
-            return tenant_id, candidate
-    return None
+def tenant_header(headers: Mapping[str, str]) -> int | None:
+    """The tenant ``X-Tenant-ID`` names (WeKnora's UI sends the tenant chosen in its switcher), or None."""
+    raw = headers.get("x-tenant-id", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or len(raw) > 18:
+        raise BadRequest("X-Tenant-ID: a tenant id (an integer)")
+    return int(raw)
+
+
+async def authenticate(headers: Mapping[str, str], access: AccessService) -> Principal | None:
+    """The principal of the request's credentials, or None."""
+    found = credentials(headers)
+    if not found:
+        return None
+    return await access.resolve(found, tenant_header(headers))
 
 
 # Set on the request's state by the rate limiter, which resolves the caller first: the answer is reused here
@@ -183,19 +196,49 @@ async def authenticate(headers: Mapping[str, str], tenants: TenantService) -> tu
 AUTHENTICATED = "authenticated"
 
 
-async def get_tenant_id(request: Request, tenants: TenantsDep) -> int:
+async def _access(s: ServicesDep) -> AccessService:
+    return s.access
+
+
+AccessDep = Annotated[AccessService, Depends(_access)]
+
+
+async def get_principal(request: Request, access: AccessDep) -> Principal:
+    """The caller, allowed to call this route (``knora.api.policy`` decides): 401 without valid
+    credentials, 403 below the route's role, 404 for a path naming another tenant."""
+    route = request.scope.get("route")
+    rule = requirement(request.method, getattr(route, "path_format", request.url.path))
     if not credentials(request.headers):
         raise Unauthorized("Unauthorized: missing authentication")
     state = request.scope.get("state", {})
+    principal: Principal | None
     if AUTHENTICATED in state:
-        tenant_id: int | None = state[AUTHENTICATED]
+        principal = state[AUTHENTICATED]
     else:
-        found = await authenticate(request.headers, tenants)
-        tenant_id = found[0] if found else None
-    if tenant_id is None:
-        raise Unauthorized("Unauthorized: invalid API key")
-    request.state.tenant_id = tenant_id
-    return tenant_id
+        principal = await authenticate(request.headers, access)
+    if principal is None:
+        tokens = any(looks_like_token(c) for c in credentials(request.headers))
+        raise Unauthorized("Unauthorized: invalid or expired token" if tokens else "Unauthorized: invalid API key")
+    if not rule.tenantless:
+        if not principal.in_tenant:
+            raise Forbidden("Forbidden: you are not a member of this tenant (choose one with X-Tenant-ID)")
+        if rule.role is not None and not principal.role.covers(rule.role):
+            raise Forbidden(f"Forbidden: this needs the {rule.role.value} role; "
+                            f"you are {principal.role.value}")
+    path_tenant = request.path_params.get("tenant_id")
+    if path_tenant is not None and (not str(path_tenant).isdigit() or int(path_tenant) != principal.tenant_id
+                                    or not principal.in_tenant):
+        raise NotFound("No such tenant")
+    request.state.principal = principal
+    request.state.tenant_id = principal.tenant_id
+    return principal
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+async def get_tenant_id(principal: PrincipalDep) -> int:
+    return principal.tenant_id
 
 
 TenantDep = Annotated[int, Depends(get_tenant_id)]

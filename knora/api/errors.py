@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import asyncpg.exceptions as asyncpg
 from fastapi import FastAPI, Request
@@ -14,7 +15,7 @@ from starlette.routing import Match
 
 from knora.adapters.db.unavailable import unavailability
 from knora.api.envelope import error
-from knora.domain.errors import AppError
+from knora.domain.errors import AppError, TooManyRequests
 from knora.web.mount import UI_ROUTE_PATHS, ui_methods
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,10 @@ def allowed_methods(req: Request) -> str:
 def install(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def _app_error(_req: Request, exc: AppError) -> JSONResponse:
-        return error(exc.status, exc.code, exc.message, exc.details)
+        response = error(exc.status, exc.code, exc.message, exc.details)
+        if isinstance(exc, TooManyRequests):
+            response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_req: Request, exc: RequestValidationError) -> JSONResponse:

@@ -1,8 +1,9 @@
 """Per-caller request budgets (issue 20): 429 with the envelope and ``Retry-After`` once a caller's budget is
 spent.
 
-A caller is the API key or UI token it authenticates with (known keys are answered from the tenant service's
-memory), or its client address when it sends none or an unknown one — so rotating made-up keys buys nothing.
+A caller is the API key or signed-in user it authenticates as (known keys are answered from the tenant
+service's memory), or its client address when it sends none or an unknown one — so rotating made-up keys
+buys nothing.
 Every ``/api/v1``, ``/mcp`` and ``/v1`` request spends one unit of ``rate_limit_per_minute``; the expensive
 calls (a chat turn, a ``/v1`` chat completion, a search, an upload, a URL import, a manual document, an
 evaluation run: model calls and embedding work; over MCP the ``search_knowledge``, ``ask`` and
@@ -22,9 +23,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knora.api.deps import AUTHENTICATED, authenticate
 from knora.api.envelope import error
+from knora.domain.errors import AppError
 from knora.ports.rate_limit import Budget, Decision
 from knora.root import Services
-from knora.services.tenants.service import hash_key
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +39,19 @@ def is_heavy(method: str, path: str) -> bool:
     return method == "POST" and _HEAVY.search(path) is not None
 
 
-def key_caller(key: str) -> str:
-    """The budget owner of a known API key or UI token."""
-    return "key:" + hash_key(key)[:32]
-
-
 async def caller(scope: Scope, services: Services) -> str:
-    """``key:<digest>`` for a known key or token, else ``ip:<client address>``. The tenant found (or None) is
-    left on the request's state for the authentication dependency, so a key is looked up once."""
-    found = await authenticate(Headers(scope=scope), services.tenants)
-    scope.setdefault("state", {})[AUTHENTICATED] = found[0] if found else None
+    """``key:<id>`` for a known key, ``user:<id>`` for a signed-in user, else ``ip:<client address>``. The
+    principal found (or None) is left on the request's state for the authentication dependency, so a key is
+    looked up once; a request the dependency must refuse with its own answer (a malformed ``X-Tenant-ID``, a
+    key of another tenant) is left for it to resolve again."""
+    try:
+        found = await authenticate(Headers(scope=scope), services.access)
+    except AppError:
+        found = None
+    else:
+        scope.setdefault("state", {})[AUTHENTICATED] = found
     if found is not None:
-        return key_caller(found[1])
+        return found.caller
     client = scope.get("client")
     return "ip:" + (client[0] if client else "unknown")
 

@@ -107,6 +107,9 @@ async def _serve(args: argparse.Namespace) -> int:
                   flush=True)
             if c.generated_api_key:
                 print(f"API key (shown once, keep it): {c.generated_api_key}", flush=True)
+            if c.generated_owner:
+                login, password = c.generated_owner
+                print(f"Owner account (shown once, keep it): {login} / {password}", flush=True)
             await _announce(c, url)
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:

@@ -45,6 +45,16 @@ class Conflict(AppError):
     status, code = 409, 1005
 
 
+class TooManyRequests(AppError):
+    """A spent budget (failed logins back off): answered with ``Retry-After``."""
+
+    status, code = 429, 1006
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class PayloadTooLarge(AppError):
     status, code = 413, 1000
 

@@ -25,3 +25,8 @@ class SecretBox(Protocol):
     def reseal(self, stored: str) -> str:
         """``stored`` sealed with the current key, whatever key (or none) sealed it before."""
         ...
+
+    def derive(self, purpose: str) -> bytes:
+        """A 32-byte key for ``purpose`` (e.g. signing login tokens), derived from the current key: every
+        replica sharing ``KNORA_SECRET_KEY`` derives the same one."""
+        ...

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from knora.domain.access import ApiKey, KeyGrant, Role
 from knora.domain.models import Tenant
 
 
@@ -23,8 +24,35 @@ class StoredKey:
 
 @runtime_checkable
 class TenantRepo(Protocol):
-    async def tenant_of_key(self, key_hash: str) -> int | None:
-        """The tenant an API key (by its hash) belongs to, or None."""
+    async def key_grant(self, key_hash: str) -> KeyGrant | None:
+        """What an API key (by its hash) grants, or None for an unknown key. Expiry is the caller's check."""
+        ...
+
+    async def touch_keys(self, key_ids: Sequence[str], when: datetime) -> None:
+        """Records the keys' last use."""
+        ...
+
+    async def create_key(self, tenant_id: int, name: str, key_hash: str, key_prefix: str, role: Role,
+                         expires_at: datetime | None, created_by: str | None) -> ApiKey: ...
+
+    async def list_keys(self, tenant_id: int) -> list[ApiKey]:
+        """The tenant's keys as listed (no hashes), newest first."""
+        ...
+
+    async def rename_key(self, tenant_id: int, key_id: str, name: str) -> ApiKey | None: ...
+
+    async def delete_key(self, tenant_id: int, key_id: str) -> str | None:
+        """Deletes one of the tenant's keys; its hash (for the caller's cache), or None if there is none."""
+        ...
+
+    async def tenants(self, ids: Sequence[int]) -> list[Tenant]: ...
+
+    async def create_tenant(self, name: str, description: str) -> Tenant: ...
+
+    async def update(self, tenant_id: int, name: str | None, description: str | None) -> Tenant | None: ...
+
+    async def delete(self, tenant_id: int) -> bool:
+        """Deletes the tenant and everything that is its (the database cascades)."""
         ...
 
     async def get(self, tenant_id: int) -> Tenant | None: ...

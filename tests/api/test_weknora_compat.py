@@ -17,7 +17,7 @@ import pytest
 
 from knora.api.app import create_app
 from knora.root import Services
-from tests.conftest import TEST_API_KEY
+from tests.conftest import TEST_API_KEY, TEST_OWNER_EMAIL, TEST_OWNER_PASSWORD
 from tests.services.streaming.sse import parse_sse
 
 pytestmark = pytest.mark.integration
@@ -197,13 +197,12 @@ class TestAuth:
         assert isinstance(rb["access_token"], str)
         assert rb["refresh_token"]
 
-    async def test_login_page_accepts_an_api_key_as_the_password(self,
-                                                                 sqlite_client: httpx.AsyncClient) -> None:
+    async def test_login_page_signs_the_owner_in(self, sqlite_client: httpx.AsyncClient) -> None:
         """Off the loopback interface auto-setup is refused, so the FE shows its login page (POST /auth/login,
-        P0 for the FE): Knora has no passwords, so a tenant API key is the password."""
+        P0 for the FE): the owner account made on first start signs in with its password."""
         async with anonymous(sqlite_client) as anon:
-            r = await anon.post("/api/v1/auth/login", json={"email": "me@example.com",
-                                                            "password": TEST_API_KEY})
+            r = await anon.post("/api/v1/auth/login", json={"email": TEST_OWNER_EMAIL,
+                                                            "password": TEST_OWNER_PASSWORD})
             assert r.status_code == 200, r.text
             body = r.json()
             assert body["success"] is True
@@ -213,7 +212,7 @@ class TestAuth:
             assert body["memberships"][0]["role"] == "owner"
             me = await anon.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {body['token']}"})
             assert me.status_code == 200
-            bad = await anon.post("/api/v1/auth/login", json={"email": "me@example.com",
+            bad = await anon.post("/api/v1/auth/login", json={"email": TEST_OWNER_EMAIL,
                                                               "password": "wrong-pw"})
         assert bad.status_code == 401
         assert bad.json()["success"] is False

@@ -63,6 +63,85 @@ class ApiKeyRow(Base):
     name: Mapped[str] = mapped_column(String(255), default="default")
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 hex of the plaintext
     prefix: Mapped[str] = mapped_column(String(16), default="")
+    # keys made before roles existed were all-powerful: they stay owner keys (migration 0010)
+    role: Mapped[str] = mapped_column(String(16), default="owner", server_default="owner")
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = _created()
+
+
+class UserRow(Base):
+    __tablename__ = "users"
+    id: Mapped[str] = _id()
+    username: Mapped[str] = mapped_column(String(64), unique=True)
+    email: Mapped[str] = mapped_column(String(255), unique=True)  # stored lower-cased
+    password_hash: Mapped[str] = mapped_column(String(255))
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class TenantMemberRow(Base):
+    __tablename__ = "tenant_members"
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True,
+                                         index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    invited_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = _created()
+
+
+class AuthSessionRow(Base):
+    """A login: its refresh token (hashed; rotated on each refresh) and whether it was ended. Access tokens
+    name their session, so logging out or changing the password ends them too."""
+
+    __tablename__ = "auth_sessions"
+    id: Mapped[str] = _id()
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    refresh_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = _created()
+
+
+class InvitationRow(Base):
+    __tablename__ = "tenant_invitations"
+    id: Mapped[str] = _id()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    email: Mapped[str] = mapped_column(String(255), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    invited_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = _created()
+
+
+class ShareRow(Base):
+    __tablename__ = "shares"
+    __table_args__ = (Index("ix_shares_resource_target", "resource_type", "resource_id", "tenant_id",
+                            unique=True),)
+    id: Mapped[str] = _id()
+    resource_type: Mapped[str] = mapped_column(String(32))
+    resource_id: Mapped[str] = mapped_column(String(36))
+    owner_tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    permission: Mapped[str] = mapped_column(String(16))
+    created_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = _created()
+
+
+class AuditRow(Base):
+    __tablename__ = "audit_log"
+    __table_args__ = (Index("ix_audit_log_tenant_id_id", "tenant_id", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[int] = mapped_column(Integer)  # kept when the tenant is deleted: the log outlives it
+    actor: Mapped[str] = mapped_column(String(128))
+    action: Mapped[str] = mapped_column(String(255))
+    target: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[int] = mapped_column(Integer, default=200)
+    ip: Mapped[str] = mapped_column(String(64), default="")
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = _created()
 
 

@@ -3,6 +3,8 @@ key opens, so values sealed before a rotation stay readable until ``knora secret
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import os
 from pathlib import Path
@@ -27,6 +29,10 @@ class FernetBox:
         except ValueError as exc:
             raise ValueError("KNORA_SECRET_KEY must be a Fernet key: 32 url-safe base64 bytes, as "
                              "`knora secrets new-key` prints") from exc
+        self._current = keys[0].encode()
+
+    def derive(self, purpose: str) -> bytes:
+        return hmac.new(self._current, b"knora:" + purpose.encode(), hashlib.sha256).digest()
 
     def seal(self, plain: str) -> str:
         if not plain:

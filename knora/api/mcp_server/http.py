@@ -28,8 +28,7 @@ from knora.api.deps import AUTHENTICATED, authenticate, credentials
 from knora.api.envelope import error
 from knora.api.mcp_server.server import build_server
 from knora.api.mcp_server.state import CALLER, Caller, McpState
-from knora.api.rate_limit import key_caller
-from knora.domain.errors import Unauthorized, Unavailable
+from knora.domain.errors import AppError, Unauthorized, Unavailable
 from knora.root import Services
 
 MCP_PATH = "/mcp"
@@ -85,10 +84,13 @@ async def _caller(scope: Scope, headers: Headers, services: Services) -> Caller 
     if not credentials(headers):
         return None
     state = scope.get("state", {})
-    if AUTHENTICATED in state and state[AUTHENTICATED] is None:
-        return None  # the rate limiter looked the key up already: unknown
-    found = await authenticate(headers, services.tenants)  # a known key is answered from memory
-    if found is None:
+    if AUTHENTICATED in state:
+        found = state[AUTHENTICATED]
+    else:
+        try:
+            found = await authenticate(headers, services.access)  # a known key is answered from memory
+        except AppError:
+            found = None
+    if found is None or not found.in_tenant:
         return None
-    tenant_id, key = found
-    return Caller(tenant_id=tenant_id, budget_owner=key_caller(key))
+    return Caller(tenant_id=found.tenant_id, budget_owner=found.caller, role=found.role)

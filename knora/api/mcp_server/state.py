@@ -15,7 +15,8 @@ from mcp.server.mcpserver import Context
 from starlette.requests import Request
 
 from knora.api.rate_limit import spend_heavy
-from knora.domain.errors import AppError, Unauthorized
+from knora.domain.access import Role
+from knora.domain.errors import AppError, Forbidden, Unauthorized
 from knora.root import Services
 
 CALLER = "knora.mcp.caller"  # key of the request state's Caller (set by the HTTP endpoint)
@@ -25,6 +26,12 @@ CALLER = "knora.mcp.caller"  # key of the request state's Caller (set by the HTT
 class Caller:
     tenant_id: int
     budget_owner: str | None = None  # the rate limiter's caller key (HTTP); None: no budgets (stdio)
+    role: Role = Role.OWNER  # HTTP: the key's or user's role; stdio: the operator who started the process
+
+    def require(self, role: Role) -> None:
+        """Refuses a tool call the caller's role does not allow (as ``knora.api.policy`` does routes)."""
+        if not self.role.covers(role):
+            raise Forbidden(f"Forbidden: this needs the {role.value} role; you are {self.role.value}")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from knora.api.mcp_server.schemas import (
 )
 from knora.api.mcp_server.state import McpContext, admit_heavy, caller_of, state_of
 from knora.api.mcp_server.text import document_text
+from knora.domain.access import Role
 from knora.domain.errors import AppError, BadRequest, NotFound
 from knora.domain.knowledge import Chunk, ChunkType, Knowledge, KnowledgeBase
 from knora.domain.search import SearchParams
@@ -224,6 +225,7 @@ async def add_document(
         if (text is None) == (url is None):
             raise BadRequest("give exactly one of text or url")
         s, caller = state_of(ctx).services, caller_of(ctx)
+        caller.require(Role.CONTRIBUTOR)
         kb = await _kb(s, caller.tenant_id, knowledge_base)
         await admit_heavy(ctx, caller)
         if url is not None:

@@ -2,8 +2,9 @@
 
 WeKnora's web UI reads some of these on load of its main pages (the organisation list and pending invitations
 in the sidebar and header, the favourites of the knowledge-base and agent lists, the channel and vector store
-panels of the settings and agent pages). Knora has no users apart from its tenants, so it has no
-organisations, invitations or per-user favourites; it has no IM or embed channels and no registry of external
+panels of the settings and agent pages). Knora has no
+organisations (tenants share with each other directly) or per-user favourites; it has no IM or embed
+channels and no registry of external
 vector stores. Each read answers the empty result in WeKnora's shape, so no page throws, and
 ``/system/capabilities`` (``knora.api.routes.system``) marks the feature unsupported, so the UI hides the
 menus that would create one. Writes are not routed: WeKnora does not register the routes of a feature it lacks
@@ -38,16 +39,6 @@ async def list_favorites(_tenant_id: TenantDep, type: str = "") -> JSONResponse:
     if type and type not in FAVORITE_TYPES:
         raise ValidationFailed("Invalid request parameters")
     return ok([])
-
-
-@router.get("/me/invitations")
-async def my_invitations(_tenant_id: TenantDep) -> JSONResponse:
-    return ok({"invitations": [], "total": 0})
-
-
-@router.get("/me/invitations/pending-count")
-async def pending_invitations(_tenant_id: TenantDep) -> JSONResponse:
-    return ok({"pending_count": 0})
 
 
 @router.get("/im-channels")

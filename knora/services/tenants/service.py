@@ -7,7 +7,10 @@ import hashlib
 import logging
 import secrets
 import time
+from datetime import UTC, datetime
 
+from knora.domain.access import ApiKey, KeyGrant, Principal, Role
+from knora.domain.errors import BadRequest, Forbidden, NotFound
 from knora.domain.models import Tenant
 from knora.ports.tenant_store import StoredKey, TenantRepo
 
@@ -39,6 +42,7 @@ def key_prefix(key: str, *, generated: bool) -> str:
 
 
 KEY_RECHECK_SECONDS = 1.0  # a cached API key is confirmed with the database again after this
+TOUCH_SECONDS = 60.0  # a key's last use is written at most this often
 
 
 class TenantService:
@@ -46,40 +50,123 @@ class TenantService:
         self._repo = repo
         # key digest → (tenant, when the database last confirmed it): re-confirmed after KEY_RECHECK_SECONDS,
         # so a key revoked through another replica stops working here within that time
-        self._cache: dict[str, tuple[int, float]] = {}
-        self._lookups: dict[str, asyncio.Future[int | None]] = {}  # keys being looked up: later askers wait
+        self._cache: dict[str, tuple[KeyGrant, float]] = {}
+        self._lookups: dict[str, asyncio.Future[KeyGrant | None]] = {}  # keys being looked up: askers wait
+        self._touched: dict[str, float] = {}  # key id → when its last use was last written
         self._ui_key: str | None = None
         self._default_id: int | None = None
 
     async def authenticate(self, key: str) -> int | None:
-        """The tenant of an API key. A key confirmed less than ``KEY_RECHECK_SECONDS`` ago is answered from
-        memory; concurrent lookups of one key share a single query (a thousand clients connecting at once are
-        one query, not a thousand)."""
+        """The tenant of a valid API key, or None."""
+        grant = await self.grant(key)
+        return None if grant is None else grant.tenant_id
+
+    async def grant(self, key: str) -> KeyGrant | None:
+        """What a valid (known, unexpired) API key grants. A key confirmed less than ``KEY_RECHECK_SECONDS``
+        ago is answered from memory; concurrent lookups of one key share a single query (a thousand clients
+        connecting at once are one query, not a thousand)."""
         if not key:
             return None
         digest = hash_key(key)
         cached = self._cache.get(digest)
         if cached is not None and time.monotonic() - cached[1] < KEY_RECHECK_SECONDS:
-            return cached[0]
+            return _unexpired(cached[0])
         pending = self._lookups.get(digest)
         if pending is not None:
-            return await asyncio.shield(pending)
-        fut: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+            return _unexpired(await asyncio.shield(pending))
+        fut: asyncio.Future[KeyGrant | None] = asyncio.get_running_loop().create_future()
         self._lookups[digest] = fut
         try:
-            tenant_id = await self._repo.tenant_of_key(digest)
-            if tenant_id is not None:
-                self._cache[digest] = (tenant_id, time.monotonic())
+            grant = await self._repo.key_grant(digest)
+            if grant is not None:
+                self._cache[digest] = (grant, time.monotonic())
+                await self._touch(grant.key_id)
             else:
                 self._cache.pop(digest, None)  # revoked (here or through another replica)
-            fut.set_result(tenant_id)
-            return tenant_id
+            fut.set_result(grant)
+            return _unexpired(grant)
         except BaseException as exc:
             fut.set_exception(exc if isinstance(exc, Exception) else RuntimeError("lookup cancelled"))
             fut.exception()  # retrieved here, so an unawaited failure is not logged as never retrieved
             raise
         finally:
             self._lookups.pop(digest, None)
+
+    async def _touch(self, key_id: str) -> None:
+        """Records a key's last use, at most once per ``TOUCH_SECONDS`` per key and process."""
+        now = time.monotonic()
+        if now - self._touched.get(key_id, -TOUCH_SECONDS) < TOUCH_SECONDS:
+            return
+        self._touched[key_id] = now
+        try:
+            await self._repo.touch_keys([key_id], datetime.now(UTC))
+        except Exception:
+            log.warning("could not record the last use of an API key", exc_info=True)
+
+    # --- keys managed through the API and the CLI -------------------------------------------------------
+    async def create_key(self, tenant_id: int, name: str, role: Role, *, expires_at: datetime | None = None,
+                         created_by: str | None = None, by_role: Role | None = None) -> tuple[ApiKey, str]:
+        """A new key (and its plaintext, shown once). Nobody makes a key above their own role, and no key
+        is an owner's (an owner key could delete the tenant)."""
+        name = name.strip()
+        if not name or len(name) > 255:
+            raise BadRequest("name: 1–255 characters")
+        if role is Role.OWNER:
+            raise BadRequest("role: a key can be viewer, contributor or admin")
+        if by_role is not None and not by_role.covers(role):
+            raise Forbidden(f"A {by_role.value} cannot make a key with the {role.value} role")
+        if expires_at is not None and expires_at <= datetime.now(UTC):
+            raise BadRequest("expires_at: in the past")
+        key = generate_key()
+        created = await self._repo.create_key(tenant_id, name, hash_key(key), key_prefix(key, generated=True),
+                                              role, expires_at, created_by)
+        return created, key
+
+    async def list_keys(self, tenant_id: int) -> list[ApiKey]:
+        return await self._repo.list_keys(tenant_id)
+
+    async def rename_key(self, tenant_id: int, key_id: str, name: str) -> ApiKey:
+        name = name.strip()
+        if not name or len(name) > 255:
+            raise BadRequest("name: 1–255 characters")
+        found = await self._repo.rename_key(tenant_id, key_id, name)
+        if found is None:
+            raise NotFound("No such API key")
+        return found
+
+    async def revoke_key(self, tenant_id: int, key_id: str) -> None:
+        """Deletes the key: refused here at once, by other replicas within ``KEY_RECHECK_SECONDS``."""
+        digest = await self._repo.delete_key(tenant_id, key_id)
+        if digest is None:
+            raise NotFound("No such API key")
+        self._cache.pop(digest, None)
+
+    # --- tenants ----------------------------------------------------------------------------------------
+    async def tenants(self, ids: list[int]) -> list[Tenant]:
+        return await self._repo.tenants(ids)
+
+    async def create_tenant(self, name: str, description: str = "") -> Tenant:
+        name = name.strip()
+        if not name or len(name) > 255:
+            raise BadRequest("name: 1–255 characters")
+        return await self._repo.create_tenant(name, description)
+
+    async def update(self, tenant_id: int, name: str | None, description: str | None) -> Tenant:
+        if name is not None and (not name.strip() or len(name) > 255):
+            raise BadRequest("name: 1–255 characters")
+        found = await self._repo.update(tenant_id, name.strip() if name else None, description)
+        if found is None:
+            raise NotFound("No such tenant")
+        return found
+
+    async def delete_rows(self, tenant_id: int) -> bool:
+        """Deletes the tenant's rows (after its knowledge bases were deleted through their service)."""
+        self._cache = {k: v for k, v in self._cache.items() if v[0].tenant_id != tenant_id}
+        return await self._repo.delete(tenant_id)
+
+    def key_principal(self, grant: KeyGrant) -> Principal:
+        return Principal(tenant_id=grant.tenant_id, role=grant.role, key_id=grant.key_id,
+                         key_prefix=grant.prefix)
 
     async def get(self, tenant_id: int) -> Tenant | None:
         return await self._repo.get(tenant_id)
@@ -164,6 +251,12 @@ class TenantService:
         log.warning("revoked %d UI keys left by earlier releases (prefixes %s)", revoked,
                     ", ".join(k.prefix for k in stale))
         return revoked
+
+
+def _unexpired(grant: KeyGrant | None) -> KeyGrant | None:
+    if grant is None or (grant.expires_at is not None and grant.expires_at <= datetime.now(UTC)):
+        return None
+    return grant
 
 
 def _legacy_generated(key: StoredKey) -> bool:
