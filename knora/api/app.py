@@ -12,6 +12,7 @@ from starlette.routing import Route
 from knora import __version__
 from knora.api import errors
 from knora.api.body import install_openapi
+from knora.api.audit import AuditMiddleware
 from knora.api.body_limit import BodyLimitMiddleware, limits
 from knora.api.cors import KnoraCors
 from knora.api.docs_pages import install_docs
@@ -132,6 +133,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         app.state.services = services
     errors.install(app)
     # inside CORS and the request id, so a 429 carries both
+    app.add_middleware(AuditMiddleware)  # innermost: it sees the route and the caller the request resolved
     app.add_middleware(RateLimitMiddleware, prefix=(API_PREFIX, MCP_PATH, OPENAI_PREFIX))
     app.add_middleware(BodyLimitMiddleware, limit_for=limits(settings.max_upload_bytes,
                                                              settings.max_chat_body_bytes))

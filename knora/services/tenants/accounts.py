@@ -194,9 +194,12 @@ class AccountService:
         """Sets a new password after checking the old one; every other login session of the user ends."""
         if principal.user_id is None:
             raise BadRequest("Only a signed-in user has a password (this request used an API key)")
+        if not old:
+            raise BadRequest("old_password is required")
         found = await self._repo.user(principal.user_id)
+        # 400, not 401: WeKnora's UI takes a 401 for an expired session and signs the user out
         if found is None or not await self._verify(found[1], old):
-            raise Unauthorized("The current password is wrong")
+            raise BadRequest("The current password is wrong")
         check_password(new)
         await self._repo.set_password(principal.user_id, await self._hash(new))
         await self._repo.end_sessions(principal.user_id, keep=principal.session_id)
