@@ -357,8 +357,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     box = build_secret_box(s)
     rate_limiter = build_rate_limiter(s)
     closers.append(rate_limiter.close)
-    accounts = AccountService(SqlAccountRepo(sessions), box, rate_limiter, memory_kib=s.password_hash_memory_kib,
-                              iterations=s.password_hash_iterations)
+    accounts = AccountService(SqlAccountRepo(sessions), box, rate_limiter,
+                              memory_kib=s.password_hash_memory_kib, iterations=s.password_hash_iterations)
     members = MemberService(SqlAccountRepo(sessions), tenants, accounts)
     # Replicas started at once: one at a time through migrations and the first start's default tenant.
     async with startup_lock(db):

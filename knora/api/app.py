@@ -11,8 +11,8 @@ from starlette.routing import Route
 
 from knora import __version__
 from knora.api import errors
-from knora.api.body import install_openapi
 from knora.api.audit import AuditMiddleware
+from knora.api.body import install_openapi
 from knora.api.body_limit import BodyLimitMiddleware, limits
 from knora.api.cors import KnoraCors
 from knora.api.docs_pages import install_docs

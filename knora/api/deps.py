@@ -218,7 +218,8 @@ async def get_principal(request: Request, access: AccessDep) -> Principal:
         principal = await authenticate(request.headers, access)
     if principal is None:
         tokens = any(looks_like_token(c) for c in credentials(request.headers))
-        raise Unauthorized("Unauthorized: invalid or expired token" if tokens else "Unauthorized: invalid API key")
+        raise Unauthorized("Unauthorized: invalid or expired token" if tokens
+                           else "Unauthorized: invalid API key")
     if not rule.tenantless:
         if not principal.in_tenant:
             raise Forbidden("Forbidden: you are not a member of this tenant (choose one with X-Tenant-ID)")
