@@ -3,7 +3,8 @@ and the principal a token stands for (issue 14).
 
 - Passwords are hashed with Argon2id (``argon2-cffi``; memory and passes from settings, OWASP's minimum by
   default) in a worker thread: a hash costs about 0.1 s of CPU, which the event loop must not wait for.
-  An unknown login is verified against a dummy hash, so it takes as long and gets the same answer as a wrong password.
+  An unknown login is verified against a dummy hash, so it takes as long and gets the same answer as a
+  wrong password.
 - An access token is a JWT (HS256, ``PyJWT``) signed with a key derived from ``KNORA_SECRET_KEY`` (so every
   replica verifies every replica's tokens) and valid for ``ACCESS_TTL``; it names its login session. A refresh
   token is an opaque random string stored only as a hash and replaced on each use.
