@@ -38,6 +38,7 @@ ACCESS_TTL = timedelta(minutes=15)
 REFRESH_TTL = timedelta(days=30)
 RECHECK_SECONDS = 1.0  # a token's role is confirmed with the database again after this
 _ALGORITHM = "HS256"
+_VERIFIED_MAX = 50_000  # verified tokens remembered (cleared when full)
 _REFRESH_PREFIX = "rt-"
 # Failed logins: a burst of attempts, then one more per window / limit seconds.
 ACCOUNT_FAILURES = Budget(5, 300.0)  # 5 at once, then one a minute, per account
@@ -89,6 +90,7 @@ class AccountService:
         self._clock = clock
         # (session, tenant) → (role or None, when the database last said so)
         self._roles: dict[tuple[str, int], tuple[tuple[bool, Role | None], float]] = {}
+        self._verified: dict[str, dict[str, object]] = {}  # access token → its verified claims
 
     def _now(self) -> datetime:
         return self._clock.now(UTC)
@@ -214,13 +216,23 @@ class AccountService:
 
     # --- who a token is -------------------------------------------------------------------------------------
     def claims(self, token: str) -> dict[str, object] | None:
-        """The claims of a valid, unexpired access token of ours, else None."""
+        """The claims of a valid, unexpired access token of ours, else None. A token verified once is
+        remembered (its claims cannot change; its expiry is checked on every use): a request then costs a
+        dict lookup, not a signature check."""
+        known = self._verified.get(token)
+        if known is not None:
+            return known if time.time() < float(str(known["exp"])) else None
         try:
             claims: dict[str, object] = jwt.decode(token, self._key, algorithms=[_ALGORITHM],
                                                    options={"require": ["exp", "sub", "sid"]})
         except jwt.PyJWTError:
             return None
-        return claims if claims.get("typ") == "access" else None
+        if claims.get("typ") != "access":
+            return None
+        if len(self._verified) >= _VERIFIED_MAX:
+            self._verified.clear()
+        self._verified[token] = claims
+        return claims
 
     async def principal(self, token: str, tenant_id: int | None) -> Principal | None:
         """The principal an access token stands for in ``tenant_id`` (else the token's tenant): None when

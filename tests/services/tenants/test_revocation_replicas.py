@@ -38,7 +38,8 @@ async def _refused_after(client: httpx.AsyncClient, headers: dict[str, str], sin
 
 
 async def test_revoked_on_a_refused_on_b_within_a_second(tmp_path: Path) -> None:
-    env = {"KNORA_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}", "KNORA_SECRET_KEY": new_key(),
+    env = {"KNORA_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}",
+           "KNORA_SECRET_KEY": new_key(),
            "KNORA_REPLICAS": "1", "KNORA_OWNER_PASSWORD": TEST_OWNER_PASSWORD,
            "KNORA_RATE_LIMIT_PER_MINUTE": "0", "KNORA_RATE_LIMIT_HEAVY_PER_MINUTE": "0"}
     with serve(tmp_path / "a", **env) as (_a, url_a), serve(tmp_path / "b", **env) as (_b, url_b):
