@@ -55,6 +55,7 @@ from knora.api.routes import (
     search,
     sessions,
     settings_checks,
+    shares,
     skills,
     storage,
     suggestions,
@@ -92,7 +93,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,
     feedback.router, credentials.router, ollama.router,  # issue 13: more UI routes
-    accounts.router, tenants.router,  # issue 14: accounts, tenants, members, keys
+    accounts.router, tenants.router, shares.router,  # issue 14: accounts, tenants, members, keys, shares
     skills.router, mcp_metadata.router, chat_extras.router,  # issue 13 round 3
 )
 

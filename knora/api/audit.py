@@ -37,6 +37,10 @@ class AuditMiddleware:
             return
         if not requirement(scope["method"], template).audited:
             return
+        for prefix in ("/api/v1", "/v1"):  # the route's own template lacks its router's prefix
+            if scope["path"].startswith(prefix + "/") and not template.startswith(prefix + "/"):
+                template = prefix + template
+                break
         services: Services = scope["app"].state.services
         params = scope.get("path_params", {})
         client = scope.get("client")
