@@ -260,7 +260,8 @@ def _store(s: Settings, db: AsyncEngine, sessions: async_sessionmaker[AsyncSessi
                   jobs=build_job_queue(s.job_queue, repos.jobs, workers=max(s.ingest_concurrency,
                                                                             s.ingest_workers),
                                        max_attempts=s.ingest_max_attempts, lease_seconds=s.job_lease_seconds,
-                                       database_url=s.effective_database_url))
+                                       database_url=s.effective_database_url, redis_url=s.redis_url,
+                                       redis_prefix=s.redis_prefix))
 
 
 def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,
