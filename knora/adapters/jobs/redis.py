@@ -112,6 +112,15 @@ def _entries(raw: Sequence[Any] | None) -> list[tuple[str, str]]:
     return out
 
 
+async def _wait(event: asyncio.Event, timeout: float) -> None:
+    """Until ``event`` is set or ``timeout`` seconds pass. ``asyncio.timeout``, not ``wait_for``: on Python
+    3.11 ``wait_for`` loses a cancellation that lands as the event is set, and the loop it is in would outlive
+    ``stop``."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            await event.wait()
+
+
 class RedisJobQueue(InProcessJobQueue):
     def __init__(self, repo: JobRepo, url: str, *, prefix: str = "knora", workers: int = 4,
                  lease_seconds: float = 10.0, max_attempts: int = 3, retry_seconds: float = 2.0,
@@ -126,10 +135,13 @@ class RedisJobQueue(InProcessJobQueue):
         self._client: aioredis.Redis | None = None
         self._blocking: aioredis.Redis | None = None
         self._entries: dict[str, str] = {}  # running job id -> its stream entry
+        self._done: set[str] = set()  # finished jobs whose entry is not removed yet
         self._publish_wake = asyncio.Event()
         self._finish_wake = asyncio.Event()
         self._cursor = "0-0"  # where the next XAUTOCLAIM scan goes on
-        self.redis_ok = False  # False while the dispatcher claims from the table (Redis unreachable)
+        # False while the dispatcher claims from the table (Redis unreachable); None before the first read
+        self.redis_ok: bool | None = None
+        self._relay_failing = False
 
     # --- the port ------------------------------------------------------------------------------------------
     async def enqueue(self, kind: str, payload: dict[str, Any], *, key: str | None = None) -> str:
@@ -165,9 +177,18 @@ class RedisJobQueue(InProcessJobQueue):
         if client is None:
             return
         with contextlib.suppress(RedisError, OSError):
-            await self._drop(list(self._entries.items()))  # finished jobs the finisher had not reached
+            # finished jobs the finisher had not reached; the rest were claimed but never started (stopped
+            # first): their rows are refunded and their entries handed on like those of jobs cut short
+            done = [(j, e) for j, e in self._entries.items() if j in self._done]
+            await self._drop(done)
+            for job_id, entry_id in self._entries.items():
+                if job_id not in self._done:
+                    with contextlib.suppress(Exception):
+                        await self._repo.requeue(job_id, refund=True)
+                    await self._republish(job_id, entry_id)
             await self._release_pending(client)
         self._entries.clear()
+        self._done.clear()
         self._client = self._blocking = None
         for c in (client, blocking):
             if c is not None:
@@ -214,14 +235,13 @@ class RedisJobQueue(InProcessJobQueue):
     # --- the relay (the table is the outbox) ----------------------------------------------------------------
     async def _relay_loop(self) -> None:
         last_check = 0.0
-        while True:
+        while not self._stopping:
             timeout = self._poll
             with contextlib.suppress(RedisError, OSError):
                 first = await self._redis().zrange(self._due, 0, 0, withscores=True)
                 if first:
                     timeout = max(0.0, min(timeout, float(first[0][1]) - time.time()))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._publish_wake.wait(), timeout)
+            await _wait(self._publish_wake, timeout)
             self._publish_wake.clear()
             check = time.monotonic() - last_check >= self._poll
             if check:
@@ -229,9 +249,12 @@ class RedisJobQueue(InProcessJobQueue):
             try:
                 await self._redis().zremrangebyscore(self._due, "-inf", time.time())
                 await self.relay(check_lost=check)
+                self._relay_failing = False
             except Exception as exc:  # noqa: BLE001 - the next round tries again
-                log.warning("job queue: publishing jobs to Redis failed (%s); retrying in %.1f s", exc,
-                            self._poll)
+                if not self._relay_failing:  # once per outage, not every round
+                    log.warning("job queue: publishing jobs to Redis failed (%s); retrying every %.1f s", exc,
+                                self._poll)
+                self._relay_failing = True
 
     async def relay(self, *, check_lost: bool = False) -> int:
         """Publishes the table's claimable jobs that have no entry; ``check_lost``: also those whose entry is
@@ -272,8 +295,7 @@ class RedisJobQueue(InProcessJobQueue):
             free = self._workers - len(self._running)
             self._wake.clear()
             if free <= 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._poll)
+                await _wait(self._wake, self._poll)
                 continue
             try:
                 entries: list[tuple[str, str]] = []
@@ -358,7 +380,7 @@ class RedisJobQueue(InProcessJobQueue):
     async def _from_the_table(self, free: int, exc: BaseException) -> None:
         """Redis is unreachable: one claim round straight from the table (the in-process queue's), then a
         poll's wait."""
-        if self.redis_ok:
+        if self.redis_ok is not False:
             log.warning("job queue: Redis unreachable (%s); claiming from the database every %.1f s until it "
                         "is back", exc, self._poll)
         self.redis_ok = False
@@ -370,8 +392,7 @@ class RedisJobQueue(InProcessJobQueue):
             jobs = []
         for job in jobs:
             self._start(job)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), self._poll)
+        await _wait(self._wake, self._poll)
 
     # --- running and finishing ------------------------------------------------------------------------------
     async def _run(self, job: JobRecord) -> None:
@@ -384,6 +405,7 @@ class RedisJobQueue(InProcessJobQueue):
                     await asyncio.shield(self._republish(job.id, entry))
             raise
         if job.id in self._finished:
+            self._done.add(job.id)
             self._finish_wake.set()  # row and entry removed together by the finisher
             return
         # failed for good, or requeued with a backoff: the entry goes, and the relay publishes the row again
@@ -397,7 +419,7 @@ class RedisJobQueue(InProcessJobQueue):
 
     async def _finish_loop(self) -> None:
         """Deletes finished jobs' rows in one statement per round, then their entries."""
-        while True:
+        while not self._stopping:
             await self._finish_wake.wait()
             self._finish_wake.clear()
             done = list(self._finished)
@@ -411,9 +433,10 @@ class RedisJobQueue(InProcessJobQueue):
                 self._finish_wake.set()
                 continue
             pairs = [(job_id, self._entries.pop(job_id)) for job_id in done if job_id in self._entries]
+            gone = set(done)
+            self._done -= gone
             with contextlib.suppress(RedisError, OSError):
                 await self._drop(pairs)
-            gone = set(done)
             self._finished = [j for j in self._finished if j not in gone]
             self._wake.set()
             self._publish_wake.set()  # rows behind the relay's batch may be claimable now
