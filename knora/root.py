@@ -97,6 +97,7 @@ from knora.services.kb.move import KnowledgeMoveService
 from knora.services.kb.rebuild import JOB_KIND as KB_REBUILD_JOB
 from knora.services.kb.rebuild import IndexRebuildService
 from knora.services.kb.service import KnowledgeBaseService
+from knora.services.kb.storage import view_of as storage_view_of
 from knora.services.pipeline.deps import PipelineDeps
 from knora.services.pipeline.runner import QuickAnswerRunner
 from knora.services.refs import TenantRefs
@@ -273,7 +274,8 @@ def _store(s: Settings, db: AsyncEngine, sessions: async_sessionmaker[AsyncSessi
                   jobs=build_job_queue(s.job_queue, repos.jobs, workers=max(s.ingest_concurrency,
                                                                             s.ingest_workers),
                                        max_attempts=s.ingest_max_attempts, lease_seconds=s.job_lease_seconds,
-                                       database_url=s.effective_database_url))
+                                       database_url=s.effective_database_url, redis_url=s.redis_url,
+                                       redis_prefix=s.redis_prefix))
 
 
 def _models(s: Settings, sessions: async_sessionmaker[AsyncSession], repos: Repositories,
@@ -386,7 +388,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
                       split=splitter, telemetry=telemetry)
     ingest = IngestService(deps)
     kbs = KnowledgeBaseService(store.repos, store.blobs, lambda: engine, lambda: s.embedder,
-                               stop_ingestion=ingest.stop_knowledge_base)
+                               stop_ingestion=ingest.stop_knowledge_base, storage_view=storage_view_of(s))
     tenant_urls = _outbound(s).tenant
     model_service = ModelService(store.repos, store.embedders, tenant_urls, s.embedder_base_url)
     await model_service.load_cache()

@@ -105,7 +105,8 @@ class Settings(ClientSettings):
     stream_log: str = Field(default="memory", description="memory|redis")
     job_queue: str = Field(default="inprocess", description="inprocess|postgres|redis: inprocess polls the "
                            "jobs table every 2 s (one process); postgres wakes on LISTEN/NOTIFY and takes "
-                           "over a dead replica's jobs within seconds (redis: not yet; in-process)")
+                           "over a dead replica's jobs within seconds; redis claims through a Redis Streams "
+                           "consumer group (blocking reads, XAUTOCLAIM), the jobs table staying the record")
     replicas: int | None = Field(
         default=None, ge=1,
         description="How many `knora serve` processes share this database. Unset: several when the stream "
@@ -269,7 +270,7 @@ class Settings(ClientSettings):
     job_lease_seconds: float | None = Field(
         default=None, gt=0,
         description="A running job whose heartbeat is older than this belongs to a dead process and is "
-        "taken over. Unset: 60 s with the in-process queue, 10 s with the postgres queue")
+        "taken over. Unset: 60 s with the in-process queue, 10 s with the postgres and redis queues")
     ingest_workers: int = 1
     ingest_concurrency: int = Field(
         default=64,

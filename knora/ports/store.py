@@ -257,6 +257,17 @@ class JobRepo(Protocol):
         """Deletes ``finished`` jobs and claims up to ``limit`` claimable jobs in one transaction."""
         ...
 
+    async def claimable_ids(self, kinds: Sequence[str], stale_before: datetime, limit: int) -> list[str]:
+        """Ids of up to ``limit`` claimable jobs, oldest first, without claiming them (a relay publishing the
+        table's jobs elsewhere, e.g. to a Redis stream)."""
+        ...
+
+    async def claim_ids(self, job_ids: Sequence[str], kinds: Sequence[str],
+                        stale_before: datetime) -> list[JobRecord]:
+        """Claims those of ``job_ids`` that are claimable (the fence behind a claim made elsewhere: a job
+        already running, finished or failed is not claimed again)."""
+        ...
+
     async def finish_many(self, job_ids: Sequence[str]) -> None: ...
 
     async def heartbeat(self, job_id: str) -> None: ...

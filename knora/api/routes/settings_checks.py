@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from knora.api.body import read_object
-from knora.api.deps import BlobsDep, ServicesDep, TenantDep
+from knora.api.deps import BlobsDep, ServicesDep, SettingsDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.routes.parser_engines import list_parser_engines
 from knora.domain.errors import NotFound
@@ -43,20 +43,25 @@ async def check_parser_engines(request: Request, s: ServicesDep, tenant_id: Tena
 
 @router.post("/system/storage-engine-check")
 @router.post("/system/storage-engines/check")
-async def check_storage_engine(request: Request, blobs: BlobsDep, _tenant_id: TenantDep) -> JSONResponse:
-    storage.check_provider(await read_object(request))
-    return ok(await storage.check_local(blobs))
+async def check_storage_engine(request: Request, blobs: BlobsDep, settings: SettingsDep,
+                               _tenant_id: TenantDep) -> JSONResponse:
+    view = storage.view_of(settings)
+    storage.check_provider(await read_object(request), view)
+    return ok(await storage.check_local(blobs, view))
 
 
 @router.post("/storage-backends/test")
-async def check_storage_backend(request: Request, blobs: BlobsDep, _tenant_id: TenantDep) -> JSONResponse:
-    storage.check_provider(await read_object(request))
-    return ok(await storage.check_local(blobs))
+async def check_storage_backend(request: Request, blobs: BlobsDep, settings: SettingsDep,
+                                _tenant_id: TenantDep) -> JSONResponse:
+    view = storage.view_of(settings)
+    storage.check_provider(await read_object(request), view)
+    return ok(await storage.check_local(blobs, view))
 
 
 @router.post("/storage-backends/{backend_id}/test")
-async def check_saved_storage_backend(backend_id: str, blobs: BlobsDep,
+async def check_saved_storage_backend(backend_id: str, blobs: BlobsDep, settings: SettingsDep,
                                       _tenant_id: TenantDep) -> JSONResponse:
-    if backend_id != storage.LOCAL_BACKEND_ID:
+    view = storage.view_of(settings)
+    if backend_id != view.backend_id:
         raise NotFound("storage backend not found")
-    return ok(await storage.check_local(blobs))
+    return ok(await storage.check_local(blobs, view))

@@ -19,7 +19,7 @@ router = APIRouter(tags=["system"])
 _UNSUPPORTED = ("organizations", "integrations.im", "integrations.embed", "settings.vectorstore",
                 "settings.sandbox", "settings.sandbox.docker", "sandbox.workbench")
 _SUPPORTED = ("agents", "integrations.api", "settings.mcp", "settings.websearch",
-              "settings.storage")  # one backend, local files (knora.api.routes.storage)
+              "settings.storage")  # one backend, KNORA_BLOB_STORE's (knora.api.routes.storage)
 
 
 @router.get("/system/info")
@@ -28,8 +28,11 @@ async def system_info(settings: SettingsDep, _tenant_id: TenantDep) -> JSONRespo
     return ok({"version": __version__, "edition": "knora", "commit_id": "", "build_time": "",
                "go_version": "",
                "keyword_index_engine": engine, "vector_store_engine": engine, "graph_database_engine": "",
-               "minio_enabled": False, "db_version": "sqlite" if settings.is_sqlite else "postgres",
-               "embedder": settings.embedder, "job_queue": settings.job_queue})
+               # WeKnora: a self-hosted S3-compatible object store (its "minio") is configured
+               "minio_enabled": settings.blob_store == "s3" and bool(settings.s3_endpoint_url),
+               "db_version": "sqlite" if settings.is_sqlite else "postgres",
+               "embedder": settings.embedder, "job_queue": settings.job_queue,
+               "blob_store": settings.blob_store})
 
 
 @router.get("/system/capabilities")

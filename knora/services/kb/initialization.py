@@ -6,7 +6,7 @@ indexing strategy) and then this one, which carries the models, chunking, multim
 extraction and question generation choices in camelCase. Here that body becomes the same change a
 ``PUT /knowledge-bases/:id`` makes, so both go through one validation: every model id must resolve within the
 tenant (400 otherwise), the embedding model cannot change under indexed documents, chunk sizes are bounded,
-the storage is Knora's local storage. Multimodal ingestion is the knowledge base's ``vlm_config`` (image
+the storage is the deployment's blob store. Multimodal ingestion is the knowledge base's ``vlm_config`` (image
 captions from a ``vlm`` model); what Knora cannot do (speech ingestion) is refused with a 400 rather than
 stored as if it were done.
 """

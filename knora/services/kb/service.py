@@ -63,8 +63,10 @@ def _name(value: Any, what: str = "name") -> str:
 class KnowledgeBaseService:
     def __init__(self, repos: Repositories, blobs: BlobStore, retrieval: Callable[[], RetrievalEngine | None],
                  default_embedding_model: Callable[[], str],
-                 stop_ingestion: Callable[[str], Awaitable[None]] | None = None) -> None:
+                 stop_ingestion: Callable[[str], Awaitable[None]] | None = None,
+                 storage_view: storage.StorageView = storage.LOCAL_VIEW) -> None:
         self.repos = repos
+        self._storage = storage_view  # the deployment's blob store, which every knowledge base is bound to
         self._stop_ingestion = stop_ingestion  # stops the running ingestion jobs of a knowledge base
         self.blobs = blobs
         self._retrieval = retrieval
@@ -110,7 +112,8 @@ class KnowledgeBaseService:
             raise ValidationFailed("type must be 'document' or 'faq'")
         model_ids = await self._model_ids(tenant_id, body)
         provider, backend = storage.binding(body.get("storage_provider_config"),
-                                            body.get("storage_backend_id"), legacy=body.get("storage_config"))
+                                            body.get("storage_backend_id"), legacy=body.get("storage_config"),
+                                            view=self._storage)
         kb = KnowledgeBase(
             tenant_id=tenant_id, name=_name(body.get("name")), description=str(body.get("description") or ""),
             type=KBType(kb_type), is_temporary=bool(body.get("is_temporary", False)),
@@ -189,7 +192,7 @@ class KnowledgeBaseService:
                                                     "storage_config")):
             provider, backend = storage.binding(merged.get("storage_provider_config"),
                                                 merged.get("storage_backend_id"),
-                                                legacy=merged.get("storage_config"))
+                                                legacy=merged.get("storage_config"), view=self._storage)
             changes.update(storage_provider_config=provider, storage_backend_id=backend)
         if merged.get("vlm_config") is not None:
             changes["vlm_config"] = await self._vlm_config(tenant_id, merged["vlm_config"], kb.vlm_config)

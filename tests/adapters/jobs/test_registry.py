@@ -1,4 +1,4 @@
-"""Job queues by name: ``inprocess``, ``postgres``, and ``redis`` accepted but served in-process (not yet)."""
+"""Job queues by name: ``inprocess``, ``postgres`` and ``redis``."""
 
 from __future__ import annotations
 
@@ -25,11 +25,15 @@ def test_inprocess_is_built_with_its_workers() -> None:
     assert queue._workers == 3
 
 
-def test_redis_falls_back_to_the_inprocess_queue_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level("WARNING"):
-        queue = build_job_queue("redis", _REPO, workers=2)
-    assert isinstance(queue, InProcessJobQueue)
-    assert "job_queue=redis is not available yet" in caplog.text
+def test_redis_is_a_streams_queue_with_short_leases() -> None:
+    from knora.adapters.jobs.redis import RedisJobQueue
+
+    queue = build_job_queue("redis", _REPO, workers=2, redis_url="redis://h:6379/0", redis_prefix="p")
+    assert isinstance(queue, RedisJobQueue)
+    assert queue._lease == 10.0
+    assert queue.stream == "p:jobs"
+    with pytest.raises(ValueError, match="needs KNORA_REDIS_URL"):
+        build_job_queue("redis", _REPO, workers=2)
 
 
 def test_unknown_name_lists_the_known_ones() -> None:

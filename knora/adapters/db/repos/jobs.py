@@ -93,6 +93,32 @@ class SqlJobRepo:
             return [recs[i].model_copy(update={"status": "running", "attempts": recs[i].attempts + 1})
                     for i in recs if i in won]
 
+    async def claimable_ids(self, kinds: Sequence[str], stale_before: datetime, limit: int) -> list[str]:
+        async with self._sessions() as s:
+            rows = await s.execute(select(JobRow.id).where(_claimable(kinds, stale_before))
+                                   .order_by(JobRow.created_at, JobRow.id).limit(limit))
+            return [str(r[0]) for r in rows]
+
+    async def claim_ids(self, job_ids: Sequence[str], kinds: Sequence[str],
+                        stale_before: datetime) -> list[JobRecord]:
+        if not job_ids:
+            return []
+        claimable = and_(JobRow.id.in_(list(job_ids)), _claimable(kinds, stale_before))
+        async with self._sessions.begin() as s:
+            rows = (await s.execute(select(JobRow).where(claimable))).scalars().all()
+            if not rows:
+                return []
+            recs = {r.id: row_to(JobRecord, r) for r in rows}
+            stamp = utcnow()
+            await s.execute(update(JobRow).where(JobRow.id.in_(list(recs)), claimable).values(
+                status="running", attempts=JobRow.attempts + 1, updated_at=stamp),
+                execution_options={"synchronize_session": False})
+            won = {r[0] for r in await s.execute(select(JobRow.id).where(
+                JobRow.id.in_(list(recs)), JobRow.status == "running", JobRow.updated_at == stamp))}
+            order = {job_id: n for n, job_id in enumerate(job_ids)}
+            return sorted((recs[i].model_copy(update={"status": "running", "attempts": recs[i].attempts + 1})
+                           for i in recs if i in won), key=lambda r: order[r.id])
+
     async def finish_many(self, job_ids: Sequence[str]) -> None:
         if job_ids:
             async with self._sessions.begin() as s:
