@@ -46,7 +46,8 @@ _TERM_MAX_BYTES = 1000  # a B-tree entry must stay well under 2.7 kB: longer ter
 SCHEMA = f"""
 DO $$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM information_schema.columns
-                 WHERE table_name = 'knora_ret_rows' AND column_name = 'id') THEN
+                 WHERE table_schema = current_schema() AND table_name = 'knora_ret_rows'
+                   AND column_name = 'id') THEN
     ALTER TABLE knora_ret_rows ADD COLUMN id BIGSERIAL;
   END IF;
 END $$;
@@ -70,7 +71,8 @@ BEGIN
   RETURN NULL;
 END $f$ LANGUAGE plpgsql;
 DO $$ BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'knora_ret_log_row') THEN
+  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'knora_ret_log_row'
+                   AND tgrelid = 'knora_ret_rows'::regclass) THEN
     CREATE CONSTRAINT TRIGGER knora_ret_log_row AFTER INSERT OR UPDATE OR DELETE ON knora_ret_rows
       DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION knora_ret_log_row();
   END IF;
@@ -78,6 +80,9 @@ END $$;
 """
 
 _HEAD = "SELECT coalesce((SELECT seq FROM knora_ret_log ORDER BY seq DESC LIMIT 1), 0)"
+# The log head and the hits' rows in one statement (one snapshot, one round trip); one row at least.
+_HITS = (f"SELECT h.head, r.id, r.chunk_id, r.source_id, r.content FROM ({_HEAD} AS head) h"
+         " LEFT JOIN knora_ret_rows r ON r.id = ANY($1::bigint[])")
 _KW_ROW = ("SELECT id, kb_id, knowledge_id, tag_id, is_enabled, is_recommended, knowledge_type, kw"
            " FROM knora_ret_rows")
 
@@ -112,6 +117,7 @@ class PgKeywordSearch:
         self._kw_replay_lock = asyncio.Lock()
         self._kw_load_s: float | None = None
         self._kw_terms: dict[str, int] = {}  # reader side: key -> id
+        self._kw_absent: tuple[int, set[str]] = (-1, set())  # keys not in the dictionary at index position
         self._w_terms: dict[str, int] = {}  # writer side, same (ids are committed before use: never void)
 
     async def _kw_stop(self) -> None:
@@ -291,35 +297,50 @@ class PgKeywordSearch:
                 return hits
         return await self._keyword_ts(terms, query)
 
-    async def _kw_term_ids(self, conn: Any, terms: list[str]) -> list[int | None]:
+    async def _kw_term_ids(self, conn: Any, terms: list[str], seq: int) -> list[int | None]:
+        """Term ids, looked up once the index reflects ``seq``: a row in it had its terms committed first, so
+        a key the dictionary lacks is in no row of the index until the index moves past ``seq`` — absent
+        keys are remembered that long."""
         keys = [term_key(t) for t in terms]
         cache = self._kw_terms
-        if missing := [k for k in keys if k not in cache]:
+        if self._kw_absent[0] != seq:
+            self._kw_absent = (seq, set())
+        absent = self._kw_absent[1]
+        if missing := [k for k in keys if k not in cache and k not in absent]:
             if len(cache) > 200_000:
                 cache.clear()
             cache.update((r[0], r[1]) for r in await conn.fetch(
                 "SELECT term, id FROM knora_ret_terms WHERE term = ANY($1::text[])", missing))
+            if len(absent) < 100_000:
+                absent.update(k for k in missing if k not in cache)
         return [cache.get(k) for k in keys]
 
     async def _keyword_fast(self, terms: list[str], query: EngineQuery) -> list[EngineHit] | None:
-        """BM25 from the index, scores ÷ Σ idf as on SQLite; None when the index must reload first."""
+        """BM25 from the index, scores ÷ Σ idf as on SQLite; None when the index must reload first.
+
+        Optimistic: the index answers first, and the hits' contents are read together with the log head (one
+        round trip); only when the head moved past the index is the log replayed and the search run again.
+        Either way the answer reflects every write committed before the query began."""
         flt = KeywordFilter(knowledge_base_ids=list(query.knowledge_base_ids),
                             knowledge_ids=list(query.knowledge_ids), tag_ids=list(query.tag_ids),
                             knowledge_type=query.knowledge_type, only_recommended=query.only_recommended)
         async with self._pool.acquire() as conn:
-            idx = await self._kw_current(conn)
-            if idx is None:
-                return None
-            # Looked up after the replay: a row in the index has its terms committed before it.
-            tids = await self._kw_term_ids(conn, terms)
-            found, norm = await asyncio.to_thread(idx.search, tids, query.top_k, query.threshold, flt)
-            if not found or norm <= 0:
-                return []
-            rows = await conn.fetch("SELECT id, chunk_id, source_id, content FROM knora_ret_rows"
-                                    " WHERE id = ANY($1::bigint[])", [rid for rid, _ in found])
-        by_id = {int(r[0]): r for r in rows}
-        return [EngineHit(chunk_id=by_id[rid][1], source_id=by_id[rid][2], score=max(s, 0.0) / norm,
-                          match_type=MatchType.KEYWORDS, content=by_id[rid][3])
+            idx = self._kw_index
+            for replayed in (False, True):  # after one replay the index is past the query's start: done
+                if idx is None:
+                    return None
+                seq = idx.seq
+                tids = await self._kw_term_ids(conn, terms, seq)
+                found, norm = await asyncio.to_thread(idx.search, tids, query.top_k, query.threshold, flt)
+                rows = await conn.fetch(_HITS, [rid for rid, _ in found])
+                if replayed or int(rows[0][0]) <= seq:
+                    break
+                idx = await self._kw_current(conn)
+        if not found or norm <= 0:
+            return []
+        by_id = {int(r[1]): r for r in rows if r[1] is not None}
+        return [EngineHit(chunk_id=by_id[rid][2], source_id=by_id[rid][3], score=max(s, 0.0) / norm,
+                          match_type=MatchType.KEYWORDS, content=by_id[rid][4])
                 for rid, s in found if rid in by_id]
 
     async def _keyword_ts(self, terms: list[str], query: EngineQuery) -> list[EngineHit]:

@@ -101,6 +101,11 @@ async def test_a_write_through_one_replica_is_seen_by_the_other(pgvector_server:
         await writer.index([row("d", "fox", kb="kb3")])
         await writer.delete_knowledge_base("kb3")
         assert await reader.search(kq("fox", knowledge_base_ids=["kb3"])) == []
+        assert await reader.search(kq("zebra")) == []  # a term no replica has seen yet ...
+        await writer.index([row("z", "zebra crossing")])
+        assert ids(await reader.search(kq("zebra"))) == ["z"]  # ... is looked up again once rows moved on
+        await writer.delete_chunks(["z"])
+        assert await reader.search(kq("zebra")) == []
         info = reader.keyword_index_info()
         assert info["ready"]
         assert info["rows"] == 1  # only "a" is left, replayed, never reloaded
@@ -219,3 +224,29 @@ def test_long_terms_are_keyed_by_their_hash() -> None:
     assert key.startswith("#sha256:")
     assert len(key) < 100
     assert postgres_keyword.term_key(long) == key != postgres_keyword.term_key(long + "y")
+
+
+async def test_a_database_from_before_the_index_is_upgraded(pgvector_server: Any) -> None:
+    """Rows of the former schema (no row id, no token ids, no log) get ids and blobs at start and load."""
+    async with fresh_database(pgvector_server) as dsn:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute(
+                "CREATE TABLE knora_ret_rows (source_id TEXT PRIMARY KEY, chunk_id TEXT NOT NULL,"
+                " knowledge_id TEXT NOT NULL, kb_id TEXT NOT NULL, tenant_id INTEGER NOT NULL, tag_id TEXT,"
+                " is_enabled BOOLEAN NOT NULL DEFAULT TRUE, is_recommended BOOLEAN NOT NULL DEFAULT TRUE,"
+                " knowledge_type TEXT NOT NULL DEFAULT 'document', content TEXT NOT NULL,"
+                " tsv TSVECTOR NOT NULL, dim INTEGER NOT NULL DEFAULT 0)")
+            await conn.executemany(
+                "INSERT INTO knora_ret_rows(source_id, chunk_id, knowledge_id, kb_id, tenant_id, content,"
+                " tsv) VALUES ($1, $1, 'k1', 'kb1', 1, $2, to_tsvector('simple', $2))",
+                [("a", "old fox"), ("b", "old dog"), ("c", "fox fox fox")])
+        finally:
+            await conn.close()
+        eng = PostgresEngine(dsn)
+        await eng.start()
+        try:
+            assert ids(await eng.search(kq("fox"))) == ["c", "a"]
+            assert eng.keyword_index_info()["rows"] == 3
+        finally:
+            await eng.close()
