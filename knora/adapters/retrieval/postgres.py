@@ -6,28 +6,32 @@ PostgreSQL's parser never re-splits Chinese or stems English its own way. Vector
 dimension (``knora_ret_vec_<dim>``), because an HNSW index needs a fixed dimension and KBs may use different
 embedders.
 
-Scores: vector = cosine ``1 - (a <=> b)``; keyword = ``ts_rank`` (all weights 1, length-normalised) mapped to
-``r / (r + KEYWORD_K)``, monotonic in [0, 1). ``ts_rank`` has no IDF, so keyword ranking is weaker than the
-SQLite engine's BM25 — see docs/retrieval.md.
+Scores: vector = cosine ``1 - (a <=> b)``; keyword = BM25 ÷ Σ idf from the in-memory index the SQLite engine
+uses, kept current from a change log (``postgres_keyword.py``), so both engines rank and score keyword hits
+alike; while that index loads, ``ts_rank`` over the tsvector answers (no IDF) — see docs/retrieval.md.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from knora.adapters.retrieval import postgres_keyword
 from knora.adapters.retrieval import tokenize as tok
+from knora.adapters.retrieval.postgres_keyword import KEYWORD_K, PgKeywordSearch
 from knora.domain.search import EngineHit, IndexRow, MatchType
 from knora.ports.retrieval import Capability, EngineQuery
 from knora.settings import Settings
 
-KEYWORD_K = 0.1
+__all__ = ["KEYWORD_K", "PgvectorMissing", "PostgresEngine", "asyncpg_dsn", "build"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS knora_ret_rows (
+  id BIGSERIAL,
   source_id TEXT PRIMARY KEY,
   chunk_id TEXT NOT NULL,
   knowledge_id TEXT NOT NULL,
@@ -39,13 +43,14 @@ CREATE TABLE IF NOT EXISTS knora_ret_rows (
   knowledge_type TEXT NOT NULL DEFAULT 'document',
   content TEXT NOT NULL,
   tsv TSVECTOR NOT NULL,
-  dim INTEGER NOT NULL DEFAULT 0
+  dim INTEGER NOT NULL DEFAULT 0,
+  kw BYTEA
 );
 CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_chunk ON knora_ret_rows(chunk_id);
 CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_knowledge ON knora_ret_rows(knowledge_id);
 CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_kb ON knora_ret_rows(kb_id);
 CREATE INDEX IF NOT EXISTS ix_knora_ret_rows_tsv ON knora_ret_rows USING GIN (tsv);
-"""
+""" + postgres_keyword.SCHEMA
 
 PGVECTOR_HELP = (
     "The 'postgres' retrieval engine needs the pgvector extension, which this PostgreSQL server does not "
@@ -79,8 +84,10 @@ def _vec_literal(vec: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in arr) + "]"
 
 
-class PostgresEngine:
-    def __init__(self, dsn: str, *, pool_size: int = 10) -> None:
+class PostgresEngine(PgKeywordSearch):
+    def __init__(self, dsn: str, *, pool_size: int = 10, keyword_index: bool = True,
+                 kw_sync_rows: int = 50_000) -> None:
+        self._kw_setup(keyword_index=keyword_index, kw_sync_rows=kw_sync_rows)
         self._dsn = dsn
         self._pool_size = pool_size
         self._pool: Any = None
@@ -116,6 +123,7 @@ class PostgresEngine:
         self._pool = await asyncpg.create_pool(self._dsn, min_size=1, max_size=self._pool_size)
 
     async def close(self) -> None:
+        await self._kw_stop()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
@@ -153,6 +161,8 @@ class PostgresEngine:
     async def index(self, rows: Sequence[IndexRow]) -> None:
         if not rows:
             return
+        toks, blobs = await self._kw_blobs([r.content for r in rows])
+        tsvs = await asyncio.to_thread(lambda: [tok.tsvector_from_tokens(t) for t in toks])
         async with self._pool.acquire() as conn:
             dims = {len(r.embedding) for r in rows if r.embedding is not None}
             for d in dims:
@@ -160,20 +170,22 @@ class PostgresEngine:
             async with conn.transaction():
                 ids = [r.source_id for r in rows]
                 await conn.execute("DELETE FROM knora_ret_rows WHERE source_id = ANY($1::text[])", ids)
+                # Row ids (the keyword index's, and its tie-break) follow the rows' order, as on SQLite.
                 await conn.executemany(
                     "INSERT INTO knora_ret_rows(source_id, chunk_id, knowledge_id, kb_id, tenant_id, tag_id,"
-                    " is_enabled, is_recommended, knowledge_type, content, tsv, dim)"
-                    " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11::tsvector,$12)",
+                    " is_enabled, is_recommended, knowledge_type, content, tsv, dim, kw)"
+                    " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11::tsvector,$12,$13)",
                     [(r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id,
                       r.tag_id or None,
                       r.is_enabled, r.is_recommended, r.knowledge_type, r.content,
-                      tok.tsvector_literal(r.content), len(r.embedding) if r.embedding is not None else 0)
-                     for r in rows])
+                      tsv, len(r.embedding) if r.embedding is not None else 0, blob)
+                     for r, tsv, blob in zip(rows, tsvs, blobs, strict=True)])
                 for d in dims:
                     await conn.executemany(
                         f"INSERT INTO knora_ret_vec_{d}(source_id, embedding) VALUES ($1, $2::vector)",
                         [(r.source_id, _vec_literal(r.embedding)) for r in rows
                          if r.embedding is not None and len(r.embedding) == d])
+            await self._kw_trim(conn)
 
     async def rows_for_knowledge(self, knowledge_ids: Sequence[str]) -> list[IndexRow]:
         """The rows of these documents as indexed, vectors included (read from each dimension's table)."""
@@ -203,6 +215,7 @@ class PostgresEngine:
             async with self._pool.acquire() as conn:
                 await conn.execute(f"DELETE FROM knora_ret_rows WHERE {column} = ANY($1::text[])",
                                    list(values))
+                await self._kw_trim(conn)
 
     async def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
         await self._delete("chunk_id", chunk_ids)
@@ -218,24 +231,9 @@ class PostgresEngine:
             async with self._pool.acquire() as conn:
                 await conn.execute("UPDATE knora_ret_rows SET is_enabled = $1 "
                                    "WHERE chunk_id = ANY($2::text[])", enabled, list(chunk_ids))
+                await self._kw_trim(conn)
 
     # --- search ---------------------------------------------------------------------------------------------
-    @staticmethod
-    def _filters(query: EngineQuery, params: list[Any], alias: str = "r") -> list[str]:
-        params.extend([list(query.knowledge_base_ids), query.knowledge_type])
-        where = [f"{alias}.kb_id = ANY(${len(params) - 1}::text[])",
-                 f"{alias}.knowledge_type = ${len(params)}",
-                 f"{alias}.is_enabled"]
-        if query.knowledge_ids:
-            params.append(list(query.knowledge_ids))
-            where.append(f"{alias}.knowledge_id = ANY(${len(params)}::text[])")
-        if query.tag_ids:
-            params.append(list(query.tag_ids))
-            where.append(f"{alias}.tag_id = ANY(${len(params)}::text[])")
-        if query.only_recommended:
-            where.append(f"{alias}.is_recommended")
-        return where
-
     async def search(self, query: EngineQuery) -> list[EngineHit]:
         if query.top_k <= 0 or not query.knowledge_base_ids:
             return []
@@ -244,26 +242,6 @@ class PostgresEngine:
         if query.embedding is None:
             return []
         return await self._vector(query)
-
-    async def _keyword(self, query: EngineQuery) -> list[EngineHit]:
-        tsq = tok.tsquery(tok.query_terms(query.text))
-        if not tsq:
-            return []
-        params: list[Any] = [tsq]
-        where = ["r.tsv @@ $1::tsquery", *self._filters(query, params)]
-        rank = "ts_rank('{1,1,1,1}', r.tsv, $1::tsquery, 1)"
-        t = min(max(query.threshold, 0.0), 0.999999)
-        if t > 0:
-            params.append(t * KEYWORD_K / (1 - t))
-            where.append(f"{rank} >= ${len(params)}")
-        params.append(query.top_k)
-        sql = (f"SELECT r.chunk_id, r.source_id, r.content, {rank} AS s FROM knora_ret_rows r"
-               f" WHERE {' AND '.join(where)} ORDER BY s DESC, r.source_id LIMIT ${len(params)}")
-        async with self._pool.acquire() as conn:
-            rows = await conn.fetch(sql, *params)
-        return [EngineHit(chunk_id=r["chunk_id"], source_id=r["source_id"], content=r["content"],
-                          score=float(r["s"]) / (float(r["s"]) + KEYWORD_K), match_type=MatchType.KEYWORDS)
-                for r in rows]
 
     async def _vector(self, query: EngineQuery) -> list[EngineHit]:
         assert query.embedding is not None

@@ -28,6 +28,18 @@ I64 = npt.NDArray[np.int64]
 # blob.
 Row = tuple[int, str, str, str | None, int, int, str, bytes]
 
+# Change-log operations, as both engines' logs record them (``knora_ret_log.op``).
+UPSERT, DELETE = 1, 2
+
+
+def collapse_log(entries: Iterable[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """(deleted, upserted) row ids from change-log entries ``(row id, op)`` in sequence order: each row's last
+    operation wins."""
+    last: dict[int, int] = {}
+    for rid, op in entries:
+        last[rid] = op
+    return [r for r, op in last.items() if op == DELETE], [r for r, op in last.items() if op == UPSERT]
+
 
 @dataclass
 class _Segment:
@@ -93,6 +105,7 @@ def _segment(tokens: npt.NDArray[np.uint32], token_slot: I32, lo: int, hi: int, 
 class PostingsWrites:
     """Mixin of :class:`KeywordIndex`: its write path. The attributes are created by ``KeywordIndex``."""
 
+    seq: int
     lock: threading.RLock
     _cap: int
     _n: int
@@ -233,6 +246,18 @@ class PostingsWrites:
                        self._dl)
         self._segments = [self._segments[0], seg]
         self._seg_lo = [self._segments[0].lo, lo]
+
+    def apply_log(self, deleted: Sequence[int], upserted: Sequence[int], rows: Sequence[Row],
+                  seq: int) -> None:
+        """Apply a replayed stretch of the change log (``collapse_log``): ``rows`` are the upserted rows as
+        the database has them now (an upserted row missing from them was deleted since, and leaves the index);
+        the index then reflects log position ``seq``."""
+        with self.lock:
+            self.remove(deleted)
+            present = {r[0] for r in rows}
+            self.remove([r for r in upserted if r not in present])
+            self.upsert(rows)
+            self.seq = seq
 
     # --- bulk load ------------------------------------------------------------------------------------------
     @classmethod

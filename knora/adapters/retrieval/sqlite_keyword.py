@@ -15,7 +15,8 @@ from typing import Any
 from knora.adapters.retrieval import postings
 from knora.adapters.retrieval import tokenize as tok
 from knora.adapters.retrieval.postings import KeywordFilter, KeywordIndex
-from knora.adapters.retrieval.sqlite_store import _DELETE, _KW_COLS, _UPSERT, SqliteStore
+from knora.adapters.retrieval.postings_writes import collapse_log
+from knora.adapters.retrieval.sqlite_store import _KW_COLS, SqliteStore
 from knora.domain.search import EngineHit, MatchType
 from knora.ports.retrieval import EngineQuery
 
@@ -207,20 +208,13 @@ class KeywordSearch(SqliteStore):
             self._kw_index = None
             self._kw_start_rebuild()
             return False
-        last: dict[int, int] = {}
-        for rid, op in conn.execute("SELECT row_id, op FROM knora_ret_log WHERE seq > ? AND seq <= ?"
-                                    " ORDER BY seq", (idx.seq, head)):
-            last[rid] = op
-        idx.remove([r for r, op in last.items() if op == _DELETE])
-        upserted = [r for r, op in last.items() if op == _UPSERT]
+        deleted, upserted = collapse_log(conn.execute(
+            "SELECT row_id, op FROM knora_ret_log WHERE seq > ? AND seq <= ? ORDER BY seq", (idx.seq, head)))
         rows = self._kw_fetch(conn, upserted)
         if any(r[7] is None for r in rows):  # written by an older version: backfill, read again
             self._kw_backfill()
             rows = self._kw_fetch(conn, upserted)
-        present = {r[0] for r in rows}
-        idx.remove([r for r in upserted if r not in present])
-        idx.upsert([r for r in rows if r[7] is not None])
-        idx.seq = head
+        idx.apply_log(deleted, upserted, [r for r in rows if r[7] is not None], head)
         if idx.needs_rebuild():
             self._kw_start_rebuild()
         return True

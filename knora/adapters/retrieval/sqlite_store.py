@@ -25,6 +25,7 @@ from knora.adapters.retrieval import postings
 from knora.adapters.retrieval import tokenize as tok
 from knora.adapters.retrieval.hnsw_file import file_for
 from knora.adapters.retrieval.postings import KeywordIndex
+from knora.adapters.retrieval.postings_writes import DELETE, UPSERT
 from knora.adapters.retrieval.vectors import VectorSet
 from knora.domain.search import IndexRow
 
@@ -71,7 +72,7 @@ CREATE TABLE IF NOT EXISTS knora_ret_terms (
 );
 CREATE TABLE IF NOT EXISTS knora_ret_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-_UPSERT, _DELETE = 1, 2
+_UPSERT, _DELETE = UPSERT, DELETE
 # What the keyword index reads per row (postings.Row): filter columns and the token-id blob (NULL: not yet
 # written)
 _KW_COLS = ("r.id, r.kb_id, r.knowledge_id, r.tag_id, r.is_enabled, r.is_recommended, r.knowledge_type, k.kw"

@@ -162,8 +162,13 @@ def tsvector_literal(text: str) -> str:
 
     Positions are 1-based and capped at 16383 (PostgreSQL's limit); lexemes longer than 2 kB are dropped.
     """
+    return tsvector_from_tokens(tokenize(text))
+
+
+def tsvector_from_tokens(tokens: Iterable[str]) -> str:
+    """``tsvector_literal`` of text already tokenised (``tokenize``)."""
     positions: dict[str, list[int]] = {}
-    for i, tok in enumerate(tokenize(text), start=1):
+    for i, tok in enumerate(tokens, start=1):
         if len(tok.encode()) >= 2046:
             continue
         lst = positions.setdefault(tok, [])
