@@ -1,7 +1,7 @@
-"""Accounts in the UI (issue 14): signing in with a password where auto-setup is refused (a browser that is not
-on the server's machine: the tests refuse it as the server would), wrong passwords and back-off, refreshing
-an expired access token, signing out; the tenant switcher; the team page (members and invitations) and the
-API keys page, each with what a lower role sees and the server's refusals."""
+"""Accounts in the UI (issue 14): signing in with a password where auto-setup is refused (a browser that is
+not on the server's machine: the tests refuse it as the server would), wrong passwords and back-off,
+refreshing an expired access token, signing out; the tenant switcher; the team page (members and
+invitations) and the API keys page, each with what a lower role sees and the server's refusals."""
 
 from __future__ import annotations
 
@@ -74,12 +74,14 @@ def test_password_sign_in_refresh_and_sign_out(server: KnoraServer, new_page: Ca
     expect(page.locator("#whoami")).to_contain_text("owner")
     expect(page.locator("#whoami .badge")).to_have_text("Owner")
     session = json.loads(page.evaluate("localStorage.getItem('knora.session')"))
-    assert session["access"].startswith("eyJ") and session["refresh"]
+    assert session["access"].startswith("eyJ")
+    assert session["refresh"]
     assert page.evaluate("localStorage.getItem('knora.apiKey')") is None
 
     # an access token the server no longer takes: refreshed once (POST /auth/refresh), the request retried
     page.evaluate("""() => { const s = JSON.parse(localStorage.getItem('knora.session'));
-        s.access = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.expired'; localStorage.setItem('knora.session', JSON.stringify(s)); }""")
+        s.access = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.expired';
+        localStorage.setItem('knora.session', JSON.stringify(s)); }""")
     with page.expect_response("**/api/v1/auth/refresh") as refreshed:
         page.reload()
     assert refreshed.value.status == 200
@@ -214,7 +216,8 @@ def test_api_key_shown_once_and_revoked(server: KnoraServer, new_page: Callable[
     page.locator("tr.api-key", has_text="ci-reader").get_by_role("button", name="Revoke").click()
     page.locator("dialog").get_by_role("button", name="Revoke").click()
     expect(page.locator("tr.api-key", has_text="ci-reader")).to_have_count(0)
-    assert httpx.get(f"{server.base_url}/api/v1/knowledge-bases", headers={"X-API-Key": key}).status_code == 401
+    gone = httpx.get(f"{server.base_url}/api/v1/knowledge-bases", headers={"X-API-Key": key})
+    assert gone.status_code == 401
 
 
 @pytest.fixture(autouse=True)
