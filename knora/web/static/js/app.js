@@ -28,10 +28,15 @@ function shell(section) {
     h("a", { href: "/chat", "data-link": "", class: "brand" }, "◆ ", t("app.name")),
     h("nav", { class: "mainnav", "aria-label": "main" }, navLink("/chat", "nav.chat", "chat"), navLink("/kb", "nav.knowledge", "kb"),
       navLink("/team", "nav.team", "team"), can("admin") ? navLink("/keys", "nav.keys", "keys") : null, navLink("/settings", "nav.settings", "settings")),
-    h("span", { class: "spacer" }), accountBar(() => route(location.pathname), logout), lang);
+    h("span", { class: "spacer" }), accountBar(switchedTenant, logout), lang);
   view = h("main", { id: "view", class: `view ${section}` });
   clear(root).append(h("a", { href: "#view", class: "skip" }, "Skip to content"), header, view);
   return view;
+}
+
+// Another tenant: the same section, from its start (a knowledge base's or a chat's id was the last tenant's).
+function switchedTenant() {
+  navigate(`/${location.pathname.split("/")[1] || "chat"}`);
 }
 
 export function toggleSidebar(force) {

@@ -4,7 +4,7 @@
 import { h, clear, formatTime, confirmDialog } from "./dom.js";
 import { t } from "./i18n.js";
 import { api } from "./api.js";
-import { can, tenantId, myRole, myUserId, roleCovers, grantable, roleName } from "./account.js";
+import { can, tenantId, myRole, myUserId, roleCovers, grantable, roleName, loadMe } from "./account.js";
 
 export async function renderMembers(root) {
   const tid = tenantId();
@@ -46,8 +46,10 @@ export async function renderMembers(root) {
     const select = h("select", { name: "role", "aria-label": t("team.roleOf", { name: m.username || m.email }), disabled: !manageable,
       onchange: async (e) => {
         membersMsg.textContent = "";
-        try { await api("PUT", `${base}/members/${encodeURIComponent(m.user_id)}`, { role: e.target.value }); }
-        catch (ex) { membersMsg.textContent = ex.message; }
+        try {
+          await api("PUT", `${base}/members/${encodeURIComponent(m.user_id)}`, { role: e.target.value });
+          if (isMe) { await loadMe(); await renderMembers(root); return; } // my own role: what I may do changed
+        } catch (ex) { membersMsg.textContent = ex.message; }
         await drawMembers();
       } },
     (roles.includes(m.role) ? roles : [...roles, m.role]).map((r) => h("option", { value: r, selected: r === m.role }, roleName(r))));
