@@ -85,6 +85,7 @@ const STRINGS = {
     "keys.newKey": "The new key", "keys.createdTitle": "Key “{name}” created",
     "keys.onceWarning": "Copy it now: it is shown only once and cannot be shown again.", "keys.done": "Done",
     "keys.adminOnly": "Only admins and owners manage API keys.",
+    "keys.uiKey": "This server's web UI on its own machine (auto-setup)", "keys.cliKey": "The knora CLI on the server's machine",
   },
   zh: {
     "nav.team": "团队", "nav.keys": "API Key",
@@ -109,6 +110,7 @@ const STRINGS = {
     "keys.newKey": "新的 Key", "keys.createdTitle": "Key“{name}”已创建",
     "keys.onceWarning": "请立即复制：它只显示这一次，之后无法再次查看。", "keys.done": "完成",
     "keys.adminOnly": "只有管理员和所有者可以管理 API Key。",
+    "keys.uiKey": "本机 Web 界面使用（自动登录）", "keys.cliKey": "服务器所在机器上的 knora 命令行使用",
     "app.name": "Knora", "nav.chat": "对话", "nav.knowledge": "知识库", "nav.settings": "设置",
     "login.title": "登录 Knora", "login.hint": "粘贴租户的 API Key（`knora serve` 启动时会打印）。",
     "login.key": "API Key", "login.submit": "登录", "login.bad": "该 Key 无效。",

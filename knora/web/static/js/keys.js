@@ -7,6 +7,8 @@ import { api } from "./api.js";
 import { can, tenantId, grantable, roleName } from "./account.js";
 
 const KEY_ROLES = ["viewer", "contributor", "admin"]; // no key is an owner's
+// keys the server keeps for itself (knora/services/tenants/service.py): revoking one signs that client out
+const OWN_KEYS = { ui: "keys.uiKey", cli: "keys.cliKey" };
 
 export async function renderKeys(root) {
   const tid = tenantId();
@@ -28,7 +30,8 @@ export async function renderKeys(root) {
       h("thead", null, h("tr", null, [t("keys.name"), t("keys.prefix"), t("team.role"), t("keys.lastUsed"), t("keys.expires"), t("keys.created")]
         .map((x) => h("th", null, x)), h("th", null, h("span", { class: "sr-only" }, t("team.actions"))))),
       h("tbody", null, rows.map((k) => h("tr", { class: "api-key", dataset: { keyId: k.id } },
-        h("td", null, k.name), h("td", null, h("code", null, k.api_key || "—")), h("td", null, roleName(k.role)),
+        h("td", null, k.name, OWN_KEYS[k.name] ? h("div", { class: "small muted" }, t(OWN_KEYS[k.name])) : null),
+        h("td", null, h("code", null, k.api_key || "—")), h("td", null, roleName(k.role)),
         h("td", { class: "small muted" }, k.last_used_at ? formatTime(k.last_used_at) : t("keys.never")),
         h("td", { class: "small muted" }, k.expires_at ? formatTime(k.expires_at) : t("keys.noExpiry")),
         h("td", { class: "small muted" }, formatTime(k.created_at)),
