@@ -173,6 +173,8 @@ def test_members_add_change_remove_and_invitations(server: KnoraServer, new_page
     expect(bob_page.locator("#invite")).to_have_count(0)
     expect(bob_page.locator("tr.member select")).to_have_count(0)
     expect(bob_page.locator(".mainnav a#keys")).to_have_count(0)
+    bob_page.goto(f"{server.base_url}/keys")
+    expect(bob_page.get_by_role("alert")).to_have_text("Only admins and owners manage API keys.")
 
     page.locator("tr.member", has_text=bob).get_by_role("button", name="Remove").click()
     page.locator("dialog").get_by_role("button", name="Remove").click()
