@@ -25,7 +25,7 @@ from knora.adapters.db.repos._batch import GroupCommit
 from knora.adapters.db.repos._mapping import GatedSessions
 from knora.adapters.db.repos.accounts import SqlAccountRepo
 from knora.adapters.db.repos.agents import SqlAgentRepo
-from knora.adapters.db.repos.audit import SqlAuditRepo
+from knora.adapters.db.repos.audit import SqlAuditRepo, SqlShareRepo
 from knora.adapters.db.repos.chunk_revisions import SqlChunkRevisionRepo
 from knora.adapters.db.repos.chunks import SqlChunkRepo
 from knora.adapters.db.repos.faq import SqlFaqRepo
@@ -112,6 +112,7 @@ from knora.services.tenants.accounts import AccountService
 from knora.services.tenants.audit import AuditService
 from knora.services.tenants.members import MemberService
 from knora.services.tenants.service import TenantService
+from knora.services.tenants.shares import ShareService
 from knora.services.websearch.providers import WebSearchProviderService
 from knora.settings import Settings
 
@@ -144,6 +145,7 @@ class Services:
     members: MemberService  # tenants' members and invitations
     access: AccessService  # who a request is (API key or token)
     audit: AuditService
+    shares: ShareService  # knowledge bases shared with other tenants
     default_tenant_id: int
     generated_api_key: str | None
     generated_owner: tuple[str, str] | None  # (login, password) of the owner account made on this start
@@ -357,8 +359,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     box = build_secret_box(s)
     rate_limiter = build_rate_limiter(s)
     closers.append(rate_limiter.close)
-    accounts = AccountService(SqlAccountRepo(sessions), box, rate_limiter, memory_kib=s.password_hash_memory_kib,
-                              iterations=s.password_hash_iterations)
+    accounts = AccountService(SqlAccountRepo(sessions), box, rate_limiter,
+                              memory_kib=s.password_hash_memory_kib, iterations=s.password_hash_iterations)
     members = MemberService(SqlAccountRepo(sessions), tenants, accounts)
     # Replicas started at once: one at a time through migrations and the first start's default tenant.
     async with startup_lock(db):
@@ -459,6 +461,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         settings=s, secrets=box, db=db, sessions=sessions, tenants=tenants, accounts=accounts,
         members=members,
         access=AccessService(tenants, accounts), audit=AuditService(SqlAuditRepo(sessions)),
+        shares=ShareService(SqlShareRepo(sessions), kbs, tenants),
         default_tenant_id=default_tenant_id, generated_owner=generated_owner,
         generated_api_key=generated_key, blobs=store.blobs, embedders=store.embedders, parsers=store.parsers,
         repos=store.repos, jobs=store.jobs, kb_service=kbs, ingest_service=ingest,

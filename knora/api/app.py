@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from knora import __version__
 from knora.api import errors
+from knora.api.audit import AuditMiddleware
 from knora.api.body import install_openapi
 from knora.api.body_limit import BodyLimitMiddleware, limits
 from knora.api.cors import KnoraCors
@@ -54,6 +55,7 @@ from knora.api.routes import (
     search,
     sessions,
     settings_checks,
+    shares,
     skills,
     storage,
     suggestions,
@@ -91,7 +93,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     knowledge_views.router, message_search.router, suggestions.router, web_search.router,
     parser_engines.router, unsupported.router,
     feedback.router, credentials.router, ollama.router,  # issue 13: more UI routes
-    accounts.router, tenants.router,  # issue 14: accounts, tenants, members, keys
+    accounts.router, tenants.router, shares.router,  # issue 14: accounts, tenants, members, keys, shares
     skills.router, mcp_metadata.router, chat_extras.router,  # issue 13 round 3
 )
 
@@ -132,6 +134,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         app.state.services = services
     errors.install(app)
     # inside CORS and the request id, so a 429 carries both
+    app.add_middleware(AuditMiddleware)  # innermost: it sees the route and the caller the request resolved
     app.add_middleware(RateLimitMiddleware, prefix=(API_PREFIX, MCP_PATH, OPENAI_PREFIX))
     app.add_middleware(BodyLimitMiddleware, limit_for=limits(settings.max_upload_bytes,
                                                              settings.max_chat_body_bytes))

@@ -7,13 +7,14 @@ A route names the services it uses (``kbs: KBServiceDep``); each alias reads one
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import Depends, Request
 
 from knora.adapters.mcp.toolset import MCPToolset
-from knora.api.policy import requirement
-from knora.domain.access import Principal
+from knora.api.policy import requirement, shared_use
+from knora.domain.access import Principal, Role, SharePermission
 from knora.domain.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from knora.ports.blobs import BlobStore
 from knora.ports.parser import DocumentParsers
@@ -218,7 +219,8 @@ async def get_principal(request: Request, access: AccessDep) -> Principal:
         principal = await authenticate(request.headers, access)
     if principal is None:
         tokens = any(looks_like_token(c) for c in credentials(request.headers))
-        raise Unauthorized("Unauthorized: invalid or expired token" if tokens else "Unauthorized: invalid API key")
+        raise Unauthorized("Unauthorized: invalid or expired token" if tokens
+                           else "Unauthorized: invalid API key")
     if not rule.tenantless:
         if not principal.in_tenant:
             raise Forbidden("Forbidden: you are not a member of this tenant (choose one with X-Tenant-ID)")
@@ -229,9 +231,31 @@ async def get_principal(request: Request, access: AccessDep) -> Principal:
     if path_tenant is not None and (not str(path_tenant).isdigit() or int(path_tenant) != principal.tenant_id
                                     or not principal.in_tenant):
         raise NotFound("No such tenant")
+    kb_id = request.path_params.get("kb_id")
+    if kb_id is not None and principal.in_tenant:
+        need = shared_use(request.method, getattr(route, "path_format", ""))
+        if need is not None:
+            principal = await _through_share(request, principal, str(kb_id), need)
     request.state.principal = principal
     request.state.tenant_id = principal.tenant_id
     return principal
+
+
+async def _through_share(request: Request, principal: Principal, kb_id: str, need: SharePermission
+                         ) -> Principal:
+    """The caller acting in the owning tenant of another tenant's knowledge base shared with it (for this
+    request only, with at most a viewer's role for a read share, a contributor's for an edit share); the
+    caller unchanged when the knowledge base is its own or not shared with it (the route then answers 404)."""
+    services: Services = request.app.state.services
+    kbs = await services.search_service.store.knowledge_bases([kb_id])
+    if not kbs or kbs[0].tenant_id == principal.tenant_id:
+        return principal
+    share = await services.shares.grant(principal.tenant_id, kb_id)
+    if share is None or (need is SharePermission.EDIT and share.permission is not SharePermission.EDIT):
+        return principal
+    cap = Role.CONTRIBUTOR if share.permission is SharePermission.EDIT else Role.VIEWER
+    role = principal.role if cap.covers(principal.role) else cap
+    return replace(principal, tenant_id=kbs[0].tenant_id, role=role)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

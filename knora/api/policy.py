@@ -13,7 +13,8 @@ default — a read (GET) needs a viewer, any other method a contributor. The rol
 ``public`` routes need no credentials (logging in); ``tenantless`` ones need a signed-in user or a key but no
 role in a tenant (who am I, my invitations, create a tenant). ``audited`` routes are written to the audit log
 when they succeed: every admin action and every deletion. A path with ``{tenant_id}`` must name the caller's
-tenant (another tenant's id answers 404). The route × role matrix test (tests/api/test_policy_matrix.py)
+tenant (another tenant's id answers 404). A few routes of one knowledge base are open to another tenant
+through a share (``shared_use``). The route × role matrix test (tests/api/test_policy_matrix.py)
 walks every route of the OpenAPI document against this table.
 """
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from knora.domain.access import Role
+from knora.domain.access import Role, SharePermission
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,16 @@ _RULES: list[tuple[frozenset[str], str, Rule]] = [
     (frozenset({"POST"}), r"/chat/completions", CHAT),  # the OpenAI API
 ]
 _COMPILED = [(methods, re.compile(pattern + r"/?"), rule) for methods, pattern, rule in _RULES]
+
+# The routes of one knowledge base another tenant may use through a share, and what the share must grant:
+# reading it (its settings, documents, tags, FAQ entries; searching it) or adding documents to it. Chat and
+# cross-KB search reach shared knowledge bases through ``knora.services.retrieval.shared``.
+_SHARED: list[tuple[frozenset[str], str, SharePermission]] = [
+    (_READ, r"/knowledge-bases/\{kb_id\}(/(knowledge|tags|faq/entries))?", SharePermission.READ),
+    (frozenset({"POST"}), r"/knowledge-bases/\{kb_id\}/(hybrid-search|faq/search)", SharePermission.READ),
+    (frozenset({"POST"}), r"/knowledge-bases/\{kb_id\}/knowledge/(file|url|manual)", SharePermission.EDIT),
+]
+_SHARED_COMPILED = [(methods, re.compile(pattern + r"/?"), need) for methods, pattern, need in _SHARED]
 _PREFIX = re.compile(r"^(/api/v1|/v1)")
 
 
@@ -90,6 +101,17 @@ def requirement(method: str, path: str) -> Rule:
         if method in methods and pattern.fullmatch(tail):
             return _audited(method, rule)
     return _audited(method, VIEWER if method in _READ else CONTRIBUTOR)
+
+
+def shared_use(method: str, path: str) -> SharePermission | None:
+    """What a share must grant for another tenant to call this knowledge-base route, or None when no share
+    opens it (the route is the owning tenant's alone)."""
+    method = method.upper()
+    tail = _PREFIX.sub("", path, count=1)
+    for methods, pattern, need in _SHARED_COMPILED:
+        if method in methods and pattern.fullmatch(tail):
+            return need
+    return None
 
 
 def _audited(method: str, rule: Rule) -> Rule:

@@ -47,13 +47,13 @@ async def run(args: argparse.Namespace) -> int:
             if c.generated_api_key:
                 print(f"knora: API key of the default tenant (shown once, keep it): {c.generated_api_key}",
                       file=sys.stderr, flush=True)
-            tenant_id = c.default_tenant_id
+            caller = Caller(tenant_id=c.default_tenant_id)  # the operator on this machine: an owner
             if args.api_key:
-                found = await c.tenants.authenticate(args.api_key)
-                if found is None:
-                    raise UnknownKey("--api-key is not a key of any tenant")
-                tenant_id = found
-            yield McpState(services=c, caller=Caller(tenant_id=tenant_id))
+                grant = await c.tenants.grant(args.api_key)
+                if grant is None:
+                    raise UnknownKey("--api-key is not a valid key of any tenant")
+                caller = Caller(tenant_id=grant.tenant_id, role=grant.role)  # the key's tenant and role
+            yield McpState(services=c, caller=caller)
 
     try:
         await build_server(lifespan).run_stdio_async()

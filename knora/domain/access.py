@@ -129,6 +129,9 @@ class KeyGrant:
     expires_at: datetime | None = None
 
 
+KB_SHARE = "knowledge_base"  # a share's resource type
+
+
 class SharePermission(StrEnum):
     READ = "read"  # search and chat over it, read its documents
     EDIT = "edit"  # also add, change and delete its documents

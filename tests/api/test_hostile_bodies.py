@@ -97,7 +97,8 @@ class TestRoutes:
     async def test_a_failed_login_is_weknoras_shape_and_the_envelope(self,
                                                                     lite_client: httpx.AsyncClient) -> None:
         """WeKnora's login page reads ``success``/``message``; the same body carries the envelope's error."""
-        for body in ({"password": "wrong"}, {"email": "nobody@example.com", "password": "wrong-password"}, {}):
+        for body in ({"password": "wrong"}, {"email": "nobody@example.com", "password": "wrong-password"},
+                     {}):
             r = await lite_client.post("/api/v1/auth/login", json=body, headers={"X-API-Key": ""})
             got = _envelope(r, 401)
             assert got["message"] == got["error"]["message"]

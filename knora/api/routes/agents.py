@@ -36,19 +36,19 @@ async def list_agents(agent_service: AgentServiceDep, tenant_id: TenantDep) -> J
 
 
 @router.get("/agents/placeholders")
-async def placeholders() -> JSONResponse:
+async def placeholders(_tenant_id: TenantDep) -> JSONResponse:
     return ok({"system_prompt": [{"name": n, "description": d} for n, d in (
         ("current_time", "RFC 3339 time of the request"), ("web_search_status", "Enabled or Disabled"),
         ("knowledge_bases", "The bound knowledge bases"), ("language", "The answer language"))]})
 
 
 @router.get("/agents/type-presets")
-async def type_presets() -> JSONResponse:
+async def type_presets(_tenant_id: TenantDep) -> JSONResponse:
     return ok([{"agent_type": k, "config": v} for k, v in AGENT_TYPE_PRESETS.items()])
 
 
 @router.get("/shared-agents", response_model=Envelope[list[AgentConfig]])
-async def shared_agents() -> JSONResponse:
+async def shared_agents(_tenant_id: TenantDep) -> JSONResponse:
     return ok([])
 
 

@@ -37,12 +37,6 @@ async def list_kbs(kb_service: KBServiceDep, s: ServicesDep, tenant_id: TenantDe
     return ok([kb_json(kb, stats.get(kb.id), pins.get(kb.id)) for kb in kbs])
 
 
-@router.get("/shared-knowledge-bases", response_model=Envelope[list[KnowledgeBaseOut]])
-async def list_shared(__tenant_id: TenantDep) -> JSONResponse:
-    """Knora has no organisations; the MCP server still needs this list to exist for name look-ups."""
-    return ok([])
-
-
 @router.get("/knowledge-bases/{kb_id}", response_model=Envelope[KnowledgeBaseOut])
 async def get_kb(kb_id: str, kb_service: KBServiceDep, s: ServicesDep, tenant_id: TenantDep) -> JSONResponse:
     kb = await kb_service.get(tenant_id, require_id(kb_id, "Knowledge base"))

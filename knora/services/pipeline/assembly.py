@@ -19,6 +19,7 @@ from knora.ports.turn import TurnRequest
 from knora.services.pipeline.deps import PipelineDeps, Reads
 from knora.services.pipeline.framework import PipelineBuilder
 from knora.services.pipeline.state import EventType, PipelineRequest, SummaryConfig, scoped_search
+from knora.services.retrieval.shared import readable
 from knora.services.retrieval.turn_reads import TurnReads
 
 log = logging.getLogger(__name__)
@@ -92,10 +93,11 @@ async def _scope_kb_ids(deps: PipelineDeps, req: TurnRequest, agent: AgentSettin
 
 
 async def _read_kbs(reads: Reads | None, tenant_id: int, kb_ids: list[str]) -> list[KnowledgeBase]:
-    """The tenant's own KBs among ``kb_ids`` (reads are tenant-agnostic; foreign ids are dropped)."""
+    """The tenant's KBs among ``kb_ids``, its own and those shared with it (reads are tenant-agnostic;
+    other ids are dropped)."""
     if reads is None or not kb_ids:
         return []
-    return [kb for kb in await reads.knowledge_bases(kb_ids) if kb.tenant_id == tenant_id]
+    return await readable(reads, tenant_id, await reads.knowledge_bases(kb_ids))
 
 
 async def _targets(deps: PipelineDeps, req: TurnRequest, reads: Reads | None, kbs: list[KnowledgeBase],

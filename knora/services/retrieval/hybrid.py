@@ -26,6 +26,7 @@ from knora.services.retrieval import faq_rules
 from knora.services.retrieval.bounds import engine_query
 from knora.services.retrieval.fusion import FusionConfig, dedupe_by_score, fuse
 from knora.services.retrieval.hydrate import Hit, hydrate
+from knora.services.retrieval.shared import readable
 from knora.services.retrieval.turn_reads import TurnReads
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ class HybridSearch:
         if not scope:
             raise BadRequest("a knowledge base id is required")
         primary_id = params.knowledge_base_id or scope[0]
-        kbs = [kb for kb in await self.store.knowledge_bases(scope) if kb.tenant_id == tenant_id]
+        kbs = await readable(self.store, tenant_id, await self.store.knowledge_bases(scope))
         if len(kbs) != len(scope):
             raise NotFound("knowledge base not found")
         keys = {self.model_key(kb) for kb in kbs if kb.indexing_strategy.vector_enabled}
@@ -168,7 +169,8 @@ class HybridSearch:
         if faq:
             hits = await faq_rules.post_process(self, hits, vec_hits, groups, text, match_count, pool)
         hits = hits[:match_count]
-        return await hydrate(self.store, {tenant_id}, hits, enrich=not params.skip_context_enrichment)
+        owners = {tenant_id} | {kb.tenant_id for kb in kbs}  # a shared KB's chunks are its owner's
+        return await hydrate(self.store, owners, hits, enrich=not params.skip_context_enrichment)
 
     def _groups(self, kbs: Sequence[KnowledgeBase], params: SearchParams, text: str,
                 embedding: list[float] | None,

@@ -17,6 +17,7 @@ from knora.domain.knowledge import DEFAULT_KEYWORD_THRESHOLD, DEFAULT_VECTOR_THR
 from knora.domain.search import SearchParams, SearchResult, SearchTarget
 from knora.services.retrieval.bounds import engine_query
 from knora.services.retrieval.hybrid import HybridSearch
+from knora.services.retrieval.shared import readable
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,8 @@ async def build_targets(search: HybridSearch, tenant_id: int, kb_ids: Sequence[s
         if scope_kb and clean:
             scopes[scope_kb] = clean
     wanted = list(dict.fromkeys([*(k for k in kb_ids if k), *scopes]))
-    kbs = {kb.id: kb for kb in await search.store.knowledge_bases(wanted) if kb.tenant_id == tenant_id}
+    kbs = {kb.id: kb for kb in await readable(search.store, tenant_id,
+                                              await search.store.knowledge_bases(wanted))}
     targets: list[SearchTarget] = []
     full = set()
     for kb_id in dict.fromkeys(k for k in kb_ids if k):

@@ -69,6 +69,9 @@ class TurnReads:
             self._remember(self._kbs, missing, kbs)
         return self._pick(self._kbs, kb_ids)
 
+    async def shared_kb_ids(self, tenant_id: int, kb_ids: Sequence[str]) -> set[str]:
+        return await self.store.shared_kb_ids(tenant_id, kb_ids)
+
     async def tenant_retrieval_config(self, tenant_id: int) -> dict[str, Any]:
         if tenant_id not in self._tenant_config:
             self._tenant_config[tenant_id] = await self.store.tenant_retrieval_config(tenant_id)

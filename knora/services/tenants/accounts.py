@@ -2,8 +2,9 @@
 and the principal a token stands for (issue 14).
 
 - Passwords are hashed with Argon2id (``argon2-cffi``; memory and passes from settings, OWASP's minimum by
-  default) in a worker thread: a hash costs about 0.1 s of CPU, which the event loop must not wait for. An unknown login is verified
-  against a dummy hash, so it takes as long and gets the same answer as a wrong password.
+  default) in a worker thread: a hash costs about 0.1 s of CPU, which the event loop must not wait for.
+  An unknown login is verified against a dummy hash, so it takes as long and gets the same answer as a
+  wrong password.
 - An access token is a JWT (HS256, ``PyJWT``) signed with a key derived from ``KNORA_SECRET_KEY`` (so every
   replica verifies every replica's tokens) and valid for ``ACCESS_TTL``; it names its login session. A refresh
   token is an opaque random string stored only as a hash and replaced on each use.
@@ -37,6 +38,7 @@ ACCESS_TTL = timedelta(minutes=15)
 REFRESH_TTL = timedelta(days=30)
 RECHECK_SECONDS = 1.0  # a token's role is confirmed with the database again after this
 _ALGORITHM = "HS256"
+_VERIFIED_MAX = 50_000  # verified tokens remembered (cleared when full)
 _REFRESH_PREFIX = "rt-"
 # Failed logins: a burst of attempts, then one more per window / limit seconds.
 ACCOUNT_FAILURES = Budget(5, 300.0)  # 5 at once, then one a minute, per account
@@ -88,6 +90,7 @@ class AccountService:
         self._clock = clock
         # (session, tenant) → (role or None, when the database last said so)
         self._roles: dict[tuple[str, int], tuple[tuple[bool, Role | None], float]] = {}
+        self._verified: dict[str, dict[str, object]] = {}  # access token → its verified claims
 
     def _now(self) -> datetime:
         return self._clock.now(UTC)
@@ -194,9 +197,12 @@ class AccountService:
         """Sets a new password after checking the old one; every other login session of the user ends."""
         if principal.user_id is None:
             raise BadRequest("Only a signed-in user has a password (this request used an API key)")
+        if not old:
+            raise BadRequest("old_password is required")
         found = await self._repo.user(principal.user_id)
+        # 400, not 401: WeKnora's UI takes a 401 for an expired session and signs the user out
         if found is None or not await self._verify(found[1], old):
-            raise Unauthorized("The current password is wrong")
+            raise BadRequest("The current password is wrong")
         check_password(new)
         await self._repo.set_password(principal.user_id, await self._hash(new))
         await self._repo.end_sessions(principal.user_id, keep=principal.session_id)
@@ -210,13 +216,23 @@ class AccountService:
 
     # --- who a token is -------------------------------------------------------------------------------------
     def claims(self, token: str) -> dict[str, object] | None:
-        """The claims of a valid, unexpired access token of ours, else None."""
+        """The claims of a valid, unexpired access token of ours, else None. A token verified once is
+        remembered (its claims cannot change; its expiry is checked on every use): a request then costs a
+        dict lookup, not a signature check."""
+        known = self._verified.get(token)
+        if known is not None:
+            return known if time.time() < float(str(known["exp"])) else None
         try:
             claims: dict[str, object] = jwt.decode(token, self._key, algorithms=[_ALGORITHM],
                                                    options={"require": ["exp", "sub", "sid"]})
         except jwt.PyJWTError:
             return None
-        return claims if claims.get("typ") == "access" else None
+        if claims.get("typ") != "access":
+            return None
+        if len(self._verified) >= _VERIFIED_MAX:
+            self._verified.clear()
+        self._verified[token] = claims
+        return claims
 
     async def principal(self, token: str, tenant_id: int | None) -> Principal | None:
         """The principal an access token stands for in ``tenant_id`` (else the token's tenant): None when

@@ -17,6 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent, TextResourceContents
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from knora.domain.access import Role
 from knora.root import Services
 from knora.settings import Settings
 from tests.api.mcp_server.seed import Seeded, error_text, payload, seed
@@ -149,6 +150,18 @@ class TestTools:
             assert await eventually(indexed)
             found = payload(await client.call_tool("search_knowledge", {"query": "kumquat peel"}))
         assert found["results"][0]["document_id"] == doc["id"]
+
+
+async def test_a_viewer_key_searches_but_adds_nothing(knora: Any) -> None:
+    """Tools follow the caller's role as routes do (issue 14): a read-only key may search, not write."""
+    c, _data, url = knora
+    _key, viewer = await c.tenants.create_key(c.default_tenant_id, "reader", Role.VIEWER)
+    async with mcp_client(url, viewer) as client:
+        found = payload(await client.call_tool("search_knowledge", {"query": "tea"}))
+        refused = await client.call_tool("add_document", {"knowledge_base": "handbook", "text": "# No\n\nno"})
+    assert found["results"]
+    assert refused.is_error
+    assert "contributor" in error_text(refused)
 
 
 async def test_add_url_goes_through_the_import_and_its_guard(make_settings: Callable[..., Settings]) -> None:

@@ -27,7 +27,16 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, sessionmaker
 
 from knora.adapters.db.repos._mapping import _row_fields, row_to, select_columns
-from knora.adapters.db.tables import Base, ChunkRow, KnowledgeBaseRow, KnowledgeRow, TagRow, TenantRow
+from knora.adapters.db.tables import (
+    Base,
+    ChunkRow,
+    KnowledgeBaseRow,
+    KnowledgeRow,
+    ShareRow,
+    TagRow,
+    TenantRow,
+)
+from knora.domain.access import KB_SHARE
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
 
 _BATCH = 500
@@ -130,6 +139,9 @@ class SqlSearchReads:
     async def tenant_retrieval_config(self, tenant_id: int) -> dict[str, Any]:
         return await self._read(_tenant_retrieval_config, tenant_id)
 
+    async def shared_kb_ids(self, tenant_id: int, kb_ids: Sequence[str]) -> set[str]:
+        return await self._read(_shared_kb_ids, tenant_id, kb_ids) if kb_ids else set()
+
     async def knowledge_bases_with_tenant_config(self, kb_ids: Sequence[str], tenant_id: int
                                                  ) -> tuple[list[KnowledgeBase], dict[str, Any]]:
         """``knowledge_bases`` and ``tenant_retrieval_config`` in one call (a search needs both)."""
@@ -157,6 +169,15 @@ class SqlSearchReads:
 
 
 # --- the reads (synchronous session code; run by ``SqlSearchReads._read``) ----------------------------------
+def _shared_kb_ids(s: Session, tenant_id: int, kb_ids: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for part in _batches(kb_ids):
+        found.update(s.scalars(select(ShareRow.resource_id).where(
+            ShareRow.resource_type == KB_SHARE, ShareRow.tenant_id == tenant_id,
+            ShareRow.resource_id.in_(part))).all())
+    return found
+
+
 def _knowledge_bases(s: Session, kb_ids: Sequence[str]) -> list[KnowledgeBase]:
     out: dict[str, KnowledgeBase] = {}
     for part in _batches(kb_ids):
