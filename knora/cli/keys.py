@@ -1,10 +1,10 @@
 """``knora key create|list|revoke``: the default tenant's API keys.
 
 Through the running server's API when one is up (``/tenants/{id}/api-keys``, with the CLI's key, an owner
-key of the default tenant: the server applies its rules as for any caller, and every replica drops a revoked
-key within a second), else in-process on the configured data dir. A new key is printed once: only its hash is
-stored. ``--role`` is viewer unless told (a key is never an owner's); ``--expires-days`` makes it stop working
-after that many days.
+key of the default tenant: the server applies its rules as for any caller, writes its audit log, and every
+replica drops a revoked key within a second), else in-process on the configured data dir. A new key is
+printed once: only its hash is stored. ``--role`` is viewer unless told (a key is never an owner's);
+``--expires-days`` makes it stop working after that many days.
 """
 
 from __future__ import annotations

@@ -265,6 +265,11 @@ def test_keys_go_through_the_server_and_users_are_made_beside_it(server: Server)
     revoked = server.cli("key", "revoke", row["id"])
     assert revoked.returncode == 0, revoked.stderr
     assert httpx.get(f"{server.url}/api/v1/knowledge-bases", headers={"X-API-Key": key}).status_code == 401
+    tenant = server.api.get("/auth/me").json()["data"]["tenant"]["id"]
+    audit = server.api.get(f"/tenants/{tenant}/audit-log").json()["data"]["items"]
+    actions = [e["action"] for e in audit if e["actor"].startswith("key:")]
+    assert any(a.startswith("DELETE") and "api-keys" in a for a in actions), audit  # the CLI acted as the API
+    assert any(a.startswith("POST") and "api-keys" in a for a in actions), audit
 
     # an account made in-process next to the running server signs in there at once
     created = run_cli(server.data_dir, "user", "create", "--email", "gil@example.org", "--password",
