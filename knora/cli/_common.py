@@ -65,6 +65,21 @@ def announce_generated(c: Services) -> None:
                          f"{c.generated_api_key}\n")
 
 
+async def audit(c: Services, tenant_id: int, action: str, target: str = "") -> None:
+    """An operator's in-process change, in the tenant's audit log beside the API's entries (``actor``: the
+    CLI and the system user who ran it)."""
+    import getpass
+
+    from knora.domain.access import AuditEntry
+
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):
+        who = "?"
+    await c.audit.record(AuditEntry(tenant_id=tenant_id, actor=f"cli:{who} (in-process)", action=action,
+                                    target=target, status=200))
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 

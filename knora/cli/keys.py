@@ -101,7 +101,7 @@ async def _create(args: argparse.Namespace) -> int:
     else:
         from datetime import UTC, datetime
 
-        from knora.cli._common import running_services
+        from knora.cli._common import audit, running_services
         from knora.domain.access import Role
         from knora.domain.errors import AppError
 
@@ -113,6 +113,7 @@ async def _create(args: argparse.Namespace) -> int:
                                                           expires_at=expires, created_by="cli")
             except AppError as exc:
                 return fail(exc.message)
+            await audit(c, c.default_tenant_id, "knora key create", f"key_id={created.id}")
         row = _row(created)
     if args.json:
         print_json({**row, "key": key})
@@ -174,7 +175,7 @@ async def _revoke(args: argparse.Namespace) -> int:
         except ApiError as exc:
             return fail(exc.message)
     else:
-        from knora.cli._common import running_services
+        from knora.cli._common import audit, running_services
         from knora.domain.errors import AppError
 
         async with running_services() as c:
@@ -186,6 +187,7 @@ async def _revoke(args: argparse.Namespace) -> int:
                 await c.tenants.revoke_key(c.default_tenant_id, found["id"])
             except AppError as exc:
                 return fail(exc.message)
+            await audit(c, c.default_tenant_id, "knora key revoke", f"key_id={found['id']}")
     if args.json:
         print_json({"revoked": found["id"], "name": found["name"]})
     else:

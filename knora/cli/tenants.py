@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 
 async def _create(args: argparse.Namespace) -> int:
-    from knora.cli._common import running_services
+    from knora.cli._common import audit, running_services
     from knora.domain.errors import AppError
 
     async with running_services() as c:
@@ -42,6 +42,7 @@ async def _create(args: argparse.Namespace) -> int:
             tenant = await c.members.create_tenant(owner.id, args.name, args.description)
         except AppError as exc:
             return fail(exc.message)
+        await audit(c, tenant.id, "knora tenant create", f"owner={owner.id}")
     row = {"id": tenant.id, "name": tenant.name, "description": tenant.description, "owner": owner.email}
     if args.json:
         print_json(row)

@@ -55,7 +55,7 @@ def _password(args: argparse.Namespace) -> tuple[str, bool] | None:
 
 
 async def _create(args: argparse.Namespace) -> int:
-    from knora.cli._common import running_services
+    from knora.cli._common import audit, running_services
     from knora.domain.access import Role
     from knora.domain.errors import AppError
 
@@ -78,6 +78,7 @@ async def _create(args: argparse.Namespace) -> int:
             hint = (f" ({username!r}, from the e-mail: choose one with --username)"
                     if exc.message.startswith("username") and not args.username else "")
             return fail(exc.message + hint)
+        await audit(c, tenant_id, "knora user create", f"user_id={user.id} role={member.role.value}")
     row: dict[str, Any] = {"id": user.id, "username": user.username, "email": user.email,
                            "tenant_id": tenant_id, "tenant": tenant.name, "role": member.role.value}
     if args.json:

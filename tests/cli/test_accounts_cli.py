@@ -11,6 +11,7 @@ import pytest
 
 from knora.cli._common import running_services
 from knora.cli.main import main
+from knora.domain.access import AuditEntry
 
 pytestmark = pytest.mark.integration
 
@@ -67,6 +68,9 @@ def test_user_create_and_list(env: Path, capsys: pytest.CaptureFixture[str],
                                                     "role": "contributor"}]
     assert main(["user", "list"]) == 0
     assert "default (viewer)" in capsys.readouterr().out
+    entries = _audit()
+    assert [e.action for e in entries] == ["knora user create"] * 2
+    assert entries[0].actor.startswith("cli:")
 
 
 def test_tenant_create_and_list(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,3 +131,12 @@ def test_key_create_list_revoke_in_process(env: Path, capsys: pytest.CaptureFixt
     assert main(["key", "create", "--name", "x", "--expires-days", "0"]) == 1
     assert main(["key", "list", "--json"]) == 0
     assert "ci" not in {k["name"] for k in _json(capsys)}  # type: ignore[union-attr]
+    assert [e.action for e in _audit()] == ["knora key revoke", "knora key create", "knora key create"]
+
+
+def _audit() -> list[AuditEntry]:
+    async def read() -> list[AuditEntry]:
+        async with running_services() as c:
+            return await c.audit.entries(c.default_tenant_id)
+
+    return asyncio.run(read())
