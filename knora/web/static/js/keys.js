@@ -26,7 +26,7 @@ export async function renderKeys(root) {
     try { rows = (await api("GET", base)) || []; } catch (e) { msg.textContent = e.message; return; }
     clear(list);
     if (!rows.length) { list.append(h("p", { class: "muted" }, t("keys.empty"))); return; }
-    list.append(h("table", { class: "grid wide-table" },
+    list.append(h("div", { class: "table-wrap" }, h("table", { class: "grid wide-table" },
       h("thead", null, h("tr", null, [t("keys.name"), t("keys.prefix"), t("team.role"), t("keys.lastUsed"), t("keys.expires"), t("keys.created")]
         .map((x) => h("th", null, x)), h("th", null, h("span", { class: "sr-only" }, t("team.actions"))))),
       h("tbody", null, rows.map((k) => h("tr", { class: "api-key", dataset: { keyId: k.id } },
@@ -35,7 +35,7 @@ export async function renderKeys(root) {
         h("td", { class: "small muted" }, k.last_used_at ? formatTime(k.last_used_at) : t("keys.never")),
         h("td", { class: "small muted" }, k.expires_at ? formatTime(k.expires_at) : t("keys.noExpiry")),
         h("td", { class: "small muted" }, formatTime(k.created_at)),
-        h("td", null, h("button", { type: "button", class: "btn ghost small danger", onclick: () => revoke(k) }, t("keys.revoke"))))))));
+        h("td", null, h("button", { type: "button", class: "btn ghost small danger", onclick: () => revoke(k) }, t("keys.revoke")))))))));
   }
 
   async function revoke(k) {

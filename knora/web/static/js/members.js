@@ -34,10 +34,10 @@ export async function renderMembers(root) {
     try { rows = (await api("GET", `${base}/members`, undefined, { query: { page_size: 100 } }))?.members || []; }
     catch (e) { membersMsg.textContent = e.message; return; }
     const me = myUserId();
-    clear(membersBox).append(h("table", { class: "grid wide-table" },
+    clear(membersBox).append(h("div", { class: "table-wrap" }, h("table", { class: "grid wide-table" },
       h("thead", null, h("tr", null, h("th", null, t("team.name")), h("th", null, t("team.email")), h("th", null, t("team.role")),
         h("th", null, t("team.joined")), admin ? h("th", null, h("span", { class: "sr-only" }, t("team.actions"))) : null)),
-      h("tbody", null, rows.map((m) => memberRow(m, m.user_id === me)))));
+      h("tbody", null, rows.map((m) => memberRow(m, m.user_id === me))))));
   }
 
   function memberRow(m, isMe) {
@@ -74,7 +74,7 @@ export async function renderMembers(root) {
     catch (e) { invitesMsg.textContent = e.message; return; }
     clear(invitesBox);
     if (!rows.length) { invitesBox.append(h("p", { class: "muted" }, t("team.noInvitations"))); return; }
-    invitesBox.append(h("table", { class: "grid wide-table" },
+    invitesBox.append(h("div", { class: "table-wrap" }, h("table", { class: "grid wide-table" },
       h("thead", null, h("tr", null, h("th", null, t("team.email")), h("th", null, t("team.role")), h("th", null, t("team.status")),
         h("th", null, t("team.expires")), admin ? h("th", null, h("span", { class: "sr-only" }, t("team.actions"))) : null)),
       h("tbody", null, rows.map((i) => h("tr", { class: "invitation", dataset: { invitationId: i.id } },
@@ -85,7 +85,7 @@ export async function renderMembers(root) {
           invitesMsg.textContent = "";
           try { await api("DELETE", `${base}/invitations/${encodeURIComponent(i.id)}`); } catch (ex) { invitesMsg.textContent = ex.message; }
           await drawInvitations();
-        } }, t("team.revoke")) : null) : null)))));
+        } }, t("team.revoke")) : null) : null))))));
   }
 
   await Promise.all([drawMembers(), drawInvitations()]);
