@@ -52,6 +52,34 @@ async def running_services(settings: Settings | None = None) -> AsyncIterator[Se
         await services.aclose()
 
 
+def announce_generated(c: Services) -> None:
+    """On stderr, what the first start of this data dir generated and shows once: the owner account's
+    password (``KNORA_OWNER_PASSWORD`` unset) and the default tenant's key (``KNORA_API_KEY`` unset), as
+    ``knora serve`` prints them: a command that happens to be the first to open the database must not lose
+    them."""
+    if c.generated_owner:
+        login, password = c.generated_owner
+        sys.stderr.write(f"knora: owner account made (shown once, keep it): {login} / {password}\n")
+    if c.generated_api_key:
+        sys.stderr.write("knora: API key of the default tenant (shown once, keep it): "
+                         f"{c.generated_api_key}\n")
+
+
+async def audit(c: Services, tenant_id: int, action: str, target: str = "") -> None:
+    """An operator's in-process change, in the tenant's audit log beside the API's entries (``actor``: the
+    CLI and the system user who ran it)."""
+    import getpass
+
+    from knora.domain.access import AuditEntry
+
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):
+        who = "?"
+    await c.audit.record(AuditEntry(tenant_id=tenant_id, actor=f"cli:{who} (in-process)", action=action,
+                                    target=target, status=200))
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 

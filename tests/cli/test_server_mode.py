@@ -249,3 +249,33 @@ def test_sigterm_closes_the_services_before_the_process_ends(tmp_path: Path) -> 
         server.proc.send_signal(signal.SIGTERM)
         out, _ = server.proc.communicate(timeout=60)
         assert "Knora stopped" in out, out[-2000:]
+
+
+def test_keys_go_through_the_server_and_users_are_made_beside_it(server: Server) -> None:
+    made = server.cli("key", "create", "--name", "deploy", "--role", "contributor", "--json")
+    assert made.returncode == 0, made.stderr
+    assert f"using the server at {server.url}" in made.stderr
+    key = json.loads(made.stdout)["key"]
+    assert httpx.get(f"{server.url}/api/v1/knowledge-bases", headers={"X-API-Key": key}).status_code == 200
+    listed = server.cli("key", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    row = next(k for k in json.loads(listed.stdout) if k["name"] == "deploy")
+    assert (row["role"], row["prefix"]) == ("contributor", key[:7])
+    assert key not in listed.stdout
+    revoked = server.cli("key", "revoke", row["id"])
+    assert revoked.returncode == 0, revoked.stderr
+    assert httpx.get(f"{server.url}/api/v1/knowledge-bases", headers={"X-API-Key": key}).status_code == 401
+    tenant = server.api.get("/auth/me").json()["data"]["tenant"]["id"]
+    audit = server.api.get(f"/tenants/{tenant}/audit-log").json()["data"]["items"]
+    actions = [e["action"] for e in audit if e["actor"].startswith("key:")]
+    assert any(a.startswith("DELETE") and "api-keys" in a for a in actions), audit  # the CLI acted as the API
+    assert any(a.startswith("POST") and "api-keys" in a for a in actions), audit
+
+    # an account made in-process next to the running server signs in there at once
+    created = run_cli(server.data_dir, "user", "create", "--email", "gil@example.org", "--password",
+                      "gil-password", "--role", "contributor", KNORA_EMBEDDER="local:hash")
+    assert created.returncode == 0, created.stderr
+    login = httpx.post(f"{server.url}/api/v1/auth/login", json={"email": "gil@example.org",
+                                                                "password": "gil-password"})
+    assert login.status_code == 200, login.text
+    assert login.json()["memberships"][0]["role"] == "contributor"

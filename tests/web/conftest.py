@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SHOTS = (ROOT / "docs" / "screenshots" if os.environ.get("KNORA_UPDATE_SCREENSHOTS") == "1"
          else Path(tempfile.gettempdir()) / "knora-screenshots")
 API_KEY = "sk-web-test"
+OWNER_EMAIL = "owner@localhost"  # the owner account every test server makes on its first start
+OWNER_PASSWORD = "owner-web-test-pw"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
@@ -79,6 +81,7 @@ def launch_server(data_dir: Path, fake: FakeModelServer, **env_overrides: str) -
     port = free_port()
     env = {**os.environ, "KNORA_DATA_DIR": str(data_dir), "KNORA_EMBEDDER": "local:hash",
            "KNORA_SAMPLE_KB": "false", "KNORA_API_KEY": API_KEY, "KNORA_LOG_LEVEL": "WARNING",
+           "KNORA_OWNER_PASSWORD": OWNER_PASSWORD,
            "KNORA_CHAT_MODEL": "openai:fake-chat", "KNORA_CHAT_BASE_URL": fake.base_url,
            "KNORA_CHAT_API_KEY": "sk-fake",
            # model rows made through the UI point at loopback fakes: the test operator allow-lists loopback

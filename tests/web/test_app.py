@@ -50,6 +50,8 @@ def test_sign_in_with_api_key_when_auto_setup_is_refused(server: KnoraServer,
         status=403, content_type="application/json",
                                                                         body='{"success":false,"error":{"code":1002,"message":"no"}}'))
     page.goto(f"{server.base_url}/settings")
+    expect(page.locator("#login-name")).to_be_focused()  # the password form first (test_accounts.py)
+    page.locator("#use-key").click()
     key = page.locator("#api-key")
     expect(key).to_be_focused()
     key.fill("sk-wrong")

@@ -285,3 +285,72 @@ class TestCitedQuote:
         assert got[4] == [45, 67]  # "Service is due yearly."
         assert got[5] is None
         assert got[6] == ["…xxxxx", "QUOTE", "y" * 10 + "…"]
+
+
+API_CLIENT = """
+const api = await import('/js/api.js');
+const seen = [];
+let refreshes = 0, unauthorized = 0, live = 'rt-old';  // the server's one live refresh token (rotated)
+const real = window.fetch;
+window.fetch = async (url, init = {}) => {
+  const hs = init.headers || {};
+  seen.push({ url: String(url), auth: hs.Authorization || null, key: hs['X-API-Key'] || null,
+              tenant: hs['X-Tenant-ID'] || null });
+  const json = (status, body) => new Response(JSON.stringify(body), { status,
+    headers: { 'Content-Type': 'application/json' } });
+  if (String(url).endsWith('/auth/refresh')) {
+    refreshes++;
+    if (JSON.parse(init.body).refresh_token !== live) {
+      return json(401, { success: false, error: { message: 'invalid or expired token' } });
+    }
+    live = 'rt-new';
+    return json(200, { success: true, access_token: 'eyJnew.a.b', refresh_token: 'rt-new' });
+  }
+  return hs.Authorization === 'Bearer eyJnew.a.b' || hs['X-API-Key'] === 'sk-good'
+    ? json(200, { success: true, data: { ok: String(url) } })
+    : json(401, { success: false, error: { message: 'Unauthorized' } });
+};
+api.setUnauthorizedHandler(() => { unauthorized++; });
+try {
+  localStorage.clear();
+  BODY
+} finally { window.fetch = real; localStorage.clear(); }
+"""
+
+
+class TestApiClient:
+    def test_a_401_refreshes_once_for_concurrent_requests(self, js: Callable[..., Any]) -> None:
+        got = js(API_CLIENT.replace("BODY", """
+          api.setSession({ access: 'eyJold.a.b', refresh: 'rt-old' });
+          api.setTenant(7);
+          const results = await Promise.all(['/a', '/b', '/c'].map((p) => api.api('GET', p)));
+          return { results, refreshes, unauthorized, session: api.getSession(), seen };"""))
+        assert got["refreshes"] == 1  # refresh tokens rotate: a second refresh with rt-old would fail
+        assert got["results"] == [{"ok": "/api/v1/a"}, {"ok": "/api/v1/b"}, {"ok": "/api/v1/c"}]
+        assert got["unauthorized"] == 0
+        assert got["session"] == {"access": "eyJnew.a.b", "refresh": "rt-new"}
+        calls = [c for c in got["seen"] if not c["url"].endswith("/auth/refresh")]
+        assert {c["tenant"] for c in calls} == {"7"}  # the chosen tenant, with a user's token
+        assert {c["key"] for c in calls} == {None}
+
+    def test_a_key_is_never_refreshed_and_names_no_tenant(self, js: Callable[..., Any]) -> None:
+        got = js(API_CLIENT.replace("BODY", """
+          api.setKey('sk-good');
+          api.setTenant(7);  // left over: a key names its own tenant
+          const ok = await api.api('GET', '/a');
+          api.setKey('sk-bad');
+          let status = null;
+          try { await api.api('GET', '/b'); } catch (e) { status = e.status; }
+          return { ok, status, refreshes, unauthorized, seen };"""))
+        assert got["ok"] == {"ok": "/api/v1/a"}
+        assert (got["status"], got["refreshes"], got["unauthorized"]) == (401, 0, 1)
+        assert [(c["key"], c["tenant"], c["auth"]) for c in got["seen"]] == [("sk-good", None, None),
+                                                                            ("sk-bad", None, None)]
+
+    def test_a_failed_refresh_signs_out(self, js: Callable[..., Any]) -> None:
+        got = js(API_CLIENT.replace("BODY", """
+          api.setSession({ access: 'eyJold.a.b', refresh: 'rt-stolen' });
+          let status = null;
+          try { await api.api('GET', '/a'); } catch (e) { status = e.status; }
+          return { status, refreshes, unauthorized };"""))
+        assert got == {"status": 401, "refreshes": 1, "unauthorized": 1}

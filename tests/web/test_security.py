@@ -148,7 +148,7 @@ def test_ui_pages_carry_a_csp_they_do_not_violate(server: KnoraServer, new_page:
     assert "unsafe-inline" not in csp
     assert "unsafe-eval" not in csp
     expect(page.locator("#chat-input")).to_be_visible()  # signed in silently (auto-setup, same-origin)
-    for path in ("/kb", f"/kb/{kb['id']}", f"/kb/{kb['id']}/settings", "/settings"):
+    for path in ("/kb", f"/kb/{kb['id']}", f"/kb/{kb['id']}/settings", "/settings", "/team", "/keys"):
         page.goto(f"{server.base_url}{path}")
         expect(page.locator("h1").first).to_be_visible()
     assert page.evaluate("window.__csp") == []

@@ -61,6 +61,15 @@ class MemberService:
         assert found is not None
         return found
 
+    async def enrol(self, tenant_id: int, user_id: str, role: Role, by: str) -> Member:
+        """An operator's addition (``knora user create``: the operator runs the server, no role is checked);
+        409 when the user is a member already."""
+        await self._repo.add_member(tenant_id, user_id, role, by)
+        self._accounts.forget_member(tenant_id)
+        found = await self._repo.member(tenant_id, user_id)
+        assert found is not None
+        return found
+
     async def set_role(self, by: Principal, user_id: str, role: Role) -> Member:
         current = await self._member(by.tenant_id, user_id)
         _may_grant(by, role)

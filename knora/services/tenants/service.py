@@ -145,6 +145,9 @@ class TenantService:
     async def tenants(self, ids: list[int]) -> list[Tenant]:
         return await self._repo.tenants(ids)
 
+    async def all_tenants(self) -> list[Tenant]:
+        return await self._repo.all_tenants()
+
     async def create_tenant(self, name: str, description: str = "") -> Tenant:
         name = name.strip()
         if not name or len(name) > 255:

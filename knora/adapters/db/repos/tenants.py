@@ -101,6 +101,11 @@ class SqlTenantRepo:
                                     .order_by(TenantRow.id))).scalars().all()
         return [_tenant(r) for r in rows]
 
+    async def all_tenants(self) -> list[Tenant]:
+        async with self._sessions() as s:
+            rows = (await s.execute(select(TenantRow).order_by(TenantRow.id))).scalars().all()
+        return [_tenant(r) for r in rows]
+
     async def create_tenant(self, name: str, description: str) -> Tenant:
         async with self._sessions.begin() as s:
             row = TenantRow(name=name, description=description, retrieval_config={})

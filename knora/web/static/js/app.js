@@ -1,7 +1,12 @@
-// Entry point: sign-in (auto-setup, then a stored or typed API key), the app shell, routing between pages.
+// Entry point: sign-in (stored tokens or key, else auto-setup on this machine, else the login page), the app
+// shell, routing between pages.
 import { h, clear, toast } from "./dom.js";
 import { t, getLang, setLang, languages, onLangChange } from "./i18n.js";
-import { getKey, setKey, autoSetup, checkKey, setUnauthorizedHandler } from "./api.js";
+import { getKey, setKey, getSession, setSession, autoSetup, checkKey, setUnauthorizedHandler, hasCredentials,
+  forgetCredentials, logoutRemote } from "./api.js";
+import { loadMe, currentMe, clearMe, can, manualLogin, setManualLogin, renderLogin as loginPage, accountBar } from "./account.js";
+import { renderMembers } from "./members.js";
+import { renderKeys } from "./keys.js";
 import { setRouteHandler, startRouter, match, navigate } from "./router.js";
 import { renderChat } from "./chat.js";
 import { renderKnowledge } from "./knowledge.js";
@@ -21,11 +26,17 @@ function shell(section) {
   const header = h("header", { class: "topbar" },
     section === "chat" ? burger : null,
     h("a", { href: "/chat", "data-link": "", class: "brand" }, "◆ ", t("app.name")),
-    h("nav", { class: "mainnav", "aria-label": "main" }, navLink("/chat", "nav.chat", "chat"), navLink("/kb", "nav.knowledge", "kb"), navLink("/settings", "nav.settings", "settings")),
-    h("span", { class: "spacer" }), lang);
+    h("nav", { class: "mainnav", "aria-label": "main" }, navLink("/chat", "nav.chat", "chat"), navLink("/kb", "nav.knowledge", "kb"),
+      navLink("/team", "nav.team", "team"), can("admin") ? navLink("/keys", "nav.keys", "keys") : null, navLink("/settings", "nav.settings", "settings")),
+    h("span", { class: "spacer" }), accountBar(switchedTenant, logout), lang);
   view = h("main", { id: "view", class: `view ${section}` });
   clear(root).append(h("a", { href: "#view", class: "skip" }, "Skip to content"), header, view);
   return view;
+}
+
+// Another tenant: the same section, from its start (a knowledge base's or a chat's id was the last tenant's).
+function switchedTenant() {
+  navigate(`/${location.pathname.split("/")[1] || "chat"}`);
 }
 
 export function toggleSidebar(force) {
@@ -40,7 +51,8 @@ export function toggleSidebar(force) {
 async function route(path) {
   hideCitation(false);
   closeDebug();
-  if (!getKey()) { renderLogin(); return; }
+  if (!hasCredentials()) { renderLogin(); return; }
+  if (!currentMe()) { try { await loadMe(); } catch { if (!hasCredentials()) return; } }
   let m;
   if (path === "/" || path === "") { navigate("/chat", { replace: true }); return; }
   if ((m = match("/chat", path)) || (m = match("/chat/:sid", path))) { await renderChat(shell("chat"), m.sid); return; }
@@ -48,42 +60,48 @@ async function route(path) {
     await renderKnowledge(shell("kb"), m); return;
   }
   if (match("/settings", path)) { await renderSettings(shell("settings")); return; }
+  if (match("/team", path)) { await renderMembers(shell("team")); return; }
+  if (match("/keys", path)) { await renderKeys(shell("keys")); return; }
   if (match("/login", path)) { renderLogin(); return; }
   shell("");
   view.append(h("p", { class: "muted pad" }, t("error.notFound")));
 }
 
 function renderLogin(message) {
-  const input = h("input", { id: "api-key", type: "password", autocomplete: "off", required: true, "aria-describedby": "login-hint" });
-  const err = h("p", { class: "error", role: "alert" }, message || "");
-  const form = h("form", { class: "login card", onsubmit: async (e) => {
-    e.preventDefault();
-    const key = input.value.trim();
-    if (!key) return;
-    if (await checkKey(key)) { setKey(key); navigate(location.pathname === "/login" ? "/chat" : location.pathname); }
-    else { err.textContent = t("login.bad"); input.select(); }
-  } },
-    h("h1", null, "◆ ", t("login.title")),
-    h("p", { id: "login-hint", class: "muted" }, t("login.hint")),
-    h("label", { class: "field" }, h("span", null, t("login.key")), input), err,
-    h("button", { type: "submit", class: "btn primary block" }, t("login.submit")));
-  clear(root).append(h("div", { class: "login-wrap" }, form));
-  input.focus();
+  loginPage(root, () => navigate(location.pathname === "/login" ? "/chat" : location.pathname + location.search), message);
 }
 
-export function logout() {
-  setKey("");
+// Signs out: a user's session ends on the server; no silent auto-setup until someone signs in again.
+export async function logout() {
+  await logoutRemote();
+  clearMe();
+  setManualLogin(true);
+  if (location.pathname !== "/login") history.pushState({}, "", "/login");
   renderLogin();
+}
+
+// True when a credential works: the stored user's tokens (refreshed if need be), the stored key, else the
+// key auto-setup hands to this machine's browser (refused off loopback, and after signing out).
+async function signIn() {
+  if (getSession()) {
+    try { await loadMe(); return true; } catch (e) { if (e.status !== 401) return true; setSession(null); }
+  }
+  if (getKey()) {
+    if (await checkKey(getKey())) { try { await loadMe(); } catch { /* pages say why */ } return true; }
+    setKey("");
+  }
+  if (manualLogin()) return false;
+  const token = await autoSetup();
+  if (!token || !(await checkKey(token))) return false;
+  setKey(token);
+  try { await loadMe(); } catch { /* pages say why */ }
+  return true;
 }
 
 async function boot() {
   document.documentElement.lang = getLang() === "zh" ? "zh-CN" : "en";
-  setUnauthorizedHandler(() => { setKey(""); renderLogin(t("login.bad")); });
-  if (!getKey() || !(await checkKey(getKey()))) {
-    setKey("");
-    const token = await autoSetup();
-    if (token && (await checkKey(token))) setKey(token);
-  }
+  if (!(await signIn())) forgetCredentials();
+  setUnauthorizedHandler(() => { forgetCredentials(); clearMe(); renderLogin(t("login.expired")); });
   onLangChange(() => route(location.pathname));
   setRouteHandler(route);
   startRouter();

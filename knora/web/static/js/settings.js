@@ -3,6 +3,7 @@ import { h, clear, toast, confirmDialog } from "./dom.js";
 import { t, getLang, setLang, languages } from "./i18n.js";
 import { api, getKey } from "./api.js";
 import { logout } from "./app.js";
+import { currentMe, roleName } from "./account.js";
 
 const TYPES = ["KnowledgeQA", "Embedding", "Rerank"];
 const fail = (e) => toast(t("error.generic", { msg: e.message }), "error");
@@ -11,7 +12,7 @@ export async function renderSettings(root) {
   const models = h("div", { id: "models" });
   clear(root).append(h("div", { class: "page" }, h("h1", null, t("settings.title")),
     h("section", { class: "card" }, h("h2", null, t("settings.models")), models),
-    keySection(), langSection()));
+    getKey() ? keySection() : accountSection(), langSection()));
   await drawModels(models);
 }
 
@@ -105,6 +106,14 @@ function keySection() {
     h("div", { class: "row" }, field, show, copy),
     h("p", { class: "small muted" }, "X-API-Key"),
     h("button", { type: "button", class: "btn", onclick: logout }, t("settings.changeKey")));
+}
+
+function accountSection() {
+  const me = currentMe();
+  return h("section", { class: "card", id: "account" }, h("h2", null, t("settings.account")),
+    me?.user ? h("p", null, h("strong", null, me.user.username), " ", h("span", { class: "muted" }, me.user.email),
+      me.role ? h("span", { class: "badge" }, roleName(me.role)) : null) : null,
+    h("button", { type: "button", class: "btn", onclick: logout }, t("logout")));
 }
 
 function langSection() {
