@@ -19,7 +19,7 @@ from knora.api.deps import PrincipalDep, ServicesDep
 from knora.api.envelope import ok
 from knora.api.routes.accounts import tenant_json
 from knora.api.schemas.auth import ApiKeyRequest, MemberRequest, RoleRequest, TenantRequest
-from knora.domain.access import ApiKey, Invitation, Member, Role, parse_role
+from knora.domain.access import ApiKey, Invitation, Member, Principal, Role, parse_role
 from knora.domain.errors import BadRequest, Forbidden, NotFound, ValidationFailed
 
 router = APIRouter(tags=["tenants"])
@@ -220,18 +220,18 @@ async def _mine(s: ServicesDep, user_id: str | None) -> list[Invitation]:
 
 @router.post("/me/invitations/{invitation_id}/accept")
 async def accept_invitation(invitation_id: str, s: ServicesDep, principal: PrincipalDep) -> JSONResponse:
-    if principal.user_id is None:
-        raise BadRequest("Sign in as the invited user to accept an invitation")
-    found = await s.members.answer(principal.user_id, invitation_id, accept=True)
-    return ok(invitation_json(found))
+    return await _answer(s, principal, invitation_id, accept=True)
 
 
 @router.post("/me/invitations/{invitation_id}/decline")
 async def decline_invitation(invitation_id: str, s: ServicesDep, principal: PrincipalDep) -> JSONResponse:
+    return await _answer(s, principal, invitation_id, accept=False)
+
+
+async def _answer(s: ServicesDep, principal: Principal, invitation_id: str, *, accept: bool) -> JSONResponse:
     if principal.user_id is None:
-        raise BadRequest("Sign in as the invited user to decline an invitation")
-    found = await s.members.answer(principal.user_id, invitation_id, accept=False)
-    return ok(invitation_json(found))
+        raise BadRequest("Sign in as the invited user to answer an invitation")
+    return ok(invitation_json(await s.members.answer(principal.user_id, invitation_id, accept=accept)))
 
 
 # --- API keys ----------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from knora.adapters.db.repos._mapping import SessionFactory, row_to
 from knora.adapters.db.tables import JobRow
@@ -35,6 +36,22 @@ def _claimable(kinds: Sequence[str], stale_before: datetime) -> ColumnElement[bo
         and_(JobRow.status == "queued", due),
         and_(JobRow.status == "running", JobRow.updated_at < stale_before)))
 
+
+
+async def _claim(s: AsyncSession, rows: Sequence[JobRow], claimable: ColumnElement[bool]) -> list[JobRecord]:
+    """Marks these (still claimable) rows running in the open transaction; the ones this process won, in
+    ``rows``' order. Another process may claim some in between: the rows that carry our stamp are ours."""
+    if not rows:
+        return []
+    recs = {r.id: row_to(JobRecord, r) for r in rows}
+    stamp = utcnow()
+    await s.execute(update(JobRow).where(JobRow.id.in_(list(recs)), claimable).values(
+        status="running", attempts=JobRow.attempts + 1, updated_at=stamp),
+        execution_options={"synchronize_session": False})
+    won = {r[0] for r in await s.execute(select(JobRow.id).where(
+        JobRow.id.in_(list(recs)), JobRow.status == "running", JobRow.updated_at == stamp))}
+    return [recs[i].model_copy(update={"status": "running", "attempts": recs[i].attempts + 1})
+            for i in recs if i in won]
 
 class SqlJobRepo:
     def __init__(self, sessions: SessionFactory) -> None:
@@ -80,18 +97,7 @@ class SqlJobRepo:
                 return []
             rows = (await s.execute(select(JobRow).where(claimable).order_by(JobRow.created_at, JobRow.id)
                                     .limit(limit))).scalars().all()
-            if not rows:
-                return []
-            recs = {r.id: row_to(JobRecord, r) for r in rows}
-            stamp = utcnow()
-            await s.execute(update(JobRow).where(JobRow.id.in_(list(recs)), claimable).values(
-                status="running", attempts=JobRow.attempts + 1, updated_at=stamp),
-                execution_options={"synchronize_session": False})
-            # Another process may have claimed some in between: keep the rows that carry our stamp.
-            won = {r[0] for r in await s.execute(select(JobRow.id).where(
-                JobRow.id.in_(list(recs)), JobRow.status == "running", JobRow.updated_at == stamp))}
-            return [recs[i].model_copy(update={"status": "running", "attempts": recs[i].attempts + 1})
-                    for i in recs if i in won]
+            return await _claim(s, rows, claimable)
 
     async def claimable_ids(self, kinds: Sequence[str], stale_before: datetime, limit: int) -> list[str]:
         async with self._sessions() as s:
@@ -106,18 +112,9 @@ class SqlJobRepo:
         claimable = and_(JobRow.id.in_(list(job_ids)), _claimable(kinds, stale_before))
         async with self._sessions.begin() as s:
             rows = (await s.execute(select(JobRow).where(claimable))).scalars().all()
-            if not rows:
-                return []
-            recs = {r.id: row_to(JobRecord, r) for r in rows}
-            stamp = utcnow()
-            await s.execute(update(JobRow).where(JobRow.id.in_(list(recs)), claimable).values(
-                status="running", attempts=JobRow.attempts + 1, updated_at=stamp),
-                execution_options={"synchronize_session": False})
-            won = {r[0] for r in await s.execute(select(JobRow.id).where(
-                JobRow.id.in_(list(recs)), JobRow.status == "running", JobRow.updated_at == stamp))}
-            order = {job_id: n for n, job_id in enumerate(job_ids)}
-            return sorted((recs[i].model_copy(update={"status": "running", "attempts": recs[i].attempts + 1})
-                           for i in recs if i in won), key=lambda r: order[r.id])
+            claimed = await _claim(s, rows, claimable)
+        order = {job_id: n for n, job_id in enumerate(job_ids)}
+        return sorted(claimed, key=lambda r: order[r.id])
 
     async def finish_many(self, job_ids: Sequence[str]) -> None:
         if job_ids:
