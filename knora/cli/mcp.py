@@ -51,7 +51,7 @@ async def run(args: argparse.Namespace) -> int:
             if args.api_key:
                 grant = await c.tenants.grant(args.api_key)
                 if grant is None:
-                    raise UnknownKey("--api-key is not a valid key of any tenant")
+                    raise UnknownKey("--api-key is not a key of any tenant")
                 caller = Caller(tenant_id=grant.tenant_id, role=grant.role)  # the key's tenant and role
             yield McpState(services=c, caller=caller)
 

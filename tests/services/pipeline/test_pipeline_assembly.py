@@ -32,6 +32,9 @@ class _Reads:
     async def knowledge_bases(self, ids: Sequence[str]) -> list[KnowledgeBase]:
         return [kb for kb in KBS if kb.id in ids]
 
+    async def shared_kb_ids(self, tenant_id: int, ids: Sequence[str]) -> set[str]:
+        return set()  # nothing is shared: the foreign KB stays foreign
+
     async def chunks(self, ids: Sequence[str]) -> list[Any]:
         return []
 
