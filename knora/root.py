@@ -61,7 +61,6 @@ from knora.adapters.tools.registry import CATALOG
 from knora.adapters.websearch.fetch import PageFetcher
 from knora.adapters.websearch.registry import build_web_search
 from knora.domain.knowledge import Knowledge
-from knora.domain.models import AgentConfig
 from knora.netguard import Outbound
 from knora.ports.blobs import BlobStore
 from knora.ports.chat import ChatModel, ChatModels
@@ -438,8 +437,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         skills_prompt=skills if s.skills_enabled else None))
     runners = TurnRunners(quick=quick_answer, smart=smart_reasoning)
 
-    async def agents(tenant_id: int, agent_id: str) -> AgentConfig | None:
-        return await agent_service.get(tenant_id, agent_id)
+    shares = ShareService(SqlShareRepo(sessions), kbs, tenants, agent_service)
+    agents = shares.usable_agent  # a turn's agent: the tenant's own, or one shared with it
 
     stream_log, stop_signals = build_stream_log(s)
     leases = build_leases(s)
@@ -463,7 +462,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         settings=s, secrets=box, db=db, sessions=sessions, tenants=tenants, accounts=accounts,
         members=members,
         access=AccessService(tenants, accounts), audit=AuditService(SqlAuditRepo(sessions)),
-        shares=ShareService(SqlShareRepo(sessions), kbs, tenants),
+        shares=shares,
         default_tenant_id=default_tenant_id, generated_owner=generated_owner,
         generated_api_key=generated_key, blobs=store.blobs, embedders=store.embedders, parsers=store.parsers,
         repos=store.repos, jobs=store.jobs, kb_service=kbs, ingest_service=ingest,

@@ -9,10 +9,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from knora.domain.agent_settings import wire_config
 from knora.domain.common import is_uuid, rfc3339
 from knora.domain.errors import NotFound
 from knora.domain.knowledge import Chunk, Knowledge, KnowledgeBase
-from knora.domain.models import ModelConfig
+from knora.domain.models import AgentConfig, ModelConfig
 from knora.domain.search import SearchResult
 from knora.ports.store import KBStats
 
@@ -84,3 +85,12 @@ def model_json(m: ModelConfig) -> dict[str, Any]:
 
 def results_json(results: list[SearchResult]) -> list[dict[str, Any]]:
     return [r.model_dump(mode="json") for r in results]
+
+
+def agent_json(a: AgentConfig) -> dict[str, Any]:
+    """WeKnora's ``CustomAgent``: its config with every field WeKnora always sends (``wire_config``), and
+    ``created_by`` — Knora records no creating user (tenants, not users, own agents), so it is empty."""
+    out = a.model_dump(mode="json")
+    out["config"] = wire_config(out["config"])
+    out.setdefault("created_by", "")
+    return out

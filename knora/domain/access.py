@@ -130,11 +130,12 @@ class KeyGrant:
 
 
 KB_SHARE = "knowledge_base"  # a share's resource type
+AGENT_SHARE = "agent"
 
 
 class SharePermission(StrEnum):
-    READ = "read"  # search and chat over it, read its documents
-    EDIT = "edit"  # also add, change and delete its documents
+    READ = "read"  # a knowledge base: search and chat over it, read its documents; an agent: chat with it
+    EDIT = "edit"  # a knowledge base: also add documents (agents are shared to use only)
 
 
 class Share(BaseModel):

@@ -48,7 +48,7 @@ class ToolContext:
     """Per-call context. ``state`` is shared by every call of one run (plans, thought history, seen
     chunks)."""
 
-    tenant_id: int
+    tenant_id: int  # whose knowledge, models and services the tools use (a shared agent's own tenant)
     session_id: str = ""
     assistant_message_id: str = ""
     request_id: str = ""
@@ -64,6 +64,12 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     emit: Emit = _no_emit  # emit(bus_event_type, payload) — for tools that talk to the user (approval)
     cancelled: asyncio.Event | None = None  # the turn's stop flag, when known
+    caller_tenant_id: int | None = None  # the session's tenant when it is not ``tenant_id`` (a shared agent)
+
+    @property
+    def session_tenant_id(self) -> int:
+        """The tenant of the session: its conversations and tool approvals are this tenant's."""
+        return self.caller_tenant_id if self.caller_tenant_id is not None else self.tenant_id
 
 
 @runtime_checkable

@@ -58,6 +58,15 @@ class TurnRequest(BaseModel):
     skill_names: list[str] = Field(default_factory=list)
     language: str = ""  # e.g. "zh-CN"; empty = follow the query
 
+    @property
+    def resource_tenant_id(self) -> int:
+        """The tenant whose models, knowledge bases, MCP services and web search the turn uses: the agent's
+        own — another tenant's when it shared the agent (it lends them with it) —, else the caller's. The
+        session, its messages, tool approvals and the caller's conversation history stay ``tenant_id``'s."""
+        if self.agent is not None and self.agent.tenant_id and not self.agent.is_builtin:
+            return self.agent.tenant_id
+        return self.tenant_id
+
 
 class TurnOutcome(BaseModel):
     answer: str = ""  # as the model wrote it (with <ref id="cN"/> marks); the service expands it

@@ -38,7 +38,7 @@ class SearchConversationsTool(BaseTool):
         if not wanted:
             return ToolResult.fail("query has no searchable words")
         conv = need(self.deps.conversations, "the conversation store")
-        sessions, _total = await conv.sessions.list(ctx.tenant_id, page=1, page_size=SESSIONS_SCANNED)
+        sessions, _total = await conv.sessions.list(ctx.session_tenant_id, page=1, page_size=SESSIONS_SCANNED)
         hits: list[dict[str, Any]] = []
         for session in sessions:
             if session.id == ctx.session_id:

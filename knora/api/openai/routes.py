@@ -18,7 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from knora.api.body import read_json, request_body
-from knora.api.deps import AgentServiceDep, KBServiceDep, RequestIdDep, ServicesDep, TenantDep
+from knora.api.deps import RequestIdDep, ServicesDep, TenantDep
 from knora.api.openai.errors import error_body, openai_fields
 from knora.api.openai.render import CompletionRenderer
 from knora.api.openai.schemas import ChatCompletionRequest, parse_request
@@ -46,6 +46,10 @@ def _model(t: AnswerTarget) -> dict[str, Any]:
     return {"id": t.id, "object": "model", "created": t.created, "owned_by": "knora", "name": t.name}
 
 
+def _targets(s: Services) -> AnswerTargets:
+    return AnswerTargets(s.kb_service, s.agent_service, s.shares)
+
+
 async def _resolve(targets: AnswerTargets, tenant_id: int, model_id: str) -> AnswerTarget:
     try:
         return await targets.resolve(tenant_id, model_id)
@@ -54,15 +58,14 @@ async def _resolve(targets: AnswerTargets, tenant_id: int, model_id: str) -> Ans
 
 
 @router.get("/models")
-async def list_models(tenant_id: TenantDep, kbs: KBServiceDep, agents: AgentServiceDep) -> JSONResponse:
-    targets = await AnswerTargets(kbs, agents).list(tenant_id)
+async def list_models(tenant_id: TenantDep, s: ServicesDep) -> JSONResponse:
+    targets = await _targets(s).list(tenant_id)
     return JSONResponse({"object": "list", "data": [_model(t) for t in targets]})
 
 
 @router.get("/models/{model_id:path}")
-async def get_model(model_id: str, tenant_id: TenantDep, kbs: KBServiceDep,
-                    agents: AgentServiceDep) -> JSONResponse:
-    return JSONResponse(_model(await _resolve(AnswerTargets(kbs, agents), tenant_id, model_id)))
+async def get_model(model_id: str, tenant_id: TenantDep, s: ServicesDep) -> JSONResponse:
+    return JSONResponse(_model(await _resolve(_targets(s), tenant_id, model_id)))
 
 
 @router.post("/chat/completions", response_model=None, openapi_extra=request_body(ChatCompletionRequest))
@@ -70,7 +73,7 @@ async def chat_completions(request: Request, s: ServicesDep, tenant_id: TenantDe
                            request_id: RequestIdDep) -> Response:
     body = parse_request(await read_json(request))
     conversation = split_conversation([ClientMessage(m.role, m.text()) for m in body.messages])
-    target = await _resolve(AnswerTargets(s.kb_service, s.agent_service), tenant_id, body.model)
+    target = await _resolve(_targets(s), tenant_id, body.model)
     chat = ChatBody(query=conversation.query, knowledge_base_ids=target.knowledge_base_ids,
                     agent_id=target.agent_id, agent_enabled=bool(target.agent_id), channel="api")
     renderer = CompletionRenderer(body.model, conversation)

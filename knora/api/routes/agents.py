@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from knora.api.body import read_body, request_body
-from knora.api.deps import AgentServiceDep, ApprovalsDep, TenantDep
+from knora.api.deps import AgentServiceDep, ApprovalsDep, ServicesDep, TenantDep
 from knora.api.envelope import ok
 from knora.api.schemas.agents import AgentRequest, ToolApprovalDecisionRequest, ToolApprovalResolved
 from knora.api.schemas.envelope import Done, Envelope
-from knora.domain.agent_settings import wire_config
+from knora.api.serializers import agent_json
 from knora.domain.errors import BadRequest, NotFound
 from knora.domain.models import AgentConfig
 from knora.ports.tool import ApprovalDecision
 from knora.services.agent.builtins import AGENT_TYPE_PRESETS
 
 router = APIRouter(tags=["agents"])
-
-
-def agent_json(a: AgentConfig) -> dict[str, Any]:
-    """WeKnora's ``CustomAgent``: its config with every field WeKnora always sends (``wire_config``), and
-    ``created_by`` — Knora records no creating user (tenants, not users, own agents), so it is empty."""
-    out = a.model_dump(mode="json")
-    out["config"] = wire_config(out["config"])
-    out.setdefault("created_by", "")
-    return out
 
 
 @router.get("/agents", response_model=Envelope[list[AgentConfig]])
@@ -47,11 +36,6 @@ async def type_presets(_tenant_id: TenantDep) -> JSONResponse:
     return ok([{"agent_type": k, "config": v} for k, v in AGENT_TYPE_PRESETS.items()])
 
 
-@router.get("/shared-agents", response_model=Envelope[list[AgentConfig]])
-async def shared_agents(_tenant_id: TenantDep) -> JSONResponse:
-    return ok([])
-
-
 @router.post("/agents", status_code=201, response_model=Envelope[AgentConfig],
              openapi_extra=request_body(AgentRequest))
 async def create_agent(request: Request, agent_service: AgentServiceDep,
@@ -61,8 +45,9 @@ async def create_agent(request: Request, agent_service: AgentServiceDep,
 
 
 @router.get("/agents/{agent_id}", response_model=Envelope[AgentConfig])
-async def get_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: TenantDep) -> JSONResponse:
-    agent = await agent_service.get(tenant_id, agent_id)
+async def get_agent(agent_id: str, s: ServicesDep, tenant_id: TenantDep) -> JSONResponse:
+    """The tenant's own agent, or one another tenant shares with it (read only)."""
+    agent = await s.shares.usable_agent(tenant_id, agent_id)
     if agent is None:
         raise NotFound("agent not found")
     return ok(agent_json(agent))
@@ -88,9 +73,8 @@ async def copy_agent(agent_id: str, agent_service: AgentServiceDep, tenant_id: T
 
 
 @router.get("/agents/{agent_id}/suggested-questions")
-async def suggested_questions(agent_id: str, agent_service: AgentServiceDep,
-                              tenant_id: TenantDep) -> JSONResponse:
-    if await agent_service.get(tenant_id, agent_id) is None:
+async def suggested_questions(agent_id: str, s: ServicesDep, tenant_id: TenantDep) -> JSONResponse:
+    if await s.shares.usable_agent(tenant_id, agent_id) is None:
         raise NotFound("agent not found")
     return ok({"questions": []})
 

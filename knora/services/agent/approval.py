@@ -47,11 +47,12 @@ class ApprovalBroker:
     async def request(self, ctx: ToolContext, payload: dict[str, Any]) -> ApprovalDecision:
         pending_id = str(uuid.uuid4())
         timeout = float(payload.get("timeout_seconds") or self.default_timeout)
-        full = {**payload, "pending_id": pending_id, "tenant_id": ctx.tenant_id, "session_id": ctx.session_id,
+        full = {**payload, "pending_id": pending_id, "tenant_id": ctx.session_tenant_id,
+                "session_id": ctx.session_id,
                 "assistant_message_id": ctx.assistant_message_id, "request_id": ctx.request_id,
                 "tool_call_id": ctx.tool_call_id, "timeout_seconds": timeout, "requested_at": time.time()}
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-        self._pending[pending_id] = _Pending(ctx.tenant_id, future, full)
+        self._pending[pending_id] = _Pending(ctx.session_tenant_id, future, full)
         await ctx.emit(BusEvent.TOOL_APPROVAL_REQUIRED, full)
         try:
             decision = await self._wait(future, timeout, ctx.cancelled)

@@ -37,7 +37,7 @@ async def describe_for_agent(chat_models: ChatModels, req: TurnRequest, ctx: Tur
     reason = "no vision model (VLM) is configured for this agent"
     if vlm_model_id:
         try:
-            model = await chat_models.get(vlm_model_id, tenant_id=req.tenant_id)
+            model = await chat_models.get(vlm_model_id, tenant_id=req.resource_tenant_id)
             opts = ChatOptions(temperature=0.1, max_tokens=500, thinking=False,
                                extra={"purpose": "image_analysis"})
             answers = await asyncio.gather(*(model.chat(

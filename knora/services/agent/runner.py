@@ -105,13 +105,14 @@ class SmartReasoningRunner:
             return await self._fail(ctx, exc.message, exc.message)
         model_id = chat_model_id(req, agent)
         try:
-            model = CountedModel(await self.d.chat_models.get(model_id, tenant_id=req.tenant_id), ctx)
+            found = await self.d.chat_models.get(model_id, tenant_id=req.resource_tenant_id)
+            model = CountedModel(found, ctx)
         except Exception as exc:  # noqa: BLE001 - a clear error event, never a hang
             return await self._fail(ctx, f"chat model unavailable: {exc}", str(exc))
         if not getattr(model, "generative", True):
             return await self._needs_chat_model(req, ctx, model.model_id)
         web = bool(req.web_search_enabled and agent.web_search_enabled
-                   and await resolve_web_search(req.tenant_id, self.d.tool_deps.web_search,
+                   and await resolve_web_search(req.resource_tenant_id, self.d.tool_deps.web_search,
                                                 self.d.tool_deps.web_searches) is not None)
         skills = skill_scope(agent, list(req.skill_names),
                              bool(getattr(self.d.tool_deps.settings, "skills_enabled", False)))
@@ -165,7 +166,7 @@ class SmartReasoningRunner:
         if self.d.mcp_tools is None:
             return []
         mode, selected = mcp_selection(agent, list(req.mcp_service_ids))
-        for tool in await self.d.mcp_tools(req.tenant_id, mode, selected):
+        for tool in await self.d.mcp_tools(req.resource_tenant_id, mode, selected):
             registry.register(tool)
         if req.mcp_service_ids and selected:
             return ["Must use the MCP tools (names start with mcp_) to answer the question below."]
@@ -187,7 +188,8 @@ class SmartReasoningRunner:
                                event_id=str(data.get("event_id") or data.get("pending_id") or ""))
 
         return ToolContext(
-            tenant_id=req.tenant_id, session_id=req.session_id, assistant_message_id=req.assistant_message_id,
+            tenant_id=req.resource_tenant_id, caller_tenant_id=req.tenant_id, session_id=req.session_id,
+            assistant_message_id=req.assistant_message_id,
             request_id=req.request_id, query=req.query, knowledge_base_ids=list(req.knowledge_base_ids),
             knowledge_ids=list(req.knowledge_ids), tag_ids=list(req.tag_ids), web_search_enabled=web,
             web_search_max_results=agent.web_search_max_results,
@@ -208,7 +210,7 @@ class SmartReasoningRunner:
             return names
         for kb_id in req.knowledge_base_ids[:20]:
             try:
-                kb = await repos.kbs.get(req.tenant_id, kb_id)
+                kb = await repos.kbs.get(req.resource_tenant_id, kb_id)
             except Exception:  # noqa: BLE001 - names only decorate the prompt
                 kb = None
             if kb is not None:

@@ -6,8 +6,9 @@ what a ``model`` of ``POST /v1/chat/completions`` names.
   character, so a knowledge base is listed by its name only when no other knowledge base of the tenant has
   that name (and the name is not another one's id); otherwise by ``knora:kb/<id>``. ``knora:kb/<id>`` is
   always accepted, and an id wins over a name;
-- ``knora:agent/<id>`` — an agent, built in or the tenant's own: quick-answer agents run the pipeline with the
-  agent's settings, smart-reasoning agents the ReAct agent, over the knowledge bases the agent selects.
+- ``knora:agent/<id>`` — an agent, built in, the tenant's own or one another tenant shares with it
+  (docs/accounts.md): quick-answer agents run the pipeline with the agent's settings, smart-reasoning agents
+  the ReAct agent, over the knowledge bases the agent selects.
 
 Temporary knowledge bases are not listed (they are scratch space), but their ids are accepted.
 """
@@ -24,6 +25,7 @@ from knora.domain.knowledge import KnowledgeBase
 from knora.domain.models import BUILTIN_CREATED_AT, AgentConfig
 from knora.services.agent.service import AgentService
 from knora.services.kb.service import KnowledgeBaseService
+from knora.services.tenants.shares import ShareService
 
 PREFIX = "knora:"
 QUICK_ANSWER = "knora:quick-answer"
@@ -78,9 +80,10 @@ def _agent_kbs(settings: AgentSettings, all_ids: list[str]) -> list[str]:
 class AnswerTargets:
     """Lists and resolves a tenant's targets from its knowledge bases and agents."""
 
-    def __init__(self, kbs: KnowledgeBaseService, agents: AgentService) -> None:
+    def __init__(self, kbs: KnowledgeBaseService, agents: AgentService, shares: ShareService) -> None:
         self.kbs = kbs
         self.agents = agents
+        self.shares = shares  # agents other tenants share with this one
 
     async def _kbs(self, tenant_id: int) -> list[KnowledgeBase]:
         return await self.kbs.list(tenant_id)
@@ -100,6 +103,7 @@ class AnswerTargets:
         out += [AnswerTarget(id=model_ids[kb.id], name=f"Knora knowledge base: {kb.name}",
                              created=_ts(kb.created_at), knowledge_base_ids=[kb.id]) for kb in listed]
         out += [self._agent(a, all_ids) for a in await self.agents.list(tenant_id)]
+        out += [self._agent(a, []) for _share, a in await self.shares.received_agents(tenant_id)]
         return out
 
     async def resolve(self, tenant_id: int, model_id: str) -> AnswerTarget:
@@ -123,8 +127,8 @@ class AnswerTargets:
                 return AnswerTarget(id=model_id, name=f"Knora knowledge base: {kb.name}",
                                     created=_ts(kb.created_at), knowledge_base_ids=[kb.id])
         elif model_id.startswith(AGENT_PREFIX):
-            agent = await self.agents.get(tenant_id, model_id[len(AGENT_PREFIX):])
-            if agent is not None:
-                target = self._agent(agent, [kb.id for kb in await self._kbs(tenant_id)])
-                return target
+            agent = await self.shares.usable_agent(tenant_id, model_id[len(AGENT_PREFIX):])
+            if agent is not None:  # a shared agent's knowledge bases are its owner's: the turn picks them
+                own = agent.is_builtin or agent.tenant_id == tenant_id
+                return self._agent(agent, [kb.id for kb in await self._kbs(tenant_id)] if own else [])
         raise ModelNotFound(model_id)

@@ -85,7 +85,7 @@ async def _scope_kb_ids(deps: PipelineDeps, req: TurnRequest, agent: AgentSettin
         if deps.list_kbs is None:
             return []
         # Every KB of the tenant that quick answer can search (vector or keyword index).
-        return [kb.id for kb in await deps.list_kbs(req.tenant_id)
+        return [kb.id for kb in await deps.list_kbs(req.resource_tenant_id)
                 if kb.indexing_strategy.vector_enabled or kb.indexing_strategy.keyword_enabled]
     if agent.kb_selection_mode == "none":
         return []
@@ -106,7 +106,7 @@ async def _targets(deps: PipelineDeps, req: TurnRequest, reads: Reads | None, kb
         # Whole KBs only: the targets are the caller's own KBs, in request order (spec §1.8 step 3); no need
         # for the general builder's extra reads.
         own = {kb.id for kb in kbs}
-        return [SearchTarget(type="knowledge_base", knowledge_base_id=k, tenant_id=req.tenant_id)
+        return [SearchTarget(type="knowledge_base", knowledge_base_id=k, tenant_id=req.resource_tenant_id)
                 for k in dict.fromkeys(kb_ids) if k in own]
     if deps.search is None or not (kb_ids or knowledge_ids):
         return []
@@ -115,7 +115,7 @@ async def _targets(deps: PipelineDeps, req: TurnRequest, reads: Reads | None, kb
     tag_scopes = {kb_ids[0]: list(req.tag_ids)} if req.tag_ids and kb_ids else None
     try:
         search = scoped_search(deps.search, reads if isinstance(reads, TurnReads) else None)
-        return await build_targets(search, req.tenant_id, kb_ids, knowledge_ids,
+        return await build_targets(search, req.resource_tenant_id, kb_ids, knowledge_ids,
                                    tag_scopes)
     except Exception as exc:
         raise RuntimeError(f"build search targets: {exc}") from exc
@@ -159,12 +159,12 @@ class _Scope:
 async def _scope(deps: PipelineDeps, req: TurnRequest, reads: Reads | None, agent: AgentSettings) -> _Scope:
     kb_ids = await _scope_kb_ids(deps, req, agent)
     knowledge_ids = [k for k in req.knowledge_ids if k]
-    kbs = await _read_kbs(reads, req.tenant_id, kb_ids)
+    kbs = await _read_kbs(reads, req.resource_tenant_id, kb_ids)
     targets = await _targets(deps, req, reads, kbs, kb_ids, knowledge_ids)
     known = {k.id for k in kbs}
     missing = [t.knowledge_base_id for t in targets if t.knowledge_base_id not in known]
     if missing:
-        kbs += await _read_kbs(reads, req.tenant_id, missing)
+        kbs += await _read_kbs(reads, req.resource_tenant_id, missing)
     return _Scope(kb_ids, knowledge_ids, kbs, targets)
 
 
@@ -208,12 +208,14 @@ async def build_request(deps: PipelineDeps, req: TurnRequest, reads: Reads | Non
     scope = await _scope(deps, req, reads, agent)
     kbs = scope.kbs
     pr = PipelineRequest(
-        tenant_id=req.tenant_id, session_id=req.session_id, request_id=req.request_id, query=req.query,
+        tenant_id=req.resource_tenant_id, session_id=req.session_id, request_id=req.request_id,
+        query=req.query,
         user_message_id=req.user_message_id, assistant_message_id=req.assistant_message_id,
         max_rounds=agent.history_turns if agent.multi_turn_enabled else 0,
         **_retrieval(agent, req, scope), **_answering(agent, req),
         images=tuple(req.images), language=prompts.language_name(req.language, req.query),
-        history=tuple(req.history), entity_kb_ids=tuple(await _entity_kb_ids(deps, req.tenant_id, kbs)),
+        history=tuple(req.history),
+        entity_kb_ids=tuple(await _entity_kb_ids(deps, req.resource_tenant_id, kbs)),
         wiki_kb_ids=tuple(kb.id for kb in kbs if kb.indexing_strategy.wiki_enabled),
         kb_types={kb.id: str(kb.type) for kb in kbs},
     )

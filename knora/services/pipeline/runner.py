@@ -49,7 +49,7 @@ class QuickAnswerRunner:
 
     async def run(self, req: TurnRequest, ctx: TurnContext) -> TurnOutcome:
         started = time.perf_counter()
-        reads = TurnReads(cast(SearchStore, self.deps.reads), tenant_id=req.tenant_id,
+        reads = TurnReads(cast(SearchStore, self.deps.reads), tenant_id=req.resource_tenant_id,
                           neighbours_below=MIN_CONTEXT) \
             if self.deps.reads is not None else None
         pr, _kbs = await build_request(self.deps, req, reads)

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from knora.domain.models import AgentConfig
+
 
 class ChatBody(BaseModel):
     """``CreateKnowledgeQARequest``; unknown fields are ignored, as WeKnora's clients send extra ones."""
@@ -69,3 +71,25 @@ def merge_targets(body: ChatBody) -> tuple[list[str], list[str], list[str]]:
         elif kind == "tag":
             tags.append(item_id)
     return _dedupe(kbs), _dedupe(docs), _dedupe(tags)
+
+
+def lent_by(agent: AgentConfig | None, tenant_id: int) -> bool:
+    """Whether the turn's agent is another tenant's, shared with ``tenant_id``."""
+    return agent is not None and not agent.is_builtin and agent.tenant_id != tenant_id
+
+
+def shared_agent_scope(agent: AgentConfig | None, tenant_id: int, kb_ids: list[str], knowledge_ids: list[str],
+                       tag_ids: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """The scope of a turn: as asked, except with another tenant's agent, which searches only the knowledge
+    bases it is bound to (``ShareService.usable_agent`` spells out "all"): the request's KB ids are narrowed
+    to those; with none of those named (the receiving tenant's UI knows only its own), all of them, unless the
+    agent searches only what is mentioned. Document mentions are dropped: a document id of the owner's is no
+    permission to read it."""
+    if agent is None or not lent_by(agent, tenant_id):
+        return kb_ids, knowledge_ids, tag_ids
+    settings = agent.settings()
+    bound = list(dict.fromkeys(settings.knowledge_bases)) if settings.kb_selection_mode != "none" else []
+    kept = [k for k in kb_ids if k in set(bound)]
+    if not kept and not settings.retrieve_kb_only_when_mentioned:
+        kept = bound
+    return kept, [], tag_ids if kept else []

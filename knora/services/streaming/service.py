@@ -42,7 +42,7 @@ from knora.services.streaming.ending import (
     terminal_events,
 )
 from knora.services.streaming.handler import StreamHandler
-from knora.services.streaming.intake import ChatBody, check_images, merge_targets
+from knora.services.streaming.intake import ChatBody, check_images, lent_by, merge_targets, shared_agent_scope
 from knora.services.streaming.observe import TurnObserver
 from knora.services.streaming.pacing import DeltaPacer
 from knora.services.streaming.unsaved import UnsavedTurn, UnsavedTurns
@@ -116,6 +116,8 @@ class ChatService:
         kind = "quick"
         if mode == "agent":
             if agent is None and body.agent_enabled:
+                if body.agent_id:  # e.g. deleted, or another tenant's no longer shared with this one
+                    raise NotFound("Agent not found")
                 raise BadRequest("agent_id is required when agent mode is enabled")
             if agent is not None and settings.agent_mode == "smart-reasoning":
                 kind = "smart" if self._runners("smart") is not None else "quick"
@@ -133,7 +135,8 @@ class ChatService:
         self._check_query(body)
         session = await self.sessions.get(tenant_id, session_id)
         agent, settings, kind, runner = await self._plan(tenant_id, body, mode)
-        kb_ids, knowledge_ids, tag_ids = merge_targets(body)
+        kb_ids, knowledge_ids, tag_ids = shared_agent_scope(agent, tenant_id, *merge_targets(body))
+        model_id = "" if lent_by(agent, tenant_id) else body.summary_model_id  # a lent agent's models only
 
         now = utcnow()
         user = Message(session_id=session_id, tenant_id=tenant_id, request_id=request_id, role="user",
@@ -142,10 +145,10 @@ class ChatService:
                        channel=body.channel, agent_id=body.agent_id, created_at=now, updated_at=now)
         assistant = Message(session_id=session_id, tenant_id=tenant_id, request_id=request_id,
                             role="assistant", content="", is_completed=False, channel=body.channel,
-                            agent_id=body.agent_id, model_id=body.summary_model_id or "", created_at=now,
+                            agent_id=body.agent_id, model_id=model_id, created_at=now,
                             updated_at=now)
         state = {"agent_id": body.agent_id, "agent_enabled": body.agent_enabled,
-                 "model_id": body.summary_model_id, "knowledge_base_ids": kb_ids,
+                 "model_id": model_id, "knowledge_base_ids": kb_ids,
                  "knowledge_ids": knowledge_ids, "tag_ids": tag_ids,
                  "mcp_service_ids": body.mcp_service_ids, "skill_names": body.skill_names,
                  "mentioned_items": body.mentioned_items, "web_search_enabled": body.web_search_enabled}
@@ -161,7 +164,7 @@ class ChatService:
             assistant_message_id=assistant.id, query=body.query, knowledge_base_ids=kb_ids,
             knowledge_ids=knowledge_ids, tag_ids=tag_ids, web_search_enabled=body.web_search_enabled,
             agent=agent,
-            summary_model_id=body.summary_model_id or None, citations_enabled=body.citations_enabled,
+            summary_model_id=model_id or None, citations_enabled=body.citations_enabled,
             mentioned_items=body.mentioned_items,
             images=[str(i.get("data", "")) for i in body.images], mcp_service_ids=body.mcp_service_ids,
             skill_names=body.skill_names, language=body.language)
@@ -181,13 +184,14 @@ class ChatService:
         as ``start``, with fresh ids that name no session or message."""
         self._check_query(body)
         agent, _, kind, runner = await self._plan(tenant_id, body, mode)
-        kb_ids, knowledge_ids, tag_ids = merge_targets(body)
+        kb_ids, knowledge_ids, tag_ids = shared_agent_scope(agent, tenant_id, *merge_targets(body))
+        model_id = "" if lent_by(agent, tenant_id) else body.summary_model_id
         req = TurnRequest(
             tenant_id=tenant_id, session_id=str(uuid.uuid4()), request_id=request_id,
             user_message_id=str(uuid.uuid4()), assistant_message_id=str(uuid.uuid4()), query=body.query,
             knowledge_base_ids=kb_ids, knowledge_ids=knowledge_ids, tag_ids=tag_ids,
             web_search_enabled=body.web_search_enabled, agent=agent,
-            summary_model_id=body.summary_model_id or None, citations_enabled=body.citations_enabled,
+            summary_model_id=model_id or None, citations_enabled=body.citations_enabled,
             history=history, language=body.language)
         return self.unsaved.start(runner, req, kind)
 
