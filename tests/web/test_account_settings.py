@@ -182,3 +182,13 @@ def test_a_team_of_more_than_100_members_pages(server: KnoraServer, new_page: Ca
         first_page = set(rows.locator("td:nth-child(2)").all_inner_texts())
         assert not first_page & shown  # no member on both pages
         assert len(first_page | shown) == BIG_TEAM + 1
+
+        # found by part of a name or e-mail (the server's q), from the first page
+        page.locator("#member-search").fill("big12")
+        expect(rows).to_have_count(9)  # big120 … big128: big129 was removed
+        expect(page.locator("#members-page")).to_have_count(0)  # one page: no pager
+        page.locator("#member-search").fill("nobody-like-this")
+        expect(page.locator("#members-none")).to_have_text("No member matches.")
+        page.locator("#member-search").fill("")
+        expect(rows).to_have_count(100)
+        expect(status).to_have_text(f"Page 1 of 2 · {BIG_TEAM} members")

@@ -24,10 +24,16 @@ export async function renderMembers(root) {
   const pager = h("nav", { class: "row pager", id: "members-pager", "aria-label": t("team.pages") });
   const invitesMsg = h("p", { class: "error", role: "alert", id: "invitations-msg" });
   const invitesBox = h("div", { id: "invitations" });
-  let pageNo = 1;
+  let pageNo = 1, query = "", drawn = 0, typing;
+  // Find a member by part of a name or e-mail (the server's ``q``), from the first page; the latest typed wins.
+  const search = h("input", { type: "search", id: "member-search", "aria-label": t("team.search"), placeholder: t("team.search"),
+    autocomplete: "off", oninput: () => {
+      clearTimeout(typing);
+      typing = setTimeout(() => { query = search.value.trim(); pageNo = 1; drawMembers(); }, 250);
+    } });
   page.append(
     h("section", { class: "card" }, h("h2", null, t("team.members")), admin ? null : h("p", { class: "muted small" }, t("team.readOnly")),
-      membersBox, pager, membersMsg, admin ? emailForm("add-member", t("team.add"), async (email, role) => {
+      h("div", { class: "row" }, search), membersBox, pager, membersMsg, admin ? emailForm("add-member", t("team.add"), async (email, role) => {
         await api("POST", `${base}/members`, { email, role });
         await drawMembers();
       }, membersMsg) : null),
@@ -38,15 +44,18 @@ export async function renderMembers(root) {
       }, invitesMsg) : null));
 
   async function drawMembers() {
+    const mine = ++drawn;
     let data;
-    try { data = await api("GET", `${base}/members`, undefined, { query: { page: pageNo, page_size: MEMBERS_PAGE_SIZE } }); }
-    catch (e) { membersMsg.textContent = e.message; return; }
+    try { data = await api("GET", `${base}/members`, undefined, { query: { page: pageNo, page_size: MEMBERS_PAGE_SIZE, q: query } }); }
+    catch (e) { if (mine === drawn) membersMsg.textContent = e.message; return; }
+    if (mine !== drawn) return; // a later search or page is on its way
     const rows = data?.members || [];
     const total = Number(data?.total) || rows.length;
     const pages = Math.max(1, Math.ceil(total / (Number(data?.page_size) || MEMBERS_PAGE_SIZE)));
     if (pageNo > pages) { pageNo = pages; await drawMembers(); return; } // the last page emptied meanwhile
     drawPager(total, pages);
     const me = myUserId();
+    if (!rows.length && query) { clear(membersBox).append(h("p", { class: "muted", id: "members-none" }, t("team.noMatch"))); return; }
     clear(membersBox).append(h("div", { class: "table-wrap" }, h("table", { class: "grid wide-table" },
       h("thead", null, h("tr", null, h("th", null, t("team.name")), h("th", null, t("team.email")), h("th", null, t("team.role")),
         h("th", null, t("team.joined")), admin ? h("th", null, h("span", { class: "sr-only" }, t("team.actions"))) : null)),
