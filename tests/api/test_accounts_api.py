@@ -72,6 +72,25 @@ async def test_invite_register_accept_and_act_with_the_role(c: Services, anon: h
                                                                     "ann@example.com": "contributor"}
 
 
+async def test_my_invitations_leave_out_teams_i_was_added_to(c: Services, anon: httpx.AsyncClient) -> None:
+    """Invited, then added by an admin directly: nothing is left to accept, so nothing is listed."""
+    tid = c.default_tenant_id
+    owner = {"X-API-Key": TEST_API_KEY}
+    r = await anon.post(f"/api/v1/tenants/{tid}/invitations", json={"email": "cy@example.com"}, headers=owner)
+    assert r.status_code == 201, r.text
+    r = await anon.post("/api/v1/auth/register", json={"username": "cyd", "email": "cy@example.com",
+                                                       "password": "cy-password"})
+    assert r.status_code == 201, r.text
+    cy = _bearer((await _login(anon, "cyd", "cy-password")).json())
+    count = await anon.get("/api/v1/me/invitations/pending-count", headers=cy)
+    assert count.json()["data"]["pending_count"] == 1
+    r = await anon.post(f"/api/v1/tenants/{tid}/members", json={"email": "cy@example.com"}, headers=owner)
+    assert r.status_code == 201, r.text
+    assert (await anon.get("/api/v1/me/invitations", headers=cy)).json()["data"]["invitations"] == []
+    count = await anon.get("/api/v1/me/invitations/pending-count", headers=cy)
+    assert count.json()["data"]["pending_count"] == 0
+
+
 async def test_wrong_and_unknown_logins_look_the_same_and_back_off(c: Services, anon: httpx.AsyncClient
                                                                    ) -> None:
     wrong = await _login(anon, TEST_OWNER_EMAIL, "not-the-password")

@@ -21,6 +21,7 @@ from knora.api.routes.accounts import tenant_json
 from knora.api.schemas.auth import ApiKeyRequest, MemberRequest, RoleRequest, TenantRequest
 from knora.domain.access import ApiKey, Invitation, Member, Principal, Role, parse_role
 from knora.domain.errors import BadRequest, Forbidden, NotFound, ValidationFailed
+from knora.services.tenants.members import page_window
 
 router = APIRouter(tags=["tenants"])
 
@@ -136,6 +137,9 @@ async def delete_tenant(tenant_id: int, s: ServicesDep, principal: PrincipalDep)
 async def list_members(
     tenant_id: int, s: ServicesDep, principal: PrincipalDep, page: int = 1, page_size: int = 20, q: str = ""
 ) -> JSONResponse:
+    """A page of the members (``page`` from 1, ``page_size`` up to 100; ``q`` matches name or e-mail) and
+    ``total``; the answer names the page and page size it served."""
+    page, page_size = page_window(page, page_size)
     members, total = await s.members.members(principal.tenant_id, q, page, page_size)
     return ok(
         {"members": [member_json(m) for m in members], "total": total, "page": page, "page_size": page_size}
@@ -215,7 +219,7 @@ async def _mine(s: ServicesDep, user_id: str | None) -> list[Invitation]:
     if user_id is None:
         return []  # an API key has no e-mail to be invited with
     user = await s.accounts.user(user_id)
-    return await s.members.my_invitations(user.email) if user else []
+    return await s.members.my_invitations(user.email, user.id) if user else []
 
 
 @router.post("/me/invitations/{invitation_id}/accept")

@@ -20,6 +20,12 @@ from knora.services.tenants.accounts import AccountService
 from knora.services.tenants.service import TenantService
 
 INVITATION_TTL = timedelta(days=7)
+MAX_PAGE_SIZE = 100
+
+
+def page_window(page: int, page_size: int) -> tuple[int, int]:
+    """The page and page size a listing serves: page from 1, 1 to ``MAX_PAGE_SIZE`` rows."""
+    return max(1, page), min(max(1, page_size), MAX_PAGE_SIZE)
 
 
 class MemberService:
@@ -46,7 +52,7 @@ class MemberService:
 
     async def members(self, tenant_id: int, query: str = "", page: int = 1,
                       page_size: int = 20) -> tuple[list[Member], int]:
-        page, page_size = max(1, page), min(max(1, page_size), 100)
+        page, page_size = page_window(page, page_size)
         return await self._repo.members(tenant_id, query.strip(), (page - 1) * page_size, page_size)
 
     async def add(self, by: Principal, email: str, role: Role) -> Member:
@@ -131,10 +137,13 @@ class MemberService:
         if not await self._repo.set_invitation_status(invitation_id, "revoked"):
             raise Conflict(f"The invitation is {found.status} already")
 
-    async def my_invitations(self, email: str) -> list[Invitation]:
+    async def my_invitations(self, email: str, user_id: str | None = None) -> list[Invitation]:
+        """The open invitations naming ``email``; with ``user_id``, none to a tenant the user is a member of
+        already (an admin may have added them directly: nothing is left to accept)."""
         now = datetime.now(UTC)
+        joined = {m.tenant_id for m in await self._repo.memberships(user_id)} if user_id else set()
         return [i for i in await self._repo.invitations(email=email, status="pending")
-                if i.expires_at is None or i.expires_at > now]
+                if (i.expires_at is None or i.expires_at > now) and i.tenant_id not in joined]
 
     async def answer(self, user_id: str, invitation_id: str, *, accept: bool) -> Invitation:
         user = await self._accounts.user(user_id)

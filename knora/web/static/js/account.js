@@ -9,6 +9,7 @@ const RANK = { viewer: 0, contributor: 1, admin: 2, owner: 3 };
 const MANUAL = "knora.manualLogin"; // set by signing out: no silent auto-setup until the next sign-in
 
 let me = null;
+let pending = 0; // invitations addressed to the signed-in user, still open (the Team link's badge)
 
 export async function loadMe() {
   me = await api("GET", "/auth/me");
@@ -17,10 +18,21 @@ export async function loadMe() {
     setTenant(me.memberships[0].tenant_id);
     me = await api("GET", "/auth/me");
   }
+  await loadPending();
   return me;
 }
+// A key is no one's e-mail: only a signed-in user has invitations.
+export async function loadPending() {
+  pending = 0;
+  if (!getSession()) return pending;
+  try { pending = Number((await api("GET", "/me/invitations/pending-count"))?.pending_count) || 0; } catch { /* the badge is a hint */ }
+  return pending;
+}
+export function pendingInvitations() { return pending; }
 export function currentMe() { return me; }
-export function clearMe() { me = null; }
+export function clearMe() { me = null; pending = 0; }
+// A signed-in user who is a member of no team (invited, not yet accepted): only Team and Settings make sense.
+export function needsTeam() { return Boolean(getSession() && me?.user && me.tenant_required && !me.memberships?.length); }
 export function myRole() { return me?.role || null; }
 export function roleCovers(role, needed) { return role != null && RANK[role] >= RANK[needed]; }
 export function can(needed) { return roleCovers(myRole(), needed); }

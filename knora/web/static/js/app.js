@@ -4,7 +4,8 @@ import { h, clear, toast } from "./dom.js";
 import { t, getLang, setLang, languages, onLangChange } from "./i18n.js";
 import { getKey, setKey, getSession, setSession, autoSetup, checkKey, setUnauthorizedHandler, hasCredentials,
   forgetCredentials, logoutRemote } from "./api.js";
-import { loadMe, currentMe, clearMe, can, manualLogin, setManualLogin, renderLogin as loginPage, accountBar } from "./account.js";
+import { loadMe, currentMe, clearMe, can, manualLogin, setManualLogin, renderLogin as loginPage, accountBar, pendingInvitations,
+  needsTeam } from "./account.js";
 import { renderMembers } from "./members.js";
 import { renderKeys } from "./keys.js";
 import { setRouteHandler, startRouter, match, navigate } from "./router.js";
@@ -18,7 +19,10 @@ const root = document.getElementById("app");
 let view = null;
 
 function shell(section) {
-  const navLink = (href, key, id) => h("a", { href, "data-link": "", id, class: section === id ? "active" : "", "aria-current": section === id ? "page" : null }, t(key));
+  const navLink = (href, key, id, badge) => h("a", { href, "data-link": "", id, class: section === id ? "active" : "", "aria-current": section === id ? "page" : null }, t(key), badge);
+  const pending = pendingInvitations();
+  const invites = pending ? [h("span", { class: "badge count", id: "pending-invitations", "aria-hidden": "true" }, String(pending)),
+    h("span", { class: "sr-only" }, ` (${t("invites.pending", { n: pending })})`)] : null;
   const burger = h("button", { type: "button", class: "icon burger", id: "burger", "aria-label": t("nav.chat"), "aria-controls": "sidebar", "aria-expanded": "false",
     onclick: () => toggleSidebar() }, "☰");
   const lang = h("select", { id: "lang", "aria-label": t("settings.language"), onchange: (e) => setLang(e.target.value) },
@@ -27,7 +31,7 @@ function shell(section) {
     section === "chat" ? burger : null,
     h("a", { href: "/chat", "data-link": "", class: "brand" }, "◆ ", t("app.name")),
     h("nav", { class: "mainnav", "aria-label": "main" }, navLink("/chat", "nav.chat", "chat"), navLink("/kb", "nav.knowledge", "kb"),
-      navLink("/team", "nav.team", "team"), can("admin") ? navLink("/keys", "nav.keys", "keys") : null, navLink("/settings", "nav.settings", "settings")),
+      navLink("/team", "nav.team", "team", invites), can("admin") ? navLink("/keys", "nav.keys", "keys") : null, navLink("/settings", "nav.settings", "settings")),
     h("span", { class: "spacer" }), accountBar(switchedTenant, logout), lang);
   view = h("main", { id: "view", class: `view ${section}` });
   clear(root).append(h("a", { href: "#view", class: "skip" }, "Skip to content"), header, view);
@@ -55,6 +59,9 @@ async function route(path) {
   if (!currentMe()) { try { await loadMe(); } catch { if (!hasCredentials()) return; } }
   let m;
   if (path === "/" || path === "") { navigate("/chat", { replace: true }); return; }
+  if (needsTeam() && !match("/team", path) && !match("/settings", path) && !match("/login", path)) {
+    navigate("/team", { replace: true }); return; // no team yet: the invitations are on the Team page
+  }
   if ((m = match("/chat", path)) || (m = match("/chat/:sid", path))) { await renderChat(shell("chat"), m.sid); return; }
   if ((m = match("/kb", path)) || (m = match("/kb/:kb", path)) || (m = match("/kb/:kb/:tab", path)) || (m = match("/kb/:kb/doc/:doc", path))) {
     await renderKnowledge(shell("kb"), m); return;

@@ -1,7 +1,7 @@
 // Settings: models (chat, embedding, rerank) with a connection test, the tenant's API key, the UI language.
 import { h, clear, toast, confirmDialog } from "./dom.js";
 import { t, getLang, setLang, languages } from "./i18n.js";
-import { api, getKey } from "./api.js";
+import { api, getKey, getSession } from "./api.js";
 import { logout } from "./app.js";
 import { currentMe, roleName } from "./account.js";
 
@@ -113,7 +113,39 @@ function accountSection() {
   return h("section", { class: "card", id: "account" }, h("h2", null, t("settings.account")),
     me?.user ? h("p", null, h("strong", null, me.user.username), " ", h("span", { class: "muted" }, me.user.email),
       me.role ? h("span", { class: "badge" }, roleName(me.role)) : null) : null,
-    h("button", { type: "button", class: "btn", onclick: logout }, t("logout")));
+    h("button", { type: "button", class: "btn", onclick: logout }, t("logout")),
+    getSession() ? passwordForm() : null);
+}
+
+// POST /auth/change-password: the server checks the current password and the new one's length (its message
+// is shown as it says it), keeps this session and ends every other; the new passwords must match here first.
+function passwordForm() {
+  const field = (id, key, autocomplete) => {
+    const input = h("input", { id, name: id, type: "password", autocomplete, required: true });
+    return [input, h("label", { class: "field" }, h("span", null, t(key)), input)];
+  };
+  const [current, currentField] = field("current-password", "password.current", "current-password");
+  const [next, nextField] = field("new-password", "password.new", "new-password");
+  const [again, againField] = field("confirm-password", "password.confirm", "new-password");
+  const err = h("p", { class: "error wide", role: "alert", id: "password-error" });
+  const done = h("p", { class: "ok wide", role: "status", id: "password-done" });
+  const submit = h("button", { type: "submit", class: "btn primary" }, t("password.submit"));
+  return h("form", { class: "form-grid", id: "change-password", onsubmit: async (e) => {
+    e.preventDefault();
+    err.textContent = ""; done.textContent = "";
+    if (next.value !== again.value) { err.textContent = t("password.mismatch"); again.select(); return; }
+    submit.disabled = true;
+    try {
+      await api("POST", "/auth/change-password", { old_password: current.value, new_password: next.value });
+      current.value = next.value = again.value = "";
+      done.textContent = t("password.changed");
+    } catch (ex) {
+      err.textContent = ex.message;
+      (ex.status === 400 && /current/i.test(ex.message) ? current : next).select();
+    } finally { submit.disabled = false; }
+  } },
+    h("h3", null, t("password.title")), currentField, nextField, againField,
+    h("div", { class: "row" }, submit), err, done);
 }
 
 function langSection() {
