@@ -164,6 +164,11 @@ class Settings(ClientSettings):
         description="A second, own budget for the expensive calls (chat turns, searches, document uploads, "
         "URL imports and manual documents), which cost model calls or embedding work: 120 per minute per "
         "caller, bursts up to 120 (a folder of 100 files uploads at once). 0 = no limit")
+    rate_limit_loopback: bool = Field(
+        default=False, description="Also apply the request budgets to requests from this machine: a loopback "
+        "client address with no X-Forwarded-For or Forwarded header (a reverse proxy on the same host sends "
+        "one, so its clients stay limited). Off: local scripts and benchmarks are not throttled. Failed "
+        "logins back off either way")
 
     # --- accounts (issue 14) --------------------------------------------------------------------------------
     registration: str = Field(

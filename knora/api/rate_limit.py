@@ -8,8 +8,10 @@ Every ``/api/v1``, ``/mcp`` and ``/v1`` request spends one unit of ``rate_limit_
 calls (a chat turn, a ``/v1`` chat completion, a search, an upload, a URL import, a manual document, an
 evaluation run: model calls and embedding work; over MCP the ``search_knowledge``, ``ask`` and
 ``add_document`` tools, through ``spend_heavy``) also spend one of ``rate_limit_heavy_per_minute``.
-``/health``, the web UI's files and the API docs are not counted; CORS preflights neither. When the limiter
-itself fails (Redis down), requests pass: a budget is not worth an outage.
+``/health``, the web UI's files and the API docs are not counted; CORS preflights neither. Requests from this
+machine are not counted either unless ``rate_limit_loopback`` is on: a loopback client address that no proxy
+forwarded (``X-Forwarded-For``/``Forwarded`` mark a proxied request, whose client is somewhere else). When
+the limiter itself fails (Redis down), requests pass: a budget is not worth an outage.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knora.api.deps import AUTHENTICATED, authenticate
 from knora.api.envelope import error
+from knora.api.same_origin import is_loopback
 from knora.domain.errors import AppError
 from knora.ports.rate_limit import Budget, Decision
 from knora.root import Services
@@ -37,6 +40,15 @@ _HEAVY = re.compile(r"/(knowledge-chat|agent-chat)/[^/]+/?$|/(knowledge-search|h
 
 def is_heavy(method: str, path: str) -> bool:
     return method == "POST" and _HEAVY.search(path) is not None
+
+
+def from_this_machine(scope: Scope) -> bool:
+    """A loopback client that no proxy forwarded: a local script, the CLI, a browser on this machine."""
+    client = scope.get("client")
+    if not client or not is_loopback(str(client[0])):
+        return False
+    headers = Headers(scope=scope)
+    return "x-forwarded-for" not in headers and "forwarded" not in headers
 
 
 async def caller(scope: Scope, services: Services) -> str:
@@ -100,7 +112,7 @@ class RateLimitMiddleware:
         if is_heavy(scope["method"], scope["path"]):
             budgets.insert(0, ("heavy", s.rate_limit_heavy_per_minute))
         budgets = [(name, limit) for name, limit in budgets if limit > 0]
-        if not budgets:
+        if not budgets or (not s.rate_limit_loopback and from_this_machine(scope)):
             return None
         try:
             who = await caller(scope, services)

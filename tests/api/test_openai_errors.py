@@ -136,7 +136,8 @@ async def test_unknown_v1_paths_are_openai_404s_not_the_web_ui(lite: Services) -
 
 
 async def test_v1_spends_the_request_budgets(make_settings: Callable[..., Settings]) -> None:
-    settings = make_settings(rate_limit_per_minute=100, rate_limit_heavy_per_minute=2)
+    settings = make_settings(rate_limit_per_minute=100, rate_limit_heavy_per_minute=2,
+                             rate_limit_loopback=True)
     async with started(settings) as c, openai_client(c) as oa:
         for _ in range(2):
             await oa.chat.completions.create(model="knora:quick-answer", messages=USER)  # type: ignore

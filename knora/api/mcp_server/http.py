@@ -28,6 +28,7 @@ from knora.api.deps import AUTHENTICATED, authenticate, credentials
 from knora.api.envelope import error
 from knora.api.mcp_server.server import build_server
 from knora.api.mcp_server.state import CALLER, Caller, McpState
+from knora.api.rate_limit import from_this_machine
 from knora.domain.errors import AppError, Unauthorized, Unavailable
 from knora.root import Services
 
@@ -93,4 +94,6 @@ async def _caller(scope: Scope, headers: Headers, services: Services) -> Caller 
             found = None
     if found is None or not found.in_tenant:
         return None
-    return Caller(tenant_id=found.tenant_id, budget_owner=found.caller, role=found.role)
+    unlimited = not services.settings.rate_limit_loopback and from_this_machine(scope)
+    owner = None if unlimited else found.caller
+    return Caller(tenant_id=found.tenant_id, budget_owner=owner, role=found.role)

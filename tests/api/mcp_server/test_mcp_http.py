@@ -314,7 +314,8 @@ class TestAppLimits:
         assert big.json()["success"] is False
 
     async def test_heavy_calls_spend_the_api_budget(self, make_settings: Callable[..., Settings]) -> None:
-        settings = make_settings(rate_limit_heavy_per_minute=1, rate_limit_per_minute=1000)
+        settings = make_settings(rate_limit_heavy_per_minute=1, rate_limit_per_minute=1000,
+                                 rate_limit_loopback=True)
         async with served(settings) as (c, _data, url):
             async with mcp_client(url) as client:
                 first = await client.call_tool("search_knowledge", {"query": "tea"})
@@ -330,7 +331,8 @@ class TestAppLimits:
         assert r.status_code == 429  # one budget for the API and MCP
 
     async def test_requests_spend_the_request_budget(self, make_settings: Callable[..., Settings]) -> None:
-        async with (served(make_settings(rate_limit_per_minute=3)) as (_c, _data, url),
+        settings = make_settings(rate_limit_per_minute=3, rate_limit_loopback=True)
+        async with (served(settings) as (_c, _data, url),
                     httpx.AsyncClient(timeout=30) as http):
             codes = [(await http.post(url, json={}, headers={"X-API-Key": TEST_API_KEY})).status_code
                      for _ in range(5)]
