@@ -231,26 +231,32 @@ async def get_principal(request: Request, access: AccessDep) -> Principal:
     if path_tenant is not None and (not str(path_tenant).isdigit() or int(path_tenant) != principal.tenant_id
                                     or not principal.in_tenant):
         raise NotFound("No such tenant")
-    kb_id = request.path_params.get("kb_id")
-    if kb_id is not None and principal.in_tenant:
-        need = shared_use(request.method, getattr(route, "path_format", ""))
-        if need is not None:
-            principal = await _through_share(request, principal, str(kb_id), need)
+    need = shared_use(request.method, getattr(route, "path_format", "")) if principal.in_tenant else None
+    if need is not None:
+        principal = await _through_share(request, principal, need)
     request.state.principal = principal
     request.state.tenant_id = principal.tenant_id
     return principal
 
 
-async def _through_share(request: Request, principal: Principal, kb_id: str, need: SharePermission
-                         ) -> Principal:
-    """The caller acting in the owning tenant of another tenant's knowledge base shared with it (for this
-    request only, with at most a viewer's role for a read share, a contributor's for an edit share); the
-    caller unchanged when the knowledge base is its own or not shared with it (the route then answers 404)."""
+async def _through_share(request: Request, principal: Principal, need: SharePermission) -> Principal:
+    """The caller acting in the owning tenant of another tenant's knowledge base shared with it — the path's
+    ``kb_id``, or the knowledge base of its ``knowledge_id`` — for this request only, with at most a viewer's
+    role for a read share, a contributor's for an edit share; the caller unchanged when the knowledge base is
+    its own or not shared with it (the route then answers 404). Owners pay one read (no share is read)."""
     services: Services = request.app.state.services
-    kbs = await services.search_service.store.knowledge_bases([kb_id])
+    store = services.search_service.store
+    kb_id = request.path_params.get("kb_id")
+    if kb_id is None:
+        knowledge_id = request.path_params.get("knowledge_id")
+        docs = await store.knowledge([str(knowledge_id)]) if knowledge_id is not None else []
+        if not docs or docs[0].tenant_id == principal.tenant_id:
+            return principal
+        kb_id = docs[0].knowledge_base_id
+    kbs = await store.knowledge_bases([str(kb_id)])
     if not kbs or kbs[0].tenant_id == principal.tenant_id:
         return principal
-    share = await services.shares.grant(principal.tenant_id, kb_id)
+    share = await services.shares.grant(principal.tenant_id, kbs[0].id)
     if share is None or (need is SharePermission.EDIT and share.permission is not SharePermission.EDIT):
         return principal
     cap = Role.CONTRIBUTOR if share.permission is SharePermission.EDIT else Role.VIEWER

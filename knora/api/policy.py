@@ -81,13 +81,17 @@ _RULES: list[tuple[frozenset[str], str, Rule]] = [
 ]
 _COMPILED = [(methods, re.compile(pattern + r"/?"), rule) for methods, pattern, rule in _RULES]
 
-# The routes of one knowledge base another tenant may use through a share, and what the share must grant:
-# reading it (its settings, documents, tags, FAQ entries; searching it) or adding documents to it. Chat and
-# cross-KB search reach shared knowledge bases through ``knora.services.retrieval.shared``.
+# The routes of one knowledge base — or of one of its documents — another tenant may use through a share, and
+# what the share must grant: reading it (its settings, documents and their chunks, previews and files, tags,
+# FAQ entries; searching it) or editing its documents (adding, changing, re-parsing and deleting documents,
+# editing their chunks). Chat and cross-KB search reach shared knowledge bases through
+# ``knora.services.retrieval.shared``.
 _SHARED: list[tuple[frozenset[str], str, SharePermission]] = [
     (_READ, r"/knowledge-bases/\{kb_id\}(/(knowledge|tags|faq/entries))?", SharePermission.READ),
     (frozenset({"POST"}), r"/knowledge-bases/\{kb_id\}/(hybrid-search|faq/search)", SharePermission.READ),
     (frozenset({"POST"}), r"/knowledge-bases/\{kb_id\}/knowledge/(file|url|manual)", SharePermission.EDIT),
+    (_READ, r"/(knowledge|chunks)/\{knowledge_id\}(/.*)?", SharePermission.READ),
+    (_WRITE, r"/(knowledge|chunks)/\{knowledge_id\}(/.*)?", SharePermission.EDIT),
 ]
 _SHARED_COMPILED = [(methods, re.compile(pattern + r"/?"), need) for methods, pattern, need in _SHARED]
 _PREFIX = re.compile(r"^(/api/v1|/v1)")

@@ -50,6 +50,8 @@ async def test_a_shared_knowledge_base_is_searched_and_chatted_over_then_revoked
         assert r.json()["data"] == []
         assert (await http.get(f"/api/v1/knowledge-bases/{kb['id']}", headers=them)).status_code == 404
         assert (await http.get("/api/v1/shared-knowledge-bases", headers=them)).json()["data"] == []
+        assert (await http.get(f"/api/v1/knowledge/{doc['id']}", headers=them)).status_code == 404
+        assert (await http.get(f"/api/v1/chunks/{doc['id']}", headers=them)).status_code == 404
         _admin, their_admin = await c.tenants.create_key(other.id, "their admin", Role.ADMIN)
         r = await http.post(f"/api/v1/knowledge-bases/{kb['id']}/shares", headers={"X-API-Key": their_admin},
                             json={"tenant_id": other.id})
@@ -67,6 +69,20 @@ async def test_a_shared_knowledge_base_is_searched_and_chatted_over_then_revoked
         assert (await http.get(f"/api/v1/knowledge-bases/{kb['id']}", headers=them)).status_code == 200
         docs = (await http.get(f"/api/v1/knowledge-bases/{kb['id']}/knowledge", headers=them)).json()["data"]
         assert [d["id"] for d in docs] == [doc["id"]]
+        # and opens one: the document, its chunks, its preview
+        opened = await http.get(f"/api/v1/knowledge/{doc['id']}", headers=them)
+        assert opened.status_code == 200, opened.text
+        assert opened.json()["data"]["title"] == "gate"
+        chunks = await http.get(f"/api/v1/chunks/{doc['id']}", headers=them)
+        assert chunks.status_code == 200, chunks.text
+        assert any("4471" in ch["content"] for ch in chunks.json()["data"])
+        assert (await http.get(f"/api/v1/knowledge/{doc['id']}/preview", headers=them)).status_code == 200
+        for method, path in (("PUT", f"/knowledge/{doc['id']}"), ("DELETE", f"/knowledge/{doc['id']}"),
+                             ("POST", f"/knowledge/{doc['id']}/reparse"), ("DELETE", f"/chunks/{doc['id']}")):
+            r = await http.request(method, f"/api/v1{path}", headers=them, json={"title": "x"}
+                                   if method == "PUT" else None)
+            assert r.status_code == 404, (method, path, r.text)  # a read share changes nothing
+        assert (await http.get(f"/api/v1/knowledge/{doc['id']}")).json()["data"]["title"] == "gate"
         r = await http.post(f"/api/v1/knowledge-bases/{kb['id']}/knowledge/manual", headers=them,
                             json={"title": "theirs", "content": "not allowed"})
         assert r.status_code in (403, 404)  # a read share adds nothing
@@ -88,6 +104,8 @@ async def test_a_shared_knowledge_base_is_searched_and_chatted_over_then_revoked
         assert (await _search(http, kb["id"], them)).json()["data"] == []  # at once
         assert (await http.get(f"/api/v1/knowledge-bases/{kb['id']}", headers=them)).status_code == 404
         assert (await http.get("/api/v1/shared-knowledge-bases", headers=them)).json()["data"] == []
+        assert (await http.get(f"/api/v1/knowledge/{doc['id']}", headers=them)).status_code == 404
+        assert (await http.get(f"/api/v1/chunks/{doc['id']}", headers=them)).status_code == 404
 
 
 async def test_an_edit_share_lets_the_other_tenant_add_documents(make_settings: Callable[..., Settings]
@@ -111,5 +129,29 @@ async def test_an_edit_share_lets_the_other_tenant_add_documents(make_settings: 
         docs = (await http.get(f"/api/v1/knowledge-bases/{kb['id']}/knowledge",
                                headers={"X-API-Key": TEST_API_KEY})).json()["data"]
         assert [d["id"] for d in docs] == [added["id"]]  # in the owner's knowledge base
+
+        # an edit share also changes and deletes the knowledge base's documents (a viewer still may not)
+        owners = (await http.post(f"/api/v1/knowledge-bases/{kb['id']}/knowledge/manual",
+                                  json={"title": "owner's", "content": "Owner text."})).json()["data"]
+        await _parsed(http, owners["id"])
+        r = await http.put(f"/api/v1/knowledge/{owners['id']}", headers={"X-API-Key": viewer},
+                           json={"title": "viewer"})
+        assert r.status_code == 403
+        r = await http.put(f"/api/v1/knowledge/{owners['id']}", headers={"X-API-Key": contributor},
+                           json={"title": "renamed by b"})
+        assert r.status_code == 200, r.text
+        assert (await http.get(f"/api/v1/knowledge/{owners['id']}")).json()["data"]["title"] == "renamed by b"
+        r = await http.delete(f"/api/v1/knowledge/{owners['id']}", headers={"X-API-Key": contributor})
+        assert r.status_code == 200, r.text
+        assert (await http.get(f"/api/v1/knowledge/{owners['id']}")).status_code == 404
+        # a document of another of the owner's knowledge bases, not shared, stays out of reach
+        private = (await http.post("/api/v1/knowledge-bases", json={"name": "private"})).json()["data"]
+        secret = (await http.post(f"/api/v1/knowledge-bases/{private['id']}/knowledge/manual",
+                                  json={"title": "p", "content": "Private text."})).json()["data"]
+        for method in ("GET", "DELETE"):
+            r = await http.request(method, f"/api/v1/knowledge/{secret['id']}",
+                                   headers={"X-API-Key": contributor})
+            assert r.status_code == 404, (method, r.text)
+        assert (await http.get(f"/api/v1/knowledge/{secret['id']}")).status_code == 200
         log = (await http.get(f"/api/v1/tenants/{c.default_tenant_id}/audit-log")).json()["data"]["items"]
         assert any(e["action"].endswith("/shares") for e in log)
