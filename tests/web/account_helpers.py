@@ -52,3 +52,15 @@ def new_user(server: KnoraServer, name: str, role: str | None = None) -> str:
     if role is not None:
         server.api("POST", f"/tenants/{tid}/members", json={"email": email, "role": role})
     return email
+
+
+def expire_access_and_reload(page: Any) -> int:
+    """Makes the page's access token one the server refuses and reloads: the status of the one
+    ``POST /auth/refresh`` the UI then makes."""
+    page.evaluate("""() => { const s = JSON.parse(localStorage.getItem('knora.session'));
+        s.access = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.expired';
+        localStorage.setItem('knora.session', JSON.stringify(s)); }""")
+    with page.expect_response("**/api/v1/auth/refresh") as refreshed:
+        page.reload()
+    status: int = refreshed.value.status
+    return status

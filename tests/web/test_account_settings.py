@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.fakes.model_server import FakeModelServer
-from tests.web.account_helpers import new_user, off_loopback, sign_in, user_api
+from tests.web.account_helpers import expire_access_and_reload, new_user, off_loopback, sign_in, user_api
 from tests.web.conftest import OWNER_EMAIL, OWNER_PASSWORD, KnoraServer, launch_server, shot, stop_server
 
 BIG_TEAM = 130  # members besides the owner: two pages of 100
@@ -78,12 +78,7 @@ def test_change_password_says_what_is_wrong_and_keeps_this_session(
 
     # the server ends every other session and keeps this one: still signed in, its refresh token works
     assert other.get("/auth/me").status_code == 401
-    page.evaluate("""() => { const s = JSON.parse(localStorage.getItem('knora.session'));
-        s.access = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.expired';
-        localStorage.setItem('knora.session', JSON.stringify(s)); }""")
-    with page.expect_response("**/api/v1/auth/refresh") as refreshed:
-        page.reload()
-    assert refreshed.value.status == 200
+    assert expire_access_and_reload(page) == 200
     expect(page.locator("h1")).to_have_text("Settings")
     expect(page.locator("#whoami")).to_contain_text("dana")
     login = f"{server.base_url}/api/v1/auth/login"

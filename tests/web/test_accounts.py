@@ -13,7 +13,14 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.account_helpers import default_tenant, new_user, off_loopback, sign_in, user_api
+from tests.web.account_helpers import (
+    default_tenant,
+    expire_access_and_reload,
+    new_user,
+    off_loopback,
+    sign_in,
+    user_api,
+)
 from tests.web.conftest import OWNER_EMAIL, OWNER_PASSWORD, KnoraServer, shot
 
 
@@ -37,12 +44,7 @@ def test_password_sign_in_refresh_and_sign_out(server: KnoraServer, new_page: Ca
     assert page.evaluate("localStorage.getItem('knora.apiKey')") is None
 
     # an access token the server no longer takes: refreshed once (POST /auth/refresh), the request retried
-    page.evaluate("""() => { const s = JSON.parse(localStorage.getItem('knora.session'));
-        s.access = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.expired';
-        localStorage.setItem('knora.session', JSON.stringify(s)); }""")
-    with page.expect_response("**/api/v1/auth/refresh") as refreshed:
-        page.reload()
-    assert refreshed.value.status == 200
+    assert expire_access_and_reload(page) == 200
     expect(page.locator("h1")).to_have_text("Settings")
     renewed = json.loads(page.evaluate("localStorage.getItem('knora.session')"))
     assert renewed["refresh"] != session["refresh"]  # rotated

@@ -38,6 +38,18 @@ def share_json(share: Share) -> dict[str, Any]:
             "created_at": share.created_at.isoformat()}
 
 
+def _created(share: Share) -> JSONResponse:
+    return ok(share_json(share), status=201)
+
+
+def _listed(found: list[Share]) -> JSONResponse:
+    return ok({"shares": [share_json(x) for x in found], "total": len(found)})
+
+
+def _removed() -> JSONResponse:
+    return JSONResponse({"success": True, "message": "Share removed"})
+
+
 class _TenantNames:
     """Tenant id → name, each read once per request."""
 
@@ -55,21 +67,20 @@ class _TenantNames:
 @router.post("/knowledge-bases/{kb_id}/shares", openapi_extra=request_body(ShareRequest))
 async def share_kb(kb_id: str, request: Request, s: ServicesDep, principal: PrincipalDep) -> JSONResponse:
     body = await read_body(request, ShareRequest)
-    share = await s.shares.share_kb(principal, kb_id, body.tenant_id, parse_permission(body.permission))
-    return ok(share_json(share), status=201)
+    permission = parse_permission(body.permission)
+    return _created(await s.shares.share_kb(principal, kb_id, body.tenant_id, permission))
 
 
 @router.get("/knowledge-bases/{kb_id}/shares")
 async def list_kb_shares(kb_id: str, s: ServicesDep, principal: PrincipalDep) -> JSONResponse:
-    found = await s.shares.kb_shares(principal.tenant_id, kb_id)
-    return ok({"shares": [share_json(x) for x in found], "total": len(found)})
+    return _listed(await s.shares.kb_shares(principal.tenant_id, kb_id))
 
 
 @router.delete("/knowledge-bases/{kb_id}/shares/{share_id}")
 async def revoke_share(kb_id: str, share_id: str, s: ServicesDep, principal: PrincipalDep) -> JSONResponse:
     """The receiving tenant loses access at once (shares are never cached)."""
     await s.shares.revoke(principal.tenant_id, kb_id, share_id)
-    return JSONResponse({"success": True, "message": "Share removed"})
+    return _removed()
 
 
 @router.get("/shared-knowledge-bases")
@@ -90,14 +101,13 @@ async def share_agent(agent_id: str, request: Request, s: ServicesDep,
                       principal: PrincipalDep) -> JSONResponse:
     """The other tenant may chat with the agent over the knowledge bases it is bound to, on its models."""
     body = await read_body(request, ShareRequest)
-    share = await s.shares.share_agent(principal, agent_id, body.tenant_id, parse_permission(body.permission))
-    return ok(share_json(share), status=201)
+    permission = parse_permission(body.permission)
+    return _created(await s.shares.share_agent(principal, agent_id, body.tenant_id, permission))
 
 
 @router.get("/agents/{agent_id}/shares")
 async def list_agent_shares(agent_id: str, s: ServicesDep, principal: PrincipalDep) -> JSONResponse:
-    found = await s.shares.agent_shares(principal.tenant_id, agent_id)
-    return ok({"shares": [share_json(x) for x in found], "total": len(found)})
+    return _listed(await s.shares.agent_shares(principal.tenant_id, agent_id))
 
 
 @router.delete("/agents/{agent_id}/shares/{share_id}")
@@ -105,7 +115,7 @@ async def revoke_agent_share(agent_id: str, share_id: str, s: ServicesDep,
                              principal: PrincipalDep) -> JSONResponse:
     """The receiving tenant's next turn with the agent runs without it (no agent: its own scope only)."""
     await s.shares.revoke_agent(principal.tenant_id, agent_id, share_id)
-    return JSONResponse({"success": True, "message": "Share removed"})
+    return _removed()
 
 
 @router.get("/shared-agents")
