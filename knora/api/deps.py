@@ -15,6 +15,7 @@ from fastapi import Depends, Request
 from knora.adapters.mcp.toolset import MCPToolset
 from knora.api.policy import requirement, shared_use
 from knora.domain.access import Principal, Role, SharePermission
+from knora.domain.conversation import Viewer
 from knora.domain.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from knora.ports.blobs import BlobStore
 from knora.ports.parser import DocumentParsers
@@ -234,6 +235,9 @@ async def get_principal(request: Request, access: AccessDep) -> Principal:
     need = shared_use(request.method, getattr(route, "path_format", "")) if principal.in_tenant else None
     if need is not None:
         principal = await _through_share(request, principal, need)
+    session_id = request.path_params.get("session_id")
+    if session_id is not None and principal.in_tenant:
+        await _check_session_owner(request, principal, str(session_id))
     request.state.principal = principal
     request.state.tenant_id = principal.tenant_id
     return principal
@@ -264,7 +268,21 @@ async def _through_share(request: Request, principal: Principal, need: SharePerm
     return replace(principal, tenant_id=kbs[0].tenant_id, role=role)
 
 
+async def _check_session_owner(request: Request, principal: Principal, session_id: str) -> None:
+    """A session a signed-in user made is theirs alone: to anyone else of the tenant it does not exist
+    (``Viewer``). Unknown ids are left to the route (its own 404)."""
+    services: Services = request.app.state.services
+    await services.session_service.check_visible(principal.tenant_id, session_id, Viewer(principal.user_id))
+
+
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+async def get_viewer(principal: PrincipalDep) -> Viewer:
+    return Viewer(principal.user_id)
+
+
+ViewerDep = Annotated[Viewer, Depends(get_viewer)]
 
 
 async def get_tenant_id(principal: PrincipalDep) -> int:

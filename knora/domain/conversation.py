@@ -25,6 +25,23 @@ class Session(BaseModel):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
+def unowned(user_id: str) -> bool:
+    """A session no signed-in user owns (made with an API key, the CLI, MCP or the OpenAI API): the
+    tenant's."""
+    return not user_id or user_id.startswith("system-")
+
+
+class Viewer(NamedTuple):
+    """Who looks at a tenant's sessions: a signed-in user (``user_id``) sees the sessions they made and the
+    tenant's unowned ones; an API key (``user_id`` None) sees the unowned ones only. A user's sessions are
+    private: other members, admins and keys included, do not see them."""
+
+    user_id: str | None
+
+    def sees(self, session_user_id: str) -> bool:
+        return unowned(session_user_id) or (self.user_id is not None and session_user_id == self.user_id)
+
+
 class Message(BaseModel):
     id: str = Field(default_factory=new_id)
     session_id: str

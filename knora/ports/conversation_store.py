@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from knora.domain.conversation import HistoryMessage, Message, Session
+from knora.domain.conversation import HistoryMessage, Message, Session, Viewer
 
 
 @runtime_checkable
@@ -19,8 +19,9 @@ class SessionRepo(Protocol):
     async def get(self, tenant_id: int, session_id: str) -> Session | None: ...
 
     async def list(self, tenant_id: int, *, page: int, page_size: int, keyword: str | None = None,
-                   source: str | None = None, agent_id: str | None = None) -> tuple[list[Session], int]:
-        """Pinned first (latest pin first), then most recently updated."""
+                   source: str | None = None, agent_id: str | None = None,
+                   viewer: Viewer | None = None) -> tuple[list[Session], int]:
+        """Pinned first (latest pin first), then most recently updated; with a viewer, only what it sees."""
         ...
 
     async def update(self, session: Session) -> Session: ...
@@ -29,11 +30,11 @@ class SessionRepo(Protocol):
 
     async def set_title_if_empty(self, tenant_id: int, session_id: str, title: str) -> bool: ...
 
-    async def delete(self, tenant_id: int, session_ids: Sequence[str]) -> int:
-        """Deletes the sessions with their messages; returns how many sessions were removed."""
+    async def delete(self, tenant_id: int, session_ids: Sequence[str], viewer: Viewer | None = None) -> int:
+        """Deletes the sessions (the viewer sees) with their messages; returns how many were removed."""
         ...
 
-    async def delete_all(self, tenant_id: int) -> int: ...
+    async def delete_all(self, tenant_id: int, viewer: Viewer | None = None) -> int: ...
 
 
 @runtime_checkable
@@ -69,9 +70,9 @@ class MessageRepo(Protocol):
     async def by_request(self, session_id: str, request_id: str) -> list[Message]: ...
 
     async def search(self, tenant_id: int, terms: Sequence[str], *, session_ids: Sequence[str] = (),
-                     limit: int = 200) -> list[tuple[Message, str]]:
+                     limit: int = 200, viewer: Viewer | None = None) -> list[tuple[Message, str]]:
         """The tenant's completed messages containing every term, newest first, with their session's
-        title."""
+        title; with a viewer, only in the sessions it sees."""
         ...
 
     async def delete(self, session_id: str, message_id: str) -> bool: ...

@@ -65,6 +65,7 @@ class ToolContext:
     emit: Emit = _no_emit  # emit(bus_event_type, payload) — for tools that talk to the user (approval)
     cancelled: asyncio.Event | None = None  # the turn's stop flag, when known
     caller_tenant_id: int | None = None  # the session's tenant when it is not ``tenant_id`` (a shared agent)
+    session_user_id: str = ""  # the session's owner: the earlier conversations a tool may read are theirs
 
     @property
     def session_tenant_id(self) -> int:

@@ -57,6 +57,7 @@ class TurnRequest(BaseModel):
     mcp_service_ids: list[str] = Field(default_factory=list)
     skill_names: list[str] = Field(default_factory=list)
     language: str = ""  # e.g. "zh-CN"; empty = follow the query
+    session_user_id: str = ""  # who owns the session (``Viewer``): its conversation history is theirs
 
     @property
     def resource_tenant_id(self) -> int:

@@ -12,6 +12,7 @@ from itertools import pairwise
 from typing import Any, ClassVar
 
 from knora.adapters.tools._base import BaseTool, need
+from knora.domain.conversation import Viewer, unowned
 from knora.ports.tool import ToolContext, ToolDeps, ToolResult
 
 SESSIONS_SCANNED, MESSAGES_PER_SESSION, ANSWER_CHARS = 50, 40, 500
@@ -38,7 +39,9 @@ class SearchConversationsTool(BaseTool):
         if not wanted:
             return ToolResult.fail("query has no searchable words")
         conv = need(self.deps.conversations, "the conversation store")
-        sessions, _total = await conv.sessions.list(ctx.session_tenant_id, page=1, page_size=SESSIONS_SCANNED)
+        owner = None if unowned(ctx.session_user_id) else ctx.session_user_id
+        sessions, _total = await conv.sessions.list(ctx.session_tenant_id, page=1, page_size=SESSIONS_SCANNED,
+                                                    viewer=Viewer(owner))  # the owner's alone
         hits: list[dict[str, Any]] = []
         for session in sessions:
             if session.id == ctx.session_id:

@@ -96,4 +96,4 @@ async def _caller(scope: Scope, headers: Headers, services: Services) -> Caller 
         return None
     unlimited = not services.settings.rate_limit_loopback and from_this_machine(scope)
     owner = None if unlimited else found.caller
-    return Caller(tenant_id=found.tenant_id, budget_owner=owner, role=found.role)
+    return Caller(tenant_id=found.tenant_id, budget_owner=owner, role=found.role, user_id=found.user_id)

@@ -26,6 +26,7 @@ CALLER = "knora.mcp.caller"  # key of the request state's Caller (set by the HTT
 class Caller:
     tenant_id: int
     budget_owner: str | None = None  # the rate limiter's caller key (HTTP); None: no budgets (stdio)
+    user_id: str | None = None  # a signed-in user (HTTP with a user's token); None: an API key
     role: Role = Role.OWNER  # HTTP: the key's or user's role; stdio: the operator who started the process
 
     def require(self, role: Role) -> None:

@@ -33,6 +33,7 @@ from knora.api.mcp_server.schemas import (
 from knora.api.mcp_server.state import McpContext, admit_heavy, caller_of, state_of
 from knora.api.mcp_server.text import document_text
 from knora.domain.access import Role
+from knora.domain.conversation import Viewer
 from knora.domain.errors import AppError, BadRequest, NotFound
 from knora.domain.knowledge import Chunk, ChunkType, Knowledge, KnowledgeBase
 from knora.domain.search import SearchParams
@@ -141,6 +142,8 @@ async def ask(
         s, caller = state_of(ctx).services, caller_of(ctx)
         ids = await _kb_ids(s, caller.tenant_id, knowledge_bases)
         await admit_heavy(ctx, caller)
+        if session_id:  # another user's session does not exist for this caller
+            await s.session_service.check_visible(caller.tenant_id, session_id, Viewer(caller.user_id))
         turn = await start_question(s.session_service, s.chat_service, caller.tenant_id, Question(
             query=question, knowledge_base_ids=ids, session_id=session_id or None))
         try:

@@ -18,12 +18,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from knora.api.body import read_json, request_body
-from knora.api.deps import RequestIdDep, ServicesDep, TenantDep
+from knora.api.deps import RequestIdDep, ServicesDep, TenantDep, ViewerDep
 from knora.api.openai.errors import error_body, openai_fields
 from knora.api.openai.render import CompletionRenderer
 from knora.api.openai.schemas import ChatCompletionRequest, parse_request
 from knora.api.openai.stream import collect_unless_gone, stream_chunks
 from knora.domain.common import is_uuid
+from knora.domain.conversation import Viewer
 from knora.domain.errors import NotFound
 from knora.root import Services
 from knora.services.openai_api.conversation import ClientMessage, split_conversation
@@ -69,7 +70,7 @@ async def get_model(model_id: str, tenant_id: TenantDep, s: ServicesDep) -> JSON
 
 
 @router.post("/chat/completions", response_model=None, openapi_extra=request_body(ChatCompletionRequest))
-async def chat_completions(request: Request, s: ServicesDep, tenant_id: TenantDep,
+async def chat_completions(request: Request, s: ServicesDep, tenant_id: TenantDep, viewer: ViewerDep,
                            request_id: RequestIdDep) -> Response:
     body = parse_request(await read_json(request))
     conversation = split_conversation([ClientMessage(m.role, m.text()) for m in body.messages])
@@ -79,7 +80,8 @@ async def chat_completions(request: Request, s: ServicesDep, tenant_id: TenantDe
     renderer = CompletionRenderer(body.model, conversation)
     session = request.headers.get(SESSION_HEADER, "").strip()
     if session:
-        return await _stored(request, s, tenant_id, request_id, session, chat, target, body, renderer)
+        return await _stored(request, s, tenant_id, viewer, request_id, session, chat, target, body,
+                             renderer)
     turn = await s.chat_service.start_unsaved(tenant_id, chat, request_id, target.mode, conversation.history)
     if body.stream:
         return StreamingResponse(stream_chunks(turn.events(s.settings.sse_keepalive_seconds), renderer,
@@ -116,15 +118,17 @@ def _completion(r: CompletionRenderer, answer: str, refs: list[dict[str, Any]],
     return JSONResponse(r.completion(answer, refs, usage), headers=headers)
 
 
-async def _stored(request: Request, s: Services, tenant_id: int, request_id: str, session: str,
-                  chat: ChatBody, target: AnswerTarget, body: ChatCompletionRequest,
+async def _stored(request: Request, s: Services, tenant_id: int, viewer: Viewer, request_id: str,
+                  session: str, chat: ChatBody, target: AnswerTarget, body: ChatCompletionRequest,
                   renderer: CompletionRenderer) -> Response:
-    """A stored turn of the named session: its history is the session's, not the client's messages."""
+    """A stored turn of the named session: its history is the session's, not the client's messages. A
+    signed-in user's session is theirs alone (``Viewer``), as over ``/api/v1``."""
     if session == NEW_SESSION:
-        session = (await s.session_service.create(tenant_id, source="api")).id
+        session = (await s.session_service.create(tenant_id, source="api", user_id=viewer.user_id or "")).id
     elif not is_uuid(session):
         raise NotFound("Session not found", details=openai_fields("session_not_found", SESSION_HEADER))
     try:
+        await s.session_service.check_visible(tenant_id, session, viewer)
         turn = await s.chat_service.start(tenant_id, session, chat, request_id, target.mode)
     except NotFound as exc:
         raise NotFound(exc.message, details=openai_fields("session_not_found", SESSION_HEADER)) from exc

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from knora.api.body import read_body, request_body
-from knora.api.deps import SessionServiceDep, TenantDep
+from knora.api.deps import PrincipalDep, SessionServiceDep, TenantDep, ViewerDep
 from knora.api.envelope import ok
 from knora.api.schemas.conversations import (
     BatchDeleteSessionsRequest,
@@ -52,18 +52,22 @@ def _str(body: dict[str, object], key: str) -> str | None:
 @router.post("/sessions", status_code=201, response_model=Envelope[SessionOut],
              openapi_extra=request_body(CreateSessionRequest))
 async def create_session(request: Request, session_service: SessionServiceDep,
-                         tenant_id: TenantDep) -> JSONResponse:
+                         principal: PrincipalDep) -> JSONResponse:
+    """A signed-in user's session is theirs alone (``Viewer``); one made with an API key is the tenant's."""
+    tenant_id = principal.tenant_id
     sent = await read_body(request, CreateSessionRequest)
     body = sent.sent()
     agent_cfg = sent.agent_config if isinstance(sent.agent_config, dict) else {}
     session = await session_service.create(
         tenant_id, title=_str(body, "title") or "", description=_str(body, "description") or "",
-        source=source_of(request), agent_id=str(agent_cfg.get("agent_id") or ""))
+        source=source_of(request), agent_id=str(agent_cfg.get("agent_id") or ""),
+        user_id=principal.user_id or "")
     return ok(session_json(session), status=201)
 
 
 @router.get("/sessions", response_model=PageEnvelope[SessionOut])
-async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep, page: str = "1",
+async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep, viewer: ViewerDep,
+                        page: str = "1",
                         page_size: str = "20",
                         keyword: str | None = None, source: str | None = None,
                         agent_id: str | None = None) -> JSONResponse:
@@ -75,21 +79,22 @@ async def list_sessions(session_service: SessionServiceDep, tenant_id: TenantDep
         raise ValidationFailed(f"page must be between 1 and {MAX_PAGE} and page_size between 1 and 1000")
     items, total = await session_service.list_sessions(tenant_id, page=p, page_size=size,
                                                        keyword=keyword or None,
-                                                source=source or None, agent_id=agent_id or None)
+                                                       source=source or None, agent_id=agent_id or None,
+                                                       viewer=viewer)
     return ok([session_json(s) for s in items], total=total, page=p, page_size=size)
 
 
 @router.delete("/sessions/batch", response_model=Done, openapi_extra=request_body(BatchDeleteSessionsRequest))
-async def batch_delete(request: Request, session_service: SessionServiceDep,
-                       tenant_id: TenantDep) -> JSONResponse:
+async def batch_delete(request: Request, session_service: SessionServiceDep, tenant_id: TenantDep,
+                       viewer: ViewerDep) -> JSONResponse:
     body = (await read_body(request, BatchDeleteSessionsRequest)).sent()
     if body.get("delete_all") is True:
-        n = await session_service.delete_all(tenant_id)
+        n = await session_service.delete_all(tenant_id, viewer)  # what the caller sees, not others' sessions
         return ok(message=f"Deleted {n} sessions")
     ids = body.get("ids")
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
         raise BadRequest("ids (a non-empty list of session ids) or delete_all:true is required")
-    n = await session_service.delete_many(tenant_id, [i for i in ids if is_uuid(i)])
+    n = await session_service.delete_many(tenant_id, [i for i in ids if is_uuid(i)], viewer)
     return ok(message=f"Deleted {n} sessions")
 
 

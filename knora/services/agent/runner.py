@@ -189,6 +189,7 @@ class SmartReasoningRunner:
 
         return ToolContext(
             tenant_id=req.resource_tenant_id, caller_tenant_id=req.tenant_id, session_id=req.session_id,
+            session_user_id=req.session_user_id,
             assistant_message_id=req.assistant_message_id,
             request_id=req.request_id, query=req.query, knowledge_base_ids=list(req.knowledge_base_ids),
             knowledge_ids=list(req.knowledge_ids), tag_ids=list(req.tag_ids), web_search_enabled=web,

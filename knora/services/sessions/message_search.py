@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knora.domain.common import rfc3339
-from knora.domain.conversation import Message
+from knora.domain.conversation import Message, Viewer
 from knora.domain.errors import ValidationFailed
 from knora.domain.think import drop_closed_think
 from knora.ports.conversation_store import MessageRepo
@@ -51,7 +51,8 @@ def _score(content: str, terms: Sequence[str]) -> float:
 
 
 async def search_messages(messages: MessageRepo, tenant_id: int, query: str, *, mode: str = "",
-                          limit: int = DEFAULT_LIMIT, session_ids: Sequence[str] = ()) -> dict[str, Any]:
+                          limit: int = DEFAULT_LIMIT, session_ids: Sequence[str] = (),
+                          viewer: Viewer | None = None) -> dict[str, Any]:
     query = query.strip()
     if not query:
         raise ValidationFailed("Query content cannot be empty")
@@ -62,7 +63,7 @@ async def search_messages(messages: MessageRepo, tenant_id: int, query: str, *, 
     limit = min(limit, MAX_LIMIT)
     terms = terms_of(query)
     found = await messages.search(tenant_id, terms, session_ids=session_ids,
-                                  limit=limit * _CANDIDATES_PER_RESULT)
+                                  limit=limit * _CANDIDATES_PER_RESULT, viewer=viewer)
     groups: dict[tuple[str, str], _Group] = {}
     for message, title in found:
         key = (message.session_id, message.request_id or message.id)

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from knora.domain.common import utcnow
-from knora.domain.conversation import Message, Session
+from knora.domain.conversation import Message, Session, Viewer
 from knora.domain.errors import BadRequest, NotFound, ValidationFailed
 from knora.domain.think import drop_closed_think
 from knora.ports.chat import ChatMessage, ChatModel, ChatOptions
@@ -74,10 +74,18 @@ class SessionService:
             raise NotFound("Session not found")
         return session
 
+    async def check_visible(self, tenant_id: int, session_id: str, viewer: Viewer) -> None:
+        """NotFound when the session exists but is another user's (to the viewer it does not exist); an
+        unknown id is left to the caller's own lookup."""
+        session = await self.sessions.get(tenant_id, session_id)
+        if session is not None and not viewer.sees(session.user_id):
+            raise NotFound("Session not found")
+
     async def list_sessions(self, tenant_id: int, *, page: int, page_size: int, keyword: str | None = None,
-                   source: str | None = None, agent_id: str | None = None) -> tuple[list[Session], int]:
+                            source: str | None = None, agent_id: str | None = None,
+                            viewer: Viewer | None = None) -> tuple[list[Session], int]:
         return await self.sessions.list(tenant_id, page=page, page_size=page_size, keyword=keyword,
-                                        source=source, agent_id=agent_id)
+                                        source=source, agent_id=agent_id, viewer=viewer)
 
     async def update(self, tenant_id: int, session_id: str, *, title: str | None = None,
                      description: str | None = None) -> Session:
@@ -101,11 +109,12 @@ class SessionService:
         if not await self.sessions.delete(tenant_id, [session_id]):
             raise NotFound("Session not found")
 
-    async def delete_many(self, tenant_id: int, session_ids: Sequence[str]) -> int:
-        return await self.sessions.delete(tenant_id, session_ids)
+    async def delete_many(self, tenant_id: int, session_ids: Sequence[str],
+                          viewer: Viewer | None = None) -> int:
+        return await self.sessions.delete(tenant_id, session_ids, viewer)
 
-    async def delete_all(self, tenant_id: int) -> int:
-        return await self.sessions.delete_all(tenant_id)
+    async def delete_all(self, tenant_id: int, viewer: Viewer | None = None) -> int:
+        return await self.sessions.delete_all(tenant_id, viewer)
 
     # --- messages -------------------------------------------------------------------------------------------
     async def load_messages(self, tenant_id: int, session_id: str, *, limit: int = 20,

@@ -167,7 +167,7 @@ class ChatService:
             summary_model_id=model_id or None, citations_enabled=body.citations_enabled,
             mentioned_items=body.mentioned_items,
             images=[str(i.get("data", "")) for i in body.images], mcp_service_ids=body.mcp_service_ids,
-            skill_names=body.skill_names, language=body.language)
+            skill_names=body.skill_names, language=body.language, session_user_id=session.user_id)
         wants_title = not session.title and (kind == "smart" or not body.disable_title)
         max_rounds = settings.history_turns if agent is not None else DEFAULT_HISTORY_ROUNDS
         task = asyncio.create_task(self._run(runner, req, kind, wants_title, max_rounds),

@@ -29,9 +29,10 @@ from knora.adapters.db.repos._mapping import (
     to_row,
     values_to,
 )
+from knora.adapters.db.repos.sessions import seen_by
 from knora.adapters.db.tables import INCOMPLETE_TURN, MessageRow, SessionRow
 from knora.domain.common import utcnow
-from knora.domain.conversation import HistoryMessage, Message
+from knora.domain.conversation import HistoryMessage, Message, Viewer
 
 _MESSAGES = cast(Table, MessageRow.__table__)
 _SESSIONS = cast(Table, SessionRow.__table__)
@@ -197,13 +198,14 @@ class SqlMessageRepo:
         return list(await self._history.load((session_id, max(limit, 0), exclude_request_id)) or [])
 
     async def search(self, tenant_id: int, terms: Sequence[str], *, session_ids: Sequence[str] = (),
-                     limit: int = 200) -> list[tuple[Message, str]]:
+                     limit: int = 200, viewer: Viewer | None = None) -> list[tuple[Message, str]]:
         """The tenant's completed messages containing every term (as literal text, case-insensitively), newest
         first, each with its session's title."""
         cond = [MessageRow.tenant_id == tenant_id, MessageRow.is_completed.is_(True),
                 *(contains_ci(MessageRow.content, t) for t in terms)]
         if session_ids:
             cond.append(MessageRow.session_id.in_(list(session_ids)))
+        cond += seen_by(viewer)
         async with self._sessions() as s:
             rows = (await s.execute(select(MessageRow, SessionRow.title)
                                     .join(SessionRow, SessionRow.id == MessageRow.session_id)

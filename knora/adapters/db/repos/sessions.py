@@ -9,16 +9,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import ColumnElement, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from knora.adapters.db.repos._batch import BatchLoader, GroupCommit
 from knora.adapters.db.repos._mapping import apply, contains_ci, row_to, select_columns, to_row, values_to
 from knora.adapters.db.tables import MessageRow, SessionRow
 from knora.domain.common import utcnow
-from knora.domain.conversation import Session
+from knora.domain.conversation import Session, Viewer
 
 _COLUMNS = select_columns(Session, SessionRow)
+
+
+def seen_by(viewer: Viewer | None) -> list[ColumnElement[bool]]:
+    """The SQL side of ``Viewer.sees`` (no condition without a viewer: the service's own reads)."""
+    if viewer is None:
+        return []
+    unowned = [SessionRow.user_id == "", SessionRow.user_id.like("system-%")]
+    own = [SessionRow.user_id == viewer.user_id] if viewer.user_id is not None else []
+    return [or_(*unowned, *own)]
 
 
 class SqlSessionRepo:
@@ -42,8 +51,9 @@ class SqlSessionRepo:
         return session if session is not None and session.tenant_id == tenant_id else None
 
     async def list(self, tenant_id: int, *, page: int, page_size: int, keyword: str | None = None,
-                   source: str | None = None, agent_id: str | None = None) -> tuple[list[Session], int]:
-        cond = [SessionRow.tenant_id == tenant_id]
+                   source: str | None = None, agent_id: str | None = None,
+                   viewer: Viewer | None = None) -> tuple[list[Session], int]:
+        cond = [SessionRow.tenant_id == tenant_id, *seen_by(viewer)]
         if keyword:
             cond.append(contains_ci(SessionRow.title, keyword))
         if source:
@@ -90,23 +100,23 @@ class SqlSessionRepo:
         async with self._sessions.begin() as s:
             return await op(s)
 
-    async def delete(self, tenant_id: int, session_ids: Sequence[str]) -> int:
+    async def delete(self, tenant_id: int, session_ids: Sequence[str], viewer: Viewer | None = None) -> int:
         ids = list(dict.fromkeys(session_ids))
         if not ids:
             return 0
         async with self._sessions.begin() as s:
-            owned = (await s.execute(select(SessionRow.id).where(SessionRow.tenant_id == tenant_id,
-                                                                 SessionRow.id.in_(ids)))).scalars().all()
+            owned = (await s.execute(select(SessionRow.id).where(
+                SessionRow.tenant_id == tenant_id, SessionRow.id.in_(ids), *seen_by(viewer)))).scalars().all()
             if not owned:
                 return 0
             await s.execute(delete(MessageRow).where(MessageRow.session_id.in_(owned)))
             await s.execute(delete(SessionRow).where(SessionRow.id.in_(owned)))
             return len(owned)
 
-    async def delete_all(self, tenant_id: int) -> int:
+    async def delete_all(self, tenant_id: int, viewer: Viewer | None = None) -> int:
         async with self._sessions.begin() as s:
-            owned = (await s.execute(select(SessionRow.id)
-                                     .where(SessionRow.tenant_id == tenant_id))).scalars().all()
+            owned = (await s.execute(select(SessionRow.id).where(
+                SessionRow.tenant_id == tenant_id, *seen_by(viewer)))).scalars().all()
             if not owned:
                 return 0
             await s.execute(delete(MessageRow).where(MessageRow.session_id.in_(owned)))
