@@ -142,10 +142,9 @@ async def ask(
         s, caller = state_of(ctx).services, caller_of(ctx)
         ids = await _kb_ids(s, caller.tenant_id, knowledge_bases)
         await admit_heavy(ctx, caller)
-        if session_id:  # another user's session does not exist for this caller
-            await s.session_service.check_visible(caller.tenant_id, session_id, Viewer(caller.user_id))
         turn = await start_question(s.session_service, s.chat_service, caller.tenant_id, Question(
-            query=question, knowledge_base_ids=ids, session_id=session_id or None))
+            query=question, knowledge_base_ids=ids, session_id=session_id or None,
+            viewer=Viewer(caller.user_id)))
         try:
             collected = await collect_answer(s.stream_log, turn)
         except asyncio.CancelledError:  # the client cancelled the call: stop generating, as the UI's stop

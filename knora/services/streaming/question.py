@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from knora.domain.conversation import Viewer
 from knora.domain.stream import TERMINAL_TYPES, ResponseType
 from knora.ports.stream_log import StreamLog
 from knora.services.sessions.service import SessionService
@@ -27,13 +28,17 @@ class Question:
     web_search: bool = False
     citations: bool = True
     channel: str = "api"  # the session's source and the messages' channel
+    viewer: Viewer = Viewer(None)  # who asks: a signed-in user's new session is theirs; others' are unknown
 
 
 async def start_question(sessions: SessionService, chat: ChatService, tenant_id: int,
                          q: Question) -> StartedTurn:
     """Starts the turn (raises ``AppError`` for an unknown session, an empty or too long query …)."""
-    session = (await sessions.get(tenant_id, q.session_id) if q.session_id
-               else await sessions.create(tenant_id, source=q.channel))
+    if q.session_id:
+        await sessions.check_visible(tenant_id, q.session_id, q.viewer)
+        session = await sessions.get(tenant_id, q.session_id)
+    else:
+        session = await sessions.create(tenant_id, source=q.channel, user_id=q.viewer.user_id or "")
     body = ChatBody(query=q.query, knowledge_base_ids=q.knowledge_base_ids, agent_id=q.agent_id,
                     web_search_enabled=q.web_search, citations_enabled=q.citations, channel=q.channel)
     return await chat.start(tenant_id, session.id, body, str(uuid.uuid4()),
