@@ -114,6 +114,11 @@ class AgentConfig(BaseModel):
         """``config`` as typed values with the one set of defaults (the dict is what the API returns)."""
         return AgentSettings.of(self.config)
 
+    def lent_to(self, tenant_id: int) -> bool:
+        """Whether this is another tenant's agent that ``tenant_id`` uses through a share (a built-in is every
+        tenant's; an agent bound to no tenant, ``0``, is no one's to lend)."""
+        return not self.is_builtin and self.tenant_id not in (0, tenant_id)
+
 
 class Tenant(BaseModel):
     id: int

@@ -64,9 +64,8 @@ class TurnRequest(BaseModel):
         """The tenant whose models, knowledge bases, MCP services and web search the turn uses: the agent's
         own — another tenant's when it shared the agent (it lends them with it) —, else the caller's. The
         session, its messages, tool approvals and the caller's conversation history stay ``tenant_id``'s."""
-        if self.agent is not None and self.agent.tenant_id and not self.agent.is_builtin:
-            return self.agent.tenant_id
-        return self.tenant_id
+        return self.agent.tenant_id if self.agent is not None and self.agent.lent_to(self.tenant_id) \
+            else self.tenant_id
 
 
 class TurnOutcome(BaseModel):

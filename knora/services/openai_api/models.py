@@ -129,6 +129,6 @@ class AnswerTargets:
         elif model_id.startswith(AGENT_PREFIX):
             agent = await self.shares.usable_agent(tenant_id, model_id[len(AGENT_PREFIX):])
             if agent is not None:  # a shared agent's knowledge bases are its owner's: the turn picks them
-                own = agent.is_builtin or agent.tenant_id == tenant_id
-                return self._agent(agent, [kb.id for kb in await self._kbs(tenant_id)] if own else [])
+                lent = agent.lent_to(tenant_id)
+                return self._agent(agent, [] if lent else [kb.id for kb in await self._kbs(tenant_id)])
         raise ModelNotFound(model_id)

@@ -73,11 +73,6 @@ def merge_targets(body: ChatBody) -> tuple[list[str], list[str], list[str]]:
     return _dedupe(kbs), _dedupe(docs), _dedupe(tags)
 
 
-def lent_by(agent: AgentConfig | None, tenant_id: int) -> bool:
-    """Whether the turn's agent is another tenant's, shared with ``tenant_id``."""
-    return agent is not None and not agent.is_builtin and agent.tenant_id != tenant_id
-
-
 def shared_agent_scope(agent: AgentConfig | None, tenant_id: int, kb_ids: list[str], knowledge_ids: list[str],
                        tag_ids: list[str]) -> tuple[list[str], list[str], list[str]]:
     """The scope of a turn: as asked, except with another tenant's agent, which searches only the knowledge
@@ -85,7 +80,7 @@ def shared_agent_scope(agent: AgentConfig | None, tenant_id: int, kb_ids: list[s
     to those; with none of those named (the receiving tenant's UI knows only its own), all of them, unless the
     agent searches only what is mentioned. Document mentions are dropped: a document id of the owner's is no
     permission to read it."""
-    if agent is None or not lent_by(agent, tenant_id):
+    if agent is None or not agent.lent_to(tenant_id):
         return kb_ids, knowledge_ids, tag_ids
     settings = agent.settings()
     bound = list(dict.fromkeys(settings.knowledge_bases)) if settings.kb_selection_mode != "none" else []

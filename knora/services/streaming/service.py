@@ -42,7 +42,7 @@ from knora.services.streaming.ending import (
     terminal_events,
 )
 from knora.services.streaming.handler import StreamHandler
-from knora.services.streaming.intake import ChatBody, check_images, lent_by, merge_targets, shared_agent_scope
+from knora.services.streaming.intake import ChatBody, check_images, merge_targets, shared_agent_scope
 from knora.services.streaming.observe import TurnObserver
 from knora.services.streaming.pacing import DeltaPacer
 from knora.services.streaming.unsaved import UnsavedTurn, UnsavedTurns
@@ -136,7 +136,8 @@ class ChatService:
         session = await self.sessions.get(tenant_id, session_id)
         agent, settings, kind, runner = await self._plan(tenant_id, body, mode)
         kb_ids, knowledge_ids, tag_ids = shared_agent_scope(agent, tenant_id, *merge_targets(body))
-        model_id = "" if lent_by(agent, tenant_id) else body.summary_model_id  # a lent agent's models only
+        lent = agent is not None and agent.lent_to(tenant_id)
+        model_id = "" if lent else body.summary_model_id  # a lent agent runs on its owner's models only
 
         now = utcnow()
         user = Message(session_id=session_id, tenant_id=tenant_id, request_id=request_id, role="user",
@@ -185,7 +186,7 @@ class ChatService:
         self._check_query(body)
         agent, _, kind, runner = await self._plan(tenant_id, body, mode)
         kb_ids, knowledge_ids, tag_ids = shared_agent_scope(agent, tenant_id, *merge_targets(body))
-        model_id = "" if lent_by(agent, tenant_id) else body.summary_model_id
+        model_id = "" if agent is not None and agent.lent_to(tenant_id) else body.summary_model_id  # as above
         req = TurnRequest(
             tenant_id=tenant_id, session_id=str(uuid.uuid4()), request_id=request_id,
             user_message_id=str(uuid.uuid4()), assistant_message_id=str(uuid.uuid4()), query=body.query,
