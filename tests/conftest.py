@@ -145,6 +145,9 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             # process runner (the product's default) has its own tests (tests/adapters/parsers/test_pool.py,
             # tests/services/ingest/test_hostile_files.py), which ask for it by name.
             "parse_isolation": "thread",
+            # Embedding in this process too, for the same reason; the worker process has its own tests
+            # (tests/adapters/embedders/test_process_lane.py).
+            "embed_isolation": "thread",
             # Argon2 at its smallest: every test's first start makes an owner account, and the product's
             # cost (0.1 s a hash) would add minutes to the suite. The cost itself is no test's subject.
             "owner_password": TEST_OWNER_PASSWORD,

@@ -35,6 +35,7 @@ class Embedder(Protocol):
 @runtime_checkable
 class BackgroundCopyable(Protocol):
     """An embedder that computes on this machine's CPU: ingestion gets an instance of its own that embeds
-    passages on ``lane`` (a low-priority thread), so a user's query never waits behind an upload."""
+    passages on ``lane`` (a low-priority worker process or thread), so a user's query never waits behind an
+    upload."""
 
     def background_copy(self, lane: Executor) -> Embedder: ...

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from concurrent.futures import Executor
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -37,9 +39,27 @@ def l2_normalise(matrix: np.ndarray) -> Vector:
     return out
 
 
+_TWINS: dict[str, LocalEmbedder] = {}  # this process's background instances, by key (see embed_on_lane)
+_TWINS_LOCK = threading.Lock()
+
+
+def embed_on_lane(twin: LocalEmbedder, texts: list[str]) -> Vector:
+    """A batch of passages on a lane's thread or process. In the server's process ``twin`` is the instance
+    itself; in a worker process it is a fresh, unloaded copy that came through a pipe, so the first copy of
+    each key is kept there and loads the model once: later batches reuse it."""
+    if twin._lane is not None:  # in the process that made it (a thread lane): the instance itself
+        return twin.encode_sync(texts, False)
+    with _TWINS_LOCK:  # unpickled in a worker (pickling drops the lane)
+        local = _TWINS.setdefault(twin.twin_key, twin)
+    return local.encode_sync(texts, False)
+
+
 class LocalEmbedder(ABC):
     """Base of in-process embedders: subclasses implement ``_load`` and ``_encode`` (synchronous, one
-    batch)."""
+    batch). ``_loaded_fields``: the attributes ``_load`` fills (model objects), left out when an instance is
+    pickled for a worker process, which loads its own."""
+
+    _loaded_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, model_id: str, dimension: int, batch_size: int = 32) -> None:
         self._model_id = model_id
@@ -48,16 +68,31 @@ class LocalEmbedder(ABC):
         self._lock = threading.Lock()
         self._loaded = False
         self._lane: Executor | None = None  # where passages are embedded; None: asyncio's default threads
+        self.twin_key = ""  # a background copy's key (embed_on_lane); "" for the query instance
 
     def background_copy(self, lane: Executor) -> LocalEmbedder:
         """Another instance of the same model (loaded on its first batch) that embeds passages on ``lane``:
         ingestion's work then never holds the lock a user's query embedding waits for, and runs at the
-        lane's priority (``knora.adapters.embedders.lanes``)."""
+        lane's priority, in its thread or worker process (``lanes``, ``process_lane``)."""
         twin = copy.copy(self)
         twin._lock = threading.Lock()
         twin._loaded = False  # ``_load`` replaces the model fields the copy shares until then
         twin._lane = lane
+        twin.twin_key = uuid.uuid4().hex
         return twin
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What a worker process needs to build the same model: the settings, not the loaded model, the lock
+        or the lane."""
+        state = dict(self.__dict__)
+        for name in ("_lock", "_lane", *self._loaded_fields):
+            state[name] = None
+        state["_loaded"] = False
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -99,7 +134,10 @@ class LocalEmbedder(ABC):
         out = np.zeros((0, self._dimension), dtype=np.float32)
         chunks = [list(texts[i:i + self._batch_size]) for i in range(0, len(texts), self._batch_size)]
         loop = asyncio.get_running_loop()
-        parts = [await loop.run_in_executor(self._lane, self.encode_sync, batch, False) for batch in chunks]
+        if self._lane is None:
+            parts = [await loop.run_in_executor(None, self.encode_sync, batch, False) for batch in chunks]
+        else:
+            parts = [await loop.run_in_executor(self._lane, embed_on_lane, self, batch) for batch in chunks]
         return np.concatenate(parts, axis=0) if parts else out
 
     async def embed_query(self, text: str) -> Vector:

