@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 import uuid
@@ -11,6 +12,17 @@ from pathlib import PurePosixPath
 
 def new_id() -> str:
     return str(uuid.uuid4())
+
+
+def new_ids(n: int) -> list[str]:
+    """``n`` random UUIDs (version 4, as ``new_id``) from one read of the system's random source: a large
+    document's 150k chunk ids in a fifth of the time of ``n`` ``uuid4()`` calls."""
+    raw = bytearray(os.urandom(16 * n))
+    raw[6::16] = bytes((b & 0x0F) | 0x40 for b in raw[6::16])  # version 4
+    raw[8::16] = bytes((b & 0x3F) | 0x80 for b in raw[8::16])  # RFC 4122 variant
+    h = raw.hex()
+    return [f"{h[i:i + 8]}-{h[i + 8:i + 12]}-{h[i + 12:i + 16]}-{h[i + 16:i + 20]}-{h[i + 20:i + 32]}"
+            for i in range(0, 32 * n, 32)]
 
 
 def utcnow() -> datetime:

@@ -48,6 +48,7 @@ from knora.services.ingest.captions import caption_images
 from knora.services.ingest.chunker import config_for_format
 from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.embedders import EmbedderRegistry
+from knora.services.ingest.heap import sheltered
 from knora.services.ingest.images import attach_images, image_prefix, store_images
 from knora.services.ingest.passages import NewPassage, add_passages
 from knora.services.ingest.process_config import METADATA_KEY, ProcessOverrides, stored_overrides
@@ -524,7 +525,7 @@ class IngestService:
 
 def index_contents(chunks: Sequence[Chunk], title: str) -> list[str]:
     """What is indexed of each chunk (its content under the document's title)."""
-    return [c.index_content(title) for c in chunks]
+    return [c.index_content(title) for c in sheltered(chunks)]
 
 
 def _index_rows(k: Knowledge, kb: KnowledgeBase, chunks: Sequence[Chunk], contents: Sequence[str],
@@ -535,7 +536,7 @@ def _index_rows(k: Knowledge, kb: KnowledgeBase, chunks: Sequence[Chunk], conten
     return [IndexRow(source_id=c.id, chunk_id=c.id, knowledge_id=k.id, knowledge_base_id=kb.id,
                      tenant_id=k.tenant_id, content=text, tag_id=c.tag_id, is_enabled=c.is_enabled,
                      embedding=vectors[i].tolist() if vectors is not None else None, knowledge_type=kind)
-            for i, (c, text) in enumerate(zip(chunks, contents, strict=True))]
+            for i, (c, text) in enumerate(sheltered(zip(chunks, contents, strict=True)))]
 
 
 def _with_overrides(metadata: dict[str, Any], overrides: ProcessOverrides | None) -> dict[str, Any]:

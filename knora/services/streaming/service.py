@@ -31,6 +31,7 @@ from knora.ports.telemetry import NO_TELEMETRY, Telemetry
 from knora.ports.turn import HistoryTurn, TurnContext, TurnOutcome, TurnRequest, TurnRunner
 from knora.ports.turn_lease import TurnLeases
 from knora.services.citations.registry import ReferenceRegistry
+from knora.services.foreground import FOREGROUND
 from knora.services.sessions.service import DEFAULT_HISTORY_ROUNDS, SessionService
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.durable import Retries, attempt
@@ -133,6 +134,21 @@ class ChatService:
     async def start(self, tenant_id: int, session_id: str, body: ChatBody, request_id: str,
                     mode: str = "knowledge") -> StartedTurn:
         self._check_query(body)
+        release = FOREGROUND.hold()  # from intake to the turn's end, ingestion's bulk loops step aside
+        try:
+            started = await self._start(tenant_id, session_id, body, request_id, mode)
+        except BaseException:
+            release()
+            raise
+        task = self._tasks.get(started.assistant_message_id)
+        if task is None:
+            release()
+        else:
+            task.add_done_callback(lambda _task: release())
+        return started
+
+    async def _start(self, tenant_id: int, session_id: str, body: ChatBody, request_id: str,
+                     mode: str) -> StartedTurn:
         session = await self.sessions.get(tenant_id, session_id)
         agent, settings, kind, runner = await self._plan(tenant_id, body, mode)
         kb_ids, knowledge_ids, tag_ids = shared_agent_scope(agent, tenant_id, *merge_targets(body))

@@ -19,6 +19,7 @@ from knora.domain.stream import StreamEvent, stream_event
 from knora.ports.telemetry import NO_TELEMETRY, Telemetry
 from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest, TurnRunner
 from knora.services.citations.registry import ReferenceRegistry
+from knora.services.foreground import FOREGROUND
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.ending import CompletedTurn, completed_fields, drain
 from knora.services.streaming.handler import StreamHandler
@@ -62,9 +63,11 @@ class UnsavedTurn:
                                                         "knora.unsaved": True})
         self._observer.subscribe(bus)
         self.result: CompletedTurn | None = None
+        release = FOREGROUND.hold()  # ingestion's bulk loops step aside while it runs
         self._task = asyncio.create_task(self._run(), name=f"unsaved-turn-{req.assistant_message_id}")
         tasks.add(self._task)
         self._task.add_done_callback(tasks.discard)
+        self._task.add_done_callback(lambda _task: release())
 
     async def events(self, heartbeat: float | None = None) -> AsyncIterator[StreamEvent | None]:
         """The turn's entries as they come, ending with ``complete``; with ``heartbeat``, ``None`` after every

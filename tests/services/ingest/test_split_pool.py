@@ -57,3 +57,19 @@ def test_small_texts_are_split_here_and_a_dead_worker_is_replaced() -> None:
         assert splitter._pool is not pool
     finally:
         splitter._reset()
+
+
+def test_text_reaches_the_worker_through_a_file_that_is_removed_after(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    # astral characters, CJK and a lone surrogate (a broken UTF-16 source) keep their positions
+    text = _text(300) + "\n\nemoji 😀 then 漢字 and a lone \ud800 surrogate.\n\n" + _text(50)
+    config = ChunkingConfig(chunk_size=120, chunk_overlap=20)
+    splitter = ProcessSplitter(nice=0, min_chars=1000)
+    try:
+        assert splitter(text, config) == split_document(text, config)
+    finally:
+        splitter._reset()
+    assert list(tmp_path.iterdir()) == []  # type: ignore[attr-defined]
