@@ -1,5 +1,5 @@
 """Bulk loops: a long one freezes the collector's generations as it goes (a short one never does), and in a
-does), and in a worker thread it steps aside while a chat turn runs, never for longer than it worked."""
+worker thread it steps aside while a chat turn runs, never for longer than it worked."""
 
 from __future__ import annotations
 
