@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from knora.domain.common import new_ids, utcnow
 from knora.domain.document import PageSpan, chunk_location
 from knora.domain.knowledge import SEARCHABLE_CHUNK_TYPES, Chunk, ChunkType, Knowledge
-from knora.services.ingest.heap import sheltered
+from knora.pacing import sheltered
 
 
 class Draft(Protocol):

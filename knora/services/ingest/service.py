@@ -34,6 +34,7 @@ from knora.domain.knowledge import (
     ParseStatus,
 )
 from knora.domain.search import IndexRow
+from knora.pacing import sheltered
 from knora.ports.blobs import BlobStore
 from knora.ports.chat import ChatModels, ModelError
 from knora.ports.embedder import Vector
@@ -48,7 +49,6 @@ from knora.services.ingest.captions import caption_images
 from knora.services.ingest.chunker import config_for_format
 from knora.services.ingest.committer import GroupCommitter
 from knora.services.ingest.embedders import EmbedderRegistry
-from knora.services.ingest.heap import sheltered
 from knora.services.ingest.images import attach_images, image_prefix, store_images
 from knora.services.ingest.passages import NewPassage, add_passages
 from knora.services.ingest.process_config import METADATA_KEY, ProcessOverrides, stored_overrides

@@ -29,8 +29,8 @@ import numpy as np
 
 from knora.adapters.embedders.lanes import lower_priority
 from knora.domain.knowledge import ChunkingConfig
+from knora.pacing import sheltered
 from knora.services.ingest.chunker import ChunkDraft, split_document
-from knora.services.ingest.heap import sheltered
 
 MIN_CHARS = 1_000_000
 PIECE_CHARS = 1 << 20  # characters encoded per write of the text to the worker's file

@@ -26,12 +26,12 @@ from knora.domain.conversation import Message, Session
 from knora.domain.errors import AppError, BadRequest, Forbidden, NotFound
 from knora.domain.models import AgentConfig
 from knora.domain.stream import BusEvent, StreamEvent
+from knora.pacing import FOREGROUND
 from knora.ports.stream_log import StopSignals, StreamLog
 from knora.ports.telemetry import NO_TELEMETRY, Telemetry
 from knora.ports.turn import HistoryTurn, TurnContext, TurnOutcome, TurnRequest, TurnRunner
 from knora.ports.turn_lease import TurnLeases
 from knora.services.citations.registry import ReferenceRegistry
-from knora.services.foreground import FOREGROUND
 from knora.services.sessions.service import DEFAULT_HISTORY_ROUNDS, SessionService
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.durable import Retries, attempt

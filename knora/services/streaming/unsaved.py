@@ -16,10 +16,10 @@ import time
 from collections.abc import AsyncIterator
 
 from knora.domain.stream import StreamEvent, stream_event
+from knora.pacing import FOREGROUND
 from knora.ports.telemetry import NO_TELEMETRY, Telemetry
 from knora.ports.turn import TurnContext, TurnOutcome, TurnRequest, TurnRunner
 from knora.services.citations.registry import ReferenceRegistry
-from knora.services.foreground import FOREGROUND
 from knora.services.streaming.bus import EventBus
 from knora.services.streaming.ending import CompletedTurn, completed_fields, drain
 from knora.services.streaming.handler import StreamHandler

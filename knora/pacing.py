@@ -1,4 +1,13 @@
-"""A large document's loops: out of the cyclic collector's walks and out of chat's way.
+"""Bulk work that keeps out of interactive work's way: the foreground (what a user waits for) and the loops
+that step aside for it.
+
+CPython runs one thread's Python code at a time. A thread building a large document's 150k records holds
+the interpreter lock for one switch interval after another, and each of a chat turn's many thread hops then
+waits for it (issue 18: a turn's first token up to 4× slower in the seconds after a 50 MB upload). Nice
+values cannot help — both threads are in one process, and the lock has no priorities. So chat turns say
+they are running (``FOREGROUND.hold()``, released when the turn ends) and ingestion's bulk loops
+(``sheltered`` below) pause while any turn runs — for at most as long as they have
+worked, so under continuous chat ingestion still gets half of the interpreter.
 
 A 50 MB text becomes ~150k chunk drafts, ~150k chunk records and ~150k retrieval rows, each several
 objects the cyclic collector tracks (the model, its ``__dict__``, its metadata dict and lists). None of them
@@ -15,7 +24,7 @@ during a 50 MB upload), during which no chat turn can run.
   moment; should any of that be cyclic garbage, it is never collected — a few kilobytes per large document,
   against seconds of stalls;
 * every ``CHECK_EVERY`` of them, in a worker thread, pauses while a chat turn runs
-  (``knora.services.foreground``) — never longer in total than the loop has worked, so ingestion keeps at
+  (``FOREGROUND``) — never longer in total than the loop has worked, so ingestion keeps at
   least half of the interpreter under continuous chat.
 
 Loops of fewer items than either never freeze or pause; a loop on the event loop's thread never pauses.
@@ -25,17 +34,56 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
-
-from knora.services.foreground import FOREGROUND, Foreground
 
 T = TypeVar("T")
 
 FREEZE_EVERY = 10_000
 CHECK_EVERY = 500  # ~2–5 ms of record building between two looks at the foreground
 MAX_PAUSE_SECONDS = 0.5  # one pause at most; then the loop works again for as long as it paused
+
+
+class Foreground:
+    """A count of the turns in flight in this process (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+        self._quiet = threading.Event()
+        self._quiet.set()
+
+    @property
+    def busy(self) -> bool:
+        return self._count > 0
+
+    def hold(self) -> Callable[[], None]:
+        """Marks one turn as running; the returned function ends it (calling it again does nothing)."""
+        with self._lock:
+            self._count += 1
+            self._quiet.clear()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            with self._lock:
+                if released:
+                    return
+                released = True
+                self._count -= 1
+                if self._count == 0:
+                    self._quiet.set()
+
+        return release
+
+    def wait_quiet(self, seconds: float) -> bool:
+        """Blocks (a worker thread, never the event loop) until no turn runs or ``seconds`` passed."""
+        return self._quiet.wait(seconds)
+
+
+FOREGROUND = Foreground()  # this process's turns (one per process: the interpreter lock is per process)
 
 
 def sheltered(items: Iterable[T], every: int = FREEZE_EVERY, *, check_every: int = CHECK_EVERY,

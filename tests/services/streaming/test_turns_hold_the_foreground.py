@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from knora.domain.errors import NotFound
-from knora.services.foreground import FOREGROUND
+from knora.pacing import FOREGROUND
 from knora.services.streaming.intake import ChatBody
 from knora.settings import Settings
 from tests.conftest import started

@@ -1,5 +1,5 @@
-"""A large document's loops: a long one freezes the collector's generations as it goes (a short one never
-does), and in a worker thread it steps aside while a chat turn runs, never for longer than it worked."""
+"""Bulk loops: a long one freezes the collector's generations as it goes (a short one never does), and in a
+worker thread it steps aside while a chat turn runs, never for longer than it worked."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from knora.services.foreground import Foreground
-from knora.services.ingest.heap import MAX_PAUSE_SECONDS, sheltered
+from knora.pacing import MAX_PAUSE_SECONDS, Foreground, sheltered
 
 pytestmark = pytest.mark.unit
 
