@@ -149,7 +149,7 @@ class SqlSearchReads:
         assert self._pg is not None
         async with self._pg.connect() as conn:
             raw = await conn.get_raw_connection()
-            return list(await raw.driver_connection.fetch(sql, *args))  # type: ignore[union-attr]
+            return [tuple(r) for r in await raw.driver_connection.fetch(sql, *args)]  # type: ignore[union-attr]
 
     def _read_sync(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._sync is not None
@@ -174,8 +174,7 @@ class SqlSearchReads:
         parts = _batches(kb_ids)
         if len(parts) != 1:
             return await self._read(_knowledge_bases_with_tenant_config, kb_ids, tenant_id)
-        sql, conv = _pg_kbs_with_config()
-        rows = [_converted(r, conv) for r in await self._pg_fetch(sql, parts[0], tenant_id)]
+        rows = await self._pg_fetch(_pg_kbs_with_config(), parts[0], tenant_id)
         if not rows:  # no knowledge base: the config still comes from its own read
             return [], await self.tenant_retrieval_config(tenant_id)
         out = {kb.id: kb for kb in (_kb_values(r[:-1]) for r in rows)}
@@ -197,17 +196,12 @@ class SqlSearchReads:
         same call: they are what the chat pipeline's merge reads next to lengthen short passages."""
         if self._pg is None:
             return await self._read(_chunks_with_knowledge, chunk_ids, neighbours_below)
-        join, join_conv = _pg_join()
         rows: list[Sequence[Any]] = []
         for part in _batches(chunk_ids):
-            rows += [_converted(r, join_conv) for r in await self._pg_fetch(join, part)]
+            rows += await self._pg_fetch(_pg_join(), part)
         chunks, docs = _joined(rows)
-        near = _neighbours(chunks, neighbours_below)
-        if near:
-            sql, conv = _pg_chunks()
-            for part in _batches(near):
-                found = await self._pg_fetch(sql, part)
-                chunks += [_record(Chunk, ChunkRow, _converted(r, conv)) for r in found]
+        for part in _batches(_neighbours(chunks, neighbours_below)):
+            chunks += [_record(Chunk, ChunkRow, r) for r in await self._pg_fetch(_pg_chunks(), part)]
         return chunks, docs
 
     async def knowledge_ids_with_tags(self, kb_id: str, tag_ids: Sequence[str]) -> list[str]:
@@ -337,40 +331,28 @@ def _names(cols: Sequence[Any]) -> str:
     return ", ".join(f'{c.class_.__tablename__}."{c.expression.name}"' for c in cols)
 
 
-def _json_at(cols: Sequence[Any]) -> tuple[int, ...]:
-    """Positions of JSON columns: asyncpg hands ``json`` values back as text. Timestamps come back as aware
-    datetimes (``timestamptz``), the rest as the model takes them."""
-    return tuple(i for i, c in enumerate(cols) if isinstance(c.type, JSON))
-
-
-def _converted(row: Sequence[Any], json_at: tuple[int, ...]) -> list[Any]:
-    out = list(row)
-    for i in json_at:
-        if isinstance(out[i], str):
-            out[i] = json.loads(out[i])
-    return out
-
-
+# Rows come back as the model takes them: the SQLAlchemy dialect registers asyncpg codecs for ``json`` and
+# ``jsonb`` on every connection of the pool (decoded values), and ``timestamptz`` columns are aware datetimes.
 @cache
-def _pg_join() -> tuple[str, tuple[int, ...]]:
+def _pg_join() -> str:
     cols = [*_CHUNK_COLS, *_KNOWLEDGE_COLS]
     ck, kk = ChunkRow.__tablename__, KnowledgeRow.__tablename__
     return (f"SELECT {_names(cols)} FROM {ck} LEFT OUTER JOIN {kk} ON {kk}.id = {ck}.knowledge_id"
-            f" WHERE {ck}.id = ANY($1::text[])"), _json_at(cols)
+            f" WHERE {ck}.id = ANY($1::text[])")
 
 
 @cache
-def _pg_chunks() -> tuple[str, tuple[int, ...]]:
+def _pg_chunks() -> str:
     return (f"SELECT {_names(_CHUNK_COLS)} FROM {ChunkRow.__tablename__}"
-            f" WHERE {ChunkRow.__tablename__}.id = ANY($1::text[])"), _json_at(_CHUNK_COLS)
+            f" WHERE {ChunkRow.__tablename__}.id = ANY($1::text[])")
 
 
 @cache
-def _pg_kbs_with_config() -> tuple[str, tuple[int, ...]]:
+def _pg_kbs_with_config() -> str:
+    """The knowledge bases' columns, then the tenant's retrieval config."""
     kb, tenants = KnowledgeBaseRow.__tablename__, TenantRow.__tablename__
-    sql = (f"SELECT {_names(_KB_COLS)}, (SELECT {tenants}.retrieval_config FROM {tenants}"
-           f" WHERE {tenants}.id = $2) FROM {kb} WHERE {kb}.id = ANY($1::text[])")
-    return sql, (*_json_at(_KB_COLS), len(_KB_COLS))  # the config last
+    return (f"SELECT {_names(_KB_COLS)}, (SELECT {tenants}.retrieval_config FROM {tenants}"
+            f" WHERE {tenants}.id = $2) FROM {kb} WHERE {kb}.id = ANY($1::text[])")
 
 
 def _kb_values(values: Sequence[Any]) -> KnowledgeBase:
