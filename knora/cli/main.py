@@ -3,10 +3,10 @@
 Each sub-command lives in its own module (``knora/cli/<area>.py`` exposing ``register(subparsers)``), listed
 in ``COMMANDS``. ``kb``, ``search``, ``ask`` and ``ingest`` talk to the running server's HTTP API when there
 is one (``knora.cli.client``), else build the services in-process on the configured data dir
-(``knora/root.py``; SQLite WAL lets that run next to a server too); so does ``key``. ``serve``, ``mcp``,
-``eval``, ``secrets``, ``user`` and ``tenant`` always run in-process (``user`` and ``tenant`` are the
-operator's: see their modules). The command modules import the engine only inside their handlers, so a
-command that talks to a server starts in a fraction of a second (docs/cli.md).
+(``knora/root.py``; SQLite WAL lets that run next to a server too); so does ``key``. ``serve``,
+``mcp``, ``eval``, ``secrets``, ``blobs``, ``user`` and ``tenant`` always run in-process (``user`` and
+``tenant`` are the operator's: see their modules). The command modules import the engine only inside their
+handlers, so a command that talks to a server starts in a fraction of a second (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from knora.cli import ask, ingest, kb, keys, mcp, search, secrets, serve, tenants, users
+from knora.cli import ask, blobs, ingest, kb, keys, mcp, search, secrets, serve, tenants, users
 from knora.cli import eval as eval_command
 
 T = TypeVar("T")
 
-COMMANDS = (serve, kb, ingest, search, ask, mcp, eval_command, secrets, users, tenants, keys)
+COMMANDS = (serve, kb, ingest, search, ask, mcp, eval_command, secrets, blobs, users, tenants, keys)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -64,6 +64,29 @@ async def _announce(c: Services, url: str) -> None:
     write_record(data_dir, url, __version__)
 
 
+async def _bindings_allow(settings: Settings) -> bool:
+    """Knowledge bases bound to another blob store than the configured one (their originals were never moved
+    there): refused with several replicas (no replica could read them), a warning for one server. Asked before
+    any service starts, so no job worker of a refused replica fails their pending documents."""
+    from knora.adapters.blobs.registry import binding_problem
+    from knora.adapters.db.engine import make_engine, make_sessionmaker
+    from knora.adapters.db.repos.blob_bindings import SqlBlobBindings
+
+    db = make_engine(settings.effective_database_url)
+    try:
+        elsewhere = await SqlBlobBindings(make_sessionmaker(db)).bound_elsewhere(settings.blob_store)
+    finally:
+        await db.dispose()
+    problem = binding_problem(settings, elsewhere)
+    if problem is None:
+        return True
+    if settings.several_replicas:
+        print(f"knora serve: refusing to start several replicas: {problem}", file=sys.stderr, flush=True)
+        return False
+    print(f"knora serve: WARNING: {problem}", file=sys.stderr, flush=True)
+    return True
+
+
 async def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -78,6 +101,8 @@ async def _serve(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"knora serve: refusing to start: {problem}", file=sys.stderr, flush=True)
             return 2
+    if not await _bindings_allow(settings):
+        return 2
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     c = await build_services(settings)

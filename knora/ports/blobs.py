@@ -27,6 +27,11 @@ class BlobStore(Protocol):
         """Removes every blob under ``prefix`` (a knowledge base's uploads): keys ``prefix/...``."""
         ...
 
+    async def keys(self, prefix: str) -> list[str]:
+        """The keys of every blob under ``prefix`` (keys ``prefix/...``), written one way (``a/b``), sorted;
+        ``knora blobs migrate`` copies a knowledge base's originals and images by them."""
+        ...
+
     async def close(self) -> None:
         """Releases connections (a no-op for the local directory)."""
         ...

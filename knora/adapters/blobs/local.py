@@ -65,5 +65,17 @@ class LocalBlobStore:
         path = self._path(prefix)
         await asyncio.to_thread(lambda: shutil.rmtree(path, ignore_errors=True))
 
+    async def keys(self, prefix: str) -> list[str]:
+        folder = self._path(prefix)
+
+        def _walk() -> list[str]:
+            if not folder.is_dir():
+                return []
+            # a writer's temporary file starts with a dot, which no key part can
+            return sorted(p.relative_to(self._root).as_posix() for p in folder.rglob("*")
+                          if p.is_file() and not p.name.startswith("."))
+
+        return await asyncio.to_thread(_walk)
+
     async def close(self) -> None:
         return None

@@ -38,6 +38,7 @@ _READ = text("SELECT p.data FROM blob_objects o LEFT JOIN blob_pieces p ON p.key
              "WHERE o.key = :key ORDER BY p.seq")
 _EXISTS = text("SELECT 1 FROM blob_objects WHERE key = :key")
 _DELETE = text("DELETE FROM blob_objects WHERE key = :key")  # pieces go with it (ON DELETE CASCADE)
+_KEYS = text("SELECT key FROM blob_objects WHERE starts_with(key, :prefix) ORDER BY key")
 _DELETE_PREFIX = text("DELETE FROM blob_objects WHERE starts_with(key, :prefix)")
 
 
@@ -90,6 +91,11 @@ class PostgresBlobStore:
         folder = canonical_key(prefix) + "/"
         async with self._engine.begin() as conn:
             await conn.execute(_DELETE_PREFIX, {"prefix": folder})
+
+    async def keys(self, prefix: str) -> list[str]:
+        folder = canonical_key(prefix) + "/"
+        async with self._engine.connect() as conn:
+            return [row[0] for row in await conn.execute(_KEYS, {"prefix": folder})]
 
     async def close(self) -> None:
         return None  # the engine is the metadata store's, disposed with it

@@ -54,3 +54,18 @@ def replica_problem(settings: Settings) -> str | None:
             "uploaded originals in this machine's data directory, where the other replicas cannot read them. "
             f"Set KNORA_BLOB_STORE to one of {', '.join(sorted(SHARED))} (docs/deploy.md), or "
             "KNORA_REPLICAS=1 if this is the only server process.")
+
+
+def binding_problem(settings: Settings, elsewhere: dict[str, int]) -> str | None:
+    """What is wrong with knowledge bases bound to other stores than ``settings.blob_store`` (``elsewhere``:
+    store → how many), or None. Every process reads originals from the configured store only, so those
+    knowledge bases' originals and images cannot be downloaded, re-parsed, copied or moved until
+    ``knora blobs migrate`` has moved them; ``knora serve`` refuses several replicas with such knowledge bases
+    and warns one server."""
+    if not elsewhere:
+        return None
+    bound = ", ".join(f"{n} to {store}" for store, n in sorted(elsewhere.items()))
+    hint = " and ".join(f"`knora blobs migrate --from {store}`" for store in sorted(elsewhere))
+    return (f"knowledge bases are bound to another blob store than KNORA_BLOB_STORE={settings.blob_store} "
+            f"({bound}): their uploaded originals and images are not in the store this server reads. Run "
+            f"{hint} with these settings (docs/deploy.md) to copy them over and rebind them.")

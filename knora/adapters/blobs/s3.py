@@ -143,6 +143,16 @@ class S3BlobStore:
 
         await self._call(_delete_all)
 
+    async def keys(self, prefix: str) -> list[str]:
+        folder = self._name(prefix) + "/"
+
+        def _list() -> list[str]:
+            pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=folder)
+            return sorted(str(obj["Key"])[len(self._prefix):] for page in pages
+                          for obj in page.get("Contents", []))
+
+        return await self._call(_list)
+
     def _delete_batch(self, batch: list[dict[str, str]]) -> None:
         out = self._client.delete_objects(Bucket=self._bucket, Delete={"Objects": batch, "Quiet": True})
         errors = out.get("Errors") or []

@@ -260,8 +260,9 @@ class PostgresEngine(PgKeywordSearch):
         ef = min(max(2 * query.top_k, 100), 1000)
         async with self._pool.acquire() as conn, conn.transaction():
             # Filtered HNSW scans keep going until enough rows pass the filter (pgvector >= 0.8).
-            await conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            # both in one simple-query round trip (no parameters: asyncpg sends them as one message)
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}; "
+                               "SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = await conn.fetch(sql, *params)
         hits = [EngineHit(chunk_id=r["chunk_id"], source_id=r["source_id"], content=r["content"],
                           score=float(r["s"]), match_type=MatchType.EMBEDDING) for r in rows]

@@ -123,6 +123,20 @@ class TestBlobStoreContract:
         assert [await store.exists(k) for k in under] == [False] * len(under)
         assert [await store.get(k) for k in kept] == [k.encode() for k in kept]
 
+    async def test_keys_lists_only_under_the_prefix(self, store: BlobStore) -> None:
+        under = ["1/kb/doc/images/p1.png", "1/kb/doc/a.md", "1/kb/doc2/" + safe_name(ODD_NAMES[0])]
+        kept = ["1/kb2/doc/a.md", "1/kbx.md", "2/kb/doc/a.md"]
+        for key in under + kept:
+            await store.put(key, key.encode())
+        assert await store.keys("1/kb") == sorted(under)
+        assert await store.keys("1//kb/") == sorted(under)  # one spelling of the prefix, as every key has
+        assert await store.keys("1/kb/doc/images") == ["1/kb/doc/images/p1.png"]
+        assert await store.keys("1/none") == []
+        await store.put("1/kb/doc/empty.txt", b"")
+        assert "1/kb/doc/empty.txt" in await store.keys("1/kb")
+        with pytest.raises(ValueError, match="unsafe blob key"):
+            await store.keys("../1")
+
     async def test_concurrent_writers_of_one_key_leave_one_whole_value(self, store: BlobStore) -> None:
         """Eight writers of one key at once, with readers beside them: every read and the last value are one
         writer's whole payload (3 MB: several pieces on PostgreSQL), never a mix or a part."""

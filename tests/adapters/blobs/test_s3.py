@@ -49,6 +49,7 @@ class TestS3Store:
         listed = client.list_objects_v2(Bucket=bucket)  # type: ignore[attr-defined]
         names = sorted(o["Key"] for o in listed["Contents"])
         assert names == ["prod/1/kb/doc/a.md", "test/1/kb/doc/a.md"]
+        assert await prod.keys("1/kb") == ["1/kb/doc/a.md"]  # without the deployment's prefix
         await test.delete_prefix("1/kb")
         assert not await test.exists("1/kb/doc/a.md")
         assert await prod.get("1/kb/doc/a.md") == b"prod"
@@ -61,6 +62,7 @@ class TestS3Store:
         for start in range(0, len(keys), 100):
             await asyncio.gather(*(store.put(k, b"i") for k in keys[start:start + 100]))
         await store.put("1/kb/other/a.md", b"kept")
+        assert await store.keys("1/kb/doc") == sorted(keys)  # listed past one page of 1,000
         await store.delete_prefix("1/kb/doc")
         assert not await store.exists(keys[0])
         assert not await store.exists(keys[-1])

@@ -7,8 +7,13 @@ On a SQLite file every read runs as one call on a worker thread, through a synch
 (query-only connections): through aiosqlite a read was four or five hops between the event loop and the
 driver's thread (begin, execute, fetch, rollback, release), 1–4 ms on a busy 2-core machine for a 10-row
 lookup that SQLite answers in ~0.1 ms. WAL mode lets these readers run beside the writer; each read is its own
-transaction, so it sees everything committed before it started, as before. Other databases (PostgreSQL) use
-the async session.
+transaction, so it sees everything committed before it started, as before.
+
+On PostgreSQL every read runs on a pooled connection in autocommit mode: a read is one statement (or two),
+and a transaction around it only added a ``BEGIN`` and a ``ROLLBACK`` round trip to each — at READ COMMITTED
+each statement sees what was committed before it started either way. A search's knowledge bases come with the
+tenant's retrieval config in the same statement (a scalar subquery), hydration's chunks with their documents
+in one join, so a search reads the metadata store in two statements.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import JSON, DateTime, Engine, bindparam, create_engine, event, inspect, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, sessionmaker
 
 from knora.adapters.db.repos._mapping import _row_fields, row_to, select_columns
@@ -98,6 +103,14 @@ def _sync_engine(sessions: async_sessionmaker[AsyncSession]) -> Engine | None:
     return engine
 
 
+def _pg_engine(sessions: async_sessionmaker[AsyncSession]) -> AsyncEngine | None:
+    """The sessions' engine in autocommit mode (the same pool) on PostgreSQL, else None."""
+    bind = sessions.kw.get("bind")
+    if not isinstance(bind, AsyncEngine) or bind.dialect.name != "postgresql":
+        return None
+    return bind.execution_options(isolation_level="AUTOCOMMIT")
+
+
 def _batches(ids: Sequence[Any]) -> list[list[Any]]:
     uniq = list(dict.fromkeys(i for i in ids if i is not None and i != ""))
     return [uniq[i : i + _BATCH] for i in range(0, len(uniq), _BATCH)]
@@ -108,6 +121,7 @@ class SqlSearchReads:
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
+        self._pg = _pg_engine(sessions)
         self._engine = _sync_engine(sessions)
         self._sync = sessionmaker(self._engine) if self._engine is not None else None
         self._threads: ThreadPoolExecutor | None = None
@@ -128,6 +142,15 @@ class SqlSearchReads:
         async with self._sessions() as s:
             return await s.run_sync(fn, *args)
 
+    async def _pg_fetch(self, sql: str, *args: Any) -> list[Any]:
+        """One statement through asyncpg itself on a pooled connection, no transaction around it: the hot
+        reads' rows as asyncpg decodes them (SQLAlchemy's result processing and its greenlet hops cost more
+        than the statement)."""
+        assert self._pg is not None
+        async with self._pg.connect() as conn:
+            raw = await conn.get_raw_connection()
+            return [tuple(r) for r in await raw.driver_connection.fetch(sql, *args)]  # type: ignore[union-attr]
+
     def _read_sync(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._sync is not None
         with self._sync() as s:
@@ -144,8 +167,20 @@ class SqlSearchReads:
 
     async def knowledge_bases_with_tenant_config(self, kb_ids: Sequence[str], tenant_id: int
                                                  ) -> tuple[list[KnowledgeBase], dict[str, Any]]:
-        """``knowledge_bases`` and ``tenant_retrieval_config`` in one call (a search needs both)."""
-        return await self._read(_knowledge_bases_with_tenant_config, kb_ids, tenant_id)
+        """``knowledge_bases`` and ``tenant_retrieval_config`` in one call (a search needs both); on
+        PostgreSQL in one statement (the tenant's config a scalar subquery on every row)."""
+        if self._pg is None:
+            return await self._read(_knowledge_bases_with_tenant_config, kb_ids, tenant_id)
+        parts = _batches(kb_ids)
+        if len(parts) != 1:
+            return await self._read(_knowledge_bases_with_tenant_config, kb_ids, tenant_id)
+        rows = await self._pg_fetch(_pg_kbs_with_config(), parts[0], tenant_id)
+        if not rows:  # no knowledge base: the config still comes from its own read
+            return [], await self.tenant_retrieval_config(tenant_id)
+        out = {kb.id: kb for kb in (_kb_values(r[:-1]) for r in rows)}
+        value = rows[0][-1]
+        return ([out[i] for i in dict.fromkeys(kb_ids) if i in out],
+                dict(value) if isinstance(value, dict) else {})
 
     async def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         return await self._read(_by_ids, Chunk, ChunkRow, _CHUNKS_BY_ID, chunk_ids)
@@ -159,7 +194,15 @@ class SqlSearchReads:
         comes back, without it) — hydration's two reads in one round trip. With ``neighbours_below`` > 0 the
         previous and next chunks of every text chunk shorter than that (in characters) come back too, in the
         same call: they are what the chat pipeline's merge reads next to lengthen short passages."""
-        return await self._read(_chunks_with_knowledge, chunk_ids, neighbours_below)
+        if self._pg is None:
+            return await self._read(_chunks_with_knowledge, chunk_ids, neighbours_below)
+        rows: list[Sequence[Any]] = []
+        for part in _batches(chunk_ids):
+            rows += await self._pg_fetch(_pg_join(), part)
+        chunks, docs = _joined(rows)
+        for part in _batches(_neighbours(chunks, neighbours_below)):
+            chunks += [_record(Chunk, ChunkRow, r) for r in await self._pg_fetch(_pg_chunks(), part)]
+        return chunks, docs
 
     async def knowledge_ids_with_tags(self, kb_id: str, tag_ids: Sequence[str]) -> list[str]:
         return await self._read(_knowledge_ids_with_tags, kb_id, tag_ids)
@@ -178,16 +221,18 @@ def _shared_kb_ids(s: Session, tenant_id: int, kb_ids: Sequence[str]) -> set[str
     return found
 
 
+def _kb_record(row: KnowledgeBaseRow) -> KnowledgeBase:
+    for c in ("indexing_strategy", "retrieval_config", "chunking_config"):
+        if not isinstance(getattr(row, c), dict):
+            setattr(row, c, {})
+    return row_to(KnowledgeBase, row)
+
+
 def _knowledge_bases(s: Session, kb_ids: Sequence[str]) -> list[KnowledgeBase]:
     out: dict[str, KnowledgeBase] = {}
     for part in _batches(kb_ids):
         for row in s.scalars(select(KnowledgeBaseRow).where(KnowledgeBaseRow.id.in_(part))).all():
-            values = {c: getattr(row, c) for c in ("indexing_strategy", "retrieval_config",
-                                                   "chunking_config")}
-            for k, v in values.items():
-                if not isinstance(v, dict):
-                    setattr(row, k, {})
-            out[row.id] = row_to(KnowledgeBase, row)
+            out[row.id] = _kb_record(row)
     return [out[i] for i in dict.fromkeys(kb_ids) if i in out]
 
 
@@ -243,23 +288,76 @@ def _join_rows(s: Session, ids: Sequence[str]) -> Iterable[Sequence[Any]]:
     return out
 
 
-def _chunks_with_knowledge(s: Session, chunk_ids: Sequence[str], neighbours_below: int = 0
-                           ) -> tuple[list[Chunk], list[Knowledge]]:
+def _joined(rows: Iterable[Sequence[Any]]) -> tuple[list[Chunk], list[Knowledge]]:
+    """Chunk + document rows of the join as records (a document once, however many of its chunks)."""
     chunks: list[Chunk] = []
     docs: dict[str, Knowledge] = {}
     n = len(_CHUNK_COLS)
-    for part in _batches(chunk_ids):
-        for r in _join_rows(s, part):
-            chunk = _record(Chunk, ChunkRow, r[:n])
-            chunks.append(chunk)
-            if r[n + _KNOWLEDGE_ID_AT] is not None and chunk.knowledge_id not in docs:
-                docs[chunk.knowledge_id] = _record(Knowledge, KnowledgeRow, r[n:])
-    if neighbours_below > 0:
-        have = {c.id for c in chunks}
-        near = [i for c in chunks if c.chunk_type == "text" and len(c.content) < neighbours_below
-                for i in (c.pre_chunk_id, c.next_chunk_id) if i and i not in have]
-        chunks += _by_ids(s, Chunk, ChunkRow, _CHUNKS_BY_ID, near)
+    for r in rows:
+        chunk = _record(Chunk, ChunkRow, r[:n])
+        chunks.append(chunk)
+        if r[n + _KNOWLEDGE_ID_AT] is not None and chunk.knowledge_id not in docs:
+            docs[chunk.knowledge_id] = _record(Knowledge, KnowledgeRow, r[n:])
     return chunks, list(docs.values())
+
+
+def _neighbours(chunks: Sequence[Chunk], below: int) -> list[str]:
+    """The previous and next chunk ids of the text chunks shorter than ``below``, not already in
+    ``chunks``."""
+    if below <= 0:
+        return []
+    have = {c.id for c in chunks}
+    return [i for c in chunks if c.chunk_type == "text" and len(c.content) < below
+            for i in (c.pre_chunk_id, c.next_chunk_id) if i and i not in have]
+
+
+def _chunks_with_knowledge(s: Session, chunk_ids: Sequence[str], neighbours_below: int = 0
+                           ) -> tuple[list[Chunk], list[Knowledge]]:
+    rows: list[Sequence[Any]] = []
+    for part in _batches(chunk_ids):
+        rows += list(_join_rows(s, part))
+    chunks, docs = _joined(rows)
+    chunks += _by_ids(s, Chunk, ChunkRow, _CHUNKS_BY_ID, _neighbours(chunks, neighbours_below))
+    return chunks, docs
+
+
+# --- PostgreSQL: the hot reads as plain SQL through asyncpg (``SqlSearchReads._pg_fetch``) -----------------
+_KB_COLS = select_columns(KnowledgeBase, KnowledgeBaseRow)
+_KB_DICTS = frozenset(n for n, c in enumerate(_KB_COLS)
+                      if c.key in ("indexing_strategy", "retrieval_config", "chunking_config"))
+
+
+def _names(cols: Sequence[Any]) -> str:
+    return ", ".join(f'{c.class_.__tablename__}."{c.expression.name}"' for c in cols)
+
+
+# Rows come back as the model takes them: the SQLAlchemy dialect registers asyncpg codecs for ``json`` and
+# ``jsonb`` on every connection of the pool (decoded values), and ``timestamptz`` columns are aware datetimes.
+@cache
+def _pg_join() -> str:
+    cols = [*_CHUNK_COLS, *_KNOWLEDGE_COLS]
+    ck, kk = ChunkRow.__tablename__, KnowledgeRow.__tablename__
+    return (f"SELECT {_names(cols)} FROM {ck} LEFT OUTER JOIN {kk} ON {kk}.id = {ck}.knowledge_id"
+            f" WHERE {ck}.id = ANY($1::text[])")
+
+
+@cache
+def _pg_chunks() -> str:
+    return (f"SELECT {_names(_CHUNK_COLS)} FROM {ChunkRow.__tablename__}"
+            f" WHERE {ChunkRow.__tablename__}.id = ANY($1::text[])")
+
+
+@cache
+def _pg_kbs_with_config() -> str:
+    """The knowledge bases' columns, then the tenant's retrieval config."""
+    kb, tenants = KnowledgeBaseRow.__tablename__, TenantRow.__tablename__
+    return (f"SELECT {_names(_KB_COLS)}, (SELECT {tenants}.retrieval_config FROM {tenants}"
+            f" WHERE {tenants}.id = $2) FROM {kb} WHERE {kb}.id = ANY($1::text[])")
+
+
+def _kb_values(values: Sequence[Any]) -> KnowledgeBase:
+    fixed = [({} if i in _KB_DICTS and not isinstance(v, dict) else v) for i, v in enumerate(values)]
+    return _record(KnowledgeBase, KnowledgeBaseRow, fixed)
 
 
 def _knowledge_ids_with_tags(s: Session, kb_id: str, tag_ids: Sequence[str]) -> list[str]:
