@@ -28,11 +28,15 @@ from knora.adapters.retrieval.postings import KeywordIndex
 from knora.adapters.retrieval.postings_writes import DELETE, UPSERT
 from knora.adapters.retrieval.vectors import VectorSet
 from knora.domain.search import IndexRow
+from knora.pacing import sheltered
 
 log = logging.getLogger("knora.adapters.retrieval.sqlite")  # the records keep the engine's logger
 
 
 _LOG_KEEP = 200_000  # change-log entries kept; a reader further behind reloads its sets
+INDEX_BATCH = 2_000  # rows per write transaction of ``index``
+# a batch's token lists, and its vectors as (unit-length float32 bytes, dimension) or (None, 0)
+_Prepared = tuple[list[list[str]], list[tuple[bytes | None, int]]]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS knora_ret_rows (
@@ -177,7 +181,8 @@ class SqliteStore:
             conn.executemany("INSERT INTO knora_ret_log(kb_id, row_id, op) VALUES (?, ?, ?)",
                              [(r[1], r[0], _DELETE) for r in gone])
 
-    def _index(self, conn: sqlite3.Connection, rows: Sequence[IndexRow]) -> None:
+    def _index(self, conn: sqlite3.Connection, rows: Sequence[IndexRow], prepared: _Prepared) -> None:
+        toks, vectors = prepared
         ids = [r.source_id for r in rows]
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
@@ -185,16 +190,9 @@ class SqliteStore:
         # Row ids are assigned here (the write lock is held), so all three tables load with executemany.
         top = conn.execute("SELECT max(id) FROM knora_ret_rows").fetchone()[0] or 0
         data, fts, kw, log = [], [], [], []
-        toks = [tok.tokenize(r.content) for r in rows]
         blobs = postings.encode_rows(toks, self._term_ids(conn, toks))
-        for n, r, tt, blob in zip(range(top + 1, top + 1 + len(rows)), rows, toks, blobs, strict=True):
-            emb = None
-            dim = 0
-            if r.embedding is not None:
-                vec = np.asarray(r.embedding, dtype=np.float32)
-                norm = float(np.linalg.norm(vec))
-                vec = vec / norm if norm > 0 else vec
-                emb, dim = vec.tobytes(), int(vec.shape[0])
+        for n, r, tt, blob, (emb, dim) in zip(range(top + 1, top + 1 + len(rows)), rows, toks, blobs, vectors,
+                                              strict=True):
             data.append((n, r.source_id, r.chunk_id, r.knowledge_id, r.knowledge_base_id, r.tenant_id,
                          r.tag_id or None, int(r.is_enabled), int(r.is_recommended), r.knowledge_type,
                          r.content, dim, emb))
@@ -235,7 +233,17 @@ class SqliteStore:
 
     async def index(self, rows: Sequence[IndexRow]) -> None:
         if rows:
-            await asyncio.to_thread(self._write, self._index, list(rows))
+            await asyncio.to_thread(self._index_in_batches, list(rows))
+
+    def _index_in_batches(self, rows: list[IndexRow]) -> None:
+        """Writes ``rows`` in transactions of ``INDEX_BATCH``, each tokenised and normalised before it takes
+        the lock that searches share: a 150k-row document held it for 28 s in one transaction, and every chat
+        turn's search waited for all of it. Rows written before the last batch are not served early: a
+        search serves only chunks whose document is completed, which the caller marks after ``index``
+        returns (a failure: it deletes what was written)."""
+        for start in range(0, len(rows), INDEX_BATCH):
+            part = rows[start:start + INDEX_BATCH]
+            self._write(self._index, part, _prepare(part))
 
     async def rows_for_knowledge(self, knowledge_ids: Sequence[str]) -> list[IndexRow]:
         """The rows of these documents as indexed, vectors included (unit length, as stored)."""
@@ -326,3 +334,19 @@ class SqliteStore:
     def _head(conn: sqlite3.Connection) -> int:
         row = conn.execute("SELECT seq FROM knora_ret_log ORDER BY seq DESC LIMIT 1").fetchone()
         return int(row[0]) if row else 0
+
+
+def _prepare(rows: Sequence[IndexRow]) -> _Prepared:
+    """What a batch's write needs that is pure computation (done outside the write lock, stepping aside for
+    chat turns on a large document: ``knora.pacing``)."""
+    toks = [tok.tokenize(r.content) for r in sheltered(rows)]
+    vectors: list[tuple[bytes | None, int]] = []
+    for r in rows:
+        if r.embedding is None:
+            vectors.append((None, 0))
+            continue
+        vec = np.asarray(r.embedding, dtype=np.float32)
+        norm = float(np.linalg.norm(vec))
+        vec = vec / norm if norm > 0 else vec
+        vectors.append((vec.tobytes(), int(vec.shape[0])))
+    return toks, vectors

@@ -119,3 +119,46 @@ class TestTokenize:
         assert tok.fts5_match(['a"b', "c"]) == '"a""b" OR "c"'
         assert tok.tsquery(["o'k", "x"]) == "'o''k' | 'x'"
         assert tok.tsvector_literal("run runs ran") == "'run':1,2 'ran':3"
+
+
+class TestLargeWrites:
+    async def test_a_large_index_call_writes_in_batches_and_tokenises_outside_the_lock(
+            self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        from knora.adapters.retrieval import sqlite_store
+
+        monkeypatch.setattr(sqlite_store, "INDEX_BATCH", 4)
+        engine = SqliteEngine(tmp_path / "k.db")
+        await engine.start()
+        held_while_tokenising: list[bool] = []
+        real_tokenize = tok.tokenize
+
+        def spy(text: str, **options: bool) -> list[str]:
+            held_while_tokenising.append(engine._db_lock.locked())
+            return real_tokenize(text, **options)
+
+        monkeypatch.setattr(sqlite_store.tok, "tokenize", spy)
+        transactions = 0
+        real_write = engine._write
+
+        def counting(fn: object, *args: object) -> None:
+            nonlocal transactions
+            transactions += 1
+            real_write(fn, *args)
+
+        monkeypatch.setattr(engine, "_write", counting)
+        try:
+            vecs = unit(np.random.default_rng(1), 10)
+            await engine.index([row(i, f"passage number {i} about otters", vecs[i]) for i in range(10)])
+            assert transactions == 3  # 4 + 4 + 2 rows: a search waits for one batch at most, not for all
+            assert len(held_while_tokenising) == 10
+            assert not any(held_while_tokenising)  # the lock searches share was free meanwhile
+            monkeypatch.setattr(sqlite_store.tok, "tokenize", real_tokenize)
+            hits = await engine.search(EngineQuery(mode="keyword", knowledge_base_ids=["kb"], text="otters",
+                                                   top_k=20))
+            assert {h.chunk_id for h in hits} == {f"c{i}" for i in range(10)}
+            dense = await engine.search(EngineQuery(mode="vector", knowledge_base_ids=["kb"],
+                                                    embedding=vecs[7].tolist(), threshold=-1, top_k=20))
+            assert dense[0].chunk_id == "c7"
+            assert len(dense) == 10
+        finally:
+            await engine.close()
