@@ -34,8 +34,7 @@ log = logging.getLogger("knora.adapters.retrieval.sqlite")  # the records keep t
 
 
 _LOG_KEEP = 200_000  # change-log entries kept; a reader further behind reloads its sets
-INDEX_BATCH = 2_000  # rows per write transaction of ``index``
-# a batch's token lists, and its vectors as (unit-length float32 bytes, dimension) or (None, 0)
+# the rows' token lists, and their vectors as (unit-length float32 bytes, dimension) or (None, 0)
 _Prepared = tuple[list[list[str]], list[tuple[bytes | None, int]]]
 
 _SCHEMA = """
@@ -105,6 +104,11 @@ class SqliteStore:
         # lock the concurrent vector query of the same search needs (WAL: readers see every committed write).
         self._kw_conn: sqlite3.Connection | None = None
         self._kw_lock = threading.Lock()
+        # Vector reads (the change log, rows of a set, hits) on a third one, so that a search never waits for
+        # a write in progress: a 50 MB document's one index transaction runs for tens of seconds, and every
+        # chat turn's search waited behind it when the reads shared the writer's connection and lock.
+        self._vec_conn: sqlite3.Connection | None = None
+        self._vec_lock = threading.Lock()
         self._df: tuple[int, dict[str, int]] = (-1, {})  # (log head, term -> rows containing it)
         # In-memory BM25 postings (exact FTS5 scores); None until loaded. Up to kw_sync_rows rows the first
         # keyword query loads it in line, above that a background thread does while FTS5 answers.
@@ -129,19 +133,24 @@ class SqliteStore:
                      (uuid.uuid4().hex,))
         self._db_id = conn.execute("SELECT value FROM knora_ret_meta WHERE key = 'db_id'").fetchone()[0]
         self._conn = conn
-        kw = sqlite3.connect(self._path, timeout=30, check_same_thread=False, isolation_level=None)
-        kw.execute("PRAGMA busy_timeout=30000")
-        kw.execute("PRAGMA query_only=1")
-        self._kw_conn = kw
+        self._kw_conn = self._reader()
+        self._vec_conn = self._reader()
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, timeout=30, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA query_only=1")
+        return conn
 
     async def close(self) -> None:
         with self._sets_lock:
             sets = list(self._sets.values())
         for vs in sets:  # leave each graph file exact at the set's sequence (saves only what changed)
             await asyncio.to_thread(vs.close)
-        if self._kw_conn is not None:
-            kw, self._kw_conn = self._kw_conn, None
-            await asyncio.to_thread(kw.close)
+        for reader in (self._kw_conn, self._vec_conn):
+            if reader is not None:
+                await asyncio.to_thread(reader.close)
+        self._kw_conn = self._vec_conn = None
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await asyncio.to_thread(conn.close)
@@ -151,6 +160,11 @@ class SqliteStore:
         if self._conn is None:
             raise RuntimeError("SqliteEngine is not started")
         return self._conn
+
+    def _vec_db(self) -> sqlite3.Connection:
+        if self._vec_conn is None:
+            raise RuntimeError("SqliteEngine is not started")
+        return self._vec_conn
 
     def _kw_db(self) -> sqlite3.Connection:
         if self._kw_conn is None:
@@ -233,17 +247,15 @@ class SqliteStore:
 
     async def index(self, rows: Sequence[IndexRow]) -> None:
         if rows:
-            await asyncio.to_thread(self._index_in_batches, list(rows))
+            await asyncio.to_thread(self._index_prepared, list(rows))
 
-    def _index_in_batches(self, rows: list[IndexRow]) -> None:
-        """Writes ``rows`` in transactions of ``INDEX_BATCH``, each tokenised and normalised before it takes
-        the lock that searches share: a 150k-row document held it for 28 s in one transaction, and every chat
-        turn's search waited for all of it. Rows written before the last batch are not served early: a
-        search serves only chunks whose document is completed, which the caller marks after ``index``
-        returns (a failure: it deletes what was written)."""
-        for start in range(0, len(rows), INDEX_BATCH):
-            part = rows[start:start + INDEX_BATCH]
-            self._write(self._index, part, _prepare(part))
+    def _index_prepared(self, rows: list[IndexRow]) -> None:
+        """Tokenises and normalises ``rows`` before taking the lock that searches share, then writes them in
+        one transaction: a 50 MB document's 150k rows held that lock for 28 s when the tokenising happened
+        inside it, and every chat turn's search waited for all of it. (Several smaller transactions were
+        tried: each made every search replay a slice of the change log into the keyword index, inline, and
+        turns were slower for longer.)"""
+        self._write(self._index, rows, _prepare(rows))
 
     async def rows_for_knowledge(self, knowledge_ids: Sequence[str]) -> list[IndexRow]:
         """The rows of these documents as indexed, vectors included (unit length, as stored)."""
@@ -337,7 +349,7 @@ class SqliteStore:
 
 
 def _prepare(rows: Sequence[IndexRow]) -> _Prepared:
-    """What a batch's write needs that is pure computation (done outside the write lock, stepping aside for
+    """What the rows' write needs that is pure computation (done outside the write lock, stepping aside for
     chat turns on a large document: ``knora.pacing``)."""
     toks = [tok.tokenize(r.content) for r in sheltered(rows)]
     vectors: list[tuple[bytes | None, int]] = []

@@ -34,8 +34,8 @@ class VectorSearch(SqliteStore):
         def changed(after: int, upto: int) -> set[int] | None:
             if upto <= after:
                 return set()
-            with self._db_lock:
-                conn = self._db()
+            with self._vec_lock:
+                conn = self._vec_db()
                 first = conn.execute("SELECT seq FROM knora_ret_log ORDER BY seq LIMIT 1").fetchone()
                 if first is None or first[0] > after + 1:
                     return None  # trimmed: the entries after ``after`` are gone
@@ -53,8 +53,8 @@ class VectorSearch(SqliteStore):
     def _load_set(self, kb_id: str, dim: int) -> VectorSet:
         vs = VectorSet(dim, ann_min_rows=self._ann_min_rows, ann_dtype=self._ann_dtype,
                        store=self._store(kb_id, dim))
-        with self._db_lock:
-            conn = self._db()
+        with self._vec_lock:
+            conn = self._vec_db()
             conn.execute("BEGIN")
             try:
                 vs.seq = self._head(conn)
@@ -87,8 +87,8 @@ class VectorSearch(SqliteStore):
         with vs.lock:
             if vs.seq >= head:
                 return vs
-            with self._db_lock:
-                conn = self._db()
+            with self._vec_lock:
+                conn = self._vec_db()
                 first = conn.execute("SELECT seq FROM knora_ret_log ORDER BY seq LIMIT 1").fetchone()
                 if first is None or first[0] > vs.seq + 1:
                     trimmed = True
@@ -113,8 +113,8 @@ class VectorSearch(SqliteStore):
                 vs.remove(deleted)
             for i in range(0, len(upserted), 500):
                 part = upserted[i : i + 500]
-                with self._db_lock:
-                    rows = self._db().execute(
+                with self._vec_lock:
+                    rows = self._vec_db().execute(
                         f"SELECT {_COLS} FROM knora_ret_rows WHERE id IN ({','.join('?' * len(part))})", part
                     ).fetchall()
                 # gone, or no longer a vector of this dimension (re-embedded under a reused row id)
@@ -135,8 +135,8 @@ class VectorSearch(SqliteStore):
             return []
         q = q / norm
         dim = int(q.shape[0])
-        with self._db_lock:
-            head = self._head(self._db())
+        with self._vec_lock:
+            head = self._head(self._vec_db())
         flt = Filter(knowledge_ids=query.knowledge_ids, tag_ids=query.tag_ids,
                      knowledge_type=query.knowledge_type,
                      only_recommended=query.only_recommended)
@@ -152,8 +152,8 @@ class VectorSearch(SqliteStore):
         if not found:
             return []
         ids = [rid for rid, _ in found]
-        with self._db_lock:
-            rows = self._db().execute(
+        with self._vec_lock:
+            rows = self._vec_db().execute(
                 "SELECT id, chunk_id, source_id, content FROM knora_ret_rows"
                 f" WHERE id IN ({','.join('?' * len(ids))})",
                 ids).fetchall()
