@@ -353,7 +353,7 @@ def _prepare(rows: Sequence[IndexRow]) -> _Prepared:
     chat turns on a large document: ``knora.pacing``)."""
     toks = [tok.tokenize(r.content) for r in sheltered(rows)]
     vectors: list[tuple[bytes | None, int]] = []
-    for r in rows:
+    for r in sheltered(rows):
         if r.embedding is None:
             vectors.append((None, 0))
             continue
