@@ -57,7 +57,7 @@ class Foreground:
 
     @property
     def busy(self) -> bool:
-        return self._count > 0
+        return not self._quiet.is_set()
 
     def hold(self) -> Callable[[], None]:
         """Marks one turn as running; the returned function ends it (calling it again does nothing)."""

@@ -1,4 +1,6 @@
-"""A low-priority lane for ingestion's embedding work, so that chat keeps the CPU it needs.
+"""A low-priority thread lane for ingestion's embedding work (``KNORA_EMBED_ISOLATION=thread``; the default is
+the worker process of ``process_lane``, which also keeps the embedding's Python work off the server's
+interpreter lock).
 
 Embedding a large upload keeps every core busy for minutes. If that work ran at the same priority as a user's
 query embedding, the query would wait for a share of the CPU (and, on one model instance, for the running

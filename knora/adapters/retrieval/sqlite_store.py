@@ -250,11 +250,11 @@ class SqliteStore:
             await asyncio.to_thread(self._index_prepared, list(rows))
 
     def _index_prepared(self, rows: list[IndexRow]) -> None:
-        """Tokenises and normalises ``rows`` before taking the lock that searches share, then writes them in
-        one transaction: a 50 MB document's 150k rows held that lock for 28 s when the tokenising happened
-        inside it, and every chat turn's search waited for all of it. (Several smaller transactions were
-        tried: each made every search replay a slice of the change log into the keyword index, inline, and
-        turns were slower for longer.)"""
+        """Tokenises and normalises ``rows`` before taking the writer's lock (stepping aside for chat turns),
+        then writes them in one transaction: a 50 MB document's 150k rows held that lock for tens of seconds
+        with the tokenising inside it. Searches read on their own connections and do not wait for it.
+        (Several smaller transactions were tried: each made every search replay a slice of the change log
+        into the keyword index, inline, and turns were slower for longer.)"""
         self._write(self._index, rows, _prepare(rows))
 
     async def rows_for_knowledge(self, knowledge_ids: Sequence[str]) -> list[IndexRow]:
