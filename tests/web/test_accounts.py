@@ -77,7 +77,10 @@ def test_tenant_switcher_sends_the_chosen_tenant(server: KnoraServer, new_page: 
     sign_in(page, server, "/team")
     switcher = page.locator("#tenant")
     expect(switcher.locator("option")).to_have_count(2)
-    with page.expect_request(lambda req: "/members" in req.url) as listed:
+    # the page's first /members request (the signed-in tenant's) may still be in flight: wait for the one sent
+    # for the chosen tenant (none is sent at all if the switcher does not send it: a timeout)
+    with page.expect_request(lambda req: "/members" in req.url
+                             and req.headers.get("x-tenant-id") == str(second)) as listed:
         switcher.select_option(str(second))
     assert listed.value.headers.get("x-tenant-id") == str(second)
     expect(page.locator("#members tr.member")).to_have_count(1)  # only its owner
@@ -97,7 +100,10 @@ def test_members_add_change_remove_and_invitations(server: KnoraServer, new_page
     row = page.locator("tr.member", has_text=bob)
     expect(row.locator("select[name=role]")).to_have_value("contributor")
 
-    row.locator("select[name=role]").select_option("admin")
+    # the select shows the new role at once; the server has it once the page's change request is answered
+    with page.expect_response(lambda r: "/members/" in r.url and r.request.method != "GET") as changed:
+        row.locator("select[name=role]").select_option("admin")
+    assert changed.value.ok
     expect(page.locator("tr.member", has_text=bob).locator("select[name=role]")).to_have_value("admin")
     members = server.api("GET", f"/tenants/{default_tenant(server)}/members")["members"]
     assert {m["email"]: m["role"] for m in members}[bob] == "admin"
